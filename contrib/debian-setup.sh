@@ -1,0 +1,23 @@
+#!/bin/sh
+# The README's first command, for a fresh Debian 12 machine, as root:
+# installs every package memmig needs, builds it, and runs the main job.
+set -eu
+cd "$(dirname "$0")/.."
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+# Build tools and libraries; libpmem and numactl are benchmark peers;
+# qemu-system-x86, linux-image-amd64 and busybox-static are for the
+# multi-node test tier; jq reads the CLI's JSON in the tests.
+apt-get install -y --no-install-recommends \
+	build-essential autoconf automake libtool pkg-config \
+	libnuma-dev liburing-dev libjson-c-dev libdaxctl-dev libcunit1-dev \
+	libvirt-dev libpmem-dev numactl jq \
+	qemu-system-x86 linux-image-amd64 busybox-static
+
+./autogen.sh
+./configure --enable-werror
+make -j"$(nproc)"
+
+# The main job: the copy engine against glibc and libpmem, short size set.
+./src/cli/memmig-cli bench copy

@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Copiers, buffers, timing and statistics for the benchmark programs. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "bench.h"
+
+#ifdef HAVE_LIBPMEM
+#include <libpmem.h>
+#endif
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+#define PAGE 4096UL
+
+bool copier_pmem_available(void)
+{
+#ifdef HAVE_LIBPMEM
+	return true;
+#else
+	return false;
+#endif
+}
+
+static void copy_pages(const struct copier *c, uint8_t *d, const uint8_t *s,
+		       size_t len)
+{
+	for (size_t off = 0; off < len; off += PAGE) {
+		size_t n = len - off < PAGE ? len - off : PAGE;
+
+		if (c->kind == COPIER_GLIBC_PAGES)
+			memcpy(d + off, s + off, n);
+		else
+			memmig_copy_run(c->ctx, d + off, s + off, n, 0);
+	}
+}
+
+/* One call of a peer or primitive; drain false leaves the fence out. */
+static void copy_one(const struct copier *c, uint8_t *d, const uint8_t *s,
+		     size_t n, bool drain)
+{
+	switch (c->kind) {
+	case COPIER_PRIM:
+		memmig_copy_with(c->ctx, c->prim, d, s, n,
+				 drain ? 0 : MEMMIG_COPY_NODRAIN);
+		break;
+	case COPIER_MEMMIG:
+		memmig_copy_run(c->ctx, d, s, n, drain ? 0 : MEMMIG_COPY_NODRAIN);
+		break;
+	case COPIER_GLIBC:
+		memcpy(d, s, n);
+		break;
+	case COPIER_PMEM:
+#ifdef HAVE_LIBPMEM
+		pmem_memcpy(d, s, n, PMEM_F_MEM_NONTEMPORAL |
+					     (drain ? 0 : PMEM_F_MEM_NODRAIN));
+#endif
+		break;
+	case COPIER_MEMMIG_PAGES:
+	case COPIER_GLIBC_PAGES:
+		copy_pages(c, d, s, n);
+		break;
+	}
+}
+
+void copier_run(const struct copier *c, void *dst, const void *src, size_t len)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+
+	/* One call, as a caller would make it: the same path for everyone. */
+	if (len <= MEMMIG_UNIT_SIZE || c->kind == COPIER_MEMMIG_PAGES ||
+	    c->kind == COPIER_GLIBC_PAGES) {
+		copy_one(c, d, s, len, true);
+		return;
+	}
+	if (c->kind == COPIER_MEMMIG) {
+		memmig_copy_units(c->ctx, d, s, len, 0);
+		return;
+	}
+	for (size_t off = 0; off < len; off += MEMMIG_UNIT_SIZE) {
+		size_t n = len - off < MEMMIG_UNIT_SIZE ? len - off : MEMMIG_UNIT_SIZE;
+
+		copy_one(c, d + off, s + off, n, false);
+	}
+	memmig_copy_drain();
+}
+
+void *bench_alloc(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, len, MADV_HUGEPAGE);
+	if (madvise(p, len, MADV_POPULATE_WRITE))
+		memset(p, 0, len); /* kernels before 5.14 */
+	return p;
+}
+
+void bench_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len);
+}
+
+/* xorshift64: cheap, and a copy of it cannot be optimised away. */
+void bench_fill(void *p, size_t len, uint64_t seed)
+{
+	uint64_t x = seed | 1, *q = p;
+
+	for (size_t i = 0; i < len / 8; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		q[i] = x;
+	}
+}
+
+int bench_pool_init(struct bench_pool *pool, size_t size)
+{
+	pool->size = size;
+	pool->src = bench_alloc(size);
+	pool->dst = bench_alloc(size);
+	if (!pool->src || !pool->dst) {
+		bench_pool_fini(pool);
+		return -ENOMEM;
+	}
+	bench_fill(pool->src, size, 0x6d656d6d6967);
+	return 0;
+}
+
+void bench_pool_fini(struct bench_pool *pool)
+{
+	bench_free(pool->src, pool->size);
+	bench_free(pool->dst, pool->size);
+	pool->src = pool->dst = NULL;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void stats_of(double *gbs, unsigned int n, struct bench_stats *out)
+{
+	double mean = 0, var = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		mean += gbs[i];
+	mean /= n;
+	for (unsigned int i = 0; i < n; i++)
+		var += (gbs[i] - mean) * (gbs[i] - mean);
+	qsort(gbs, n, sizeof(*gbs), cmp_double);
+	out->median = n % 2 ? gbs[n / 2] : (gbs[n / 2 - 1] + gbs[n / 2]) / 2;
+	out->sd_pct = n > 1 && mean > 0 ? 100 * sqrt(var / (n - 1)) / mean : 0;
+	out->n = n;
+}
+
+/*
+ * Runs copies [0, iters) through place() and returns the seconds taken.
+ * place() gives the i-th copy's destination and source.
+ */
+typedef void (*place_fn)(const void *arg, size_t i, uint8_t **d,
+			 const uint8_t **s);
+
+static double time_copies(const struct copier *c, place_fn place,
+			  const void *arg, size_t len, size_t first,
+			  size_t iters)
+{
+	double t0 = now();
+
+	for (size_t i = first; i < first + iters; i++) {
+		uint8_t *d;
+		const uint8_t *s;
+
+		place(arg, i, &d, &s);
+		copier_run(c, d, s, len);
+	}
+	return now() - t0;
+}
+
+/*
+ * Measures n copiers on the same placements.  Each copier first gets the
+ * copies per sample that make one sample last about sample_s; then the
+ * samples are taken round-robin, so that a noisy neighbour on this shared
+ * machine slows every column alike instead of one column.
+ */
+static int measure(const struct copier *cs, unsigned int n, place_fn place,
+		   const void *arg, size_t len, size_t max_iters,
+		   const struct bench_opts *o, struct bench_stats *out)
+{
+	double *gbs, t;
+	size_t *iters, next = 0;
+	int rc = -ENOMEM;
+
+	gbs = calloc((size_t)n * o->reps, sizeof(*gbs));
+	iters = calloc(n, sizeof(*iters));
+	if (!gbs || !iters)
+		goto out;
+	for (unsigned int c = 0; c < n; c++) {
+		/* Warm-up, growing the count until a sample is long enough. */
+		for (iters[c] = 1;; iters[c] *= 4) {
+			t = time_copies(&cs[c], place, arg, len, next, iters[c]);
+			next += iters[c];
+			if (t >= o->sample_s / 4 || iters[c] >= max_iters)
+				break;
+		}
+		if (t > 0 && t < o->sample_s)
+			iters[c] = (size_t)(iters[c] * (o->sample_s / t)) + 1;
+		if (iters[c] > max_iters)
+			iters[c] = max_iters;
+	}
+	for (unsigned int r = 0; r < o->reps; r++) {
+		for (unsigned int c = 0; c < n; c++) {
+			t = time_copies(&cs[c], place, arg, len, next, iters[c]);
+			next += iters[c];
+			gbs[(size_t)c * o->reps + r] = (double)len * iters[c] / t / 1e9;
+		}
+	}
+	for (unsigned int c = 0; c < n; c++)
+		stats_of(&gbs[(size_t)c * o->reps], o->reps, &out[c]);
+	rc = 0;
+out:
+	free(gbs);
+	free(iters);
+	return rc;
+}
+
+struct hot_place {
+	uint8_t *d;
+	const uint8_t *s;
+};
+
+static void place_hot(const void *arg, size_t i, uint8_t **d, const uint8_t **s)
+{
+	const struct hot_place *h = arg;
+
+	*d = h->d;
+	*s = h->s;
+}
+
+int bench_measure_hot(const struct copier *cs, unsigned int n, void *dst,
+		      const void *src, size_t len, const struct bench_opts *o,
+		      struct bench_stats *out)
+{
+	struct hot_place h = { dst, src };
+
+	return measure(cs, n, place_hot, &h, len, SIZE_MAX, o, out);
+}
+
+struct cold_place {
+	const struct bench_pool *pool;
+	size_t stride, nslots;
+	uint32_t *order;	/* a shuffled permutation of the slots */
+};
+
+static void place_cold(const void *arg, size_t i, uint8_t **d, const uint8_t **s)
+{
+	const struct cold_place *p = arg;
+	size_t off = (size_t)p->order[i % p->nslots] * p->stride;
+
+	*d = p->pool->dst + off;
+	*s = p->pool->src + off;
+}
+
+int bench_measure_cold(const struct copier *cs, unsigned int n,
+		       const struct bench_pool *pool, size_t len,
+		       const struct bench_opts *o, struct bench_stats *out)
+{
+	struct cold_place p = { .pool = pool };
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+	int rc;
+
+	if (len > pool->size)
+		return -E2BIG;
+	/* A page per slot at least, so neighbours do not share lines. */
+	p.stride = (len + PAGE - 1) & ~(PAGE - 1);
+	p.nslots = pool->size / p.stride;
+	if (p.nslots > UINT32_MAX)
+		p.nslots = UINT32_MAX;
+	p.order = malloc(p.nslots * sizeof(*p.order));
+	if (!p.order)
+		return -ENOMEM;
+	for (size_t i = 0; i < p.nslots; i++)
+		p.order[i] = (uint32_t)i;
+	for (size_t i = p.nslots - 1; i > 0; i--) {
+		size_t j;
+		uint32_t tmp;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		j = x % (i + 1);
+		tmp = p.order[i];
+		p.order[i] = p.order[j];
+		p.order[j] = tmp;
+	}
+	/* Consecutive copies walk the shuffled slots: none is reused while
+	 * its lines could still be cached. */
+	rc = measure(cs, n, place_cold, &p, len, p.nslots, o, out);
+	free(p.order);
+	return rc;
+}
+
+static bool progress_tty = false;
+
+void bench_progress(const char *format, ...)
+{
+	va_list ap;
+
+	if (!isatty(STDERR_FILENO))
+		return;
+	progress_tty = true;
+	fputs("\r\033[K", stderr);
+	va_start(ap, format);
+	vfprintf(stderr, format, ap);
+	va_end(ap);
+	fflush(stderr);
+}
+
+void bench_progress_done(void)
+{
+	if (progress_tty)
+		fputs("\r\033[K", stderr);
+	progress_tty = false;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the benchmark programs share: copiers, buffers, timing, statistics. */
+#ifndef MEMMIG_BENCH_H
+#define MEMMIG_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli.h"
+
+extern const struct cli_cmd bench_cmd_copy;
+
+/*
+ * One way to copy: a memmig primitive, memmig's dispatch, or a peer.
+ * Copies larger than MEMMIG_UNIT_SIZE go in 2 MiB units, as a migration
+ * would copy them, with one drain at the end.
+ */
+enum copier_kind {
+	COPIER_PRIM,		/* memmig_copy_with(prim) */
+	COPIER_MEMMIG,		/* memmig_copy_run / memmig_copy_units */
+	COPIER_GLIBC,		/* memcpy */
+	COPIER_PMEM,		/* libpmem's pmem_memcpy, non-temporal */
+	COPIER_MEMMIG_PAGES,	/* memmig_copy_run per 4 KiB page */
+	COPIER_GLIBC_PAGES,	/* memcpy per 4 KiB page */
+};
+
+struct copier {
+	const char *name;
+	enum copier_kind kind;
+	int prim;
+	struct memmig_ctx *ctx;
+};
+
+void copier_run(const struct copier *c, void *dst, const void *src, size_t len);
+bool copier_pmem_available(void);
+
+struct bench_stats {
+	double median;		/* GB/s (1e9 bytes per second) */
+	double sd_pct;		/* standard deviation, percent of the mean */
+	unsigned int n;
+};
+
+/* Anonymous memory, THP-advised and populated, so no fault is timed. */
+void *bench_alloc(size_t len);
+void bench_free(void *p, size_t len);
+void bench_fill(void *p, size_t len, uint64_t seed);
+
+/* Source and destination pools far larger than the LLC, for cold copies. */
+struct bench_pool {
+	uint8_t *src, *dst;
+	size_t size;
+};
+int bench_pool_init(struct bench_pool *pool, size_t size);
+void bench_pool_fini(struct bench_pool *pool);
+
+struct bench_opts {
+	unsigned int reps;	/* samples per measurement */
+	double sample_s;	/* target duration of one sample */
+};
+
+/*
+ * Measures n copiers, samples taken round-robin, out[i] for cs[i].
+ * Hot: the same buffers again and again, caches warm.  Cold: each copy at
+ * another place of the pool, in shuffled order, caches cold.
+ */
+int bench_measure_hot(const struct copier *cs, unsigned int n, void *dst,
+		      const void *src, size_t len, const struct bench_opts *o,
+		      struct bench_stats *out);
+int bench_measure_cold(const struct copier *cs, unsigned int n,
+		       const struct bench_pool *pool, size_t len,
+		       const struct bench_opts *o, struct bench_stats *out);
+
+/* A status line on stderr when it is a terminal. */
+void bench_progress(const char *format, ...) __attribute__((format(printf, 1, 2)));
+void bench_progress_done(void);
+
+int bench_calibrate(struct memmig_ctx *ctx, const char *output, bool json);
+
+#endif

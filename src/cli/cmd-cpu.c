@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* memmig-cli cpu: the detected CPU, the copy thresholds and what they pick. */
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+#include "shared/size.h"
+
+static const size_t sample_sizes[] = {
+	16, 168, 512, 1024, 2048, 4096, 64 << 10, 2 << 20, 64 << 20, 1 << 30,
+};
+#define N_SAMPLES (sizeof(sample_sizes) / sizeof(sample_sizes[0]))
+
+static void cpu_usage(FILE *f)
+{
+	fprintf(f, "Usage: memmig-cli cpu [--json]\n"
+		   "Shows the CPU features memmig detected, the copy thresholds in\n"
+		   "force (defaults, calibration file, environment) and the copy\n"
+		   "primitive each size dispatches to.\n");
+}
+
+static void cpu_print_text(struct memmig_ctx *ctx,
+			   const struct memmig_cpu_info *cpu,
+			   const struct memmig_tuning *t)
+{
+	char buf[32];
+
+	printf("cpu:        %s family %#x model %#x stepping %u\n",
+	       cpu->vendor[0] ? cpu->vendor : "(not x86)", cpu->family,
+	       cpu->model, cpu->stepping);
+	printf("features:  ");
+	for (int i = 0; i < 64; i++) {
+		const char *name = memmig_cpu_feature_name(1ULL << i);
+
+		if (name && (cpu->features & (1ULL << i)))
+			printf(" %s", name);
+	}
+	printf("\nllc:        %s\n", memmig_size_format(cpu->llc_size, buf, sizeof(buf)));
+	char b2[32], b3[32];
+
+	printf("thresholds: movsb from %s, movsq from %s, NT from %s (%s)\n",
+	       cli_size(t->movsb_min, buf, sizeof(buf)),
+	       cli_size(t->movsq_min, b2, sizeof(b2)),
+	       cli_size(t->nt_min, b3, sizeof(b3)), memmig_prim_name(t->nt_prim));
+	printf("calibration file: %s\n\n", memmig_tuning_default_path());
+	printf("%10s  %-10s %-10s %-10s\n", "size", "default", "temporal", "pmem");
+	for (size_t i = 0; i < N_SAMPLES; i++)
+		printf("%10s  %-10s %-10s %-10s\n",
+		       memmig_size_format(sample_sizes[i], buf, sizeof(buf)),
+		       memmig_prim_name(memmig_copy_query(ctx, sample_sizes[i], 0)),
+		       memmig_prim_name(memmig_copy_query(ctx, sample_sizes[i],
+							  MEMMIG_COPY_TEMPORAL)),
+		       memmig_prim_name(memmig_copy_query(ctx, sample_sizes[i],
+							  MEMMIG_COPY_PMEM)));
+}
+
+static void cpu_print_json(struct memmig_ctx *ctx,
+			   const struct memmig_cpu_info *cpu,
+			   const struct memmig_tuning *t)
+{
+	struct json_object *o = json_object_new_object(), *d = json_object_new_array();
+
+	json_object_object_add(o, "cpu", cli_json_cpu(cpu));
+	json_object_object_add(o, "tuning", cli_json_tuning(t));
+	for (size_t i = 0; i < N_SAMPLES; i++) {
+		struct json_object *row = json_object_new_object();
+		size_t n = sample_sizes[i];
+
+		json_object_object_add(row, "size", json_object_new_int64((int64_t)n));
+		json_object_object_add(row, "default", json_object_new_string(
+			memmig_prim_name(memmig_copy_query(ctx, n, 0))));
+		json_object_object_add(row, "temporal", json_object_new_string(
+			memmig_prim_name(memmig_copy_query(ctx, n, MEMMIG_COPY_TEMPORAL))));
+		json_object_object_add(row, "pmem", json_object_new_string(
+			memmig_prim_name(memmig_copy_query(ctx, n, MEMMIG_COPY_PMEM))));
+		json_object_array_add(d, row);
+	}
+	json_object_object_add(o, "dispatch", d);
+	cli_json_print(o);
+}
+
+static int cpu_run(struct memmig_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct memmig_cpu_info cpu = { .sz = sizeof(cpu) };
+	struct memmig_tuning t = { .sz = sizeof(t) };
+	bool json = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			cpu_usage(stdout);
+			return CLI_EXIT_OK;
+		default:
+			cpu_usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		cli_error("cpu: unexpected argument '%s'\n", argv[optind]);
+		return CLI_EXIT_USAGE;
+	}
+	memmig_ctx_get_cpu(ctx, &cpu);
+	memmig_ctx_get_tuning(ctx, &t);
+	if (json)
+		cpu_print_json(ctx, &cpu, &t);
+	else
+		cpu_print_text(ctx, &cpu, &t);
+	return CLI_EXIT_OK;
+}
+
+const struct cli_cmd cli_cmd_cpu = {
+	.name = "cpu",
+	.summary = "show CPU features, copy thresholds and dispatch",
+	.run = cpu_run,
+};

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* memmig-cli: global options, then one sub-command from the table. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "cli.h"
+
+static const struct cli_cmd *const commands[] = {
+	&cli_cmd_cpu,
+	&cli_cmd_bench,
+	NULL,
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: memmig-cli [--help] [--version] COMMAND [ARGS]\n\n"
+		   "Commands:\n");
+	cli_cmd_list(f, commands);
+	fprintf(f, "\nRun 'memmig-cli COMMAND --help' for a command's options.\n"
+		   "Exit codes: 0 success, 1 failure, 2 bad usage.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cli_cmd *cmd;
+	struct memmig_ctx *ctx;
+	int c, rc;
+
+	/* Stop at the first non-option: the rest belongs to the command. */
+	while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return CLI_EXIT_OK;
+		case 'V':
+			printf("memmig-cli %s\n", PACKAGE_VERSION);
+			return CLI_EXIT_OK;
+		default:
+			usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	cmd = cli_cmd_find(commands, argv[optind]);
+	if (!cmd) {
+		cli_error("unknown command '%s'\n", argv[optind]);
+		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	rc = memmig_ctx_new(&ctx);
+	if (rc < 0) {
+		cli_error("cannot initialise libmemmig: %s\n", strerror(-rc));
+		return CLI_EXIT_FAIL;
+	}
+	argc -= optind;
+	argv += optind;
+	optind = 0; /* the command parses its own options from argv[0] */
+	rc = cmd->run(ctx, argc, argv);
+	memmig_ctx_unref(ctx);
+	return rc;
+}

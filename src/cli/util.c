@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Helpers the sub-commands share: the table, errors, sizes, JSON. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "shared/size.h"
+
+const struct cli_cmd *cli_cmd_find(const struct cli_cmd *const *table,
+				   const char *name)
+{
+	for (; *table; table++)
+		if (!strcmp((*table)->name, name))
+			return *table;
+	return NULL;
+}
+
+void cli_cmd_list(FILE *f, const struct cli_cmd *const *table)
+{
+	for (; *table; table++)
+		fprintf(f, "  %-12s %s\n", (*table)->name, (*table)->summary);
+}
+
+void cli_error(const char *format, ...)
+{
+	va_list ap;
+
+	fputs("memmig-cli: ", stderr);
+	va_start(ap, format);
+	vfprintf(stderr, format, ap);
+	va_end(ap);
+}
+
+int cli_parse_size(const char *opt, const char *arg, size_t *out)
+{
+	if (memmig_size_parse(arg, out) < 0) {
+		cli_error("%s: '%s' is not a size (e.g. 4096, 64K, 2M, 1G)\n",
+			  opt, arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cli_parse_size_list(const char *opt, const char *arg, size_t **out,
+			size_t *count)
+{
+	char *copy = strdup(arg), *tok, *save = NULL;
+	size_t n = 0, *v = NULL;
+	int rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t *nv = realloc(v, (n + 1) * sizeof(*v));
+
+		if (!nv) {
+			rc = -ENOMEM;
+			break;
+		}
+		v = nv;
+		rc = cli_parse_size(opt, tok, &v[n]);
+		if (rc < 0)
+			break;
+		if (!v[n]) {
+			cli_error("%s: sizes must be above zero\n", opt);
+			rc = -EINVAL;
+			break;
+		}
+		n++;
+	}
+	free(copy);
+	if (!rc && !n) {
+		cli_error("%s: empty list\n", opt);
+		rc = -EINVAL;
+	}
+	if (rc < 0) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+const char *cli_size(size_t v, char *buf, size_t len)
+{
+	if (v == MEMMIG_SIZE_NEVER)
+		return "never";
+	return memmig_size_format(v, buf, len);
+}
+
+static struct json_object *json_size(size_t v)
+{
+	return v == MEMMIG_SIZE_NEVER ? NULL : json_object_new_int64((int64_t)v);
+}
+
+void cli_json_print(struct json_object *obj)
+{
+	puts(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY |
+							 JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(obj);
+}
+
+struct json_object *cli_json_cpu(const struct memmig_cpu_info *cpu)
+{
+	struct json_object *o = json_object_new_object(), *f = json_object_new_array();
+
+	json_object_object_add(o, "vendor", json_object_new_string(cpu->vendor));
+	json_object_object_add(o, "family", json_object_new_int((int)cpu->family));
+	json_object_object_add(o, "model", json_object_new_int((int)cpu->model));
+	json_object_object_add(o, "stepping", json_object_new_int((int)cpu->stepping));
+	for (int i = 0; i < 64; i++) {
+		const char *name = memmig_cpu_feature_name(1ULL << i);
+
+		if (name && (cpu->features & (1ULL << i)))
+			json_object_array_add(f, json_object_new_string(name));
+	}
+	json_object_object_add(o, "features", f);
+	json_object_object_add(o, "llc_bytes", json_object_new_int64((int64_t)cpu->llc_size));
+	return o;
+}
+
+struct json_object *cli_json_tuning(const struct memmig_tuning *t)
+{
+	struct json_object *o = json_object_new_object();
+
+	/* null: never */
+	json_object_object_add(o, "movsb_min", json_size(t->movsb_min));
+	json_object_object_add(o, "movsq_min", json_size(t->movsq_min));
+	json_object_object_add(o, "nt_min", json_size(t->nt_min));
+	json_object_object_add(o, "nt_prim",
+			       json_object_new_string(memmig_prim_name(t->nt_prim)));
+	return o;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The architecture interface.  Makefile.am builds exactly one of arch/x86/
+ * and arch/generic/; nothing else in libmemmig depends on the architecture.
+ */
+#ifndef MEMMIG_ARCH_H
+#define MEMMIG_ARCH_H
+
+#include <stddef.h>
+
+#include "memmig-private.h"
+
+/*
+ * A copy primitive.  flags are the public copy flags plus the flush kind
+ * (MEMMIG_COPY__FLUSH_MASK); only the non-temporal primitives look at them:
+ * they write unaligned heads and tails with temporal stores, flush those
+ * lines when a flush kind is given, and drain unless MEMMIG_COPY_NODRAIN.
+ */
+typedef void (*memmig_prim_fn)(void *dst, const void *src, size_t len,
+			       unsigned int flags);
+
+/* Indexed by enum memmig_prim; NULL where this architecture lacks one.
+ * MEMMIG_PRIM_GENERIC is not here: copy.c has it on every architecture. */
+extern const memmig_prim_fn memmig_arch_prims[MEMMIG_PRIM_COUNT];
+
+void memmig_arch_cpu_detect(struct memmig_cpu_info *out);
+void memmig_arch_drain(void);
+void memmig_arch_flush(enum memmig_flush_kind kind, const void *addr,
+		       size_t len);
+
+#endif

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Internal to libmemmig: context body, logging macros, internal copy flags. */
+#ifndef MEMMIG_PRIVATE_H
+#define MEMMIG_PRIVATE_H
+
+#include <stdbool.h>
+#include <syslog.h>
+
+#include "memmig.h"
+
+#define MEMMIG_COPY_ALL_FLAGS                                               \
+	(MEMMIG_COPY_NONTEMPORAL | MEMMIG_COPY_TEMPORAL | MEMMIG_COPY_NODRAIN | \
+	 MEMMIG_COPY_PMEM | MEMMIG_COPY_NOFLUSH)
+
+/*
+ * Cache-line write-back method, passed from copy.c to the primitives in the
+ * bits above the public flags so that a primitive needs no context.
+ */
+enum memmig_flush_kind {
+	MEMMIG_FLUSH_NONE = 0,
+	MEMMIG_FLUSH_CLFLUSH = 1,
+	MEMMIG_FLUSH_CLFLUSHOPT = 2,
+	MEMMIG_FLUSH_CLWB = 3,
+};
+#define MEMMIG_COPY__FLUSH_SHIFT 24
+#define MEMMIG_COPY__FLUSH_MASK (3u << MEMMIG_COPY__FLUSH_SHIFT)
+
+static inline enum memmig_flush_kind memmig_flush_kind_of(unsigned int flags)
+{
+	return (flags & MEMMIG_COPY__FLUSH_MASK) >> MEMMIG_COPY__FLUSH_SHIFT;
+}
+
+struct memmig_ctx {
+	int refcount;
+	memmig_log_fn log_fn;
+	void *log_data;
+	int log_priority;
+	struct memmig_cpu_info cpu;
+	struct memmig_tuning tuning;
+	enum memmig_flush_kind flush_kind;
+	unsigned int prims_ok;	/* bit per primitive this CPU can run */
+	/* Cached policy for unflagged copies below small_below: small copies
+	 * cannot afford the whole policy (memmig_ctx_apply_tuning()). */
+	size_t small_below;
+	int small_prim;
+};
+
+/* Sets ctx->tuning and what is cached from it. */
+void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
+			     const struct memmig_tuning *t);
+
+void memmig_log(struct memmig_ctx *ctx, int priority, const char *file,
+		int line, const char *fn, const char *format, ...)
+	__attribute__((format(printf, 6, 7)));
+
+#define memmig_log_cond(ctx, prio, ...)                                       \
+	do {                                                                  \
+		if ((ctx) && memmig_ctx_get_log_priority(ctx) >= (prio))      \
+			memmig_log(ctx, prio, __FILE__, __LINE__, __func__,   \
+				   __VA_ARGS__);                              \
+	} while (0)
+
+#define err(ctx, ...) memmig_log_cond(ctx, LOG_ERR, __VA_ARGS__)
+#define warn(ctx, ...) memmig_log_cond(ctx, LOG_WARNING, __VA_ARGS__)
+#define info(ctx, ...) memmig_log_cond(ctx, LOG_INFO, __VA_ARGS__)
+#define dbg(ctx, ...) memmig_log_cond(ctx, LOG_DEBUG, __VA_ARGS__)
+
+/*
+ * Sized structs across the ABI: the caller's sz says how much of the struct
+ * it knows.  An out-struct gets min(sz, ours) bytes; an in-struct is read up
+ * to min(sz, ours) over our defaults.  Too small to hold one field: -EINVAL.
+ */
+int memmig_struct_out(void *out, const void *ours, size_t ours_sz);
+int memmig_struct_in(void *ours, size_t ours_sz, const void *in);
+
+int memmig_log_priority_parse(const char *s);
+enum memmig_flush_kind memmig_flush_kind_for(const struct memmig_cpu_info *cpu);
+
+#endif

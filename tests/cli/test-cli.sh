@@ -1,0 +1,95 @@
+#!/bin/bash
+# memmig-cli as a user runs it: help, errors and exit codes, cpu, bench copy
+# (text and JSON), calibration written, loaded and overridden.
+set -u
+cli=${MEMMIG_CLI:-src/cli/memmig-cli}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0 passes=0
+
+check() { # check NAME COMMAND...: passes when the command succeeds
+	local name=$1
+	shift
+	if "$@"; then
+		passes=$((passes + 1))
+	else
+		echo "FAIL: $name"
+		fails=$((fails + 1))
+	fi
+}
+# exit_is CODE COMMAND...: runs the command, output to $tmp/out, $tmp/err
+exit_is() {
+	local want=$1 rc
+	shift
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ "$rc" -eq "$want" ] || { echo "  '$*' exited $rc, not $want"; cat "$tmp/err"; return 1; }
+}
+
+command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
+
+check "--version" exit_is 0 "$cli" --version
+check "version text" grep -q '^memmig-cli [0-9]' "$tmp/out"
+check "--help lists commands" exit_is 0 "$cli" --help
+check "help names bench" grep -q 'bench' "$tmp/out"
+check "no command is usage error" exit_is 2 "$cli"
+check "unknown command" exit_is 2 "$cli" frobnicate
+check "unknown command message" grep -q "unknown command 'frobnicate'" "$tmp/err"
+check "unknown benchmark" exit_is 2 "$cli" bench nope
+check "bad size" exit_is 2 "$cli" bench copy --sizes 4K,banana
+check "bad size message" grep -q "'banana' is not a size" "$tmp/err"
+check "zero size" exit_is 2 "$cli" bench copy --sizes 0
+check "bad reps" exit_is 2 "$cli" bench copy --reps 0
+
+# cpu: the vendor agrees with the kernel's view
+check "cpu" exit_is 0 "$cli" cpu
+check "cpu json" exit_is 0 "$cli" cpu --json
+vendor=$(awk -F': ' '/^vendor_id/ {print $2; exit}' /proc/cpuinfo)
+if [ -n "$vendor" ]; then
+	check "cpu vendor" test "$(jq -r .cpu.vendor "$tmp/out")" = "$vendor"
+fi
+check "cpu dispatch rows" test "$(jq '.dispatch | length' "$tmp/out")" -ge 5
+cp "$tmp/out" "$tmp/cpu.json"
+
+# bench copy: every column measured, the dispatch named as the library says
+bench=(bench copy --sizes 4K,3M --reps 3 --sample-ms 1 --pool 64M)
+check "bench text" exit_is 0 "$cli" "${bench[@]}"
+check "bench text hot table" grep -q '^hot copies' "$tmp/out"
+check "bench text cold table" grep -q '^cold copies' "$tmp/out"
+check "bench text units" grep -q '^memmig, 2 MiB units' "$tmp/out"
+check "bench json" exit_is 0 "$cli" "${bench[@]}" --json
+check "bench json rows" test "$(jq '.hot | length' "$tmp/out")" -eq 2
+check "bench json all positive" \
+	test "$(jq '[.hot[], .cold[] | .results[] | .median_gbs > 0] | all' "$tmp/out")" = true
+check "bench json units positive" test "$(jq '[.units[] | .median_gbs > 0] | all' "$tmp/out")" = true
+check "bench json has glibc and memmig" \
+	test "$(jq '.hot[0].results | has("glibc") and has("memmig")' "$tmp/out")" = true
+
+# calibration: written, then loaded by the library through MEMMIG_CALIBRATION
+cal="$tmp/sub/dir/calibration"
+check "calibrate" exit_is 0 "$cli" bench copy --calibrate --output "$cal" --json
+check "calibration file" test -s "$cal"
+check "calibration cpu line" grep -q "^cpu = $vendor " "$cal"
+want=$(jq -c .tuning "$tmp/out")
+check "calibration loaded" exit_is 0 env MEMMIG_CALIBRATION="$cal" "$cli" cpu --json
+check "calibration applied" test "$(jq -c .tuning "$tmp/out")" = "$want"
+
+# the environment wins over the calibration file
+check "env override" exit_is 0 env MEMMIG_CALIBRATION="$cal" MEMMIG_COPY_NT_MIN=3M \
+	MEMMIG_COPY_MOVSB_MIN=1K "$cli" cpu --json
+check "env nt_min" test "$(jq .tuning.nt_min "$tmp/out")" -eq $((3 << 20))
+check "env movsb_min" test "$(jq .tuning.movsb_min "$tmp/out")" -eq 1024
+check "env bad value" exit_is 1 env MEMMIG_COPY_NT_MIN=banana "$cli" cpu
+check "env bad value named" grep -q 'MEMMIG_COPY_NT_MIN' "$tmp/err"
+check "env NT prim must be NT" exit_is 1 env MEMMIG_COPY_NT_PRIM=movq "$cli" cpu
+
+# a calibration made on another CPU is refused, not silently used
+sed 's/^cpu = .*/cpu = GenuineIntel 6 143/' "$cal" >"$tmp/other"
+check "stale calibration" exit_is 1 env MEMMIG_CALIBRATION="$tmp/other" "$cli" cpu
+check "stale calibration message" grep -q 'another CPU model' "$tmp/err"
+printf 'cpu = x\nnonsense\n' >"$tmp/bad"
+check "malformed calibration" exit_is 1 env MEMMIG_CALIBRATION="$tmp/bad" "$cli" cpu
+check "missing calibration" exit_is 1 env MEMMIG_CALIBRATION="$tmp/none" "$cli" cpu
+
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]

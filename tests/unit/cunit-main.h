@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cunit-main.h - the main() of every unit test program: register a
+ * CU_SuiteInfo array, run it with CUnit's basic interface, and turn the
+ * result into an automake test exit status:
+ *   0 all passed, 1 a test failed, 77 skipped, 99 CUnit itself failed.
+ */
+#ifndef MEMMIG_CUNIT_MAIN_H
+#define MEMMIG_CUNIT_MAIN_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include <CUnit/Basic.h>
+
+#define CUNIT_EXIT_SKIP 77
+#define CUNIT_EXIT_ERROR 99
+
+/* Prints why the whole program is skipped; return its value from main(). */
+static inline int cunit_skip(const char *reason)
+{
+	printf("SKIP: %s\n", reason);
+	return CUNIT_EXIT_SKIP;
+}
+
+/*
+ * Records a failed assertion with a formatted message (CUnit copies the
+ * text), for checks inside loops where CU_ASSERT cannot say which case
+ * failed.  Returns 0 so that it can end a check function.
+ */
+#define CUNIT_FAILF(...) cunit_failf(__LINE__, __FILE__, __VA_ARGS__)
+
+__attribute__((format(printf, 3, 4))) static inline int
+cunit_failf(unsigned int line, const char *file, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	CU_assertImplementation(CU_FALSE, line, msg, file, "", CU_FALSE);
+	return 0;
+}
+
+static inline int cunit_main(CU_SuiteInfo *suites)
+{
+	unsigned int failed;
+	CU_ErrorCode rc;
+
+	if (CU_initialize_registry() != CUE_SUCCESS ||
+	    CU_register_suites(suites) != CUE_SUCCESS) {
+		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
+		CU_cleanup_registry();
+		return CUNIT_EXIT_ERROR;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	rc = CU_basic_run_tests();
+	/* A suite whose init failed counts as failed; other errors are ours. */
+	failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed() +
+		 CU_get_number_of_suites_failed();
+	if (rc != CUE_SUCCESS)
+		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
+	CU_cleanup_registry();
+	if (failed)
+		return 1;
+	return rc == CUE_SUCCESS ? 0 : CUNIT_EXIT_ERROR;
+}
+
+#endif

@@ -1,0 +1,910 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The API contract of libmemmig: argument checks of the copy entry points
+ * (nothing written when one fails), primitive names, calibration files,
+ * environment overrides, sized structs, reference counting and logging.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "memmig.h"
+#include "cunit-main.h"
+
+#define BUF 16384
+#define FILL 0x3c
+
+static const char *const env_vars[] = {
+	"MEMMIG_COPY_MOVSB_MIN", "MEMMIG_COPY_MOVSQ_MIN", "MEMMIG_COPY_NT_MIN",
+	"MEMMIG_COPY_NT_PRIM",	 "MEMMIG_CALIBRATION",	  "MEMMIG_LOG",
+};
+
+static struct memmig_ctx *ctx;
+static struct memmig_cpu_info cpu = { .sz = sizeof(cpu) };
+/* The context's tuning without any environment override. */
+static struct memmig_tuning base = { .sz = sizeof(base) };
+static char tmpdir[PATH_MAX];
+static char cpu_line[256];	/* "cpu = ..." as memmig_tuning_save() writes it */
+static unsigned char *buf, *snap;
+
+static void unset_env(void)
+{
+	for (size_t i = 0; i < sizeof(env_vars) / sizeof(env_vars[0]); i++)
+		unsetenv(env_vars[i]);
+}
+
+static void tmp_path(char *out, size_t len, const char *name)
+{
+	snprintf(out, len, "%s/%s", tmpdir, name);
+}
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f)
+		return -errno;
+	fputs(text, f);
+	return fclose(f) ? -errno : 0;
+}
+
+/* Writes a calibration file named name in tmpdir; returns its path. */
+static const char *calib(const char *name, const char *text)
+{
+	static char path[PATH_MAX + 64];
+
+	tmp_path(path, sizeof(path), name);
+	CU_ASSERT_EQUAL(write_file(path, text), 0);
+	return path;
+}
+
+static int suite_init(void)
+{
+	const char *t = getenv("TMPDIR");
+	char path[PATH_MAX + 64], line[256];
+	struct memmig_tuning tt;
+	FILE *f;
+
+	unset_env();	/* start from a known environment */
+	snprintf(tmpdir, sizeof(tmpdir), "%s/memmig-test-api.XXXXXX",
+		 t && *t ? t : "/tmp");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	if (memmig_ctx_new(&ctx) < 0 || memmig_ctx_get_cpu(ctx, &cpu) < 0 ||
+	    memmig_ctx_get_tuning(ctx, &base) < 0)
+		return 1;
+	buf = malloc(BUF);
+	snap = malloc(BUF);
+	if (!buf || !snap)
+		return 1;
+	/* The identity line of this CPU, from a file the library wrote. */
+	tt = base;
+	tmp_path(path, sizeof(path), "identity");
+	if (memmig_tuning_save(ctx, path, &tt) < 0 || !(f = fopen(path, "re")))
+		return 1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "cpu", 3) && strchr(line, '='))
+			snprintf(cpu_line, sizeof(cpu_line), "%s", line);
+	fclose(f);
+	unlink(path);
+	return cpu_line[0] ? 0 : 1;
+}
+
+static int suite_cleanup(void)
+{
+	static const char *const files[] = {
+		"saved", "saved.tmp", "bad", "stale", "nocpu", "partial",
+		"comments", "notsaved", "calib", "calib-stale",
+	};
+	char path[PATH_MAX + 64];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		tmp_path(path, sizeof(path), files[i]);
+		unlink(path);
+	}
+	if (tmpdir[0] && rmdir(tmpdir))
+		perror(tmpdir);
+	unset_env();
+	memmig_ctx_unref(ctx);
+	ctx = NULL;
+	free(buf);
+	free(snap);
+	buf = snap = NULL;
+	return 0;
+}
+
+/* Before each test: a known buffer and a snapshot of it. */
+static void test_setup(void)
+{
+	memset(buf, FILL, BUF);
+	for (size_t i = 0; i < BUF / 2; i++)
+		buf[i] = (unsigned char)(i * 7 + 1);
+	memcpy(snap, buf, BUF);
+}
+
+static void test_teardown(void)
+{
+	unset_env();
+}
+
+/* ------------------------------------------------------------------ */
+/* Copy entry points.                                                  */
+
+enum { VIA_RUN = MEMMIG_PRIM_COUNT, VIA_UNITS, VIA_COUNT };
+
+static int via_copy(int via, void *dst, const void *src, size_t len,
+		    unsigned int flags)
+{
+	if (via == VIA_RUN)
+		return memmig_copy_run(ctx, dst, src, len, flags);
+	if (via == VIA_UNITS)
+		return memmig_copy_units(ctx, dst, src, len, flags);
+	return memmig_copy_with(ctx, via, dst, src, len, flags);
+}
+
+static const char *via_name(int via)
+{
+	return via == VIA_RUN ? "copy_run" :
+	       via == VIA_UNITS ? "copy_units" : memmig_prim_name(via);
+}
+
+static bool via_ok(int via)
+{
+	return via >= MEMMIG_PRIM_COUNT || memmig_prim_supported(&cpu, via);
+}
+
+#define EXPECT_RC(via, call, want)                                             \
+	do {                                                                   \
+		int rc_ = (call);                                              \
+		if (rc_ != (want))                                             \
+			CUNIT_FAILF("%s: %s = %d, want %d", via_name(via),     \
+				    #call, rc_, (want));                       \
+		else                                                           \
+			CU_PASS(#call);                                        \
+	} while (0)
+
+#define EXPECT_UNTOUCHED(via, what)                                            \
+	do {                                                                   \
+		if (memcmp(buf, snap, BUF))                                    \
+			CUNIT_FAILF("%s: %s wrote to the buffer",              \
+				    via_name(via), what);                      \
+	} while (0)
+
+static void test_len_zero(void)
+{
+	void *top = (void *)(UINTPTR_MAX - 10);
+
+	for (int v = 0; v < VIA_COUNT; v++) {
+		if (!via_ok(v))
+			continue;
+		EXPECT_RC(v, via_copy(v, NULL, NULL, 0, 0), 0);
+		EXPECT_RC(v, via_copy(v, buf, NULL, 0, 0), 0);
+		EXPECT_RC(v, via_copy(v, NULL, buf, 0, 0), 0);
+		EXPECT_RC(v, via_copy(v, buf, buf, 0, 0), 0);
+		EXPECT_RC(v, via_copy(v, top, top, 0, 0), 0);
+		EXPECT_RC(v, via_copy(v, NULL, NULL, 0, MEMMIG_COPY_PMEM), 0);
+	}
+	EXPECT_UNTOUCHED(VIA_RUN, "len 0");
+}
+
+static void test_null(void)
+{
+	static const size_t lens[] = { 1, 64, 4096 };
+
+	for (int v = 0; v < VIA_COUNT; v++) {
+		if (!via_ok(v))
+			continue;
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+			EXPECT_RC(v, via_copy(v, NULL, buf, lens[i], 0), -EINVAL);
+			EXPECT_RC(v, via_copy(v, buf + BUF / 2, NULL, lens[i], 0),
+				  -EINVAL);
+			EXPECT_RC(v, via_copy(v, NULL, NULL, lens[i], 0), -EINVAL);
+		}
+	}
+	EXPECT_UNTOUCHED(VIA_RUN, "NULL src");
+	/* No context. */
+	CU_ASSERT_EQUAL(memmig_copy_run(NULL, buf + 4096, buf, 64, 0), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_copy_units(NULL, buf + 4096, buf, 64, 0), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_copy_with(NULL, MEMMIG_PRIM_GENERIC, buf + 4096,
+					 buf, 64, 0), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_copy_query(NULL, 64, 0), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_copy_flush(NULL, buf, 64), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_copy_flush(ctx, NULL, 64), -EINVAL);
+	EXPECT_UNTOUCHED(VIA_RUN, "no context");
+}
+
+static void test_overlap(void)
+{
+	static const size_t lens[] = { 1, 2, 64, 256, 3000 };
+	static const unsigned int flags[] = { 0, MEMMIG_COPY_NONTEMPORAL,
+					      MEMMIG_COPY_PMEM };
+
+	for (int v = 0; v < VIA_COUNT; v++) {
+		if (!via_ok(v))
+			continue;
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+			size_t len = lens[i];
+			unsigned char *s = buf + 4096;
+			/* dst - src: equal, by one byte either way, by half,
+			 * overlapping by only the last or the first byte. */
+			const ptrdiff_t shift[] = { 0, 1, -1, (ptrdiff_t)len / 2,
+						    -(ptrdiff_t)len / 2,
+						    (ptrdiff_t)len - 1,
+						    1 - (ptrdiff_t)len };
+
+			for (size_t k = 0; k < sizeof(shift) / sizeof(shift[0]); k++) {
+				if ((size_t)(shift[k] < 0 ? -shift[k] : shift[k]) >= len)
+					continue;	/* adjacent: see below */
+				for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++)
+					if (via_copy(v, s + shift[k], s, len,
+						     flags[f]) != -EINVAL)
+						CUNIT_FAILF("%s: len %zu dst-src %td flags %#x "
+							    "not -EINVAL", via_name(v),
+							    len, shift[k], flags[f]);
+			}
+			EXPECT_UNTOUCHED(v, "overlapping copy");
+
+			/* Adjacent buffers do not overlap. */
+			EXPECT_RC(v, via_copy(v, s + len, s, len, 0), 0);
+			CU_ASSERT_EQUAL(memcmp(s + len, snap + 4096, len), 0);
+			EXPECT_RC(v, via_copy(v, s - len, s, len, 0), 0);
+			CU_ASSERT_EQUAL(memcmp(s - len, snap + 4096, len), 0);
+			memcpy(buf, snap, BUF);
+		}
+	}
+}
+
+static void test_wrap(void)
+{
+	void *top = (void *)(UINTPTR_MAX - 10);
+	void *dst = buf + 4096;
+
+	for (int v = 0; v < VIA_COUNT; v++) {
+		if (!via_ok(v))
+			continue;
+		EXPECT_RC(v, via_copy(v, dst, top, 100, 0), -EOVERFLOW);
+		EXPECT_RC(v, via_copy(v, top, buf, 100, 0), -EOVERFLOW);
+		EXPECT_RC(v, via_copy(v, dst, buf, SIZE_MAX, 0), -EOVERFLOW);
+		EXPECT_RC(v, via_copy(v, dst, buf, SIZE_MAX - 4096, 0),
+			  -EOVERFLOW);
+		EXPECT_RC(v, via_copy(v, dst, top, 100, MEMMIG_COPY_PMEM),
+			  -EOVERFLOW);
+	}
+	EXPECT_UNTOUCHED(VIA_RUN, "wrapping copy");
+	CU_ASSERT_EQUAL(memmig_copy_flush(ctx, top, 100), -EOVERFLOW);
+}
+
+static void test_bad_flags(void)
+{
+	/* Undefined bits, including the ones the library uses internally. */
+	static const unsigned int unknown[] = { 1u << 5, 1u << 12, 1u << 24,
+						3u << 24, 1u << 31, ~0u };
+	/* Defined bits in combinations that make no sense. */
+	static const unsigned int combos[] = {
+		MEMMIG_COPY_NONTEMPORAL | MEMMIG_COPY_TEMPORAL,
+		MEMMIG_COPY_NOFLUSH,
+		MEMMIG_COPY_NOFLUSH | MEMMIG_COPY_NONTEMPORAL,
+	};
+	void *dst = buf + 4096;
+
+	for (int v = 0; v < VIA_COUNT; v++) {
+		if (!via_ok(v))
+			continue;
+		for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
+			EXPECT_RC(v, via_copy(v, dst, buf, 100, unknown[i]), -EINVAL);
+			EXPECT_RC(v, via_copy(v, dst, buf, 100,
+					      MEMMIG_COPY_PMEM | unknown[i]),
+				  -EINVAL);
+		}
+	}
+	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
+		CU_ASSERT_EQUAL(memmig_copy_query(ctx, 100, unknown[i]), -EINVAL);
+	for (size_t i = 0; i < sizeof(combos) / sizeof(combos[0]); i++) {
+		EXPECT_RC(VIA_RUN, via_copy(VIA_RUN, dst, buf, 100, combos[i]),
+			  -EINVAL);
+		EXPECT_RC(VIA_UNITS, via_copy(VIA_UNITS, dst, buf, 100, combos[i]),
+			  -EINVAL);
+		CU_ASSERT_EQUAL(memmig_copy_query(ctx, 100, combos[i]), -EINVAL);
+	}
+	EXPECT_UNTOUCHED(VIA_RUN, "copy with bad flags");
+}
+
+static void test_copy_with_prims(void)
+{
+	static const int bad[] = { -1, MEMMIG_PRIM_COUNT, MEMMIG_PRIM_COUNT + 1,
+				   1000, INT_MIN, INT_MAX };
+	void *dst = buf + 4096;
+	int lacking = 0;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CU_ASSERT_EQUAL(memmig_copy_with(ctx, bad[i], dst, buf, 100, 0),
+				-EINVAL);
+		CU_ASSERT_EQUAL(memmig_prim_supported(&cpu, bad[i]), 0);
+	}
+	EXPECT_UNTOUCHED(VIA_RUN, "invalid primitive");
+	for (int p = 0; p < MEMMIG_PRIM_COUNT; p++) {
+		if (memmig_prim_supported(&cpu, p)) {
+			memcpy(buf, snap, BUF);
+			EXPECT_RC(p, memmig_copy_with(ctx, p, dst, buf, 1000, 0), 0);
+			CU_ASSERT_EQUAL(memcmp(dst, snap, 1000), 0);
+			continue;
+		}
+		lacking++;
+		memcpy(buf, snap, BUF);
+		EXPECT_RC(p, memmig_copy_with(ctx, p, dst, buf, 1000, 0),
+			  -EOPNOTSUPP);
+		EXPECT_UNTOUCHED(p, "unsupported primitive");
+	}
+	/* The portable primitive runs everywhere. */
+	CU_ASSERT(memmig_prim_supported(&cpu, MEMMIG_PRIM_GENERIC));
+	if (!lacking)
+		printf("(this CPU runs every primitive: no -EOPNOTSUPP case) ");
+}
+
+static void test_query(void)
+{
+	static const size_t lens[] = { 0, 1, 16, 168, 255, 256, 511, 512, 1024,
+				       2047, 2048, 4096, 65536, 1u << 20,
+				       2u << 20, 1u << 30, SIZE_MAX };
+	static const unsigned int flags[] = {
+		0, MEMMIG_COPY_NONTEMPORAL, MEMMIG_COPY_TEMPORAL,
+		MEMMIG_COPY_NODRAIN, MEMMIG_COPY_PMEM,
+		MEMMIG_COPY_PMEM | MEMMIG_COPY_NOFLUSH,
+		MEMMIG_COPY_PMEM | MEMMIG_COPY_TEMPORAL,
+		MEMMIG_COPY_NONTEMPORAL | MEMMIG_COPY_TEMPORAL,
+		MEMMIG_COPY_NOFLUSH, 1u << 9,
+	};
+	struct memmig_tuning t = { .sz = sizeof(t) }, custom;
+
+	for (int round = 0; round < 2; round++) {
+		CU_ASSERT_EQUAL_FATAL(memmig_ctx_get_tuning(ctx, &t), 0);
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+			for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
+				size_t len = lens[i];
+				int q = memmig_copy_query(ctx, len, flags[f]);
+				int p = memmig_policy_choose(&cpu, &t, len, flags[f]);
+
+				if (q != p)
+					CUNIT_FAILF("round %d len %zu flags %#x: query %d, "
+						    "policy %d", round, len, flags[f], q, p);
+				else if (q >= 0 && !memmig_prim_supported(&cpu, q))
+					CUNIT_FAILF("len %zu flags %#x: query gives %s, "
+						    "which this CPU lacks", len,
+						    flags[f], memmig_prim_name(q));
+				else
+					CU_PASS("query");
+			}
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+			CU_ASSERT_EQUAL(memmig_copy_query(ctx, lens[i],
+							  MEMMIG_COPY_NONTEMPORAL) >= 0 &&
+						memmig_prim_is_nt(memmig_copy_query(
+							ctx, lens[i], MEMMIG_COPY_NONTEMPORAL)),
+					!!(cpu.features & MEMMIG_CPU_SSE2));
+			CU_ASSERT_FALSE(memmig_prim_is_nt(
+				memmig_copy_query(ctx, lens[i], MEMMIG_COPY_TEMPORAL)));
+		}
+		/* Then the same with other thresholds in the context. */
+		custom = t;
+		custom.movsb_min = 300;
+		custom.movsq_min = 200;
+		custom.nt_min = 70000;
+		custom.nt_prim = MEMMIG_PRIM_NT_MOVNTI;
+		CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &custom), 0);
+	}
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &base), 0);
+}
+
+static void test_prim_names(void)
+{
+	static const char *const bad[] = { "", "bogus", "nt-avx", "nt-avx5120",
+					   "movq2", " movq", "generic " };
+
+	for (int p = 0; p < MEMMIG_PRIM_COUNT; p++) {
+		const char *name = memmig_prim_name(p);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(name);
+		CU_ASSERT_EQUAL(memmig_prim_parse(name), p);
+		for (int k = 0; k < p; k++)
+			CU_ASSERT_STRING_NOT_EQUAL(name, memmig_prim_name(k));
+	}
+	CU_ASSERT_PTR_NULL(memmig_prim_name(-1));
+	CU_ASSERT_PTR_NULL(memmig_prim_name(MEMMIG_PRIM_COUNT));
+	CU_ASSERT_EQUAL(memmig_prim_parse(NULL), -EINVAL);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CU_ASSERT_EQUAL(memmig_prim_parse(bad[i]), -EINVAL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Calibration files and the environment.                              */
+
+#define SENTINEL_TUNING                                                        \
+	{ .sz = sizeof(struct memmig_tuning), .movsb_min = 11, .movsq_min = 22, \
+	  .nt_min = 33, .nt_prim = MEMMIG_PRIM_NT_AVX2 }
+
+static bool tuning_eq(const struct memmig_tuning *a,
+		      const struct memmig_tuning *b)
+{
+	return a->movsb_min == b->movsb_min && a->movsq_min == b->movsq_min &&
+	       a->nt_min == b->nt_min && a->nt_prim == b->nt_prim;
+}
+
+static void test_save_load(void)
+{
+	struct memmig_tuning t = { .sz = sizeof(t), .movsb_min = 3000,
+				   .movsq_min = 700, .nt_min = 12345678,
+				   .nt_prim = MEMMIG_PRIM_NT_MOVNTI };
+	struct memmig_tuning u = SENTINEL_TUNING;
+	char path[PATH_MAX + 64], tmp[PATH_MAX + 64];
+
+	tmp_path(path, sizeof(path), "saved");
+	tmp_path(tmp, sizeof(tmp), "saved.tmp");
+	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), 0);
+	CU_ASSERT_EQUAL(access(path, R_OK), 0);
+	CU_ASSERT_EQUAL(access(tmp, F_OK), -1);	/* no temporary left */
+	CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &u), 0);
+	CU_ASSERT(tuning_eq(&u, &t));
+	CU_ASSERT_EQUAL(u.sz, sizeof(u));
+
+	/* Again over an existing file, with the other NT primitives. */
+	for (int p = MEMMIG_PRIM_NT_MOVNTI; p <= MEMMIG_PRIM_NT_AVX512; p++) {
+		struct memmig_tuning v = SENTINEL_TUNING;
+
+		t.nt_prim = p;
+		t.nt_min += 64;
+		CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), 0);
+		CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &v), 0);
+		CU_ASSERT(tuning_eq(&v, &t));
+	}
+
+	/* "never" round-trips; a size the loader would refuse is not saved. */
+	{
+		struct memmig_tuning v = SENTINEL_TUNING;
+
+		t.movsq_min = MEMMIG_SIZE_NEVER;
+		t.nt_min = MEMMIG_SIZE_NEVER;
+		CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), 0);
+		CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &v), 0);
+		CU_ASSERT(tuning_eq(&v, &t));
+		t.nt_min = (1ULL << 40) + 1;
+		CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), -EINVAL);
+		CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &v), 0);
+		CU_ASSERT_EQUAL(v.nt_min, MEMMIG_SIZE_NEVER);
+		t.nt_min = 12345678;
+	}
+
+	/* A temporal primitive is no NT choice: nothing written. */
+	t.nt_prim = MEMMIG_PRIM_REP_MOVSB;
+	tmp_path(path, sizeof(path), "notsaved");
+	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), -EINVAL);
+	CU_ASSERT_EQUAL(access(path, F_OK), -1);
+	t.nt_prim = MEMMIG_PRIM_NT_MOVNTI;
+	CU_ASSERT_EQUAL(memmig_tuning_save(NULL, path, &t), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, NULL, &t), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(access(path, F_OK), -1);
+	/* A directory that does not exist. */
+	tmp_path(path, sizeof(path), "no/such/dir");
+	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), -ENOENT);
+}
+
+static void test_load_errors(void)
+{
+	static const char *const bad_lines[] = {
+		"this line has no equals sign\n",
+		"movsb_min = banana\n",
+		"movsb_min = -5\n",
+		"nt_min =\n",
+		"no_such_key = 5\n",
+		"nt_prim = movq\n",
+		"nt_prim = nt-bogus\n",
+	};
+	struct memmig_tuning u = SENTINEL_TUNING, want = SENTINEL_TUNING;
+	char text[512], missing[PATH_MAX + 64];
+	const char *path;
+
+	/* Calibrated on another CPU model. */
+	path = calib("stale", "cpu = NoSuchVendor 255 255\nmovsb_min = 4096\n"
+			      "movsq_min = 512\nnt_min = 1048576\n"
+			      "nt_prim = nt-movnti\n");
+	CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &u), -ESTALE);
+	CU_ASSERT(tuning_eq(&u, &want));
+	/* Without saying which CPU: not usable either. */
+	path = calib("nocpu", "movsb_min = 4096\n");
+	CU_ASSERT(memmig_tuning_load(ctx, path, &u) < 0);
+	CU_ASSERT(tuning_eq(&u, &want));
+
+	for (size_t i = 0; i < sizeof(bad_lines) / sizeof(bad_lines[0]); i++) {
+		snprintf(text, sizeof(text), "%smovsb_min = 4096\n%s", cpu_line,
+			 bad_lines[i]);
+		path = calib("bad", text);
+		if (memmig_tuning_load(ctx, path, &u) != -EINVAL)
+			CUNIT_FAILF("malformed line \"%.*s\" not -EINVAL",
+				    (int)strlen(bad_lines[i]) - 1, bad_lines[i]);
+		CU_ASSERT(tuning_eq(&u, &want));
+	}
+	path = calib("bad", "");
+	CU_ASSERT_EQUAL(memmig_tuning_load(NULL, path, &u), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_tuning_load(ctx, NULL, &u), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, NULL), -EINVAL);
+	tmp_path(missing, sizeof(missing), "does-not-exist");
+	CU_ASSERT_EQUAL(memmig_tuning_load(ctx, missing, &u), -ENOENT);
+	CU_ASSERT(tuning_eq(&u, &want));
+}
+
+/* Comments, blank lines, spacing; keys not in the file keep their value. */
+static void test_load_partial(void)
+{
+	struct memmig_tuning u = SENTINEL_TUNING;
+	char text[512];
+	const char *path;
+
+	snprintf(text, sizeof(text),
+		 "# calibration\n\n   \n%s\tmovsq_min\t=\t640  \n  # nt_min = 1\n"
+		 "nt_min=9999\n",
+		 cpu_line);
+	path = calib("comments", text);
+	CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &u), 0);
+	CU_ASSERT_EQUAL(u.movsb_min, 11);
+	CU_ASSERT_EQUAL(u.movsq_min, 640);
+	CU_ASSERT_EQUAL(u.nt_min, 9999);
+	CU_ASSERT_EQUAL(u.nt_prim, MEMMIG_PRIM_NT_AVX2);
+
+	path = calib("partial", cpu_line);
+	u = (struct memmig_tuning)SENTINEL_TUNING;
+	CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &u), 0);
+	CU_ASSERT_EQUAL(u.movsb_min, 11);
+	CU_ASSERT_EQUAL(u.nt_min, 33);
+}
+
+static int new_ctx(struct memmig_ctx **out)
+{
+	*out = NULL;
+	return memmig_ctx_new(out);
+}
+
+static void test_env_overrides(void)
+{
+	struct memmig_tuning t = { .sz = sizeof(t) };
+	struct memmig_ctx *c;
+
+	setenv("MEMMIG_COPY_MOVSB_MIN", "4K", 1);
+	setenv("MEMMIG_COPY_NT_MIN", "1M", 1);
+	setenv("MEMMIG_COPY_NT_PRIM", "nt-movnti", 1);
+	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
+	CU_ASSERT_EQUAL(t.movsb_min, 4096);
+	CU_ASSERT_EQUAL(t.nt_min, 1u << 20);
+	CU_ASSERT_EQUAL(t.nt_prim, MEMMIG_PRIM_NT_MOVNTI);
+	if (cpu.features & MEMMIG_CPU_SSE2) {
+		/* The copies follow: NT from 1 MiB, with movnti. */
+		CU_ASSERT_EQUAL(memmig_copy_query(c, 1u << 20, 0),
+				MEMMIG_PRIM_NT_MOVNTI);
+		CU_ASSERT_FALSE(memmig_prim_is_nt(memmig_copy_query(c, (1u << 20) - 1,
+								    0)));
+	}
+	memmig_ctx_unref(c);
+
+	setenv("MEMMIG_COPY_MOVSQ_MIN", "640", 1);
+	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
+	CU_ASSERT_EQUAL(t.movsq_min, 640);
+	CU_ASSERT_EQUAL(t.movsb_min, 4096);
+	memmig_ctx_unref(c);
+	unset_env();
+
+	/* Bad values: the context is not made. */
+	setenv("MEMMIG_COPY_NT_MIN", "banana", 1);
+	CU_ASSERT_EQUAL(new_ctx(&c), -EINVAL);
+	CU_ASSERT_PTR_NULL(c);
+	unset_env();
+	setenv("MEMMIG_COPY_NT_PRIM", "movq", 1);
+	CU_ASSERT_EQUAL(new_ctx(&c), -EINVAL);
+	CU_ASSERT_PTR_NULL(c);
+	setenv("MEMMIG_COPY_NT_PRIM", "nt-nonsense", 1);
+	CU_ASSERT_EQUAL(new_ctx(&c), -EINVAL);
+	CU_ASSERT_PTR_NULL(c);
+	unset_env();
+	setenv("MEMMIG_COPY_MOVSB_MIN", "12Q", 1);
+	CU_ASSERT_EQUAL(new_ctx(&c), -EINVAL);
+	unset_env();
+
+	/* Back to normal once unset. */
+	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
+	CU_ASSERT(tuning_eq(&t, &base));
+	memmig_ctx_unref(c);
+}
+
+/* memmig_tuning_from_env() itself: applied over *t, or *t unchanged. */
+static void test_tuning_from_env(void)
+{
+	struct memmig_tuning t = SENTINEL_TUNING, want = SENTINEL_TUNING;
+
+	CU_ASSERT_EQUAL(memmig_tuning_from_env(ctx, &t), 0);
+	CU_ASSERT(tuning_eq(&t, &want));
+	setenv("MEMMIG_COPY_MOVSQ_MIN", "2K", 1);
+	setenv("MEMMIG_COPY_NT_PRIM", "nt-avx512", 1);
+	CU_ASSERT_EQUAL(memmig_tuning_from_env(ctx, &t), 0);
+	want.movsq_min = 2048;
+	want.nt_prim = MEMMIG_PRIM_NT_AVX512;
+	CU_ASSERT(tuning_eq(&t, &want));
+	/* One bad variable among good ones: nothing applied. */
+	setenv("MEMMIG_COPY_MOVSB_MIN", "8K", 1);
+	setenv("MEMMIG_COPY_NT_MIN", "banana", 1);
+	CU_ASSERT_EQUAL(memmig_tuning_from_env(ctx, &t), -EINVAL);
+	CU_ASSERT(tuning_eq(&t, &want));
+	CU_ASSERT_EQUAL(memmig_tuning_from_env(NULL, &t), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_tuning_from_env(ctx, NULL), -EINVAL);
+}
+
+static void test_calibration_env(void)
+{
+	struct memmig_tuning saved = { .sz = sizeof(saved), .movsb_min = 5000,
+				       .movsq_min = 600, .nt_min = 7777777,
+				       .nt_prim = MEMMIG_PRIM_NT_MOVNTI };
+	struct memmig_tuning t = { .sz = sizeof(t) };
+	char path[PATH_MAX + 64], stale[PATH_MAX + 64];
+	struct memmig_ctx *c;
+
+	tmp_path(path, sizeof(path), "calib");
+	CU_ASSERT_EQUAL_FATAL(memmig_tuning_save(ctx, path, &saved), 0);
+	setenv("MEMMIG_CALIBRATION", path, 1);
+	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
+	CU_ASSERT(tuning_eq(&t, &saved));
+	memmig_ctx_unref(c);
+
+	/* The environment wins over the file. */
+	setenv("MEMMIG_COPY_NT_MIN", "1M", 1);
+	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
+	CU_ASSERT_EQUAL(t.nt_min, 1u << 20);
+	CU_ASSERT_EQUAL(t.movsb_min, 5000);
+	CU_ASSERT_EQUAL(t.movsq_min, 600);
+	memmig_ctx_unref(c);
+	unsetenv("MEMMIG_COPY_NT_MIN");
+
+	/* A file made on another CPU, asked for explicitly, is an error. */
+	tmp_path(stale, sizeof(stale), "calib-stale");
+	CU_ASSERT_EQUAL(write_file(stale, "cpu = NoSuchVendor 255 255\n"
+					  "movsb_min = 4096\n"), 0);
+	setenv("MEMMIG_CALIBRATION", stale, 1);
+	CU_ASSERT_EQUAL(new_ctx(&c), -ESTALE);
+	CU_ASSERT_PTR_NULL(c);
+	unset_env();
+}
+
+/* ------------------------------------------------------------------ */
+/* Sized structs, reference counting, logging.                         */
+
+static void test_sized_structs(void)
+{
+	struct {
+		struct memmig_tuning t;
+		unsigned char newer[32];	/* fields of a later version */
+	} big;
+	struct memmig_tuning t, cur = { .sz = sizeof(cur) };
+	struct memmig_cpu_info c = { .sz = 0 };
+	const size_t one = offsetof(struct memmig_tuning, movsq_min);
+
+	/* Too small to hold one field. */
+	memset(&t, 0x77, sizeof(t));
+	t.sz = 0;
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &t), -EINVAL);
+	t.sz = sizeof(size_t);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &t), -EINVAL);
+	CU_ASSERT_EQUAL(t.movsb_min, (size_t)0x7777777777777777ULL);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(NULL, &cur), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_ctx_get_cpu(ctx, &c), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_ctx_get_cpu(ctx, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_ctx_get_cpu(NULL, &cpu), -EINVAL);
+
+	/* An older caller that knows movsb_min only. */
+	t.sz = one;
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &t), 0);
+	CU_ASSERT_EQUAL(t.sz, one);
+	CU_ASSERT_EQUAL(t.movsb_min, base.movsb_min);
+	CU_ASSERT_EQUAL(t.movsq_min, (size_t)0x7777777777777777ULL);
+	CU_ASSERT_EQUAL(t.nt_prim, 0x77777777);
+
+	/* A newer caller: what it knows beyond us is left alone. */
+	memset(&big, 0x77, sizeof(big));
+	big.t.sz = sizeof(big);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &big.t), 0);
+	CU_ASSERT_EQUAL(big.t.sz, sizeof(big));
+	CU_ASSERT(tuning_eq(&big.t, &base));
+	for (size_t i = 0; i < sizeof(big.newer); i++)
+		CU_ASSERT_EQUAL_FATAL(big.newer[i], 0x77);
+
+	/* set: only the fields the caller knows change. */
+	t.sz = one;
+	t.movsb_min = 12345;
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &t), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &cur), 0);
+	CU_ASSERT_EQUAL(cur.movsb_min, 12345);
+	CU_ASSERT_EQUAL(cur.movsq_min, base.movsq_min);
+	CU_ASSERT_EQUAL(cur.nt_min, base.nt_min);
+	CU_ASSERT_EQUAL(cur.nt_prim, base.nt_prim);
+	t.sz = 0;
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &t), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &base), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(NULL, &base), -EINVAL);
+}
+
+static void test_set_tuning(void)
+{
+	static const int not_nt[] = { MEMMIG_PRIM_MOVQ, MEMMIG_PRIM_REP_MOVSQ,
+				      MEMMIG_PRIM_REP_MOVSB, MEMMIG_PRIM_GENERIC,
+				      -1, MEMMIG_PRIM_COUNT, 1000 };
+	struct memmig_tuning t = base, cur = { .sz = sizeof(cur) };
+
+	for (size_t i = 0; i < sizeof(not_nt) / sizeof(not_nt[0]); i++) {
+		t = base;
+		t.movsb_min = 999;
+		t.nt_prim = not_nt[i];
+		CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &t), -EINVAL);
+		CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &cur), 0);
+		CU_ASSERT(tuning_eq(&cur, &base));	/* nothing applied */
+	}
+	t = base;
+	t.movsb_min = 999;
+	t.movsq_min = 333;
+	t.nt_min = 5 << 20;
+	t.nt_prim = MEMMIG_PRIM_NT_MOVNTI;
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &t), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &cur), 0);
+	CU_ASSERT(tuning_eq(&cur, &t));
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &base), 0);
+}
+
+static void test_refcount(void)
+{
+	struct memmig_tuning t = { .sz = sizeof(t) };
+	struct memmig_ctx *c;
+
+	CU_ASSERT_EQUAL(memmig_ctx_new(NULL), -EINVAL);
+	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
+	CU_ASSERT_PTR_EQUAL(memmig_ctx_ref(c), c);
+	CU_ASSERT_PTR_EQUAL(memmig_ctx_ref(c), c);
+	memmig_ctx_unref(c);
+	memmig_ctx_unref(c);
+	/* One reference left: still usable. */
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
+	CU_ASSERT(tuning_eq(&t, &base));
+	CU_ASSERT_EQUAL(memmig_copy_run(c, buf + 4096, buf, 100, 0), 0);
+	CU_ASSERT_EQUAL(memcmp(buf + 4096, snap, 100), 0);
+	memmig_ctx_unref(c);
+	CU_ASSERT_PTR_NULL(memmig_ctx_ref(NULL));
+	memmig_ctx_unref(NULL);
+}
+
+struct log_capture {
+	int calls;
+	int priority;
+	char msg[512];
+	const char *fn;
+};
+
+__attribute__((format(printf, 7, 0))) static void
+capture_log(struct memmig_ctx *c, void *userdata, int priority,
+	    const char *file, int line, const char *fn, const char *format,
+	    va_list args)
+{
+	struct log_capture *cap = userdata;
+
+	cap->calls++;
+	cap->priority = priority;
+	cap->fn = fn;
+	vsnprintf(cap->msg, sizeof(cap->msg), format, args);
+}
+
+static void test_log(void)
+{
+	struct log_capture cap = { 0 };
+	struct memmig_tuning t = SENTINEL_TUNING;
+	struct memmig_ctx *c;
+	const char *path;
+	char text[512];
+
+	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_log_priority(c), LOG_ERR);	/* default */
+	memmig_ctx_set_log_fn(c, capture_log, &cap);
+	memmig_ctx_set_log_priority(c, LOG_ERR);
+	CU_ASSERT_EQUAL(memmig_ctx_get_log_priority(c), LOG_ERR);
+
+	snprintf(text, sizeof(text), "%sno equals sign here\n", cpu_line);
+	path = calib("bad", text);
+	CU_ASSERT_EQUAL(memmig_tuning_load(c, path, &t), -EINVAL);
+	CU_ASSERT(cap.calls >= 1);
+	CU_ASSERT_EQUAL(cap.priority, LOG_ERR);
+	CU_ASSERT_PTR_NOT_NULL(strstr(cap.msg, path));
+	CU_ASSERT_PTR_NOT_NULL(cap.fn);
+
+	/* The variable that is wrong is named. */
+	cap.calls = 0;
+	setenv("MEMMIG_COPY_NT_PRIM", "movq", 1);
+	CU_ASSERT_EQUAL(memmig_tuning_from_env(c, &t), -EINVAL);
+	CU_ASSERT_EQUAL(cap.calls, 1);
+	CU_ASSERT_EQUAL(cap.priority, LOG_ERR);
+	CU_ASSERT_PTR_NOT_NULL(strstr(cap.msg, "MEMMIG_COPY_NT_PRIM"));
+	unsetenv("MEMMIG_COPY_NT_PRIM");
+
+	/* Below the threshold: nothing is logged. */
+	cap.calls = 0;
+	memmig_ctx_set_log_priority(c, LOG_CRIT);
+	CU_ASSERT_EQUAL(memmig_ctx_get_log_priority(c), LOG_CRIT);
+	CU_ASSERT_EQUAL(memmig_tuning_load(c, path, &t), -EINVAL);
+	CU_ASSERT_EQUAL(cap.calls, 0);
+	memmig_ctx_unref(c);
+
+	/* $MEMMIG_LOG sets the initial priority, by name or number. */
+	setenv("MEMMIG_LOG", "debug", 1);
+	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_log_priority(c), LOG_DEBUG);
+	memmig_ctx_unref(c);
+	setenv("MEMMIG_LOG", "warning", 1);
+	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_log_priority(c), LOG_WARNING);
+	memmig_ctx_unref(c);
+	setenv("MEMMIG_LOG", "6", 1);
+	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_log_priority(c), LOG_INFO);
+	memmig_ctx_unref(c);
+	unsetenv("MEMMIG_LOG");
+}
+
+static CU_TestInfo copy_tests[] = {
+	{ "len 0 succeeds whatever the pointers", test_len_zero },
+	{ "NULL buffers or context: -EINVAL", test_null },
+	{ "overlapping buffers: -EINVAL, nothing written", test_overlap },
+	{ "address space wrap: -EOVERFLOW", test_wrap },
+	{ "unknown flags and bad combinations: -EINVAL", test_bad_flags },
+	{ "copy_with: invalid and unsupported primitives", test_copy_with_prims },
+	{ "copy_query agrees with policy_choose", test_query },
+	{ "primitive names round-trip", test_prim_names },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo tuning_tests[] = {
+	{ "save and load round-trip", test_save_load },
+	{ "load: stale, malformed, missing", test_load_errors },
+	{ "load: comments, spacing, partial files", test_load_partial },
+	{ "environment overrides in ctx_new", test_env_overrides },
+	{ "tuning_from_env", test_tuning_from_env },
+	{ "MEMMIG_CALIBRATION in ctx_new", test_calibration_env },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo ctx_tests[] = {
+	{ "sized structs", test_sized_structs },
+	{ "set_tuning rejects a non-NT nt_prim", test_set_tuning },
+	{ "ref and unref", test_refcount },
+	{ "log callback and priority", test_log },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+	{ .pName = "copy entry points", .pInitFunc = suite_init,
+	  .pCleanupFunc = suite_cleanup, .pSetUpFunc = test_setup,
+	  .pTearDownFunc = test_teardown, .pTests = copy_tests },
+	{ .pName = "tuning", .pInitFunc = suite_init,
+	  .pCleanupFunc = suite_cleanup, .pSetUpFunc = test_setup,
+	  .pTearDownFunc = test_teardown, .pTests = tuning_tests },
+	{ .pName = "context", .pInitFunc = suite_init,
+	  .pCleanupFunc = suite_cleanup, .pSetUpFunc = test_setup,
+	  .pTearDownFunc = test_teardown, .pTests = ctx_tests },
+	CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+	return cunit_main(suites);
+}

@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The dispatch policy memmig_policy_choose() and the default thresholds
+ * memmig_tuning_default() on synthetic CPUs: pure functions, so the
+ * expected tables below hold on any build machine.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "memmig.h"
+#include "cunit-main.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+#define GiB ((size_t)1 << 30)
+#define NEVER MEMMIG_SIZE_NEVER
+
+#define FLUSHES (MEMMIG_CPU_CLFLUSH | MEMMIG_CPU_CLFLUSHOPT | MEMMIG_CPU_CLWB)
+#define AVX512 (MEMMIG_CPU_AVX2 | MEMMIG_CPU_AVX512F | MEMMIG_CPU_AVX512BW)
+
+static const struct memmig_cpu_info zen3 = {
+	.sz = sizeof(struct memmig_cpu_info), .vendor = "AuthenticAMD",
+	.family = 0x19, .model = 0x01, .stepping = 1,
+	.features = MEMMIG_CPU_SSE2 | MEMMIG_CPU_REP_GOOD | MEMMIG_CPU_AVX2 |
+		    MEMMIG_CPU_CLWB | MEMMIG_CPU_CLFLUSHOPT | MEMMIG_CPU_CLFLUSH,
+	.llc_size = 32 * MiB,
+};
+
+static const struct memmig_cpu_info cooper_lake = {
+	.sz = sizeof(struct memmig_cpu_info), .vendor = "GenuineIntel",
+	.family = 6, .model = 0x55, .stepping = 11,
+	.features = MEMMIG_CPU_SSE2 | MEMMIG_CPU_REP_GOOD | MEMMIG_CPU_ERMS |
+		    AVX512 | FLUSHES,
+	.llc_size = 77 * MiB / 2,	/* 38.5 MiB */
+};
+
+static const struct memmig_cpu_info sapphire_rapids = {
+	.sz = sizeof(struct memmig_cpu_info), .vendor = "GenuineIntel",
+	.family = 6, .model = 0x8f, .stepping = 8,
+	.features = MEMMIG_CPU_SSE2 | MEMMIG_CPU_REP_GOOD | MEMMIG_CPU_ERMS |
+		    MEMMIG_CPU_FSRM | MEMMIG_CPU_FZRM | MEMMIG_CPU_FSRS |
+		    MEMMIG_CPU_FSRC | AVX512 | FLUSHES | MEMMIG_CPU_MOVDIR64B,
+	.llc_size = 105 * MiB,
+};
+
+static const struct memmig_cpu_info zen5 = {
+	.sz = sizeof(struct memmig_cpu_info), .vendor = "AuthenticAMD",
+	.family = 0x1a, .model = 0x02, .stepping = 1,
+	.features = MEMMIG_CPU_SSE2 | MEMMIG_CPU_REP_GOOD | MEMMIG_CPU_ERMS |
+		    MEMMIG_CPU_FSRM | AVX512 | FLUSHES,
+	.llc_size = 32 * MiB,
+};
+
+static const struct memmig_cpu_info no_avx = {
+	.sz = sizeof(struct memmig_cpu_info), .vendor = "GenuineIntel",
+	.family = 6, .model = 0x3a, .stepping = 9,
+	.features = MEMMIG_CPU_SSE2 | MEMMIG_CPU_REP_GOOD | MEMMIG_CPU_ERMS,
+	.llc_size = 8 * MiB,
+};
+
+/* Neither x86 feature: what the generic build detects. */
+static const struct memmig_cpu_info non_x86 = {
+	.sz = sizeof(struct memmig_cpu_info), .vendor = "",
+	.features = 0, .llc_size = 4 * MiB,
+};
+
+enum {
+	MOVQ = MEMMIG_PRIM_MOVQ,
+	MOVSQ = MEMMIG_PRIM_REP_MOVSQ,
+	MOVSB = MEMMIG_PRIM_REP_MOVSB,
+	NTI = MEMMIG_PRIM_NT_MOVNTI,
+	NT2 = MEMMIG_PRIM_NT_AVX2,
+	NT512 = MEMMIG_PRIM_NT_AVX512,
+};
+
+static const size_t sizes[] = { 16, 168, 512, 2 * KiB, 4 * KiB, 2 * MiB, GiB };
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static const struct cpu_case {
+	const char *name;
+	const struct memmig_cpu_info *cpu;
+	/* memmig_tuning_default() */
+	size_t movsb_min, movsq_min, nt_min;
+	int nt_prim;
+	/* memmig_policy_choose(..., sizes[i], 0) */
+	int prim[NSIZES];
+} cases[] = {
+	/* REP_GOOD without ERMS/FSRM: rep movsq from 512 B (seeds/000).
+	 * ERMS/FSRM CPUs get no movsq window: movsq_min is never. */
+	{ "Zen 3", &zen3, 2048, 512, 16 * MiB, NT2,
+	  { MOVQ, MOVQ, MOVSQ, MOVSQ, MOVSQ, MOVSQ, NT2 } },
+	/* ERMS without FSRM: rep movsb from 2048 B (seeds/001). */
+	{ "Cooper Lake", &cooper_lake, 2048, NEVER, 77 * MiB / 4, NT512,
+	  { MOVQ, MOVQ, MOVQ, MOVSB, MOVSB, MOVSB, NT512 } },
+	/* Intel FSRM: movq still wins at 512 B, movsb from 1 KiB (seeds/000
+	 * Ice Lake); 168 B stays movq (seeds/004). */
+	{ "Sapphire Rapids", &sapphire_rapids, 1024, NEVER, 105 * MiB / 2, NT512,
+	  { MOVQ, MOVQ, MOVQ, MOVSB, MOVSB, MOVSB, NT512 } },
+	/* AMD FSRM: rep movsb from 256 B (seeds/000 Zen 5). */
+	{ "Zen 5", &zen5, 256, NEVER, 16 * MiB, NT512,
+	  { MOVQ, MOVQ, MOVSB, MOVSB, MOVSB, MOVSB, NT512 } },
+	/* No AVX: movnti is the only NT store; 2 MiB < nt_min (4 MiB). */
+	{ "no AVX", &no_avx, 2048, NEVER, 4 * MiB, NTI,
+	  { MOVQ, MOVQ, MOVQ, MOVSB, MOVSB, MOVSB, NTI } },
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+static const char *pname(int prim)
+{
+	const char *n = memmig_prim_name(prim);
+
+	return n ? n : "(error)";
+}
+
+/* Asserts memmig_policy_choose() == want, naming the case if not. */
+#define EXPECT(what, cpu, t, len, flags, want)                                 \
+	expect(__LINE__, what, cpu, t, len, flags, want)
+
+static void expect(unsigned int line, const char *what,
+		   const struct memmig_cpu_info *cpu,
+		   const struct memmig_tuning *t, size_t len,
+		   unsigned int flags, int want)
+{
+	int got = memmig_policy_choose(cpu, t, len, flags);
+
+	if (got == want)
+		CU_assertImplementation(CU_TRUE, line, "policy", __FILE__, "",
+					CU_FALSE);
+	else
+		cunit_failf(line, __FILE__,
+			    "%s: len %zu flags %#x: got %s (%d), want %s (%d)",
+			    what, len, flags, pname(got), got, pname(want), want);
+}
+
+static struct memmig_tuning tuning_of(const struct memmig_cpu_info *cpu)
+{
+	struct memmig_tuning t = { .sz = sizeof(t) };
+
+	CU_ASSERT_EQUAL(memmig_tuning_default(cpu, &t), 0);
+	return t;
+}
+
+static void test_defaults(void)
+{
+	for (size_t i = 0; i < NCASES; i++) {
+		const struct cpu_case *c = &cases[i];
+		struct memmig_tuning t = tuning_of(c->cpu);
+
+		if (t.movsb_min != c->movsb_min || t.movsq_min != c->movsq_min ||
+		    t.nt_min != c->nt_min || t.nt_prim != c->nt_prim)
+			CUNIT_FAILF("%s: defaults movsb %zu movsq %zu nt %zu %s, "
+				    "want %zu %zu %zu %s", c->name, t.movsb_min,
+				    t.movsq_min, t.nt_min, pname(t.nt_prim),
+				    c->movsb_min, c->movsq_min, c->nt_min,
+				    pname(c->nt_prim));
+		else
+			CU_PASS(c->name);
+		CU_ASSERT_EQUAL(t.sz, sizeof(t));
+	}
+}
+
+static void test_default_edges(void)
+{
+	struct memmig_cpu_info cpu = zen3;
+	struct memmig_tuning t = { .sz = sizeof(t) }, small = { .sz = 0 };
+
+	/* Unknown LLC: half of an assumed 8 MiB. */
+	cpu.llc_size = 0;
+	t = tuning_of(&cpu);
+	CU_ASSERT_EQUAL(t.nt_min, 4 * MiB);
+	/* Hygon is AMD for the FSRM crossover. */
+	cpu = zen5;
+	strcpy(cpu.vendor, "HygonGenuine");
+	CU_ASSERT_EQUAL(tuning_of(&cpu).movsb_min, 256);
+	/* Portable build: movnti is the nominal NT primitive. */
+	CU_ASSERT_EQUAL(tuning_of(&non_x86).nt_prim, NTI);
+
+	CU_ASSERT_EQUAL(memmig_tuning_default(NULL, &t), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_tuning_default(&zen3, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_tuning_default(&zen3, &small), -EINVAL);
+}
+
+static void test_table(void)
+{
+	for (size_t i = 0; i < NCASES; i++) {
+		struct memmig_tuning t = tuning_of(cases[i].cpu);
+
+		for (size_t k = 0; k < NSIZES; k++)
+			EXPECT(cases[i].name, cases[i].cpu, &t, sizes[k], 0,
+			       cases[i].prim[k]);
+	}
+}
+
+/* The default crossovers sit exactly on the default thresholds. */
+static void test_default_crossovers(void)
+{
+	for (size_t i = 0; i < NCASES; i++) {
+		const struct cpu_case *c = &cases[i];
+		const struct memmig_cpu_info *cpu = c->cpu;
+		struct memmig_tuning t = tuning_of(cpu);
+		bool erms = cpu->features & (MEMMIG_CPU_ERMS | MEMMIG_CPU_FSRM);
+		size_t lo = erms ? t.movsb_min : t.movsq_min;
+		int rep = erms ? MOVSB : MOVSQ;
+
+		EXPECT(c->name, cpu, &t, 0, 0, MOVQ);
+		EXPECT(c->name, cpu, &t, lo - 1, 0, MOVQ);
+		EXPECT(c->name, cpu, &t, lo, 0, rep);
+		EXPECT(c->name, cpu, &t, t.nt_min - 1, 0, rep);
+		EXPECT(c->name, cpu, &t, t.nt_min, 0, c->nt_prim);
+		EXPECT(c->name, cpu, &t, SIZE_MAX, 0, c->nt_prim);
+	}
+}
+
+static void test_forced_nt(void)
+{
+	static const unsigned int flags[] = {
+		MEMMIG_COPY_NONTEMPORAL,
+		MEMMIG_COPY_NONTEMPORAL | MEMMIG_COPY_NODRAIN,
+		MEMMIG_COPY_PMEM,
+		MEMMIG_COPY_PMEM | MEMMIG_COPY_NOFLUSH,
+		MEMMIG_COPY_PMEM | MEMMIG_COPY_NODRAIN,
+		MEMMIG_COPY_PMEM | MEMMIG_COPY_NONTEMPORAL,
+		MEMMIG_COPY_PMEM | MEMMIG_COPY_NOFLUSH | MEMMIG_COPY_NODRAIN,
+	};
+	static const size_t lens[] = { 0, 1, 16, 168, 512, 2 * KiB, 4 * KiB,
+				       2 * MiB, GiB };
+
+	for (size_t i = 0; i < NCASES; i++) {
+		struct memmig_tuning t = tuning_of(cases[i].cpu);
+
+		for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++)
+			for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++)
+				EXPECT(cases[i].name, cases[i].cpu, &t, lens[k],
+				       flags[f], cases[i].nt_prim);
+	}
+}
+
+/* TEMPORAL: never NT, even at 1 GiB and with PMEM; NODRAIN changes nothing. */
+static void test_temporal(void)
+{
+	for (size_t i = 0; i < NCASES; i++) {
+		const struct cpu_case *c = &cases[i];
+		struct memmig_tuning t = tuning_of(c->cpu);
+
+		for (size_t k = 0; k < NSIZES; k++) {
+			int want = c->prim[k];
+
+			if (memmig_prim_is_nt(want)) /* what the 2 MiB entry has */
+				want = c->prim[NSIZES - 2];
+			EXPECT(c->name, c->cpu, &t, sizes[k], MEMMIG_COPY_TEMPORAL,
+			       want);
+			EXPECT(c->name, c->cpu, &t, sizes[k],
+			       MEMMIG_COPY_TEMPORAL | MEMMIG_COPY_PMEM, want);
+			EXPECT(c->name, c->cpu, &t, sizes[k],
+			       MEMMIG_COPY_TEMPORAL | MEMMIG_COPY_PMEM |
+				       MEMMIG_COPY_NOFLUSH, want);
+			EXPECT(c->name, c->cpu, &t, sizes[k], MEMMIG_COPY_NODRAIN,
+			       c->prim[k]);
+		}
+		EXPECT(c->name, c->cpu, &t, SIZE_MAX, MEMMIG_COPY_TEMPORAL,
+		       c->prim[NSIZES - 2]);
+	}
+}
+
+static void test_non_x86(void)
+{
+	struct memmig_tuning t = tuning_of(&non_x86);
+	static const unsigned int flags[] = {
+		0, MEMMIG_COPY_NONTEMPORAL, MEMMIG_COPY_TEMPORAL,
+		MEMMIG_COPY_PMEM, MEMMIG_COPY_PMEM | MEMMIG_COPY_NOFLUSH,
+		MEMMIG_COPY_NODRAIN,
+	};
+
+	for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
+		for (size_t k = 0; k < NSIZES; k++)
+			EXPECT("non-x86", &non_x86, &t, sizes[k], flags[f],
+			       MEMMIG_PRIM_GENERIC);
+		EXPECT("non-x86", &non_x86, &t, 0, flags[f], MEMMIG_PRIM_GENERIC);
+	}
+	/* Even with a tuning from an x86 CPU. */
+	t = tuning_of(&sapphire_rapids);
+	EXPECT("non-x86", &non_x86, &t, GiB, 0, MEMMIG_PRIM_GENERIC);
+	/* Flags are checked before the architecture. */
+	EXPECT("non-x86", &non_x86, &t, 16,
+	       MEMMIG_COPY_NONTEMPORAL | MEMMIG_COPY_TEMPORAL, -EINVAL);
+	/* No x86 primitive is runnable on it; the portable one always is. */
+	for (int p = 0; p < MEMMIG_PRIM_COUNT; p++)
+		CU_ASSERT_EQUAL(memmig_prim_supported(&non_x86, p),
+				p == MEMMIG_PRIM_GENERIC);
+}
+
+static void test_invalid_flags(void)
+{
+	static const unsigned int bad[] = {
+		MEMMIG_COPY_NONTEMPORAL | MEMMIG_COPY_TEMPORAL,
+		MEMMIG_COPY_NONTEMPORAL | MEMMIG_COPY_TEMPORAL | MEMMIG_COPY_PMEM,
+		MEMMIG_COPY_NOFLUSH,
+		MEMMIG_COPY_NOFLUSH | MEMMIG_COPY_NONTEMPORAL,
+		MEMMIG_COPY_NOFLUSH | MEMMIG_COPY_TEMPORAL,
+		1u << 5, 1u << 15, 1u << 24, 3u << 24, 1u << 31, ~0u,
+		MEMMIG_COPY_PMEM | (1u << 24),
+	};
+
+	for (size_t i = 0; i < NCASES; i++) {
+		struct memmig_tuning t = tuning_of(cases[i].cpu);
+
+		for (size_t f = 0; f < sizeof(bad) / sizeof(bad[0]); f++) {
+			EXPECT(cases[i].name, cases[i].cpu, &t, 16, bad[f], -EINVAL);
+			EXPECT(cases[i].name, cases[i].cpu, &t, GiB, bad[f], -EINVAL);
+		}
+	}
+	for (size_t f = 0; f < sizeof(bad) / sizeof(bad[0]); f++) {
+		struct memmig_tuning t = tuning_of(&non_x86);
+
+		EXPECT("non-x86", &non_x86, &t, 16, bad[f], -EINVAL);
+	}
+	{
+		struct memmig_tuning t = tuning_of(&zen3);
+
+		CU_ASSERT_EQUAL(memmig_policy_choose(NULL, &t, 16, 0), -EINVAL);
+		CU_ASSERT_EQUAL(memmig_policy_choose(&zen3, NULL, 16, 0), -EINVAL);
+	}
+}
+
+/* A calibrated nt_prim is used when the CPU runs it, else the widest. */
+static void test_nt_prim_fallback(void)
+{
+	struct memmig_tuning t = tuning_of(&no_avx);
+
+	t.nt_prim = NT512;
+	EXPECT("no AVX", &no_avx, &t, GiB, 0, NTI);
+	EXPECT("no AVX", &no_avx, &t, 16, MEMMIG_COPY_NONTEMPORAL, NTI);
+	t.nt_prim = NT2;
+	EXPECT("no AVX", &no_avx, &t, GiB, 0, NTI);
+
+	t = tuning_of(&zen3);
+	t.nt_prim = NT512;
+	EXPECT("Zen 3", &zen3, &t, GiB, 0, NT2);
+	t.nt_prim = NTI;
+	EXPECT("Zen 3", &zen3, &t, GiB, 0, NTI);
+	EXPECT("Zen 3", &zen3, &t, 16, MEMMIG_COPY_PMEM, NTI);
+
+	t = tuning_of(&cooper_lake);
+	t.nt_prim = NT2;
+	EXPECT("Cooper Lake", &cooper_lake, &t, GiB, 0, NT2);
+	/* Not an NT primitive, or not a primitive at all: the widest. */
+	t.nt_prim = MOVSB;
+	EXPECT("Cooper Lake", &cooper_lake, &t, GiB, 0, NT512);
+	t.nt_prim = MEMMIG_PRIM_GENERIC;
+	EXPECT("Cooper Lake", &cooper_lake, &t, GiB, 0, NT512);
+	t.nt_prim = -1;
+	EXPECT("Cooper Lake", &cooper_lake, &t, GiB, 0, NT512);
+	t.nt_prim = MEMMIG_PRIM_COUNT;
+	EXPECT("Cooper Lake", &cooper_lake, &t, GiB, 0, NT512);
+}
+
+/* Custom thresholds move each crossover to exactly len == threshold. */
+static void test_custom_thresholds(void)
+{
+	static const size_t th[] = { 1, 2, 17, 168, 169, 777, 4096, 100000,
+				     3 * MiB + 5 };
+
+	for (size_t i = 0; i < NCASES; i++) {
+		const struct cpu_case *c = &cases[i];
+		bool erms = c->cpu->features & (MEMMIG_CPU_ERMS | MEMMIG_CPU_FSRM);
+
+		for (size_t k = 0; k < sizeof(th) / sizeof(th[0]); k++) {
+			struct memmig_tuning t = tuning_of(c->cpu);
+
+			t.movsb_min = th[k];
+			t.movsq_min = th[k];
+			t.nt_min = 4 * th[k] + 64;
+			EXPECT(c->name, c->cpu, &t, th[k] - 1, 0, MOVQ);
+			EXPECT(c->name, c->cpu, &t, th[k], 0, erms ? MOVSB : MOVSQ);
+			EXPECT(c->name, c->cpu, &t, t.nt_min - 1, 0,
+			       erms ? MOVSB : MOVSQ);
+			EXPECT(c->name, c->cpu, &t, t.nt_min, 0, c->nt_prim);
+			EXPECT(c->name, c->cpu, &t, t.nt_min, MEMMIG_COPY_TEMPORAL,
+			       erms ? MOVSB : MOVSQ);
+		}
+		/* A calibrated movsq window below movsb_min on ERMS/FSRM
+		 * CPUs (all of them have REP_GOOD); movsb_min means nothing
+		 * without ERMS and FSRM. */
+		{
+			struct memmig_tuning t = tuning_of(c->cpu);
+
+			t.movsq_min = 300;
+			t.movsb_min = 1000;
+			EXPECT(c->name, c->cpu, &t, 299, 0, MOVQ);
+			EXPECT(c->name, c->cpu, &t, 300, 0, MOVSQ);
+			EXPECT(c->name, c->cpu, &t, 999, 0, MOVSQ);
+			EXPECT(c->name, c->cpu, &t, 1000, 0, erms ? MOVSB : MOVSQ);
+			EXPECT(c->name, c->cpu, &t, 1000, MEMMIG_COPY_TEMPORAL,
+			       erms ? MOVSB : MOVSQ);
+			/* movsq_min above movsb_min: no window. */
+			t.movsq_min = 5000;
+			EXPECT(c->name, c->cpu, &t, 999, 0, MOVQ);
+			EXPECT(c->name, c->cpu, &t, 4999, 0, erms ? MOVSB : MOVQ);
+			EXPECT(c->name, c->cpu, &t, 5000, 0, erms ? MOVSB : MOVSQ);
+		}
+	}
+	/* The Sapphire Rapids anomaly stays fixed whatever the threshold
+	 * around it: 168 B is movq up to movsb_min = 169. */
+	{
+		struct memmig_tuning t = tuning_of(&sapphire_rapids);
+
+		t.movsb_min = 169;
+		EXPECT("Sapphire Rapids", &sapphire_rapids, &t, 168, 0, MOVQ);
+		t.movsb_min = 168;
+		EXPECT("Sapphire Rapids", &sapphire_rapids, &t, 168, 0, MOVSB);
+	}
+	/* nt_min 0: everything is NT; movsb_min 0: everything is movsb. */
+	{
+		struct memmig_tuning t = tuning_of(&cooper_lake);
+
+		t.nt_min = 0;
+		EXPECT("Cooper Lake", &cooper_lake, &t, 0, 0, NT512);
+		EXPECT("Cooper Lake", &cooper_lake, &t, 1, 0, NT512);
+		t = tuning_of(&cooper_lake);
+		t.movsb_min = 0;
+		EXPECT("Cooper Lake", &cooper_lake, &t, 1, 0, MOVSB);
+	}
+	/* ERMS without REP_GOOD (not what detection reports, but the
+	 * policy must not use rep movsq without fast strings). */
+	{
+		struct memmig_cpu_info erms_only = no_avx;
+		struct memmig_tuning t;
+
+		erms_only.features = MEMMIG_CPU_SSE2 | MEMMIG_CPU_ERMS;
+		t = tuning_of(&erms_only);
+		t.movsq_min = 300;
+		EXPECT("ERMS only", &erms_only, &t, 300, 0, MOVQ);
+		EXPECT("ERMS only", &erms_only, &t, 2048, 0, MOVSB);
+	}
+	/* Without ERMS, FSRM or REP_GOOD only movq is temporal. */
+	{
+		struct memmig_cpu_info plain = no_avx;
+		struct memmig_tuning t;
+
+		plain.features = MEMMIG_CPU_SSE2;
+		t = tuning_of(&plain);
+		for (size_t k = 0; k < NSIZES - 1; k++)
+			EXPECT("plain SSE2", &plain, &t, sizes[k], 0, MOVQ);
+		EXPECT("plain SSE2", &plain, &t, GiB, 0, NTI);
+		EXPECT("plain SSE2", &plain, &t, GiB, MEMMIG_COPY_TEMPORAL, MOVQ);
+	}
+}
+
+static void test_prim_table(void)
+{
+	static const char *const names[MEMMIG_PRIM_COUNT] = {
+		[MEMMIG_PRIM_MOVQ] = "movq", [MEMMIG_PRIM_REP_MOVSQ] = "movsq",
+		[MEMMIG_PRIM_REP_MOVSB] = "movsb",
+		[MEMMIG_PRIM_NT_MOVNTI] = "nt-movnti",
+		[MEMMIG_PRIM_NT_AVX2] = "nt-avx2",
+		[MEMMIG_PRIM_NT_AVX512] = "nt-avx512",
+		[MEMMIG_PRIM_GENERIC] = "generic",
+	};
+
+	for (int p = 0; p < MEMMIG_PRIM_COUNT; p++) {
+		CU_ASSERT_STRING_EQUAL(pname(p), names[p]);
+		CU_ASSERT_EQUAL(memmig_prim_is_nt(p),
+				p == NTI || p == NT2 || p == NT512);
+	}
+	CU_ASSERT_FALSE(memmig_prim_is_nt(-1));
+	CU_ASSERT_FALSE(memmig_prim_is_nt(MEMMIG_PRIM_COUNT));
+#if defined(__x86_64__)
+	/* Support follows the features on synthetic CPUs (x86 build). */
+	CU_ASSERT_TRUE(memmig_prim_supported(&zen3, NT2));
+	CU_ASSERT_FALSE(memmig_prim_supported(&zen3, NT512));
+	CU_ASSERT_TRUE(memmig_prim_supported(&cooper_lake, NT512));
+	CU_ASSERT_FALSE(memmig_prim_supported(&no_avx, NT2));
+	CU_ASSERT_TRUE(memmig_prim_supported(&no_avx, NTI));
+	CU_ASSERT_TRUE(memmig_prim_supported(&no_avx, MOVSB));
+#endif
+	CU_ASSERT_FALSE(memmig_prim_supported(&zen3, -1));
+	CU_ASSERT_FALSE(memmig_prim_supported(&zen3, MEMMIG_PRIM_COUNT));
+	CU_ASSERT_FALSE(memmig_prim_supported(NULL, MOVQ));
+}
+
+static CU_TestInfo dispatch_tests[] = {
+	{ "default thresholds per CPU", test_defaults },
+	{ "default thresholds: edge cases", test_default_edges },
+	{ "primitive per CPU and size", test_table },
+	{ "default crossovers are exact", test_default_crossovers },
+	{ "NONTEMPORAL and PMEM force NT", test_forced_nt },
+	{ "TEMPORAL never gives NT", test_temporal },
+	{ "non-x86 CPU gets generic", test_non_x86 },
+	{ "invalid flags give -EINVAL", test_invalid_flags },
+	{ "calibrated nt_prim and its fallback", test_nt_prim_fallback },
+	{ "custom thresholds move the crossovers", test_custom_thresholds },
+	{ "primitive names, NT and support", test_prim_table },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+	{ .pName = "dispatch policy", .pTests = dispatch_tests },
+	CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+	return cunit_main(suites);
+}
