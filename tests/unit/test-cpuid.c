@@ -314,6 +314,12 @@ int main(void)
 		return cunit_skip("not an x86-64 CPU (no SSE2 detected, "
 				  "no sse2 in /proc/cpuinfo)");
 	}
+	/* The portable build detects nothing, by design, on any CPU. */
+	if (!memmig_prim_supported(&c, MEMMIG_PRIM_MOVQ) && !c.features) {
+		free(proc.flags);
+		return cunit_skip("libmemmig was built with the generic "
+				  "architecture code: no CPUID detection");
+	}
 	if (!proc.read || !proc.flags) {
 		free(proc.flags);
 		return cunit_skip("/proc/cpuinfo is unreadable or has no flags");
