@@ -9,9 +9,12 @@
 #define MEMMIG_CUNIT_MAIN_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <CUnit/Basic.h>
+
+#include "memmig.h"
 
 #define CUNIT_EXIT_SKIP 77
 #define CUNIT_EXIT_ERROR 99
@@ -65,6 +68,18 @@ static inline int cunit_main(CU_SuiteInfo *suites)
 	if (failed)
 		return 1;
 	return rc == CUE_SUCCESS ? 0 : CUNIT_EXIT_ERROR;
+}
+
+/*
+ * True when libmemmig was built with the x86 primitives (not the portable
+ * code of --enable-generic-arch or a non-x86 host): a CPU with every
+ * feature then runs the movq loop.
+ */
+static inline bool memmig_test_x86_build(void)
+{
+	struct memmig_cpu_info all = { .sz = sizeof(all), .features = ~0ULL };
+
+	return memmig_prim_supported(&all, MEMMIG_PRIM_MOVQ);
 }
 
 #endif

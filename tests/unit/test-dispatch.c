@@ -465,15 +465,15 @@ static void test_prim_table(void)
 	}
 	CU_ASSERT_FALSE(memmig_prim_is_nt(-1));
 	CU_ASSERT_FALSE(memmig_prim_is_nt(MEMMIG_PRIM_COUNT));
-#if defined(__x86_64__)
-	/* Support follows the features on synthetic CPUs (x86 build). */
-	CU_ASSERT_TRUE(memmig_prim_supported(&zen3, NT2));
-	CU_ASSERT_FALSE(memmig_prim_supported(&zen3, NT512));
-	CU_ASSERT_TRUE(memmig_prim_supported(&cooper_lake, NT512));
-	CU_ASSERT_FALSE(memmig_prim_supported(&no_avx, NT2));
-	CU_ASSERT_TRUE(memmig_prim_supported(&no_avx, NTI));
-	CU_ASSERT_TRUE(memmig_prim_supported(&no_avx, MOVSB));
-#endif
+	if (memmig_test_x86_build()) {
+		/* Support follows the features on synthetic CPUs (x86 build). */
+		CU_ASSERT_TRUE(memmig_prim_supported(&zen3, NT2));
+		CU_ASSERT_FALSE(memmig_prim_supported(&zen3, NT512));
+		CU_ASSERT_TRUE(memmig_prim_supported(&cooper_lake, NT512));
+		CU_ASSERT_FALSE(memmig_prim_supported(&no_avx, NT2));
+		CU_ASSERT_TRUE(memmig_prim_supported(&no_avx, NTI));
+		CU_ASSERT_TRUE(memmig_prim_supported(&no_avx, MOVSB));
+	}
 	CU_ASSERT_FALSE(memmig_prim_supported(&zen3, -1));
 	CU_ASSERT_FALSE(memmig_prim_supported(&zen3, MEMMIG_PRIM_COUNT));
 	CU_ASSERT_FALSE(memmig_prim_supported(NULL, MOVQ));
