@@ -19,5 +19,8 @@ apt-get install -y --no-install-recommends \
 ./configure --enable-werror
 make -j"$(nproc)"
 
-# The main job: the copy engine against glibc and libpmem, short size set.
+# The main job: measure this CPU's copy thresholds (written to the system
+# calibration file that libmemmig loads), then the copy engine against
+# glibc and libpmem on the short size set.
+./src/cli/memmig-cli bench copy --calibrate
 ./src/cli/memmig-cli bench copy

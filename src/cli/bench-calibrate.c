@@ -38,6 +38,7 @@ static void hot(struct memmig_ctx *ctx, const int *prims, unsigned int n,
 		n = 0;
 	for (unsigned int i = 0; i < 4; i++)
 		out[i] = i < n ? st[i].median : 0;
+	bench_stats_free(st, n);
 }
 
 /*

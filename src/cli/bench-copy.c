@@ -175,35 +175,66 @@ static struct json_object *json_mode(struct copy_bench *b, int m)
 			json_object_object_add(res, b->copiers[ci].name,
 					       json_stats(cell(b, m, si, ci)));
 		json_object_object_add(row, "results", res);
+		best_prim(b, m, si, &best);
 		json_object_object_add(row, "memmig_vs_best_prim", json_object_new_double(
-			cell(b, m, si, b->memmig_idx)->median / best_prim(b, m, si, &best)));
+			bench_paired_ratio(cell(b, m, si, b->memmig_idx), cell(b, m, si, best))));
 		json_object_array_add(rows, row);
 	}
 	return rows;
 }
 
-/* Worst ratio of the dispatched copy to the best primitive, over sizes. */
-static void print_dispatch_summary(struct copy_bench *b, int m)
+/*
+ * Worst ratio of the dispatched copy to the best primitive over [from, to)
+ * of the sizes, each ratio paired round by round.
+ */
+static void print_dispatch_worst(struct copy_bench *b, int m, size_t from,
+				 size_t to, const char *what)
 {
 	double worst = 1e9;
-	size_t worst_si = 0;
+	size_t worst_si = from;
 	unsigned int worst_best = 0;
 	char sz[32];
 
-	for (size_t si = 0; si < b->nsizes; si++) {
+	if (from >= to)
+		return;
+	for (size_t si = from; si < to; si++) {
 		unsigned int which = 0;
-		double r = cell(b, m, si, b->memmig_idx)->median /
-			   best_prim(b, m, si, &which);
+		double r;
 
+		best_prim(b, m, si, &which);
+		r = bench_paired_ratio(cell(b, m, si, b->memmig_idx),
+				       cell(b, m, si, which));
 		if (r < worst) {
 			worst = r;
 			worst_si = si;
 			worst_best = which;
 		}
 	}
-	printf("%s: memmig's dispatch at its worst is %.3fx the best primitive "
-	       "(%s, at %s)\n", mode_names[m], worst, b->copiers[worst_best].name,
+	printf("%s, %s: memmig's dispatch at its worst is %.3fx the best primitive "
+	       "(%s, at %s)\n", mode_names[m], what, worst,
+	       b->copiers[worst_best].name,
 	       memmig_size_format(b->sizes[worst_si], sz, sizeof(sz)));
+}
+
+/*
+ * Hot: every size.  Cold: the policy sees a length, not the cache, so below
+ * the NT threshold it keeps cached stores (right when the data is hot) and
+ * that part is reported apart.
+ */
+static void print_dispatch_summary(struct copy_bench *b, int m)
+{
+	struct memmig_tuning t = { .sz = sizeof(t) };
+	size_t nt_from = 0;
+
+	if (m == 0) {
+		print_dispatch_worst(b, m, 0, b->nsizes, "all sizes");
+		return;
+	}
+	memmig_ctx_get_tuning(b->ctx, &t);
+	while (nt_from < b->nsizes && b->sizes[nt_from] < t.nt_min)
+		nt_from++;
+	print_dispatch_worst(b, m, 0, nt_from, "below the NT threshold");
+	print_dispatch_worst(b, m, nt_from, b->nsizes, "from the NT threshold");
 }
 
 /* 1 GiB (or the pool) cold: one call per 2 MiB unit against one per page. */
@@ -251,7 +282,6 @@ static void print_units(const struct bench_pool *pool,
 			const struct bench_stats *st, unsigned int nrows)
 {
 	size_t len = pool->size < GIB ? pool->size : GIB;
-	double base = st[1].median; /* memmig, 4 KiB pages */
 	unsigned int g = unit_row_index("glibc, 2 MiB units", nrows);
 	unsigned int p = unit_row_index("libpmem-nt, 2 MiB units", nrows);
 	char sz[32];
@@ -261,10 +291,11 @@ static void print_units(const struct bench_pool *pool,
 	printf("%-26s %9s %7s %10s\n", "copy", "GB/s", "SD%", "vs pages");
 	for (unsigned int i = 0; i < nrows; i++)
 		printf("%-26s %9.2f %6.1f%% %9.2fx\n", unit_rows[i].name,
-		       st[i].median, st[i].sd_pct, st[i].median / base);
-	printf("\nmemmig in 2 MiB units: %.2fx glibc memcpy", st[0].median / st[g].median);
+		       st[i].median, st[i].sd_pct, bench_paired_ratio(&st[i], &st[1]));
+	printf("\nmemmig in 2 MiB units: %.2fx glibc memcpy",
+	       bench_paired_ratio(&st[0], &st[g]));
 	if (p < nrows)
-		printf(", %.2fx libpmem's NT memcpy", st[0].median / st[p].median);
+		printf(", %.2fx libpmem's NT memcpy", bench_paired_ratio(&st[0], &st[p]));
 	printf(" (cold, %s)\n", memmig_size_format(len, sz, sizeof(sz)));
 }
 
@@ -415,6 +446,13 @@ static int copy_report(struct copy_bench *b, const struct bench_pool *pool,
 	return CLI_EXIT_OK;
 }
 
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
 {
 	struct copy_bench b = {
@@ -448,8 +486,8 @@ static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
 		}
 		memcpy(b.sizes, short_sizes, sizeof(short_sizes));
 	}
-	for (size_t i = 0; i < b.nsizes; i++)
-		max = b.sizes[i] > max ? b.sizes[i] : max;
+	qsort(b.sizes, b.nsizes, sizeof(*b.sizes), cmp_size);
+	max = b.sizes[b.nsizes - 1];
 	if (max > b.pool_size)
 		b.pool_size = max;
 	setup_copiers(&b);
@@ -478,6 +516,10 @@ static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
 	rc = copy_report(&b, &pool, units, nunits);
 out:
 	bench_pool_fini(&pool);
+	for (int m = 0; m < 2; m++)
+		if (b.results[m])
+			bench_stats_free(b.results[m], b.nsizes * b.ncopiers);
+	bench_stats_free(units, nunits);
 	free(b.results[0]);
 	free(b.results[1]);
 	free(b.sizes);

@@ -162,19 +162,50 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void stats_of(double *gbs, unsigned int n, struct bench_stats *out)
+static double median_of(double *v, unsigned int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Fills out from the n samples in gbs, which it reorders. */
+static int stats_of(double *gbs, unsigned int n, struct bench_stats *out)
 {
 	double mean = 0, var = 0;
+
+	out->rounds = malloc(n * sizeof(*gbs));
+	if (!out->rounds)
+		return -ENOMEM;
+	memcpy(out->rounds, gbs, n * sizeof(*gbs));
 
 	for (unsigned int i = 0; i < n; i++)
 		mean += gbs[i];
 	mean /= n;
 	for (unsigned int i = 0; i < n; i++)
 		var += (gbs[i] - mean) * (gbs[i] - mean);
-	qsort(gbs, n, sizeof(*gbs), cmp_double);
-	out->median = n % 2 ? gbs[n / 2] : (gbs[n / 2 - 1] + gbs[n / 2]) / 2;
+	out->median = median_of(gbs, n);
 	out->sd_pct = n > 1 && mean > 0 ? 100 * sqrt(var / (n - 1)) / mean : 0;
 	out->n = n;
+	return 0;
+}
+
+void bench_stats_free(struct bench_stats *s, size_t n)
+{
+	for (size_t i = 0; s && i < n; i++) {
+		free(s[i].rounds);
+		s[i].rounds = NULL;
+	}
+}
+
+double bench_paired_ratio(const struct bench_stats *a, const struct bench_stats *b)
+{
+	double r[a->n];
+
+	if (!a->n || a->n != b->n)
+		return 0;
+	for (unsigned int i = 0; i < a->n; i++)
+		r[i] = b->rounds[i] > 0 ? a->rounds[i] / b->rounds[i] : 0;
+	return median_of(r, a->n);
 }
 
 /*
@@ -238,9 +269,9 @@ static int measure(const struct copier *cs, unsigned int n, place_fn place,
 			gbs[(size_t)c * o->reps + r] = (double)len * iters[c] / t / 1e9;
 		}
 	}
-	for (unsigned int c = 0; c < n; c++)
-		stats_of(&gbs[(size_t)c * o->reps], o->reps, &out[c]);
 	rc = 0;
+	for (unsigned int c = 0; c < n && !rc; c++)
+		rc = stats_of(&gbs[(size_t)c * o->reps], o->reps, &out[c]);
 out:
 	free(gbs);
 	free(iters);

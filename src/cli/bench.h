@@ -39,7 +39,16 @@ struct bench_stats {
 	double median;		/* GB/s (1e9 bytes per second) */
 	double sd_pct;		/* standard deviation, percent of the mean */
 	unsigned int n;
+	double *rounds;		/* the n samples in round order (malloc'd) */
 };
+
+void bench_stats_free(struct bench_stats *s, size_t n);
+/*
+ * Median over rounds of a's sample divided by b's sample of the same round:
+ * columns measured side by side compare better than their medians do, as a
+ * slow moment of the machine falls on both.
+ */
+double bench_paired_ratio(const struct bench_stats *a, const struct bench_stats *b);
 
 /* Anonymous memory, THP-advised and populated, so no fault is timed. */
 void *bench_alloc(size_t len);

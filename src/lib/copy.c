@@ -48,6 +48,22 @@ copy_dispatch(struct memmig_ctx *ctx, int prim, void *dst,
 	}
 }
 
+/* The common tail of the copy calls: nothing to do, bad buffers, or copy. */
+static inline __attribute__((always_inline)) int
+copy_checked(struct memmig_ctx *ctx, int prim, void *dst, const void *src,
+	     size_t len, unsigned int flags)
+{
+	int rc;
+
+	if (!len)
+		return 0;
+	rc = copy_check(dst, src, len);
+	if (rc < 0)
+		return rc;
+	copy_dispatch(ctx, prim, dst, src, len, flags);
+	return 0;
+}
+
 int memmig_copy_query(struct memmig_ctx *ctx, size_t len, unsigned int flags)
 {
 	if (!ctx)
@@ -58,7 +74,7 @@ int memmig_copy_query(struct memmig_ctx *ctx, size_t len, unsigned int flags)
 int memmig_copy_run(struct memmig_ctx *ctx, void *dst, const void *src,
 		    size_t len, unsigned int flags)
 {
-	int prim, rc;
+	int prim;
 
 	if (!ctx)
 		return -EINVAL;
@@ -68,33 +84,19 @@ int memmig_copy_run(struct memmig_ctx *ctx, void *dst, const void *src,
 		prim = memmig_policy(&ctx->cpu, &ctx->tuning, len, flags);
 	if (prim < 0)
 		return prim;
-	if (!len)
-		return 0;
-	rc = copy_check(dst, src, len);
-	if (rc < 0)
-		return rc;
-	copy_dispatch(ctx, prim, dst, src, len, flags);
-	return 0;
+	return copy_checked(ctx, prim, dst, src, len, flags);
 }
 
 int memmig_copy_with(struct memmig_ctx *ctx, int prim, void *dst,
 		     const void *src, size_t len, unsigned int flags)
 {
-	int rc;
-
 	if (!ctx || (flags & ~MEMMIG_COPY_ALL_FLAGS))
 		return -EINVAL;
 	if (prim < 0 || prim >= MEMMIG_PRIM_COUNT)
 		return -EINVAL;
 	if (!(ctx->prims_ok & (1u << prim)))
 		return -EOPNOTSUPP;
-	if (!len)
-		return 0;
-	rc = copy_check(dst, src, len);
-	if (rc < 0)
-		return rc;
-	copy_dispatch(ctx, prim, dst, src, len, flags);
-	return 0;
+	return copy_checked(ctx, prim, dst, src, len, flags);
 }
 
 int memmig_copy_units(struct memmig_ctx *ctx, void *dst, const void *src,
