@@ -5,10 +5,12 @@
  * on small copies even with FSRM), and writes them for libmemmig to load.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "shared/size.h"
@@ -216,6 +218,22 @@ static void cal_nt_min(struct memmig_ctx *ctx, const struct memmig_cpu_info *cpu
 			     names, v);
 }
 
+/* Creates and removes the file memmig_tuning_save() will write first. */
+static int output_writable(const char *path)
+{
+	char tmp[4096];
+	int fd;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	unlink(tmp);
+	return 0;
+}
+
 int bench_calibrate(struct memmig_ctx *ctx, const char *output, bool json)
 {
 	struct memmig_cpu_info cpu = { .sz = sizeof(cpu) };
@@ -223,6 +241,14 @@ int bench_calibrate(struct memmig_ctx *ctx, const char *output, bool json)
 	struct bench_pool pool;
 	int rc;
 
+	/* A path that cannot be written fails now, not after the measuring. */
+	rc = mkdir_parent(output);
+	if (!rc)
+		rc = output_writable(output);
+	if (rc < 0) {
+		cli_error("calibrate: cannot write %s: %s\n", output, strerror(-rc));
+		return rc;
+	}
 	memmig_ctx_get_cpu(ctx, &cpu);
 	memmig_tuning_default(&cpu, &t);
 	if (bench_pool_init(&pool, CAL_POOL) < 0) {
@@ -234,9 +260,7 @@ int bench_calibrate(struct memmig_ctx *ctx, const char *output, bool json)
 	cal_nt_min(ctx, &cpu, &pool, &t, json);
 	bench_pool_fini(&pool);
 
-	rc = mkdir_parent(output);
-	if (!rc)
-		rc = memmig_tuning_save(ctx, output, &t);
+	rc = memmig_tuning_save(ctx, output, &t);
 	if (rc < 0) {
 		cli_error("calibrate: cannot write %s: %s\n", output, strerror(-rc));
 		return rc;
