@@ -211,6 +211,260 @@ MEMMIG_EXPORT void memmig_copy_drain(void);
 MEMMIG_EXPORT int memmig_copy_flush(struct memmig_ctx *ctx, const void *addr,
 				    size_t len);
 
+
+/* ------------------------------------------------------------------ */
+/* Topology: NUMA nodes, memory tiers, DAX devices (a snapshot).        */
+
+enum memmig_node_kind {
+	MEMMIG_NODE_DRAM = 0,	/* a node with CPUs */
+	MEMMIG_NODE_CPULESS = 1, /* memory only: CXL expanders, pmem as RAM */
+};
+
+struct memmig_node_info {
+	size_t sz;
+	int id;
+	int kind;		/* enum memmig_node_kind */
+	unsigned int ncpus;
+	uint64_t mem_total;	/* bytes */
+	uint64_t mem_free;	/* bytes, when the snapshot was taken */
+	int tier;		/* kernel memory tier (memory_tierN), -1 if none */
+	int nearest_cpu_node;	/* this node if it has CPUs, else the nearest
+				 * node with CPUs by distance, -1 if none */
+};
+
+struct memmig_dax_info {
+	size_t sz;
+	char dev[32];		/* "dax0.0" */
+	uint64_t size;		/* bytes */
+	uint64_t align;		/* bytes */
+	int target_node;	/* -1 if unknown */
+	int mode;		/* 0 devdax, 1 onlined as system RAM */
+};
+
+struct memmig_topo;
+
+/* Reads libnuma, sysfs and libdaxctl now; later changes need a new one. */
+MEMMIG_EXPORT int memmig_topo_new(struct memmig_ctx *ctx,
+				  struct memmig_topo **out);
+MEMMIG_EXPORT struct memmig_topo *memmig_topo_ref(struct memmig_topo *topo);
+MEMMIG_EXPORT void memmig_topo_unref(struct memmig_topo *topo);
+/* Nodes with memory, ascending id; idx is 0..count-1. */
+MEMMIG_EXPORT int memmig_topo_node_count(const struct memmig_topo *topo);
+MEMMIG_EXPORT int memmig_topo_get_node(const struct memmig_topo *topo,
+				       unsigned int idx,
+				       struct memmig_node_info *out);
+/* The node with this id: 0, or -ENOENT if it does not exist or has no
+ * memory. */
+MEMMIG_EXPORT int memmig_topo_find_node(const struct memmig_topo *topo,
+					int node, struct memmig_node_info *out);
+/* SLIT distance from one node to another, or -ENOENT. */
+MEMMIG_EXPORT int memmig_topo_distance(const struct memmig_topo *topo,
+				       int from, int to);
+/* Fills cpus[0..max) with the node's CPU numbers; returns how many it has
+ * (which may exceed max), or -ENOENT. */
+MEMMIG_EXPORT int memmig_topo_node_cpus(const struct memmig_topo *topo,
+					int node, int *cpus, unsigned int max);
+MEMMIG_EXPORT int memmig_topo_dax_count(const struct memmig_topo *topo);
+MEMMIG_EXPORT int memmig_topo_get_dax(const struct memmig_topo *topo,
+				      unsigned int idx,
+				      struct memmig_dax_info *out);
+
+/* ------------------------------------------------------------------ */
+/* Regions: memory to migrate, in this process or another one.          */
+
+enum memmig_backing {
+	MEMMIG_BACKING_AUTO = 0,	/* read it from /proc/PID/maps */
+	MEMMIG_BACKING_ANON,		/* anonymous private */
+	MEMMIG_BACKING_SHMEM,		/* memfd, shmem, anonymous shared */
+	MEMMIG_BACKING_HUGETLB,		/* hugetlbfs */
+	MEMMIG_BACKING_FILE,		/* a file's page cache */
+};
+
+struct memmig_region_desc {
+	size_t sz;
+	int pid;		/* 0: this process */
+	uint64_t addr;		/* page aligned */
+	uint64_t len;		/* page aligned, > 0 */
+	int backing;		/* enum memmig_backing */
+};
+
+struct memmig_region;
+
+/*
+ * Registers a region after checking it: -EINVAL for an unaligned or empty
+ * range or a backing that does not match the mapping, -EFAULT when a part
+ * of the range is not mapped, -ESRCH for a pid that is gone, -EPERM when
+ * this process may not move that process's pages.
+ */
+MEMMIG_EXPORT int memmig_region_new(struct memmig_ctx *ctx,
+				    const struct memmig_region_desc *desc,
+				    struct memmig_region **out);
+MEMMIG_EXPORT struct memmig_region *memmig_region_ref(struct memmig_region *r);
+MEMMIG_EXPORT void memmig_region_unref(struct memmig_region *r);
+/* The description, with the backing that was found. */
+MEMMIG_EXPORT int memmig_region_get_desc(const struct memmig_region *r,
+					 struct memmig_region_desc *out);
+/*
+ * Every migratable mapping of a process (anonymous, shared, hugetlb, file;
+ * not special or inaccessible ones): *out gets *count regions, freed with
+ * memmig_region_list_free().
+ */
+MEMMIG_EXPORT int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
+					 struct memmig_region ***out,
+					 unsigned int *count);
+MEMMIG_EXPORT void memmig_region_list_free(struct memmig_region **list,
+					   unsigned int count);
+
+/* ------------------------------------------------------------------ */
+/* Migration: synchronous, or a job with progress, cancel and wait.     */
+
+enum memmig_strategy {
+	MEMMIG_STRATEGY_AUTO = 0,	/* copy for this process's anonymous
+					 * memory, kernel otherwise */
+	MEMMIG_STRATEGY_KERNEL,		/* move_pages(2), any process */
+	MEMMIG_STRATEGY_COPY,		/* copy engine + mremap swap (anon),
+					 * mbind(MPOL_MF_MOVE) (shared) */
+};
+
+enum memmig_migrate_flags {
+	/* copy: copy and swap units already on the target node too */
+	MEMMIG_MIGRATE_FORCE = 1u << 0,
+};
+
+struct memmig_migrate_opts {
+	size_t sz;
+	int target_node;
+	uint64_t offset;	/* sub-range of the region: page aligned */
+	uint64_t len;		/* 0: to the end of the region */
+	int strategy;		/* enum memmig_strategy */
+	unsigned int workers;	/* 0: the CPUs this process may use */
+	unsigned int flags;	/* enum memmig_migrate_flags */
+};
+
+enum memmig_job_state {
+	MEMMIG_JOB_RUNNING = 0,
+	MEMMIG_JOB_DONE,	/* finished: see the result */
+};
+
+struct memmig_progress {
+	size_t sz;
+	int state;		/* enum memmig_job_state */
+	int result;		/* 0 or -errno once done */
+	uint64_t bytes_done;
+	uint64_t bytes_total;
+	double rate;		/* bytes/s over the last interval */
+	double elapsed_s;
+};
+
+struct memmig_job;
+struct memmig_report;
+
+/*
+ * Starts a migration on worker threads.  Bad options fail here with
+ * nothing changed: -EINVAL (unaligned or out-of-region range, unknown
+ * strategy or flags, copy strategy on another process), -ENOENT (node that
+ * does not exist or has no memory).
+ */
+MEMMIG_EXPORT int memmig_job_start(struct memmig_region *r,
+				   const struct memmig_migrate_opts *opts,
+				   struct memmig_job **out);
+MEMMIG_EXPORT int memmig_job_get_progress(struct memmig_job *job,
+					  struct memmig_progress *out);
+/* Asks the workers to stop after the units they are on; what was moved
+ * stays moved and consistent, the rest stays where it was. */
+MEMMIG_EXPORT int memmig_job_cancel(struct memmig_job *job);
+/*
+ * Waits for the end; returns the job's result: 0, -ECANCELED, -ENOMEM
+ * (the target ran out: the report says which ranges moved), or another
+ * -errno.  *report (if not NULL) gets a reference to the report.
+ */
+MEMMIG_EXPORT int memmig_job_wait(struct memmig_job *job,
+				  struct memmig_report **report);
+MEMMIG_EXPORT void memmig_job_unref(struct memmig_job *job);
+
+/* memmig_job_start() + memmig_job_wait(). */
+MEMMIG_EXPORT int memmig_migrate(struct memmig_region *r,
+				 const struct memmig_migrate_opts *opts,
+				 struct memmig_report **report);
+
+/* ------------------------------------------------------------------ */
+/* Reports.                                                             */
+
+struct memmig_report_summary {
+	size_t sz;
+	int result;		/* 0 or -errno */
+	int strategy;		/* the strategy that ran */
+	int target_node;
+	unsigned int workers;
+	uint64_t bytes_total;	/* planned */
+	uint64_t bytes_moved;	/* now on the target node through this job */
+	uint64_t units_total;	/* 2 MB-aligned units planned */
+	uint64_t units_thp;	/* of which one transparent huge page each */
+	double prepare_s;	/* destination allocation and prefault */
+	double copy_s;		/* copy + swap, or move_pages */
+	double total_s;
+	double gbps;		/* bytes_moved / total_s, 1e9 bytes/s */
+	uint64_t pages_failed;	/* 4 KiB pages the kernel did not move */
+	uint64_t pages_verified_on_target; /* move_pages(nodes = NULL) after */
+};
+
+MEMMIG_EXPORT int memmig_report_get_summary(const struct memmig_report *rep,
+					    struct memmig_report_summary *out);
+/* 4 KiB pages of the range on a node before and after (move_pages query). */
+MEMMIG_EXPORT int memmig_report_node_pages(const struct memmig_report *rep,
+					   int node, uint64_t *before,
+					   uint64_t *after);
+/* The largest node id the node page counts cover, or -1 if none. */
+MEMMIG_EXPORT int memmig_report_max_node(const struct memmig_report *rep);
+/* Ranges moved by this job, coalesced, ascending: idx 0..count-1. */
+MEMMIG_EXPORT int memmig_report_moved_count(const struct memmig_report *rep);
+MEMMIG_EXPORT int memmig_report_get_moved(const struct memmig_report *rep,
+					  unsigned int idx, uint64_t *addr,
+					  uint64_t *len);
+/* Pages not moved: counts per errno (EACCES, ENOMEM, EFAULT, ENOENT, EBUSY,
+ * ...), and the failed ranges with their errno, coalesced. */
+MEMMIG_EXPORT uint64_t memmig_report_errno_pages(const struct memmig_report *rep,
+						 int err);
+/* The errnos seen, idx 0..count-1, with their page counts. */
+MEMMIG_EXPORT int memmig_report_errno_count(const struct memmig_report *rep);
+MEMMIG_EXPORT int memmig_report_get_errno(const struct memmig_report *rep,
+					  unsigned int idx, int *err,
+					  uint64_t *pages);
+MEMMIG_EXPORT int memmig_report_failed_count(const struct memmig_report *rep);
+MEMMIG_EXPORT int memmig_report_get_failed(const struct memmig_report *rep,
+					   unsigned int idx, uint64_t *addr,
+					   uint64_t *len, int *err);
+MEMMIG_EXPORT struct memmig_report *memmig_report_ref(struct memmig_report *rep);
+MEMMIG_EXPORT void memmig_report_unref(struct memmig_report *rep);
+
+/* ------------------------------------------------------------------ */
+/* Destination reserve and fault injection.                             */
+
+/*
+ * Prefaults len bytes on a node ahead of time, so that copy migrations to
+ * it take their destination from the reserve instead of paying the
+ * kernel's page zeroing during the migration.  Calls add up; len 0 frees
+ * the node's reserve.
+ */
+MEMMIG_EXPORT int memmig_ctx_reserve(struct memmig_ctx *ctx, int node,
+				     uint64_t len);
+/* Bytes left in a node's reserve. */
+MEMMIG_EXPORT uint64_t memmig_ctx_reserved(struct memmig_ctx *ctx, int node);
+
+enum memmig_fault_point {
+	MEMMIG_FAULT_DEST_ALLOC = 0,	/* destination unit allocation */
+	MEMMIG_FAULT_MOVE_PAGES,	/* one move_pages(2) call */
+	MEMMIG_FAULT_COUNT
+};
+
+/*
+ * Test hook: the nth (1-based) event at the point fails with err, and
+ * every one after it too when sticky.  nth 0 disarms.  Also from the
+ * environment: MEMMIG_FAULT=dest_alloc:3:ENOMEM[:sticky].
+ */
+MEMMIG_EXPORT int memmig_ctx_set_fault(struct memmig_ctx *ctx, int point,
+				       unsigned int nth, int err, int sticky);
+
 #ifdef __cplusplus
 }
 #endif

@@ -147,7 +147,17 @@ void bench_pool_fini(struct bench_pool *pool)
 	pool->src = pool->dst = NULL;
 }
 
-static double now(void)
+uint64_t bench_checksum(const void *p, size_t len)
+{
+	const uint64_t *q = p;
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < len / 8; i++)
+		h = (h ^ q[i]) * 1099511628211ULL;
+	return h;
+}
+
+double bench_now(void)
 {
 	struct timespec ts;
 
@@ -219,7 +229,7 @@ static double time_copies(const struct copier *c, place_fn place,
 			  const void *arg, size_t len, size_t first,
 			  size_t iters)
 {
-	double t0 = now();
+	double t0 = bench_now();
 
 	for (size_t i = first; i < first + iters; i++) {
 		uint8_t *d;
@@ -228,7 +238,7 @@ static double time_copies(const struct copier *c, place_fn place,
 		place(arg, i, &d, &s);
 		copier_run(c, d, s, len);
 	}
-	return now() - t0;
+	return bench_now() - t0;
 }
 
 /*

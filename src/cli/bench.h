@@ -10,6 +10,7 @@
 #include "cli.h"
 
 extern const struct cli_cmd bench_cmd_copy;
+extern const struct cli_cmd bench_cmd_migrate;
 
 /*
  * One way to copy: a memmig primitive, memmig's dispatch, or a peer.
@@ -54,6 +55,9 @@ double bench_paired_ratio(const struct bench_stats *a, const struct bench_stats 
 void *bench_alloc(size_t len);
 void bench_free(void *p, size_t len);
 void bench_fill(void *p, size_t len, uint64_t seed);
+uint64_t bench_checksum(const void *p, size_t len);
+/* Monotonic seconds. */
+double bench_now(void);
 
 /* Source and destination pools far larger than the LLC, for cold copies. */
 struct bench_pool {

@@ -27,6 +27,8 @@ struct cli_cmd {
 /* One table entry per file: cmd-<name>.c. */
 extern const struct cli_cmd cli_cmd_cpu;
 extern const struct cli_cmd cli_cmd_bench;
+extern const struct cli_cmd cli_cmd_nodes;
+extern const struct cli_cmd cli_cmd_move;
 
 /* Finds name in a NULL-terminated table of commands, or NULL. */
 const struct cli_cmd *cli_cmd_find(const struct cli_cmd *const *table,

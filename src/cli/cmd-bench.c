@@ -7,6 +7,7 @@
 
 static const struct cli_cmd *const benches[] = {
 	&bench_cmd_copy,
+	&bench_cmd_migrate,
 	NULL,
 };
 

@@ -8,6 +8,8 @@
 #include "cli.h"
 
 static const struct cli_cmd *const commands[] = {
+	&cli_cmd_move,
+	&cli_cmd_nodes,
 	&cli_cmd_cpu,
 	&cli_cmd_bench,
 	NULL,

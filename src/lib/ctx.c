@@ -7,6 +7,7 @@
 
 #include "memmig-private.h"
 #include "policy.h"
+#include "migrate-private.h"
 
 __attribute__((format(printf, 7, 0))) static void log_stderr(struct memmig_ctx *ctx, void *userdata, int priority,
 		       const char *file, int line, const char *fn,
@@ -72,6 +73,7 @@ int memmig_ctx_new(struct memmig_ctx **out)
 	if (!ctx)
 		return -ENOMEM;
 	ctx->refcount = 1;
+	pthread_mutex_init(&ctx->lock, NULL);
 	ctx->log_fn = log_stderr;
 	ctx->log_priority = LOG_ERR;
 	env = getenv("MEMMIG_LOG");
@@ -89,7 +91,10 @@ int memmig_ctx_new(struct memmig_ctx **out)
 		if (memmig_prim_supported(&ctx->cpu, p))
 			ctx->prims_ok |= 1u << p;
 	rc = ctx_tuning_init(ctx);
+	if (!rc)
+		rc = memmig_fault_from_env(ctx);
 	if (rc < 0) {
+		pthread_mutex_destroy(&ctx->lock);
 		free(ctx);
 		return rc;
 	}
@@ -109,6 +114,9 @@ struct memmig_ctx *memmig_ctx_ref(struct memmig_ctx *ctx)
 
 void memmig_ctx_unref(struct memmig_ctx *ctx)
 {
-	if (ctx && __atomic_sub_fetch(&ctx->refcount, 1, __ATOMIC_ACQ_REL) == 0)
+	if (ctx && __atomic_sub_fetch(&ctx->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
+		memmig_reserve_free_all(ctx);
+		pthread_mutex_destroy(&ctx->lock);
 		free(ctx);
+	}
 }

@@ -3,6 +3,7 @@
 #ifndef MEMMIG_PRIVATE_H
 #define MEMMIG_PRIVATE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <syslog.h>
 
@@ -30,6 +31,20 @@ static inline enum memmig_flush_kind memmig_flush_kind_of(unsigned int flags)
 	return (flags & MEMMIG_COPY__FLUSH_MASK) >> MEMMIG_COPY__FLUSH_SHIFT;
 }
 
+struct memmig_fault {
+	unsigned int nth;	/* 1-based event that fails, 0: disarmed */
+	int err;
+	bool sticky;
+	unsigned int count;	/* events so far */
+};
+
+/* Prefaulted 2 MB chunks bound to one node (memmig_ctx_reserve()). */
+struct memmig_reserve_pool {
+	int node;
+	void **chunks;		/* chunks[next..n) are left, ascending */
+	size_t next, n, cap;
+};
+
 struct memmig_ctx {
 	int refcount;
 	memmig_log_fn log_fn;
@@ -43,6 +58,11 @@ struct memmig_ctx {
 	 * cannot afford the whole policy (memmig_ctx_apply_tuning()). */
 	size_t small_below;
 	int small_prim;
+
+	pthread_mutex_t lock;	/* faults and reserve pools */
+	struct memmig_fault faults[MEMMIG_FAULT_COUNT];
+	struct memmig_reserve_pool *pools;
+	size_t npools;
 };
 
 /* Sets ctx->tuning and what is cached from it. */

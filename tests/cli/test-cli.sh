@@ -53,6 +53,21 @@ fi
 check "cpu dispatch rows" test "$(jq '.dispatch | length' "$tmp/out")" -ge 5
 cp "$tmp/out" "$tmp/cpu.json"
 
+# nodes: the nodes listed are the kernel's nodes with memory
+check "nodes" exit_is 0 "$cli" nodes
+check "nodes lists node 0" grep -Eq '^ +0 +(dram|cpuless) ' "$tmp/out"
+check "nodes distances" grep -q '^distances' "$tmp/out"
+check "nodes bad option" exit_is 2 "$cli" nodes --bogus
+check "nodes json" exit_is 0 "$cli" nodes --json
+if [ -r /sys/devices/system/node/has_memory ]; then
+	want_ids=$(tr ',' '\n' </sys/devices/system/node/has_memory |
+		awk -F- 'NF { for (i = $1; i <= (NF > 1 ? $2 : $1); i++) print i }' |
+		paste -sd' ')
+	check "nodes json ids = has_memory" \
+		test "$(jq -r '[.nodes[].id] | map(tostring) | join(" ")' "$tmp/out")" = "$want_ids"
+fi
+check "nodes json dax array" test "$(jq '.dax | type' "$tmp/out")" = '"array"'
+
 # bench copy: every column measured, the dispatch named as the library says
 bench=(bench copy --sizes 4K,3M --reps 3 --sample-ms 1 --pool 64M)
 check "bench text" exit_is 0 "$cli" "${bench[@]}"

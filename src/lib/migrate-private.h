@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Internal to the migration engine: regions, jobs, units, strategies. */
+#ifndef MEMMIG_MIGRATE_PRIVATE_H
+#define MEMMIG_MIGRATE_PRIVATE_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "memmig-private.h"
+
+#define MEMMIG_UNIT_PAGES (MEMMIG_UNIT_SIZE / 4096)
+/* A page nobody looked at: in before/after, and in status before the
+ * strategy got to it. */
+#define MEMMIG_STATUS_UNTOUCHED INT_MIN
+
+struct memmig_region {
+	int refcount;
+	struct memmig_ctx *ctx;
+	struct memmig_region_desc desc;	/* backing resolved */
+	bool self;			/* this process */
+	bool thp_advised;		/* MADV_HUGEPAGE or THP "always" */
+};
+
+enum memmig_unit_state {
+	MEMMIG_UNIT_PENDING = 0,
+	MEMMIG_UNIT_DONE,	/* on the target: moved, or already there */
+	MEMMIG_UNIT_FAILED,	/* some pages failed: see the page status */
+	MEMMIG_UNIT_SKIPPED,	/* cancelled or stopped before it */
+};
+
+/* A 2 MB-aligned piece of the range: a whole 2 MB, or a head or tail. */
+struct memmig_unit {
+	uint64_t addr, len;
+	bool thp;		/* one transparent huge page */
+	unsigned char state;
+};
+
+struct memmig_job;
+
+/* One worker thread's share: units [first, last). */
+struct memmig_worker {
+	struct memmig_job *job;
+	unsigned int idx;
+	size_t first, last;
+	pthread_t thread;
+	double prepare_s, copy_s;
+	void *priv;		/* the strategy's per-worker state */
+};
+
+struct memmig_strategy_ops {
+	const char *name;
+	/* Job-wide set-up before the workers start; may fail the job. */
+	int (*setup)(struct memmig_job *job);
+	/* Processes w->first..w->last, whose placement is in job->before;
+	 * returns 0 or a fatal -errno. */
+	int (*run)(struct memmig_worker *w);
+};
+
+extern const struct memmig_strategy_ops memmig_strategy_kernel;
+extern const struct memmig_strategy_ops memmig_strategy_copy;
+
+struct memmig_job {
+	int refcount;
+	struct memmig_ctx *ctx;
+	struct memmig_region *region;
+	int pid;			/* for system calls: 0 is this process */
+	uint64_t addr, len;
+	int target;
+	int strategy;			/* resolved: kernel or copy */
+	const struct memmig_strategy_ops *ops;
+	unsigned int nworkers;
+	unsigned int flags;
+	int pin_node;			/* CPUs of this node run the workers */
+	int prim;			/* copy: the primitive for every unit */
+
+	struct memmig_unit *units;
+	size_t nunits;
+	int *before, *after;		/* per 4 KiB page: node or -errno */
+	int *status;			/* per page, what the strategy did */
+
+	bool cancel;			/* atomics */
+	int error;			/* first fatal error */
+	uint64_t bytes_done;
+
+	double t_start;
+	double prepare_s, copy_s, total_s;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done, joined;
+	int result;
+	struct memmig_report *report;
+	/* rate over the last progress interval, under lock */
+	double rate_t, rate;
+	uint64_t rate_bytes;
+};
+
+/* Records err as the job's fatal error unless one is there; stops the
+ * workers after their current unit. */
+void memmig_job_fail(struct memmig_job *job, int err);
+/* True once the job was cancelled or failed: workers stop. */
+bool memmig_job_stopping(struct memmig_job *job);
+/* Marks a unit done and counts its bytes for progress. */
+void memmig_job_unit_done(struct memmig_job *job, struct memmig_unit *u,
+			  unsigned char state);
+/* The page index of an address of the job's range. */
+static inline size_t memmig_job_page(const struct memmig_job *job, uint64_t addr)
+{
+	return (addr - job->addr) / 4096;
+}
+/* True when every page of the unit was on the target before the job. */
+bool memmig_job_unit_on_target(const struct memmig_job *job,
+			       const struct memmig_unit *u);
+double memmig_now(void);
+
+/* Builds the report from the job's page arrays and units. */
+int memmig_report_build(struct memmig_job *job);
+
+const char *memmig_backing_name(int backing);
+bool memmig_thp_mode_always(void);
+/*
+ * Which units are one PMD-mapped THP: the pagemap's frame numbers and
+ * /proc/kpageflags, which need CAP_SYS_ADMIN.  Without them open fails and
+ * every unit counts as 4 KiB pages: slower, the same result.
+ */
+struct memmig_thp_probe {
+	int pagemap, kflags;
+};
+int memmig_thp_probe_open(struct memmig_ctx *ctx, int pid, struct memmig_thp_probe *p);
+void memmig_thp_probe_close(struct memmig_thp_probe *p);
+bool memmig_thp_probe_unit(const struct memmig_thp_probe *p,
+			   const struct memmig_unit *u);
+/*
+ * Placement of units [u, u + n) into the job-relative page array pages:
+ * one query entry per THP unit (its pages share a node), one per page
+ * elsewhere; sets u->thp if set_thp.  0 or the query's -errno.
+ */
+int memmig_placement_query_units(struct memmig_job *job,
+				 const struct memmig_thp_probe *probe,
+				 struct memmig_unit *u, size_t n, int *pages,
+				 bool set_thp);
+
+/* Fault injection: 0, or the injected -errno for this event. */
+int memmig_fault_hit(struct memmig_ctx *ctx, int point);
+int memmig_fault_from_env(struct memmig_ctx *ctx);
+/* Takes a prefaulted 2 MB chunk of the node's reserve, or NULL. */
+void *memmig_reserve_take(struct memmig_ctx *ctx, int node);
+void memmig_reserve_free_all(struct memmig_ctx *ctx);
+
+#endif

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Parsing /proc/PID/smaps: ranges, backing kinds and VMA flags. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memmig.h"
+#include "procmaps.h"
+
+/* "55960a643000-55960a645000 rw-p 00000000 fe:00 247134   /usr/bin/cat" */
+static bool parse_header(const char *line, struct memmig_vma *v,
+			 unsigned int *dev_major, uint64_t *inode)
+{
+	char perms[5];
+	unsigned int minor;
+	uint64_t off;
+	int pos = 0;
+
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
+		   &v->start, &v->end, perms, &off, dev_major, &minor, inode,
+		   &pos) < 7)
+		return false;
+	v->readable = perms[0] == 'r';
+	v->writable = perms[1] == 'w';
+	v->shared = perms[3] == 's';
+	snprintf(v->path, sizeof(v->path), "%s", line + pos);
+	v->path[strcspn(v->path, "\n")] = '\0';
+	return true;
+}
+
+static bool has_flag(const char *vmflags, const char *flag)
+{
+	for (const char *p = vmflags; (p = strstr(p, flag)); p += 2)
+		if ((p == vmflags || p[-1] == ' ') && (p[2] == ' ' || p[2] == '\n' || !p[2]))
+			return true;
+	return false;
+}
+
+/*
+ * Shared mappings of tmpfs (device major 0), memfd and SysV segments are
+ * shmem; other shared or private file mappings are page cache.
+ */
+static int classify(const struct memmig_vma *v, const char *vmflags,
+		    unsigned int dev_major, uint64_t inode)
+{
+	if (has_flag(vmflags, "io") || has_flag(vmflags, "pf") ||
+	    !strncmp(v->path, "[v", 2))
+		return MEMMIG_BACKING_SPECIAL;
+	if (has_flag(vmflags, "ht"))
+		return MEMMIG_BACKING_HUGETLB;
+	if (v->shared)
+		return dev_major == 0 || inode == 0 ? MEMMIG_BACKING_SHMEM :
+						      MEMMIG_BACKING_FILE;
+	return inode == 0 ? MEMMIG_BACKING_ANON : MEMMIG_BACKING_FILE;
+}
+
+int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count)
+{
+	char path[64], line[512];
+	struct memmig_vma *v = NULL, cur = { 0 };
+	size_t n = 0, cap = 0;
+	unsigned int major = 0;
+	uint64_t inode = 0;
+	bool open_vma = false;
+	FILE *f;
+	int rc = 0;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/smaps");
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "VmFlags:", 8)) {
+			if (!open_vma)
+				continue;
+			cur.thp_advised = has_flag(line + 8, "hg");
+			cur.backing = classify(&cur, line + 8, major, inode);
+			if (n == cap) {
+				struct memmig_vma *nv;
+
+				cap = cap ? cap * 2 : 64;
+				nv = realloc(v, cap * sizeof(*v));
+				if (!nv) {
+					rc = -ENOMEM;
+					break;
+				}
+				v = nv;
+			}
+			v[n++] = cur;
+			open_vma = false;
+		} else if (strchr(line, '-') && line[0] != ' ' &&
+			   parse_header(line, &cur, &major, &inode)) {
+			open_vma = true;
+		}
+		/* A header of over 511 bytes (a long path) continues on the
+		 * next fgets(): its tail parses as nothing and is skipped. */
+	}
+	if (!rc && ferror(f))
+		rc = -EIO;
+	fclose(f);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	if (!n && pid) {
+		free(v);
+		return -ESRCH; /* a zombie or kernel thread has no mappings */
+	}
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+int memmig_vmas_backing(const struct memmig_vma *v, size_t n, uint64_t addr,
+			uint64_t len)
+{
+	uint64_t at = addr, end = addr + len;
+	int backing = -EFAULT;
+
+	for (size_t i = 0; i < n && at < end; i++) {
+		if (v[i].end <= at)
+			continue;
+		if (v[i].start > at)
+			return -EFAULT;	/* a hole before this mapping */
+		if (v[i].backing == MEMMIG_BACKING_SPECIAL)
+			return -EINVAL;
+		if (backing >= 0 && v[i].backing != backing)
+			return -EINVAL;
+		backing = v[i].backing;
+		at = v[i].end;
+	}
+	return at >= end ? backing : -EFAULT;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A process's mappings, from /proc/PID/smaps. */
+#ifndef MEMMIG_PROCMAPS_H
+#define MEMMIG_PROCMAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Mappings that no strategy may touch get this backing. */
+#define MEMMIG_BACKING_SPECIAL (-1)
+
+struct memmig_vma {
+	uint64_t start, end;
+	bool shared;
+	bool readable;
+	bool writable;
+	bool thp_advised;	/* VmFlags hg: MADV_HUGEPAGE */
+	int backing;		/* enum memmig_backing or MEMMIG_BACKING_SPECIAL */
+	char path[128];
+};
+
+/* Reads pid's mappings (0: this process); -ESRCH, -EACCES, -ENOMEM. */
+int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count);
+
+/*
+ * The backing of [addr, addr + len) if the mappings cover all of it with
+ * one backing; -EFAULT for a hole, -EINVAL for mixed backings or special
+ * mappings (I/O, PFN maps, vdso).
+ */
+int memmig_vmas_backing(const struct memmig_vma *v, size_t n, uint64_t addr,
+			uint64_t len);
+
+#endif

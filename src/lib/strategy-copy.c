@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The copy strategy, for memory in this process.  Anonymous memory: each
+ * unit is copied by the dispatched copy engine into memory bound to the
+ * target node, then mremap(MREMAP_FIXED) swaps it over the source in one
+ * step, so that the range is always whole.  Shared backings (memfd, shmem,
+ * hugetlbfs, files) belong to their file, not to the mapping: they move
+ * with mbind(MPOL_MF_MOVE).
+ *
+ * The source must not be written while its unit is copied: a write between
+ * the copy and the swap would be lost.  Live guests go through dirty
+ * tracking instead (the KVM path).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <numaif.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "migrate-private.h"
+#include "nodemem.h"
+#include "placement.h"
+
+/* Free memory left on the target below which a unit is refused: the
+ * kernel's OOM killer must never be what stops a migration. */
+#define NODE_MARGIN (64ULL << 20)
+
+struct copy_area {
+	uint8_t *base;		/* mirrors the worker's range, 2 MB aligned */
+	uint64_t from, to;	/* the addresses it mirrors */
+	bool *consumed;		/* per unit: its slice was swapped away */
+};
+
+static int copy_setup(struct memmig_job *job)
+{
+	/* The whole range is the working set: it decides NT or not. */
+	job->prim = memmig_copy_query(job->ctx, job->len, 0);
+	return job->prim < 0 ? job->prim : 0;
+}
+
+static void set_status(struct memmig_job *job, const struct memmig_unit *u, int s)
+{
+	size_t p = memmig_job_page(job, u->addr);
+
+	for (size_t i = 0; i < u->len / 4096; i++)
+		job->status[p + i] = s;
+}
+
+static void fail_unit(struct memmig_job *job, struct memmig_unit *u, int err)
+{
+	set_status(job, u, err);
+	memmig_job_unit_done(job, u, MEMMIG_UNIT_FAILED);
+	memmig_job_fail(job, err);
+}
+
+/* A destination for the unit: the node's reserve, else the area. */
+static uint8_t *unit_dest(struct memmig_job *job, struct copy_area *a,
+			  const struct memmig_unit *u, bool *reserved, int *err)
+{
+	long long free_b;
+	uint8_t *dst;
+
+	*reserved = false;
+	if (u->len == MEMMIG_UNIT_SIZE) {
+		dst = memmig_reserve_take(job->ctx, job->target);
+		if (dst) {
+			*reserved = true;
+			return dst;
+		}
+	}
+	*err = memmig_fault_hit(job->ctx, MEMMIG_FAULT_DEST_ALLOC);
+	if (*err)
+		return NULL;
+	free_b = memmig_node_free(job->target);
+	if (free_b < (long long)(u->len + NODE_MARGIN)) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	dst = a->base + (u->addr - a->from);
+	*err = memmig_populate(dst, u->len);
+	return *err ? NULL : dst;
+}
+
+/*
+ * Copied units waiting for their swap.  Contiguous units (source and
+ * destination both) swap in one mremap: one page-table move and TLB flush
+ * for up to SWAP_UNITS units instead of one each.
+ */
+#define SWAP_UNITS 32
+
+struct swap_batch {
+	uint64_t src;
+	uint8_t *dst;
+	uint64_t len;
+	size_t first;		/* unit index */
+	size_t n;
+	bool reserved;		/* the destination came from the reserve */
+};
+
+static bool batch_extends(const struct swap_batch *b, const struct memmig_unit *u,
+			  const uint8_t *dst, bool reserved)
+{
+	return b->n && b->n < SWAP_UNITS && b->reserved == reserved &&
+	       b->src + b->len == u->addr && b->dst + b->len == dst;
+}
+
+/* Swaps the batch in; on failure its units fail with the source intact. */
+static int batch_swap(struct memmig_worker *w, struct copy_area *a,
+		      struct swap_batch *b)
+{
+	struct memmig_job *job = w->job;
+	int rc = 0;
+
+	if (!b->n)
+		return 0;
+	/* NT stores must be visible before the pages change hands. */
+	memmig_copy_drain();
+	if (mremap(b->dst, b->len, b->len, MREMAP_MAYMOVE | MREMAP_FIXED,
+		   (void *)(uintptr_t)b->src) == MAP_FAILED) {
+		rc = -errno;
+		if (b->reserved)
+			munmap(b->dst, b->len);
+	}
+	for (size_t i = b->first; i < b->first + b->n; i++) {
+		struct memmig_unit *u = &job->units[i];
+
+		if (rc) {
+			fail_unit(job, u, rc);
+			continue;
+		}
+		if (!b->reserved)
+			a->consumed[i - w->first] = true;
+		set_status(job, u, job->target);
+		memmig_job_unit_done(job, u, MEMMIG_UNIT_DONE);
+	}
+	b->n = b->len = 0;
+	return rc;
+}
+
+/* Copies one unit into its destination and queues it for the swap. */
+static int copy_unit(struct memmig_worker *w, struct copy_area *a,
+		     struct swap_batch *b, size_t i)
+{
+	struct memmig_job *job = w->job;
+	struct memmig_unit *u = &job->units[i];
+	double t = memmig_now();
+	bool reserved;
+	uint8_t *dst;
+	int rc = 0;
+
+	dst = unit_dest(job, a, u, &reserved, &rc);
+	w->prepare_s += memmig_now() - t;
+	if (!dst)
+		return rc;
+	t = memmig_now();
+	if (!batch_extends(b, u, dst, reserved)) {
+		rc = batch_swap(w, a, b);
+		*b = (struct swap_batch){
+			.src = u->addr, .dst = dst, .first = i, .reserved = reserved,
+		};
+	}
+	memmig_copy_with(job->ctx, job->prim, dst, (void *)(uintptr_t)u->addr,
+			 u->len, MEMMIG_COPY_NODRAIN);
+	b->len += u->len;
+	b->n++;
+	w->copy_s += memmig_now() - t;
+	return rc;
+}
+
+/* Unmaps what is left of the area: never the slices that moved away. */
+static void area_release(struct memmig_worker *w, struct copy_area *a)
+{
+	const struct memmig_unit *u = &w->job->units[w->first];
+	size_t n = w->last - w->first;
+
+	if (u[0].addr > a->from)
+		munmap(a->base, u[0].addr - a->from);
+	for (size_t k = 0; k < n; k++)
+		if (!a->consumed[k])
+			munmap(a->base + (u[k].addr - a->from), u[k].len);
+	if (a->to > u[n - 1].addr + u[n - 1].len)
+		munmap(a->base + (u[n - 1].addr + u[n - 1].len - a->from),
+		       a->to - (u[n - 1].addr + u[n - 1].len));
+	free(a->consumed);
+}
+
+static int copy_run_anon(struct memmig_worker *w)
+{
+	struct memmig_job *job = w->job;
+	struct memmig_unit *first = &job->units[w->first], *last = &job->units[w->last - 1];
+	struct copy_area a = {
+		.from = first->addr & ~(uint64_t)(MEMMIG_UNIT_SIZE - 1),
+		.to = (last->addr + last->len + MEMMIG_UNIT_SIZE - 1) &
+		      ~(uint64_t)(MEMMIG_UNIT_SIZE - 1),
+	};
+	struct swap_batch b = { 0 };
+	double t;
+	int rc = 0, err;
+
+	a.consumed = calloc(w->last - w->first, sizeof(bool));
+	a.base = a.consumed ? memmig_map_on_node(a.to - a.from, job->target, &rc) : NULL;
+	if (!a.base) {
+		free(a.consumed);
+		return rc ? rc : -ENOMEM;
+	}
+	for (size_t i = w->first; !rc && i < w->last && !memmig_job_stopping(job); i++) {
+		struct memmig_unit *u = &job->units[i];
+
+		if (!(job->flags & MEMMIG_MIGRATE_FORCE) &&
+		    memmig_job_unit_on_target(job, u)) {
+			set_status(job, u, job->target);
+			memmig_job_unit_done(job, u, MEMMIG_UNIT_DONE);
+			continue;
+		}
+		rc = copy_unit(w, &a, &b, i);
+		if (rc < 0 && b.first + b.n <= i)
+			fail_unit(job, u, rc); /* its destination never came */
+	}
+	/* What was copied is swapped in, even when stopping: consistent. */
+	t = memmig_now();
+	err = batch_swap(w, &a, &b);
+	if (err < 0 && !rc)
+		rc = err;
+	w->copy_s += memmig_now() - t;
+	area_release(w, &a);
+	return rc;
+}
+
+/* Shared backings: the kernel moves the file's pages this process maps. */
+static int copy_run_shared(struct memmig_worker *w)
+{
+	struct memmig_job *job = w->job;
+	double t = memmig_now();
+	int rc = 0;
+
+	for (size_t i = w->first; i < w->last && !memmig_job_stopping(job); i++) {
+		struct memmig_unit *u = &job->units[i];
+		void *addr = (void *)(uintptr_t)u->addr;
+		size_t p = memmig_job_page(job, u->addr);
+		bool ok = true;
+
+		rc = memmig_fault_hit(job->ctx, MEMMIG_FAULT_DEST_ALLOC);
+		if (!rc)
+			rc = memmig_bind(addr, u->len, job->target,
+					 MPOL_MF_MOVE_ALL | MPOL_MF_STRICT);
+		if (rc == -EPERM)
+			rc = memmig_bind(addr, u->len, job->target,
+					 MPOL_MF_MOVE | MPOL_MF_STRICT);
+		if (rc < 0 && rc != -EIO) {
+			fail_unit(job, u, rc);
+			break;
+		}
+		/* -EIO: some pages stayed; the unit's placement says which. */
+		rc = memmig_placement_query(0, u->addr, u->len, job->status + p);
+		for (size_t k = 0; !rc && k < u->len / 4096; k++) {
+			int *s = &job->status[p + k];
+
+			if (*s >= 0 && *s != job->target)
+				*s = -EBUSY;
+			ok &= *s == job->target || *s == -ENOENT;
+		}
+		memmig_job_unit_done(job, u, ok ? MEMMIG_UNIT_DONE : MEMMIG_UNIT_FAILED);
+		rc = 0;
+	}
+	w->copy_s = memmig_now() - t;
+	return rc;
+}
+
+static int copy_run(struct memmig_worker *w)
+{
+	if (w->first >= w->last)
+		return 0;
+	if (w->job->region->desc.backing == MEMMIG_BACKING_ANON)
+		return copy_run_anon(w);
+	return copy_run_shared(w);
+}
+
+const struct memmig_strategy_ops memmig_strategy_copy = {
+	.name = "copy",
+	.setup = copy_setup,
+	.run = copy_run,
+};

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * memhog: a process that does not link libmemmig, for moving by pid.  It
+ * fills anonymous (THP-advised) and memfd memory with pseudo-random data,
+ * prints "ready", then keeps counting in a loop.  SIGUSR1 checks every byte
+ * against its checksum and prints "verify ok N" or "verify BAD" (N: the
+ * loop counter, which shows it kept running); SIGTERM exits 0 if the last
+ * check passed.
+ *   memhog ANON_MIB MEMFD_MIB
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct area {
+	uint64_t *p;
+	size_t len;
+	uint64_t sum;
+};
+
+static volatile sig_atomic_t verify_req, stop_req;
+
+static void on_usr1(int s)
+{
+	verify_req = 1;
+}
+
+static void on_term(int s)
+{
+	stop_req = 1;
+}
+
+static uint64_t checksum(const struct area *a)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < a->len / 8; i++)
+		h = (h ^ a->p[i]) * 1099511628211ULL;
+	return h;
+}
+
+static void fill(struct area *a, uint64_t seed)
+{
+	uint64_t x = seed | 1;
+
+	for (size_t i = 0; i < a->len / 8; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		a->p[i] = x;
+	}
+	a->sum = checksum(a);
+}
+
+static int map_areas(struct area *a, size_t anon, size_t memfd)
+{
+	int fd = memfd_create("memhog", 0);
+	uint8_t *p;
+
+	/* 2 MB-aligned, so that the anonymous part can be THPs. */
+	p = mmap(NULL, anon + (2 << 20), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED || fd < 0 || ftruncate(fd, (off_t)memfd))
+		return -1;
+	a[0].p = (uint64_t *)(((uintptr_t)p + (2 << 20) - 1) & ~(uintptr_t)((2 << 20) - 1));
+	a[0].len = anon;
+	madvise(a[0].p, anon, MADV_HUGEPAGE);
+	a[1].p = mmap(NULL, memfd, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	a[1].len = memfd;
+	close(fd);
+	return a[1].p == MAP_FAILED ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct area a[2];
+	volatile uint64_t counter = 0;
+	int ok = 1;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: memhog ANON_MIB MEMFD_MIB\n");
+		return 2;
+	}
+	if (map_areas(a, strtoul(argv[1], NULL, 0) << 20, strtoul(argv[2], NULL, 0) << 20)) {
+		perror("memhog: mmap");
+		return 1;
+	}
+	fill(&a[0], 0x1234);
+	fill(&a[1], 0x5678);
+	signal(SIGUSR1, on_usr1);
+	signal(SIGTERM, on_term);
+	printf("anon %p %zu\nmemfd %p %zu\nready\n", (void *)a[0].p, a[0].len,
+	       (void *)a[1].p, a[1].len);
+	fflush(stdout);
+	while (!stop_req) {
+		counter++;
+		if (verify_req) {
+			verify_req = 0;
+			ok = checksum(&a[0]) == a[0].sum && checksum(&a[1]) == a[1].sum;
+			printf("verify %s %llu\n", ok ? "ok" : "BAD", (unsigned long long)counter);
+			fflush(stdout);
+		}
+		usleep(1000);	/* alive, without taking a CPU from the test */
+	}
+	return ok ? 0 : 1;
+}

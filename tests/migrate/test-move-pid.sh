@@ -1,0 +1,109 @@
+#!/bin/bash
+# memmig-cli move --pid on a process that does not link libmemmig: its data
+# stays the same and it keeps running.  This machine has one node, so the
+# pages cannot change node here (the multi-node tier moves them for real);
+# what is checked here is the path, the report, the errors and the bytes.
+set -u
+cli=${MEMMIG_CLI:-src/cli/memmig-cli}
+memhog=${MEMHOG:-tests/helpers/memhog}
+tmp=$(mktemp -d)
+hog=
+cleanup() {
+	[ -n "$hog" ] && kill "$hog" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fails=0 passes=0
+
+check() {
+	local name=$1
+	shift
+	if "$@"; then
+		passes=$((passes + 1))
+	else
+		echo "FAIL: $name"
+		fails=$((fails + 1))
+	fi
+}
+exit_is() {
+	local want=$1 rc
+	shift
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ "$rc" -eq "$want" ] || { echo "  '$*' exited $rc, not $want"; cat "$tmp/err"; return 1; }
+}
+# waits for a line matching $1 in memhog's output; prints it
+wait_line() {
+	for _ in $(seq 100); do
+		grep -m1 "$1" "$tmp/hog.out" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# asks memhog to check its bytes; the loop counter proves it kept running
+verify() {
+	local before
+	before=$(grep -c '^verify' "$tmp/hog.out")
+	kill -USR1 "$hog"
+	for _ in $(seq 100); do
+		[ "$(grep -c '^verify' "$tmp/hog.out")" -gt "$before" ] && break
+		sleep 0.1
+	done
+	grep '^verify' "$tmp/hog.out" | tail -n 1
+}
+
+command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
+
+"$memhog" 128 64 >"$tmp/hog.out" &
+hog=$!
+check "memhog ready" wait_line '^ready' >/dev/null
+read -r _ anon_addr anon_len < <(grep '^anon' "$tmp/hog.out")
+first=$(verify)
+check "data intact before" test "${first% *}" = "verify ok"
+
+# every mapping of the process, to the only node: nothing to move, no failure
+check "move all" exit_is 0 "$cli" move --pid "$hog" --to-node 0 --wait --json
+check "report pid" test "$(jq .pid "$tmp/out")" -eq "$hog"
+check "report result" test "$(jq .result "$tmp/out")" -eq 0
+check "report strategy" test "$(jq -r .strategy "$tmp/out")" = kernel
+check "regions listed" test "$(jq .regions "$tmp/out")" -ge 3
+check "nothing failed" test "$(jq .pages_failed "$tmp/out")" -eq 0
+check "all present pages on node 0" \
+	test "$(jq '.nodes[] | select(.node == 0) | .pages_after' "$tmp/out")" -eq \
+	     "$(jq .pages_on_target "$tmp/out")"
+check "memhog's 192 MiB counted" test "$(jq .pages_on_target "$tmp/out")" -ge $((192 * 256))
+second=$(verify)
+check "data intact after move" test "${second% *}" = "verify ok"
+check "still running" test "${second##* }" -gt "${first##* }"
+
+# one range, in text
+check "move range" exit_is 0 "$cli" move --pid "$hog" --to-node 0 --addr "$anon_addr" --len "$anon_len"
+check "range report" grep -q "^pid $hog: moved 0 B of 128 MiB to node 0" "$tmp/out"
+check "range node table" grep -q '^node 0 ' "$tmp/out"
+third=$(verify)
+check "data intact after range move" test "${third% *}" = "verify ok"
+
+# errors: clear messages, exit 1 or 2, nothing changed
+check "no such node" exit_is 1 "$cli" move --pid "$hog" --to-node 9
+check "no such node message" grep -q "No such file or directory\|does not exist" "$tmp/err"
+check "copy strategy refused for another process" \
+	exit_is 1 "$cli" move --pid "$hog" --to-node 0 --strategy copy
+check "unmapped range" exit_is 1 "$cli" move --pid "$hog" --to-node 0 --addr 0x1000 --len 4096
+check "unmapped range message" grep -q "Bad address" "$tmp/err"
+check "unaligned range" exit_is 1 "$cli" move --pid "$hog" --to-node 0 --addr "$anon_addr" --len 100
+check "addr without len" exit_is 2 "$cli" move --pid "$hog" --to-node 0 --addr "$anon_addr"
+check "missing node" exit_is 2 "$cli" move --pid "$hog"
+check "bad strategy" exit_is 2 "$cli" move --pid "$hog" --to-node 0 --strategy fast
+sh -c 'exit 0' & gone=$!
+wait "$gone"
+check "gone pid" exit_is 1 "$cli" move --pid "$gone" --to-node 0
+check "gone pid message" grep -q "No such process" "$tmp/err"
+fourth=$(verify)
+check "data intact after errors" test "${fourth% *}" = "verify ok"
+
+kill -TERM "$hog"
+wait "$hog"
+check "memhog exits clean" test $? -eq 0
+hog=
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]
