@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "migrate-private.h"
+#include "nodemem.h"
 #include "placement.h"
 
 /* Units per system call: enough to amortise it, few enough to cancel. */
@@ -72,6 +73,23 @@ static long move_batch(struct memmig_job *job, struct batch *b)
 	return rc;
 }
 
+/*
+ * move_pages() stops at the first unit it could not migrate and returns how
+ * many pages it did not move, leaving the status array unwritten: ask
+ * where each page is instead.  Those not on the target failed for lack of
+ * memory when the target is (nearly) full, else because they were busy.
+ */
+static void batch_requery(struct memmig_job *job, struct batch *b)
+{
+	long long free_b = memmig_node_free(job->target);
+	int why = free_b >= 0 && free_b < 2 * (long long)MEMMIG_UNIT_SIZE ? -ENOMEM : -EBUSY;
+	long rc = memmig_sys_move_pages(job->pid, b->n, b->pages, NULL, b->status, 0);
+
+	for (size_t i = 0; i < b->n; i++)
+		if (rc < 0 || (b->status[i] >= 0 && b->status[i] != job->target))
+			b->status[i] = rc < 0 ? (int)rc : why;
+}
+
 static int flush_batch(struct memmig_job *job, struct batch *b,
 		       struct memmig_unit *units, size_t nunits, const size_t *at)
 {
@@ -81,6 +99,8 @@ static int flush_batch(struct memmig_job *job, struct batch *b,
 		/* The call failed as a whole: every page of it failed so. */
 		for (size_t i = 0; i < b->n; i++)
 			b->status[i] = (int)rc;
+	} else if (rc > 0) {
+		batch_requery(job, b);
 	}
 	for (size_t i = 0; i < nunits; i++)
 		unit_status(job, &units[i], b->status + at[i]);
