@@ -20,7 +20,6 @@ struct memmig_region {
 	struct memmig_ctx *ctx;
 	struct memmig_region_desc desc;	/* backing resolved */
 	bool self;			/* this process */
-	bool thp_advised;		/* MADV_HUGEPAGE or THP "always" */
 };
 
 enum memmig_unit_state {
@@ -114,6 +113,17 @@ static inline size_t memmig_job_page(const struct memmig_job *job, uint64_t addr
 bool memmig_job_unit_on_target(const struct memmig_job *job,
 			       const struct memmig_unit *u);
 double memmig_now(void);
+/*
+ * A page status that is nothing to move rather than a failure: -ENOENT
+ * (not present), or -EFAULT where the page had no frame of its own before
+ * the job either (the shared zero page of memory read but never written;
+ * move_pages(2) says -EFAULT for it as for an unmapped address).
+ */
+static inline bool memmig_status_nothing(const struct memmig_job *job, size_t page,
+					 int st)
+{
+	return st == -ENOENT || (st == -EFAULT && job->before[page] == -EFAULT);
+}
 
 /* Builds the report from the job's page arrays and units. */
 int memmig_report_build(struct memmig_job *job);

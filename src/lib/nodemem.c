@@ -25,7 +25,7 @@ int memmig_bind(void *addr, size_t len, int node, unsigned int flags)
 	return 0;
 }
 
-void *memmig_map_on_node(size_t len, int node, int *err)
+void *memmig_map_on_node(size_t len, int node, bool thp, int *err)
 {
 	size_t span = len + MEMMIG_UNIT_SIZE;
 	uint8_t *p, *aligned;
@@ -49,7 +49,8 @@ void *memmig_map_on_node(size_t len, int node, int *err)
 		*err = rc;
 		return NULL;
 	}
-	madvise(aligned, len, MADV_HUGEPAGE);
+	if (thp)
+		madvise(aligned, len, MADV_HUGEPAGE);
 	return aligned;
 }
 

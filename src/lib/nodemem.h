@@ -3,16 +3,17 @@
 #ifndef MEMMIG_NODEMEM_H
 #define MEMMIG_NODEMEM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define MEMMIG_MAX_NODES 1024
 
 /*
  * Maps len bytes (a multiple of 4 KiB) at a 2 MB-aligned address, bound to
- * node with MPOL_BIND and advised for THP, not yet populated.  Returns the
- * address, or NULL with *err set.
+ * node with MPOL_BIND, advised for THP if thp, not yet populated.  Returns
+ * the address, or NULL with *err set.
  */
-void *memmig_map_on_node(size_t len, int node, int *err);
+void *memmig_map_on_node(size_t len, int node, bool thp, int *err);
 /* Faults the pages in (the kernel zeroes them): 0 or -errno (-ENOMEM). */
 int memmig_populate(void *addr, size_t len);
 /* Binds [addr, addr + len) to node with the given MPOL_MF_* flags. */

@@ -24,6 +24,7 @@ static bool parse_header(const char *line, struct memmig_vma *v,
 		return false;
 	v->readable = perms[0] == 'r';
 	v->writable = perms[1] == 'w';
+	v->executable = perms[2] == 'x';
 	v->shared = perms[3] == 's';
 	snprintf(v->path, sizeof(v->path), "%s", line + pos);
 	v->path[strcspn(v->path, "\n")] = '\0';
@@ -79,6 +80,11 @@ int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count)
 			if (!open_vma)
 				continue;
 			cur.thp_advised = has_flag(line + 8, "hg");
+			cur.nohuge = has_flag(line + 8, "nh");
+			cur.locked = has_flag(line + 8, "lo");
+			cur.dontfork = has_flag(line + 8, "dc");
+			cur.dontdump = has_flag(line + 8, "dd");
+			cur.mergeable = has_flag(line + 8, "mg");
 			cur.backing = classify(&cur, line + 8, major, inode);
 			if (n == cap) {
 				struct memmig_vma *nv;

@@ -15,7 +15,13 @@ struct memmig_vma {
 	bool shared;
 	bool readable;
 	bool writable;
+	bool executable;
 	bool thp_advised;	/* VmFlags hg: MADV_HUGEPAGE */
+	bool nohuge;		/* nh: MADV_NOHUGEPAGE */
+	bool locked;		/* lo: mlock */
+	bool dontfork;		/* dc: MADV_DONTFORK */
+	bool dontdump;		/* dd: MADV_DONTDUMP */
+	bool mergeable;		/* mg: MADV_MERGEABLE */
 	int backing;		/* enum memmig_backing or MEMMIG_BACKING_SPECIAL */
 	char path[128];
 };

@@ -60,7 +60,6 @@ static int region_check(struct memmig_ctx *ctx, struct memmig_region_desc *d,
 }
 
 static int region_alloc(struct memmig_ctx *ctx, const struct memmig_region_desc *d,
-			const struct memmig_vma *vmas, size_t nvmas,
 			struct memmig_region **out)
 {
 	struct memmig_region *r = calloc(1, sizeof(*r));
@@ -71,15 +70,6 @@ static int region_alloc(struct memmig_ctx *ctx, const struct memmig_region_desc 
 	r->ctx = memmig_ctx_ref(ctx);
 	r->desc = *d;
 	r->self = d->pid == 0 || d->pid == getpid();
-	/* THP if every mapping of the range asked for it, or THP is always. */
-	r->thp_advised = memmig_thp_mode_always();
-	if (!r->thp_advised) {
-		r->thp_advised = true;
-		for (size_t i = 0; i < nvmas; i++)
-			if (vmas[i].end > d->addr && vmas[i].start < d->addr + d->len &&
-			    !vmas[i].thp_advised)
-				r->thp_advised = false;
-	}
 	*out = r;
 	return 0;
 }
@@ -119,7 +109,7 @@ int memmig_region_new(struct memmig_ctx *ctx, const struct memmig_region_desc *d
 				 "CAP_SYS_NICE or the same user)\n", d.pid);
 	}
 	if (!rc)
-		rc = region_alloc(ctx, &d, vmas, nvmas, out);
+		rc = region_alloc(ctx, &d, out);
 	free(vmas);
 	return rc;
 }
@@ -172,7 +162,7 @@ int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
 		/* Guard pages and special mappings have nothing to move. */
 		if (vmas[i].backing == MEMMIG_BACKING_SPECIAL || !vmas[i].readable)
 			continue;
-		rc = region_alloc(ctx, &d, &vmas[i], 1, &list[n]);
+		rc = region_alloc(ctx, &d, &list[n]);
 		if (!rc)
 			n++;
 	}

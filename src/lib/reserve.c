@@ -12,6 +12,9 @@
 #include "migrate-private.h"
 #include "nodemem.h"
 
+/* Free memory a reserve leaves on its node, as the copy strategy does. */
+#define RESERVE_MARGIN (64ULL << 20)
+
 static struct memmig_reserve_pool *pool_of(struct memmig_ctx *ctx, int node,
 					   bool create)
 {
@@ -63,7 +66,7 @@ static int pool_add(struct memmig_reserve_pool *p, uint8_t *area, size_t n)
 int memmig_ctx_reserve(struct memmig_ctx *ctx, int node, uint64_t len)
 {
 	struct memmig_reserve_pool *p;
-	size_t n = (len + MEMMIG_UNIT_SIZE - 1) / MEMMIG_UNIT_SIZE;
+	uint64_t n = len / MEMMIG_UNIT_SIZE + (len % MEMMIG_UNIT_SIZE != 0);
 	uint8_t *area;
 	int rc = 0;
 
@@ -81,7 +84,11 @@ int memmig_ctx_reserve(struct memmig_ctx *ctx, int node, uint64_t len)
 	}
 	if (n > SIZE_MAX / MEMMIG_UNIT_SIZE)
 		return -EINVAL;
-	area = memmig_map_on_node(n * MEMMIG_UNIT_SIZE, node, &rc);
+	/* Populating more than the node has would wake the OOM killer
+	 * (MPOL_BIND), which picks the biggest process: likely this one. */
+	if (memmig_node_free(node) < (long long)(n * MEMMIG_UNIT_SIZE + RESERVE_MARGIN))
+		return -ENOMEM;
+	area = memmig_map_on_node(n * MEMMIG_UNIT_SIZE, node, true, &rc);
 	if (!area)
 		return rc;
 	rc = memmig_populate(area, n * MEMMIG_UNIT_SIZE);

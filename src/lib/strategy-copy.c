@@ -10,6 +10,9 @@
  * The source must not be written while its unit is copied: a write between
  * the copy and the swap would be lost.  Live guests go through dirty
  * tracking instead (the KVM path).
+ *
+ * The swap replaces the mapping too: swap.c gives the copy the source
+ * mapping's attributes first.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +23,8 @@
 #include "migrate-private.h"
 #include "nodemem.h"
 #include "placement.h"
+#include "procmaps.h"
+#include "swap.h"
 
 /* Free memory left on the target below which a unit is refused: the
  * kernel's OOM killer must never be what stops a migration. */
@@ -29,13 +34,35 @@ struct copy_area {
 	uint8_t *base;		/* mirrors the worker's range, 2 MB aligned */
 	uint64_t from, to;	/* the addresses it mirrors */
 	bool *consumed;		/* per unit: its slice was swapped away */
+	struct memmig_swap_src src;
 };
 
 static int copy_setup(struct memmig_job *job)
 {
+	struct memmig_vma *v = NULL;
+	size_t n = 0;
+	int rc;
+
 	/* The whole range is the working set: it decides NT or not. */
 	job->prim = memmig_copy_query(job->ctx, job->len, 0);
-	return job->prim < 0 ? job->prim : 0;
+	if (job->prim < 0)
+		return job->prim;
+	if (job->region->desc.backing != MEMMIG_BACKING_ANON)
+		return 0;
+	/* The copy reads the source: memory this process may not read
+	 * (PROT_NONE guards, a later mprotect) would kill it. */
+	rc = memmig_vmas_read(0, &v, &n);
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (v[i].end <= job->addr || v[i].start >= job->addr + job->len ||
+		    v[i].readable)
+			continue;
+		err(job->ctx, "copy: %#llx-%#llx is not readable; the kernel strategy "
+			      "moves it\n", (unsigned long long)v[i].start,
+		    (unsigned long long)v[i].end);
+		rc = -EACCES;
+	}
+	free(v);
+	return rc;
 }
 
 static void set_status(struct memmig_job *job, const struct memmig_unit *u, int s)
@@ -61,7 +88,7 @@ static uint8_t *unit_dest(struct memmig_job *job, struct copy_area *a,
 	uint8_t *dst;
 
 	*reserved = false;
-	if (u->len == MEMMIG_UNIT_SIZE) {
+	if (u->len == MEMMIG_UNIT_SIZE && memmig_swap_takes_thp(&a->src, u->addr, u->len)) {
 		dst = memmig_reserve_take(job->ctx, job->target);
 		if (dst) {
 			*reserved = true;
@@ -77,7 +104,9 @@ static uint8_t *unit_dest(struct memmig_job *job, struct copy_area *a,
 		return NULL;
 	}
 	dst = a->base + (u->addr - a->from);
-	*err = memmig_populate(dst, u->len);
+	*err = memmig_swap_advise(&a->src, u->addr, u->len, dst);
+	if (!*err)
+		*err = memmig_populate(dst, u->len);
 	return *err ? NULL : dst;
 }
 
@@ -95,13 +124,16 @@ struct swap_batch {
 	size_t first;		/* unit index */
 	size_t n;
 	bool reserved;		/* the destination came from the reserve */
+	const struct memmig_vma *vma; /* the one source mapping, or NULL */
 };
 
-static bool batch_extends(const struct swap_batch *b, const struct memmig_unit *u,
-			  const uint8_t *dst, bool reserved)
+/* Batches stay inside one source mapping: one mremap each. */
+static bool batch_extends(const struct copy_area *a, const struct swap_batch *b,
+			  const struct memmig_unit *u, const uint8_t *dst, bool reserved)
 {
 	return b->n && b->n < SWAP_UNITS && b->reserved == reserved &&
-	       b->src + b->len == u->addr && b->dst + b->len == dst;
+	       b->src + b->len == u->addr && b->dst + b->len == dst &&
+	       b->vma && memmig_swap_vma(&a->src, u->addr, u->len) == b->vma;
 }
 
 /* Swaps the batch in; on failure its units fail with the source intact. */
@@ -115,9 +147,8 @@ static int batch_swap(struct memmig_worker *w, struct copy_area *a,
 		return 0;
 	/* NT stores must be visible before the pages change hands. */
 	memmig_copy_drain();
-	if (mremap(b->dst, b->len, b->len, MREMAP_MAYMOVE | MREMAP_FIXED,
-		   (void *)(uintptr_t)b->src) == MAP_FAILED) {
-		rc = -errno;
+	rc = memmig_swap_in(&a->src, b->dst, b->src, b->len);
+	if (rc) {
 		if (b->reserved)
 			munmap(b->dst, b->len);
 	}
@@ -153,10 +184,11 @@ static int copy_unit(struct memmig_worker *w, struct copy_area *a,
 	if (!dst)
 		return rc;
 	t = memmig_now();
-	if (!batch_extends(b, u, dst, reserved)) {
+	if (!batch_extends(a, b, u, dst, reserved)) {
 		rc = batch_swap(w, a, b);
 		*b = (struct swap_batch){
 			.src = u->addr, .dst = dst, .first = i, .reserved = reserved,
+			.vma = memmig_swap_vma(&a->src, u->addr, u->len),
 		};
 	}
 	memmig_copy_with(job->ctx, job->prim, dst, (void *)(uintptr_t)u->addr,
@@ -182,6 +214,7 @@ static void area_release(struct memmig_worker *w, struct copy_area *a)
 		munmap(a->base + (u[n - 1].addr + u[n - 1].len - a->from),
 		       a->to - (u[n - 1].addr + u[n - 1].len));
 	free(a->consumed);
+	memmig_swap_src_free(&a->src);
 }
 
 static int copy_run_anon(struct memmig_worker *w)
@@ -198,9 +231,13 @@ static int copy_run_anon(struct memmig_worker *w)
 	int rc = 0, err;
 
 	a.consumed = calloc(w->last - w->first, sizeof(bool));
-	a.base = a.consumed ? memmig_map_on_node(a.to - a.from, job->target, &rc) : NULL;
+	if (a.consumed)
+		rc = memmig_swap_src_read(&a.src);
+	a.base = a.consumed && !rc ?
+			 memmig_map_on_node(a.to - a.from, job->target, false, &rc) : NULL;
 	if (!a.base) {
 		free(a.consumed);
+		memmig_swap_src_free(&a.src);
 		return rc ? rc : -ENOMEM;
 	}
 	for (size_t i = w->first; !rc && i < w->last && !memmig_job_stopping(job); i++) {

@@ -47,7 +47,7 @@ static void unit_status(struct memmig_job *job, struct memmig_unit *u,
 		job->status[page + i] = s;
 		if (s == -ENOMEM)
 			memmig_job_fail(job, -ENOMEM); /* the target is full */
-		ok &= s == job->target || s == -ENOENT;
+		ok &= s == job->target || memmig_status_nothing(job, page + i, s);
 	}
 	memmig_job_unit_done(job, u, ok ? MEMMIG_UNIT_DONE : MEMMIG_UNIT_FAILED);
 }

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Giving a copy its source mapping's attributes, then swapping it in. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "migrate-private.h"
+#include "swap.h"
+
+int memmig_swap_src_read(struct memmig_swap_src *s)
+{
+	s->thp_always = memmig_thp_mode_always();
+	return memmig_vmas_read(0, &s->vmas, &s->nvmas);
+}
+
+void memmig_swap_src_free(struct memmig_swap_src *s)
+{
+	free(s->vmas);
+	s->vmas = NULL;
+	s->nvmas = 0;
+}
+
+/* The source mapping that holds addr, or NULL (unmapped since). */
+static const struct memmig_vma *vma_at(const struct memmig_swap_src *s, uint64_t addr)
+{
+	for (size_t i = 0; i < s->nvmas; i++)
+		if (s->vmas[i].start <= addr && addr < s->vmas[i].end)
+			return &s->vmas[i];
+	return NULL;
+}
+
+/* The length of the piece of [at, end) that one source mapping holds. */
+static uint64_t piece_len(const struct memmig_vma *v, uint64_t at, uint64_t end)
+{
+	return (v->end < end ? v->end : end) - at;
+}
+
+const struct memmig_vma *memmig_swap_vma(const struct memmig_swap_src *s,
+					 uint64_t addr, uint64_t len)
+{
+	const struct memmig_vma *v = vma_at(s, addr);
+
+	return v && v->end >= addr + len ? v : NULL;
+}
+
+int memmig_swap_advise(const struct memmig_swap_src *s, uint64_t src,
+		       uint64_t len, uint8_t *dst)
+{
+	uint64_t end = src + len, l;
+
+	for (uint64_t at = src; at < end; at += l) {
+		const struct memmig_vma *v = vma_at(s, at);
+		int advice;
+
+		if (!v)
+			return -EFAULT;
+		l = piece_len(v, at, end);
+		advice = v->thp_advised ? MADV_HUGEPAGE : v->nohuge ? MADV_NOHUGEPAGE : -1;
+		if (advice >= 0 && madvise(dst + (at - src), l, advice))
+			return -errno;
+	}
+	return 0;
+}
+
+bool memmig_swap_takes_thp(const struct memmig_swap_src *s, uint64_t src,
+			   uint64_t len)
+{
+	uint64_t end = src + len, l;
+
+	for (uint64_t at = src; at < end; at += l) {
+		const struct memmig_vma *v = vma_at(s, at);
+
+		if (!v || v->nohuge || !(v->thp_advised || s->thp_always))
+			return false;
+		l = piece_len(v, at, end);
+	}
+	return true;
+}
+
+static int dest_attrs(const struct memmig_vma *v, uint8_t *d, uint64_t l)
+{
+	int prot = (v->readable ? PROT_READ : 0) | (v->writable ? PROT_WRITE : 0) |
+		   (v->executable ? PROT_EXEC : 0);
+
+	if (prot != (PROT_READ | PROT_WRITE) && mprotect(d, l, prot))
+		return -errno;
+	if (v->locked && mlock(d, l))
+		return -errno;
+	if (v->dontfork && madvise(d, l, MADV_DONTFORK))
+		return -errno;
+	if (v->dontdump && madvise(d, l, MADV_DONTDUMP))
+		return -errno;
+	if (v->mergeable && madvise(d, l, MADV_MERGEABLE))
+		return -errno;
+	return 0;
+}
+
+int memmig_swap_in(const struct memmig_swap_src *s, uint8_t *dst, uint64_t src,
+		   uint64_t len)
+{
+	uint64_t end = src + len, l;
+	int rc = 0;
+
+	for (uint64_t at = src; !rc && at < end; at += l) {
+		const struct memmig_vma *v = vma_at(s, at);
+
+		if (!v)
+			return -EFAULT;
+		l = piece_len(v, at, end);
+		rc = dest_attrs(v, dst + (at - src), l);
+	}
+	for (uint64_t at = src; !rc && at < end; at += l) {
+		l = piece_len(vma_at(s, at), at, end);
+		if (mremap(dst + (at - src), l, l, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   (void *)(uintptr_t)at) == MAP_FAILED)
+			rc = -errno;
+	}
+	return rc;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Swapping a copy over its source with mremap(2) replaces the mapping too.
+ * These helpers give the copy the source mapping's attributes first, so that
+ * the range looks as it did, with other pages.
+ */
+#ifndef MEMMIG_SWAP_H
+#define MEMMIG_SWAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "procmaps.h"
+
+/* This process's mappings as they were when the copy started. */
+struct memmig_swap_src {
+	struct memmig_vma *vmas;
+	size_t nvmas;
+	bool thp_always;	/* THP mode "always" */
+};
+
+int memmig_swap_src_read(struct memmig_swap_src *s);
+void memmig_swap_src_free(struct memmig_swap_src *s);
+/* The one source mapping that holds all of [addr, addr + len), or NULL. */
+const struct memmig_vma *memmig_swap_vma(const struct memmig_swap_src *s,
+					 uint64_t addr, uint64_t len);
+/* The source's THP advice on the destination, before it is populated. */
+int memmig_swap_advise(const struct memmig_swap_src *s, uint64_t src,
+		       uint64_t len, uint8_t *dst);
+/* Would [src, src + len) get a THP?  Only then may a reserve chunk (one THP)
+ * stand in for it. */
+bool memmig_swap_takes_thp(const struct memmig_swap_src *s, uint64_t src,
+			   uint64_t len);
+/*
+ * Gives dst the attributes of [src, src + len) (protection, mlock, fork,
+ * dump and KSM advice), then moves it over src: one mremap per source
+ * mapping (before Linux 6.17 mremap moves one mapping at a time).
+ * Attributes first: a failure there leaves the source whole.
+ */
+int memmig_swap_in(const struct memmig_swap_src *s, uint8_t *dst, uint64_t src,
+		   uint64_t len);
+
+#endif
