@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Injected failures (MEMMIG_FAULT_DEST_ALLOC, MEMMIG_FAULT_MOVE_PAGES):
+ * the right result, failed ranges and errno table, the rest moved intact.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "migrate-util.h"
+
+/* ------------------------------------------------------------------ */
+/* Injected failures.                                                   */
+
+/* The failed ranges: each with errno err, in whole units; their pages. */
+static uint64_t failed_pages(const struct memmig_report *rep, int err, const char *what)
+{
+	int n = memmig_report_failed_count(rep);
+	uint64_t pages = 0;
+
+	for (int i = 0; i < n; i++) {
+		uint64_t a = 0, l = 0;
+		int e = 0;
+
+		CU_ASSERT_EQUAL(memmig_report_get_failed(rep, (unsigned int)i, &a, &l, &e), 0);
+		if (e != err || a % UNIT || l % UNIT)
+			CUNIT_FAILF("%s: failed range %d [%#" PRIx64 ", +%#" PRIx64
+				    ") errno %d, want whole units with %d",
+				    what, i, a, l, e, err);
+		pages += l / PAGE;
+	}
+	CU_ASSERT_EQUAL(memmig_report_get_failed(rep, (unsigned int)n, NULL, NULL, NULL),
+			-EINVAL);
+	return pages;
+}
+
+/* The errno table agrees with errno_pages() and counts every page once. */
+static void check_errno_table(const struct memmig_report *rep, const char *what)
+{
+	int n = memmig_report_errno_count(rep);
+
+	for (int i = 0; i < n; i++) {
+		uint64_t pages = 0;
+		int e = 0;
+
+		CU_ASSERT_EQUAL(memmig_report_get_errno(rep, (unsigned int)i, &e, &pages), 0);
+		if (e <= 0 || !pages || memmig_report_errno_pages(rep, e) != pages)
+			CUNIT_FAILF("%s: errno entry %d: errno %d, %" PRIu64 " pages", what,
+				    i, e, pages);
+	}
+	CU_ASSERT_EQUAL(memmig_report_get_errno(rep, (unsigned int)n, NULL, NULL), -EINVAL);
+}
+
+static void dest_alloc_case(unsigned int workers, int sticky)
+{
+	struct memmig_migrate_opts o = mt_opts_of(MEMMIG_STRATEGY_COPY,
+						  MEMMIG_MIGRATE_FORCE, workers);
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct memmig_report *rep = NULL;
+	struct memmig_region *r = NULL;
+	uint64_t sum, *frames, fpages;
+	char what[64];
+	struct mem m;
+	int rc;
+
+	snprintf(what, sizeof(what), "dest_alloc 5th%s, %u workers",
+		 sticky ? " sticky" : "", workers);
+	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&m, K_THP, 64 * MiB, true), 0);
+	sum = mt_csum(m.map, m.len);
+	frames = mt_pfns_read(m.map, m.len);
+	CU_ASSERT_EQUAL_FATAL(mt_region_of(ctx, 0, m.map, m.len, 0, &r), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, MEMMIG_FAULT_DEST_ALLOC, 5, ENOMEM,
+					     sticky), 0);
+	rc = memmig_migrate(r, &o, &rep);
+	mt_disarm();
+	EXPECT_EQ(what, "result", (int64_t)rc, (int64_t)-ENOMEM);
+	CU_ASSERT_EQUAL_FATAL(memmig_report_get_summary(rep, &s), 0);
+	EXPECT_EQ(what, "summary result", (int64_t)s.result, (int64_t)-ENOMEM);
+	/* Four allocations succeeded, and each made one unit move. */
+	EXPECT_EQ(what, "bytes_moved", s.bytes_moved, 4 * UNIT);
+	EXPECT_EQ(what, "sum of the moved ranges",
+		  mt_moved_ranges(rep, (uintptr_t)m.map, m.len, NULL, what), 4 * UNIT);
+	fpages = failed_pages(rep, ENOMEM, what);
+	EXPECT_EQ(what, "pages_failed", s.pages_failed, fpages);
+	EXPECT_EQ(what, "ENOMEM pages", memmig_report_errno_pages(rep, ENOMEM), fpages);
+	CU_ASSERT(memmig_report_errno_pages(rep, ENOMEM) > 0);
+	check_errno_table(rep, what);
+	if (workers == 1) {
+		uint64_t a = 0, l = 0;
+		int e = 0;
+
+		EXPECT_EQ(what, "moved ranges", memmig_report_moved_count(rep), 1);
+		memmig_report_get_moved(rep, 0, &a, &l);
+		EXPECT_EQ(what, "moved from", a, (uintptr_t)m.map);
+		EXPECT_EQ(what, "moved length", l, 4 * UNIT);
+		EXPECT_EQ(what, "failed ranges", memmig_report_failed_count(rep), 1);
+		memmig_report_get_failed(rep, 0, &a, &l, &e);
+		EXPECT_EQ(what, "failed from", a, (uintptr_t)m.map + 4 * UNIT);
+		EXPECT_EQ(what, "failed length", l, UNIT);
+		EXPECT_EQ(what, "failed errno", e, ENOMEM);
+	} else {
+		/* One failed unit per worker at most: both stop there. */
+		CU_ASSERT(fpages >= UNIT / PAGE && fpages <= workers * UNIT / PAGE);
+	}
+	mt_check_frames(rep, m.map, m.len, frames, what);
+	mt_mem_intact(&m, sum, what);
+	mt_mem_usable(&m, what);
+	memmig_report_unref(rep);
+	memmig_region_unref(r);
+	free(frames);
+	mt_mem_free(&m);
+}
+
+static void test_fault_dest_alloc(void)
+{
+	dest_alloc_case(1, 0);
+}
+
+static void test_fault_dest_alloc_sticky(void)
+{
+	dest_alloc_case(1, 1);
+	dest_alloc_case(2, 1);
+}
+
+/* After a fault fired, the next migration (re-armed or disarmed) works. */
+static void test_fault_disarm(void)
+{
+	mt_run_case(&(struct mcase){ K_THP, 16 * MiB, 0, 16 * MiB, MEMMIG_STRATEGY_COPY,
+				     MEMMIG_MIGRATE_FORCE, 0 });
+	/* nth beyond the number of units: never fires. */
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, MEMMIG_FAULT_DEST_ALLOC, 100, EIO, 0), 0);
+	mt_run_case(&(struct mcase){ K_THP, 16 * MiB, 0, 16 * MiB, MEMMIG_STRATEGY_COPY,
+				     MEMMIG_MIGRATE_FORCE, 0 });
+	mt_disarm();
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(NULL, 0, 1, ENOMEM, 0), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, MEMMIG_FAULT_COUNT, 1, ENOMEM, 0), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, -1, 1, ENOMEM, 0), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, 0, 1, 0, 0), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, 0, 1, -ENOMEM, 0), -EINVAL);
+}
+
+/* The shared path of the copy strategy (mbind) counts allocations too. */
+static void test_fault_dest_alloc_memfd(void)
+{
+	struct memmig_migrate_opts o = mt_opts_of(MEMMIG_STRATEGY_COPY,
+						  MEMMIG_MIGRATE_FORCE, 1);
+	struct memmig_report *rep = NULL;
+	struct memmig_region *r = NULL;
+	uint64_t sum, a = 0, l = 0;
+	struct mem m;
+	int e = 0;
+
+	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&m, K_MEMFD, 32 * MiB, true), 0);
+	sum = mt_csum(m.map, m.len);
+	CU_ASSERT_EQUAL_FATAL(mt_region_of(ctx, 0, m.map, m.len, 0, &r), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, MEMMIG_FAULT_DEST_ALLOC, 3, ENOMEM, 0), 0);
+	CU_ASSERT_EQUAL(memmig_migrate(r, &o, &rep), -ENOMEM);
+	mt_disarm();
+	mt_check_report(rep, &(struct expect){
+		.result = -ENOMEM, .strategy = MEMMIG_STRATEGY_COPY,
+		.addr = (uintptr_t)m.map, .len = m.len, .present = m.len / PAGE,
+		.failed = UNIT / PAGE,
+	}, "memfd dest_alloc");
+	EXPECT_EQ("memfd dest_alloc", "failed ranges", memmig_report_failed_count(rep), 1);
+	memmig_report_get_failed(rep, 0, &a, &l, &e);
+	CU_ASSERT(a == (uintptr_t)m.map + 2 * UNIT && l == UNIT && e == ENOMEM);
+	mt_mem_intact(&m, sum, "memfd dest_alloc");
+	memmig_report_unref(rep);
+	memmig_region_unref(r);
+	mt_mem_free(&m);
+}
+
+/*
+ * move_pages(2) failing: on one node only units with pages elsewhere or
+ * absent reach the system call, so the region is half present.  One call
+ * covers 16 units of 4 KiB pages: the second call fails as a whole.
+ */
+static void test_fault_move_pages(void)
+{
+	struct memmig_migrate_opts o = mt_opts_of(MEMMIG_STRATEGY_KERNEL, 0, 1);
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct memmig_report *rep = NULL;
+	struct memmig_region *r = NULL;
+	uint64_t sum, a = 0, l = 0, npages;
+	struct mem m;
+	int e = 0;
+
+	CU_ASSERT_EQUAL_FATAL(mt_mem_new_half(&m, 64 * MiB, &sum), 0);
+	npages = m.len / PAGE;
+	CU_ASSERT_EQUAL_FATAL(mt_region_of(ctx, 0, m.map, m.len, 0, &r), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, MEMMIG_FAULT_MOVE_PAGES, 2, ENOMEM, 0), 0);
+	CU_ASSERT_EQUAL(memmig_migrate(r, &o, &rep), -ENOMEM);
+	mt_disarm();
+	CU_ASSERT_EQUAL_FATAL(memmig_report_get_summary(rep, &s), 0);
+	EXPECT_EQ("move_pages ENOMEM", "pages_failed", s.pages_failed, npages / 2);
+	EXPECT_EQ("move_pages ENOMEM", "ENOMEM pages",
+		  memmig_report_errno_pages(rep, ENOMEM), npages / 2);
+	/* The first call ran: its absent pages are ENOENT, not failures. */
+	EXPECT_EQ("move_pages ENOMEM", "ENOENT pages",
+		  memmig_report_errno_pages(rep, ENOENT), npages / 4);
+	EXPECT_EQ("move_pages ENOMEM", "bytes_moved", s.bytes_moved, 0);
+	EXPECT_EQ("move_pages ENOMEM", "verified", s.pages_verified_on_target, npages / 2);
+	EXPECT_EQ("move_pages ENOMEM", "failed ranges", memmig_report_failed_count(rep), 1);
+	memmig_report_get_failed(rep, 0, &a, &l, &e);
+	CU_ASSERT(a == (uintptr_t)m.map + m.len / 2 && l == m.len / 2 && e == ENOMEM);
+	check_errno_table(rep, "move_pages ENOMEM");
+	mt_half_intact(&m, sum, "move_pages ENOMEM");
+	memmig_report_unref(rep);
+	rep = NULL;
+
+	/* Another errno is fatal at once: the first call, then nothing. */
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, MEMMIG_FAULT_MOVE_PAGES, 1, EIO, 1), 0);
+	CU_ASSERT_EQUAL(memmig_migrate(r, &o, &rep), -EIO);
+	mt_disarm();
+	CU_ASSERT_EQUAL_FATAL(memmig_report_get_summary(rep, &s), 0);
+	EXPECT_EQ("move_pages EIO", "EIO pages", memmig_report_errno_pages(rep, EIO),
+		  16 * UNIT / PAGE);
+	EXPECT_EQ("move_pages EIO", "pages_failed", s.pages_failed, 16 * UNIT / PAGE);
+	EXPECT_EQ("move_pages EIO", "failed ranges", failed_pages(rep, EIO, "EIO"),
+		  16 * UNIT / PAGE);
+	mt_half_intact(&m, sum, "move_pages EIO");
+	memmig_report_unref(rep);
+	rep = NULL;
+
+	/* All there already: move_pages is never called, nothing fails. */
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, MEMMIG_FAULT_MOVE_PAGES, 1, ENOMEM, 1), 0);
+	memmig_region_unref(r);
+	mt_mem_free(&m);
+	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&m, K_THP, 16 * MiB, true), 0);
+	sum = mt_csum(m.map, m.len);
+	CU_ASSERT_EQUAL_FATAL(mt_region_of(ctx, 0, m.map, m.len, 0, &r), 0);
+	CU_ASSERT_EQUAL(memmig_migrate(r, &o, &rep), 0);
+	mt_disarm();
+	CU_ASSERT_EQUAL(memmig_report_errno_pages(rep, ENOMEM), 0);
+	mt_mem_intact(&m, sum, "move_pages armed, all on target");
+	memmig_report_unref(rep);
+	memmig_region_unref(r);
+	mt_mem_free(&m);
+}
+
+/* ------------------------------------------------------------------ */
+
+static CU_TestInfo fault_tests[] = {
+	{ "dest_alloc: 5th allocation fails", test_fault_dest_alloc },
+	{ "dest_alloc: sticky, 1 and 2 workers", test_fault_dest_alloc_sticky },
+	{ "dest_alloc: memfd (mbind path)", test_fault_dest_alloc_memfd },
+	{ "disarmed and unreached faults", test_fault_disarm },
+	{ "move_pages: ENOMEM, EIO, not reached", test_fault_move_pages },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+	MT_SUITE("fault injection", mt_suite_init, mt_suite_cleanup, fault_tests),
+	CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+	return mt_main(suites);
+}
