@@ -35,6 +35,12 @@ const struct cli_cmd *cli_cmd_find(const struct cli_cmd *const *table,
 				   const char *name);
 void cli_cmd_list(FILE *f, const struct cli_cmd *const *table);
 
+/*
+ * Options of a command that takes only --json and --help: CLI_EXIT_OK,
+ * CLI_EXIT_USAGE (usage printed), or -1 when --help printed the usage.
+ */
+int cli_parse_json_only(int argc, char **argv, void (*usage)(FILE *), bool *json);
+
 /* Messages go to stderr, prefixed with "memmig-cli: ". */
 void cli_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
 /* Parses a size option ("2M"); prints the error and returns -EINVAL. */

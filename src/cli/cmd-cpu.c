@@ -81,33 +81,14 @@ static void cpu_print_json(struct memmig_ctx *ctx,
 
 static int cpu_run(struct memmig_ctx *ctx, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct memmig_cpu_info cpu = { .sz = sizeof(cpu) };
 	struct memmig_tuning t = { .sz = sizeof(t) };
 	bool json = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			cpu_usage(stdout);
-			return CLI_EXIT_OK;
-		default:
-			cpu_usage(stderr);
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		cli_error("cpu: unexpected argument '%s'\n", argv[optind]);
-		return CLI_EXIT_USAGE;
-	}
+	c = cli_parse_json_only(argc, argv, cpu_usage, &json);
+	if (c)
+		return c < 0 ? CLI_EXIT_OK : c;
 	memmig_ctx_get_cpu(ctx, &cpu);
 	memmig_ctx_get_tuning(ctx, &t);
 	if (json)

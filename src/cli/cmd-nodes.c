@@ -257,33 +257,14 @@ static void print_json(const struct memmig_topo *topo,
 
 static int nodes_run(struct memmig_ctx *ctx, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct memmig_topo *topo;
 	struct nodes_view v;
 	bool json = false;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			nodes_usage(stdout);
-			return CLI_EXIT_OK;
-		default:
-			nodes_usage(stderr);
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		cli_error("nodes: unexpected argument '%s'\n", argv[optind]);
-		return CLI_EXIT_USAGE;
-	}
+	c = cli_parse_json_only(argc, argv, nodes_usage, &json);
+	if (c)
+		return c < 0 ? CLI_EXIT_OK : c;
 	rc = memmig_topo_new(ctx, &topo);
 	if (rc < 0) {
 		cli_error("nodes: cannot read the NUMA topology: %s\n",

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Helpers the sub-commands share: the table, errors, sizes, JSON. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,36 @@ void cli_cmd_list(FILE *f, const struct cli_cmd *const *table)
 {
 	for (; *table; table++)
 		fprintf(f, "  %-12s %s\n", (*table)->name, (*table)->summary);
+}
+
+int cli_parse_json_only(int argc, char **argv, void (*usage)(FILE *), bool *json)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	*json = false;
+	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			*json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return -1;
+		default:
+			usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		cli_error("%s: unexpected argument '%s'\n", argv[0], argv[optind]);
+		return CLI_EXIT_USAGE;
+	}
+	return CLI_EXIT_OK;
 }
 
 void cli_error(const char *format, ...)
