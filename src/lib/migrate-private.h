@@ -55,6 +55,8 @@ struct memmig_strategy_ops {
 	/* Processes w->first..w->last, whose placement is in job->before;
 	 * returns 0 or a fatal -errno. */
 	int (*run)(struct memmig_worker *w);
+	/* Frees what setup left in job->priv, after the workers. */
+	void (*teardown)(struct memmig_job *job);
 };
 
 extern const struct memmig_strategy_ops memmig_strategy_kernel;
@@ -73,6 +75,7 @@ struct memmig_job {
 	unsigned int flags;
 	int pin_node;			/* CPUs of this node run the workers */
 	int prim;			/* copy: the primitive for every unit */
+	void *priv;			/* the strategy's, from setup to teardown */
 
 	struct memmig_unit *units;
 	size_t nunits;

@@ -179,6 +179,8 @@ static void *job_main(void *arg)
 		memmig_job_fail(job, rc);
 	else
 		run_workers(job);
+	if (job->ops->teardown)
+		job->ops->teardown(job);
 	job->total_s = memmig_now() - job->t_start;
 	for (size_t i = 0; i < job->nunits; i++)
 		if (job->units[i].state == MEMMIG_UNIT_PENDING)

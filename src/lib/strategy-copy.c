@@ -41,7 +41,7 @@ struct copy_area {
 	uint8_t *base;		/* mirrors the worker's range, 2 MB aligned */
 	uint64_t from, to;	/* the addresses it mirrors */
 	bool *consumed;		/* per unit: its slice was swapped away */
-	struct memmig_swap_src src;
+	const struct memmig_swap_src *src;	/* the job's */
 	long long free_seen;	/* the target's free bytes when last read */
 	uint64_t taken;		/* bytes populated since */
 };
@@ -62,10 +62,13 @@ static bool node_room(struct memmig_job *job, struct copy_area *a, uint64_t len)
 	return true;
 }
 
+/*
+ * The source mappings are read once per job (smaps walks the page tables:
+ * milliseconds for a large process) and shared by the workers.
+ */
 static int copy_setup(struct memmig_job *job)
 {
-	struct memmig_vma *v = NULL;
-	size_t n = 0;
+	struct memmig_swap_src *src;
 	int rc;
 
 	/* The whole range is the working set: it decides NT or not. */
@@ -74,20 +77,32 @@ static int copy_setup(struct memmig_job *job)
 		return job->prim;
 	if (job->region->desc.backing != MEMMIG_BACKING_ANON)
 		return 0;
+	src = calloc(1, sizeof(*src));
+	if (!src)
+		return -ENOMEM;
+	job->priv = src;
+	rc = memmig_swap_src_read(src);
 	/* The copy reads the source: memory this process may not read
 	 * (PROT_NONE guards, a later mprotect) would kill it. */
-	rc = memmig_vmas_read(0, &v, &n);
-	for (size_t i = 0; !rc && i < n; i++) {
-		if (v[i].end <= job->addr || v[i].start >= job->addr + job->len ||
-		    v[i].readable)
+	for (size_t i = 0; !rc && i < src->nvmas; i++) {
+		const struct memmig_vma *v = &src->vmas[i];
+
+		if (v->end <= job->addr || v->start >= job->addr + job->len || v->readable)
 			continue;
 		err(job->ctx, "copy: %#llx-%#llx is not readable; the kernel strategy "
-			      "moves it\n", (unsigned long long)v[i].start,
-		    (unsigned long long)v[i].end);
+			      "moves it\n", (unsigned long long)v->start,
+		    (unsigned long long)v->end);
 		rc = -EACCES;
 	}
-	free(v);
 	return rc;
+}
+
+static void copy_teardown(struct memmig_job *job)
+{
+	if (job->priv)
+		memmig_swap_src_free(job->priv);
+	free(job->priv);
+	job->priv = NULL;
 }
 
 static void set_status(struct memmig_job *job, const struct memmig_unit *u, int s)
@@ -112,7 +127,7 @@ static uint8_t *unit_dest(struct memmig_job *job, struct copy_area *a,
 	uint8_t *dst;
 
 	*reserved = false;
-	if (u->len == MEMMIG_UNIT_SIZE && memmig_swap_takes_thp(&a->src, u->addr, u->len)) {
+	if (u->len == MEMMIG_UNIT_SIZE && memmig_swap_takes_thp(a->src, u->addr, u->len)) {
 		dst = memmig_reserve_take(job->ctx, job->target);
 		if (dst) {
 			*reserved = true;
@@ -127,7 +142,7 @@ static uint8_t *unit_dest(struct memmig_job *job, struct copy_area *a,
 		return NULL;
 	}
 	dst = a->base + (u->addr - a->from);
-	*err = memmig_swap_advise(&a->src, u->addr, u->len, dst);
+	*err = memmig_swap_advise(a->src, u->addr, u->len, dst);
 	if (!*err)
 		*err = memmig_populate(dst, u->len);
 	return *err ? NULL : dst;
@@ -156,7 +171,7 @@ static bool batch_extends(const struct copy_area *a, const struct swap_batch *b,
 {
 	return b->n && b->n < SWAP_UNITS && b->reserved == reserved &&
 	       b->src + b->len == u->addr && b->dst + b->len == dst &&
-	       b->vma && memmig_swap_vma(&a->src, u->addr, u->len) == b->vma;
+	       b->vma && memmig_swap_vma(a->src, u->addr, u->len) == b->vma;
 }
 
 /* Swaps the batch in; on failure its units fail with the source intact. */
@@ -170,7 +185,7 @@ static int batch_swap(struct memmig_worker *w, struct copy_area *a,
 		return 0;
 	/* NT stores must be visible before the pages change hands. */
 	memmig_copy_drain();
-	rc = memmig_swap_in(&a->src, b->dst, b->src, b->len);
+	rc = memmig_swap_in(a->src, b->dst, b->src, b->len);
 	if (rc) {
 		if (b->reserved)
 			munmap(b->dst, b->len);
@@ -211,7 +226,7 @@ static int copy_unit(struct memmig_worker *w, struct copy_area *a,
 		rc = batch_swap(w, a, b);
 		*b = (struct swap_batch){
 			.src = u->addr, .dst = dst, .first = i, .reserved = reserved,
-			.vma = memmig_swap_vma(&a->src, u->addr, u->len),
+			.vma = memmig_swap_vma(a->src, u->addr, u->len),
 		};
 	}
 	memmig_copy_with(job->ctx, job->prim, dst, (void *)(uintptr_t)u->addr,
@@ -237,7 +252,6 @@ static void area_release(struct memmig_worker *w, struct copy_area *a)
 		munmap(a->base + (u[n - 1].addr + u[n - 1].len - a->from),
 		       a->to - (u[n - 1].addr + u[n - 1].len));
 	free(a->consumed);
-	memmig_swap_src_free(&a->src);
 }
 
 static int copy_run_anon(struct memmig_worker *w)
@@ -255,13 +269,11 @@ static int copy_run_anon(struct memmig_worker *w)
 	int rc = 0, err;
 
 	a.consumed = calloc(w->last - w->first, sizeof(bool));
-	if (a.consumed)
-		rc = memmig_swap_src_read(&a.src);
-	a.base = a.consumed && !rc ?
-			 memmig_map_on_node(a.to - a.from, job->target, false, &rc) : NULL;
+	a.src = job->priv;
+	a.base = a.consumed ? memmig_map_on_node(a.to - a.from, job->target, false, &rc) :
+			      NULL;
 	if (!a.base) {
 		free(a.consumed);
-		memmig_swap_src_free(&a.src);
 		return rc ? rc : -ENOMEM;
 	}
 	for (size_t i = w->first; !rc && i < w->last && !memmig_job_stopping(job); i++) {
@@ -339,5 +351,6 @@ static int copy_run(struct memmig_worker *w)
 const struct memmig_strategy_ops memmig_strategy_copy = {
 	.name = "copy",
 	.setup = copy_setup,
+	.teardown = copy_teardown,
 	.run = copy_run,
 };
