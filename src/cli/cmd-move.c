@@ -274,6 +274,21 @@ static int move_region(struct memmig_region *r, const struct move_args *a,
 	return rc;
 }
 
+/* Automatic NUMA balancing moves pages back toward the CPUs that touch
+ * them, and its pending hint faults make pages unmovable for a moment. */
+static bool numa_balancing_on(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/numa_balancing", "re");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v != 0;
+}
+
 static void print_text(const struct move_args *a, const struct move_total *t)
 {
 	char b1[32], b2[32];
@@ -300,6 +315,9 @@ static void print_text(const struct move_args *a, const struct move_total *t)
 					      strerror(t->errs[i]));
 	if (t->result)
 		printf("result: %s\n", strerror(-t->result));
+	if (numa_balancing_on())
+		printf("note: kernel.numa_balancing is on: the kernel may move these pages "
+		       "back toward the CPUs that use them\n");
 }
 
 static void print_json(const struct move_args *a, struct move_total *t)

@@ -60,6 +60,9 @@ struct memmig_strategy_ops {
 };
 
 extern const struct memmig_strategy_ops memmig_strategy_kernel;
+/* Moves one unit with move_pages(2): the copy strategy's fallback for a
+ * unit it must not read (poisoned pages).  0 or a fatal -errno. */
+int memmig_kernel_move_unit(struct memmig_job *job, struct memmig_unit *u);
 extern const struct memmig_strategy_ops memmig_strategy_copy;
 
 struct memmig_job {
@@ -118,14 +121,13 @@ bool memmig_job_unit_on_target(const struct memmig_job *job,
 double memmig_now(void);
 /*
  * A page status that is nothing to move rather than a failure: -ENOENT
- * (not present), or -EFAULT where the page had no frame of its own before
- * the job either (the shared zero page of memory read but never written;
- * move_pages(2) says -EFAULT for it as for an unmapped address).
+ * (not present) and -EFAULT (the shared zero page of memory read but never
+ * written).  memmig_pageflags_refine() has turned the pages hiding behind
+ * these, poisoned or busy ones, into failures first.
  */
-static inline bool memmig_status_nothing(const struct memmig_job *job, size_t page,
-					 int st)
+static inline bool memmig_status_nothing(int st)
 {
-	return st == -ENOENT || (st == -EFAULT && job->before[page] == -EFAULT);
+	return st == -ENOENT || st == -EFAULT;
 }
 
 /* Builds the report from the job's page arrays and units. */

@@ -22,6 +22,7 @@
 
 #include "migrate-private.h"
 #include "nodemem.h"
+#include "pageflags.h"
 #include "placement.h"
 #include "procmaps.h"
 #include "swap.h"
@@ -217,6 +218,10 @@ static int copy_unit(struct memmig_worker *w, struct copy_area *a,
 	uint8_t *dst;
 	int rc = 0;
 
+	/* A poisoned source page would kill this process with SIGBUS. */
+	rc = memmig_pageflags_poison_scan(u->addr, u->len);
+	if (rc)
+		return rc;
 	dst = unit_dest(job, a, u, &reserved, &rc);
 	w->prepare_s += memmig_now() - t;
 	if (!dst)
@@ -286,7 +291,11 @@ static int copy_run_anon(struct memmig_worker *w)
 			continue;
 		}
 		rc = copy_unit(w, &a, &b, i);
-		if (rc < 0 && b.first + b.n <= i)
+		/* The kernel moves what it can around poison, and says which
+		 * pages it left: the copy engine would die reading them. */
+		if (rc == -EHWPOISON)
+			rc = memmig_kernel_move_unit(job, u);
+		else if (rc < 0 && b.first + b.n <= i)
 			fail_unit(job, u, rc); /* its destination never came */
 	}
 	/* What was copied is swapped in, even when stopping: consistent. */

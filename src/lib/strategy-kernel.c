@@ -10,6 +10,7 @@
 
 #include "migrate-private.h"
 #include "nodemem.h"
+#include "pageflags.h"
 #include "placement.h"
 
 /* Units per system call: enough to amortise it, few enough to cancel. */
@@ -47,7 +48,7 @@ static void unit_status(struct memmig_job *job, struct memmig_unit *u,
 		job->status[page + i] = s;
 		if (s == -ENOMEM)
 			memmig_job_fail(job, -ENOMEM); /* the target is full */
-		ok &= s == job->target || memmig_status_nothing(job, page + i, s);
+		ok &= s == job->target || memmig_status_nothing(s);
 	}
 	memmig_job_unit_done(job, u, ok ? MEMMIG_UNIT_DONE : MEMMIG_UNIT_FAILED);
 }
@@ -102,26 +103,55 @@ static int flush_batch(struct memmig_job *job, struct batch *b,
 	} else if (rc > 0) {
 		batch_requery(job, b);
 	}
+	if (rc >= 0)
+		memmig_pageflags_refine(job->pid, b->pages, b->n, b->status);
 	for (size_t i = 0; i < nunits; i++)
 		unit_status(job, &units[i], b->status + at[i]);
 	b->n = 0;
 	return rc < 0 && rc != -ENOMEM ? (int)rc : 0; /* ENOMEM: from status */
 }
 
-static int kernel_run(struct memmig_worker *w)
+static int batch_alloc(struct batch *b, size_t units)
 {
-	struct memmig_job *job = w->job;
-	size_t max = BATCH_UNITS * MEMMIG_UNIT_PAGES, at[BATCH_UNITS], first = 0;
-	struct batch b = {
+	size_t max = units * MEMMIG_UNIT_PAGES;
+
+	*b = (struct batch){
 		.pages = malloc(max * sizeof(void *)),
 		.nodes = malloc(max * sizeof(int)),
 		.status = malloc(max * sizeof(int)),
 	};
-	double t = memmig_now();
-	int rc = 0;
+	return b->pages && b->nodes && b->status ? 0 : -ENOMEM;
+}
 
-	if (!b.pages || !b.nodes || !b.status)
-		rc = -ENOMEM;
+static void batch_free(struct batch *b)
+{
+	free(b->pages);
+	free(b->nodes);
+	free(b->status);
+}
+
+int memmig_kernel_move_unit(struct memmig_job *job, struct memmig_unit *u)
+{
+	struct batch b;
+	size_t at = 0;
+	int rc = batch_alloc(&b, 1);
+
+	if (!rc) {
+		batch_add(&b, u, job->target);
+		rc = flush_batch(job, &b, u, 1, &at);
+	}
+	batch_free(&b);
+	return rc;
+}
+
+static int kernel_run(struct memmig_worker *w)
+{
+	struct memmig_job *job = w->job;
+	size_t at[BATCH_UNITS], first = 0;
+	struct batch b;
+	double t = memmig_now();
+	int rc = batch_alloc(&b, BATCH_UNITS);
+
 	for (size_t i = w->first; !rc && i < w->last && !memmig_job_stopping(job); ) {
 		size_t nu = 0;
 
@@ -144,9 +174,7 @@ static int kernel_run(struct memmig_worker *w)
 		rc = flush_batch(job, &b, &job->units[first], nu, at);
 	}
 	w->copy_s = memmig_now() - t;
-	free(b.pages);
-	free(b.nodes);
-	free(b.status);
+	batch_free(&b);
 	return rc;
 }
 
