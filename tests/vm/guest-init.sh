@@ -1,0 +1,69 @@
+#!/bin/sh
+# /init of the multi-node test guest (see run-vm.sh): mounts the kernel file
+# systems, loads the pmem modules, runs each test of /tests.list and reports
+# it on the serial console as "MEMMIG-TEST <name> <rc>", then
+# "MEMMIG-VM-DONE" and powers off.  The host parses those lines.
+/bin/busybox mkdir -p /proc /sys /dev /tmp /sbin /usr/bin /usr/sbin
+/bin/busybox --install -s
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mount -t tmpfs tmp /tmp
+# bash's process substitution needs /dev/fd.
+ln -sf /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/tmp TMPDIR=/tmp
+export LD_LIBRARY_PATH=/lib MEMMIG_CLI=/bin/memmig-cli MEMHOG=/bin/memhog
+# Kernel messages go to the log after each test, not into the middle of
+# the test's own lines.
+dmesg -n 1
+cd /tmp || exit 1
+
+# Automatic NUMA balancing migrates pages back to the node of the CPU that
+# touches them, behind memmig's back and racing every placement check.  Off
+# unless the kernel command line says MEMMIG_NUMA_BALANCING=1 (run-vm.sh:
+# VM_NUMA_BALANCING=1).
+echo "${MEMMIG_NUMA_BALANCING:-0}" >/proc/sys/kernel/numa_balancing
+
+echo "MEMMIG-VM-START kernel $(uname -r) nodes $(cat /sys/devices/system/node/has_memory)" \
+	"cpus $(cat /sys/devices/system/cpu/online)" \
+	"numa_balancing $(cat /proc/sys/kernel/numa_balancing)"
+for n in /sys/devices/system/node/node[0-9]*; do
+	echo "  ${n##*/}: cpus [$(cat "$n/cpulist")] distance [$(cat "$n/distance")]" \
+		"$(grep MemTotal "$n/meminfo" | sed 's/.*MemTotal: *//')"
+done
+# The emulated NVDIMM, for the DAX tests (drivers are modules in Debian).
+if [ -f /lib/modules/load.list ]; then
+	while read -r m; do
+		insmod "/lib/modules/$m" || echo "  insmod $m failed"
+	done </lib/modules/load.list
+	echo "  pmem: $(ls /sys/bus/nd/devices 2>/dev/null | tr '\n' ' ')" \
+		"$(ls /dev/pmem* 2>/dev/null | tr '\n' ' ')"
+fi
+dmesg -c >/tmp/boot-dmesg
+# A kernel warning during boot taints the kernel: show it.
+grep -A 12 -E 'WARNING:|BUG:' /tmp/boot-dmesg | sed 's/^/boot: /'
+
+# name|command, or name|skip reason
+while IFS='|' read -r name cmd; do
+	[ -n "$name" ] || continue
+	echo "MEMMIG-TEST-START $name"
+	case $cmd in
+	skip\ *)
+		echo "SKIP: ${cmd#skip }"
+		rc=77
+		;;
+	*)
+		timeout -s KILL "${MEMMIG_TEST_TIMEOUT:-240}" sh -c "$cmd" </dev/null
+		rc=$?
+		;;
+	esac
+	dmesg -c | sed 's/^/kernel: /'
+	echo
+	echo "MEMMIG-TEST $name $rc"
+done </tests.list
+echo "MEMMIG-VM-DONE"
+sync
+poweroff -f

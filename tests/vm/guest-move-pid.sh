@@ -1,0 +1,154 @@
+#!/bin/bash
+# In the multi-node guest (run-vm.sh): memmig-cli move --pid moves an outside
+# process's anonymous and memfd memory between nodes for real -- to the
+# CPU-less node 2, to 1, back to 0 -- while it keeps running with its bytes
+# intact; /proc/PID/numa_maps (the kernel's own view) agrees; and numactl's
+# migratepages and memmig agree on where the pages are.  Parses the JSON
+# with sed/awk (no jq needed).
+set -u
+cli=${MEMMIG_CLI:-memmig-cli}
+memhog=${MEMHOG:-memhog}
+anon_mib=64 memfd_mib=32
+tmp=$(mktemp -d)
+hog=
+cleanup() {
+	[ -n "$hog" ] && kill "$hog" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fails=0 passes=0
+
+check() {
+	local name=$1
+	shift
+	if "$@"; then
+		passes=$((passes + 1))
+	else
+		echo "FAIL: $name"
+		fails=$((fails + 1))
+	fi
+}
+nodes=$(cat /sys/devices/system/node/has_memory 2>/dev/null)
+[ "$nodes" = 0-2 ] || { echo "SKIP: needs memory on nodes 0-2, not '$nodes'"; exit 77; }
+
+# A top-level number of the report: json KEY
+json() {
+	sed -n "s/^  \"$1\": *\([-0-9.e]*\),\{0,1\}$/\1/p" "$tmp/out"
+}
+# A node row's field: json_node NODE FIELD (0 when the node has no row)
+json_node() {
+	awk -v n="$1" -v f="$2" '
+		function val(s) { sub(/^[^:]*:[ ]*/, "", s); sub(/,$/, "", s); return s + 0 }
+		/^ *"node":/ { cur = val($0); next }
+		$0 ~ "^ *\"" f "\":" && cur == n { print val($0); found = 1; exit }
+		END { if (!found) print 0 }' "$tmp/out"
+}
+# The N<node>=<pages> fields of the numa_maps line of a mapping: "N2=16384"
+placement() {
+	local start=${1#0x}
+
+	awk -v a="$start" '$1 == a {
+		s = ""
+		for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) s = s (s ? " " : "") $i
+		print s; exit }' "/proc/$hog/numa_maps"
+}
+# MemFree of each node, for the log: "N0 301 MiB N1 ..."
+nodes_free() {
+	local n out=
+	for n in /sys/devices/system/node/node[0-9]*; do
+		out="$out ${n##*node}:$(($(sed -n 's/.*MemFree: *\([0-9]*\) kB/\1/p' "$n/meminfo") / 1024))M"
+	done
+	echo "free${out}"
+}
+move() {
+	"$cli" move --pid "$hog" "$@" --wait --json >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ "$rc" -eq 0 ] || { echo "  memmig-cli move $* exited $rc"; cat "$tmp/err" "$tmp/out"; }
+	return "$rc"
+}
+wait_line() {
+	for _ in $(seq 100); do
+		grep -m1 "$1" "$tmp/hog.out" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# memhog checks its bytes; "verify ok N", N the loop counter (it kept running)
+verify() {
+	local before
+	before=$(grep -c '^verify' "$tmp/hog.out")
+	kill -USR1 "$hog"
+	for _ in $(seq 300); do
+		[ "$(grep -c '^verify' "$tmp/hog.out")" -gt "$before" ] && break
+		sleep 0.1
+	done
+	grep '^verify' "$tmp/hog.out" | tail -n 1
+}
+last_count=0
+check_alive() {
+	local v
+	v=$(verify)
+	check "$1: data intact ($v)" test "${v% *}" = "verify ok"
+	check "$1: still running" test "${v##* }" -gt "$last_count"
+	last_count=${v##* }
+}
+
+"$memhog" "$anon_mib" "$memfd_mib" >"$tmp/hog.out" &
+hog=$!
+check "memhog ready" wait_line '^ready' >/dev/null
+read -r _ anon_addr anon_len < <(grep '^anon' "$tmp/hog.out")
+read -r _ memfd_addr memfd_len < <(grep '^memfd' "$tmp/hog.out")
+anon_pages=$((anon_len / 4096)) memfd_pages=$((memfd_len / 4096))
+echo "memhog $hog: anon $anon_addr [$(placement "$anon_addr")]," \
+	"memfd $memfd_addr [$(placement "$memfd_addr")]"
+check_alive "start"
+
+for node in 2 1 0; do
+	echo "  $(nodes_free)"
+	check "move all to node $node" move --to-node "$node"
+	echo "  to node $node: $(json bytes_moved) bytes moved in $(json seconds) s," \
+		"$(json pages_on_target) pages on target, $(json pages_failed) failed"
+	check "node $node: result 0" test "$(json result)" = 0
+	check "node $node: nothing failed" test "$(json pages_failed)" = 0
+	check "node $node: every page counted after is on the target" \
+		test "$(json_node "$node" pages_after)" = "$(json pages_on_target)"
+	check "node $node: bytes moved" test "$(json bytes_moved)" -ge $(((anon_pages + memfd_pages) * 4096))
+	a=$(placement "$anon_addr") m=$(placement "$memfd_addr")
+	echo "  numa_maps: anon [$a], memfd [$m]"
+	check "node $node: numa_maps: anon on N$node" test "$a" = "N$node=$anon_pages"
+	check "node $node: numa_maps: memfd on N$node" test "$m" = "N$node=$memfd_pages"
+	[ "$a" = "N$node=$anon_pages" ] && [ "$m" = "N$node=$memfd_pages" ] ||
+		{ echo "  $(nodes_free)"; cat /proc/buddyinfo "$tmp/out"; grep -i thp /proc/vmstat; }
+	check_alive "node $node"
+done
+
+# numactl's migratepages moves it all from node 0 to 2; memmig then finds
+# nothing to move and every page on node 2.
+command -v migratepages >/dev/null || { echo "SKIP: no migratepages (numactl) in the guest"; exit 77; }
+check "migratepages 0 2" migratepages "$hog" 0 2
+a=$(placement "$anon_addr") m=$(placement "$memfd_addr")
+echo "  after migratepages $hog 0 2: numa_maps anon [$a], memfd [$m]"
+check "migratepages: anon on N2" test "$a" = "N2=$anon_pages"
+check "migratepages: memfd on N2" test "$m" = "N2=$memfd_pages"
+for r in "anon $anon_addr $anon_len $anon_pages" "memfd $memfd_addr $memfd_len $memfd_pages"; do
+	set -- $r
+	check "$1 range after migratepages" move --to-node 2 --addr "$2" --len "$3"
+	echo "  memmig on the $1 range: $(json bytes_moved) bytes moved," \
+		"node 2 before $(json_node 2 pages_before) after $(json_node 2 pages_after)"
+	check "$1: memmig moved nothing" test "$(json bytes_moved)" = 0
+	check "$1: memmig saw every page on node 2 before" test "$(json_node 2 pages_before)" = "$4"
+	check "$1: and after" test "$(json pages_on_target)" = "$4"
+	check "$1: nothing on node 0" test "$(json_node 0 pages_before)" = 0
+done
+# And the other way: memmig moves, migratepages finds nothing left on node 1.
+check "move all to node 1" move --to-node 1
+check "migratepages 2 1 after memmig" migratepages "$hog" 2 1
+check "anon still on N1 only" test "$(placement "$anon_addr")" = "N1=$anon_pages"
+check_alive "after migratepages"
+
+kill -TERM "$hog"
+wait "$hog"
+check "memhog exits clean" test $? -eq 0
+hog=
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,254 @@
+#!/bin/bash
+# The multi-node tier: boots Debian's generic kernel under QEMU (TCG) with
+# three NUMA nodes -- 0 and 1 with a CPU each, 2 without one, like a CXL
+# expander -- and an emulated NVDIMM, from an initramfs of busybox, the
+# build tree's programs and their libraries; runs the tests in the guest and
+# reads their results from the serial console ("MEMMIG-TEST <name> <rc>").
+#
+# Exit: 0 every test passed or skipped and the guest finished, 1 otherwise (a
+# hung guest is killed and fails), 77 the tier cannot run here (no QEMU, no
+# kernel, no busybox, programs not built), with the reason.
+#
+# Environment: top_builddir (default: .), srcdir (the harness sets it),
+# VM_QEMU (a qemu-system-x86_64), VM_KERNEL (a vmlinuz), VM_TIMEOUT
+# (seconds, default 600), VM_TESTS (names to run, default all), VM_EXTRA
+# (more programs or scripts of this machine to run in the guest after them,
+# e.g. while debugging), VM_KEEP=1 (keep the initramfs tree), VM_NVDIMM=0
+# (no NVDIMM), VM_NUMA_BALANCING=1 (leave the kernel's automatic NUMA
+# balancing on in the guest; off by default, see guest-init.sh).
+set -u
+export LC_ALL=C
+top_builddir=${top_builddir:-.}
+srcdir=${srcdir:-$(dirname "$0")/../..}
+vmdir=$top_builddir/tests/vm
+log=$vmdir/console.log
+initrd=$vmdir/initramfs.cpio.gz
+pmem=$vmdir/pmem0.img
+timeout_s=${VM_TIMEOUT:-600}
+all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-hwpoison"
+tests=${VM_TESTS:-$all_tests}
+
+skip() {
+	echo "SKIP: multi-node tier: $*"
+	exit 77
+}
+
+# ---- what the tier needs on this machine ----
+[ "$(uname -m)" = x86_64 ] || skip "the guest is x86-64 and runs this machine's binaries; this is $(uname -m)"
+qemu=${VM_QEMU:-$(command -v qemu-system-x86_64)}
+[ -n "$qemu" ] && [ -x "$qemu" ] ||
+	skip "qemu-system-x86_64 not found (apt-get install qemu-system-x86)"
+# The generic kernel: -cloud-amd64 lacks CONFIG_MEMORY_FAILURE and NUMA bits.
+kernel=${VM_KERNEL:-$(ls /boot/vmlinuz-*-amd64 2>/dev/null | grep -v -- -cloud- | sort -V | tail -n 1)}
+[ -n "$kernel" ] || skip "no /boot/vmlinuz-*-amd64 (apt-get install linux-image-amd64)"
+[ -r "$kernel" ] || skip "$kernel is not readable"
+kver=${kernel##*/vmlinuz-}
+busybox=
+for b in /bin/busybox /usr/bin/busybox $(command -v busybox); do
+	[ -x "$b" ] && ! ldd "$b" >/dev/null 2>&1 && { busybox=$b; break; }
+done
+[ -n "$busybox" ] || skip "no static busybox (apt-get install busybox-static)"
+if command -v cpio >/dev/null; then
+	cpio=(cpio --quiet -o -H newc)
+else
+	cpio=("$busybox" cpio -o -H newc)
+fi
+
+# The real ELF of a build-tree program: libtool leaves a wrapper script in
+# its place and the binary in .libs/.
+is_elf() {
+	[ -f "$1" ] && [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = 177ELF ]
+}
+real_elf() {
+	local d=${1%/*} b=${1##*/} c
+
+	for c in "$1" "$d/.libs/$b" "$d/.libs/lt-$b"; do
+		is_elf "$c" && { echo "$c"; return 0; }
+	done
+	return 1
+}
+
+builddir_elf() {
+	real_elf "$top_builddir/$1" || skip "$1 is not built (make check-vm builds it)"
+}
+cli=$(builddir_elf src/cli/memmig-cli)
+memhog=$(builddir_elf tests/helpers/memhog)
+libmemmig=$(ls "$top_builddir"/src/lib/.libs/libmemmig.so.* 2>/dev/null | head -n 1)
+[ -n "$libmemmig" ] || skip "src/lib/.libs/libmemmig.so.* is not built (a --disable-shared build?)"
+
+# One guest at a time per build tree: they share the console log, the
+# initramfs and the NVDIMM file (make check and make check-vm at once).
+if command -v flock >/dev/null && exec 9<"$vmdir"; then
+	flock -n 9 || { echo "run-vm.sh: waiting for the other guest of this build tree"; flock 9; }
+fi
+
+# ---- the initramfs ----
+root=$(mktemp -d "${TMPDIR:-/tmp}/memmig-vm.XXXXXX") || exit 1
+trap 'rm -rf "$root"; rm -f "$pmem"' EXIT
+[ "${VM_KEEP:-0}" = 1 ] && trap 'echo "initramfs tree kept in $root"; rm -f "$pmem"' EXIT
+mkdir -p "$root"/{bin,sbin,lib,lib64,usr/bin,usr/sbin,proc,sys,dev,tmp,t,etc}
+
+# Copies an ELF and the shared libraries it needs (all into /lib, which the
+# guest's LD_LIBRARY_PATH names; the loader where the binary expects it).
+add_elf() {
+	local src=$1 dst=$2 lib
+
+	cp -L "$src" "$root$dst" && chmod 755 "$root$dst" || return 1
+	LD_LIBRARY_PATH=${libmemmig%/*}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ldd "$src" 2>/dev/null |
+	while read -r a b c _; do
+		case $b in
+		=\>) lib=$c ;;
+		*) lib=$a ;;
+		esac
+		case $lib in
+		/*) ;;
+		*) continue ;;
+		esac
+		if [[ $a == ld-linux* || $lib == */ld-linux* ]]; then
+			mkdir -p "$root${lib%/*}"
+			[ -e "$root$lib" ] || cp -L "$lib" "$root$lib"
+		else
+			[ -e "$root/lib/${lib##*/}" ] || cp -L "$lib" "$root/lib/${lib##*/}"
+		fi
+	done
+}
+
+cp "$busybox" "$root/bin/busybox"
+ln -s busybox "$root/bin/sh"
+cp "$srcdir/tests/vm/guest-init.sh" "$root/init"
+chmod 755 "$root/init"
+add_elf "$cli" /bin/memmig-cli || exit 1
+add_elf "$memhog" /bin/memhog || exit 1
+# The library under test, whatever ldd found (an installed copy?).
+cp -L "$libmemmig" "$root/lib/$(objdump -p "$libmemmig" | sed -n 's/^ *SONAME *//p')"
+for p in bash jq migratepages numactl; do
+	b=$(command -v $p) && add_elf "$b" /usr/bin/$p
+done
+[ -e "$root/usr/bin/bash" ] && ln -s ../usr/bin/bash "$root/bin/bash"
+
+# tests.list: name|command, or name|skip reason
+list=$root/tests.list
+: >"$list"
+for t in $tests; do
+	case $t in
+	test-topology) prog=tests/unit/test-topology ;;
+	test-multinode) prog=tests/migrate/test-multinode ;;
+	guest-hwpoison) prog=tests/vm/guest-hwpoison ;;
+	test-move-pid) script=tests/migrate/test-move-pid.sh prog= ;;
+	guest-move-pid) script=tests/vm/guest-move-pid.sh prog= ;;
+	*) echo "run-vm.sh: unknown test '$t' (known: $all_tests)"; exit 1 ;;
+	esac
+	if [ -n "$prog" ]; then
+		if elf=$(real_elf "$top_builddir/$prog"); then
+			add_elf "$elf" "/t/$t" || exit 1
+			echo "$t|/t/$t" >>"$list"
+		elif [ ! -e "$srcdir/$prog.c" ]; then
+			echo "$t|skip $prog.c does not exist yet" >>"$list"
+		else
+			skip "$prog is not built (make check-vm builds it)"
+		fi
+	else
+		[ -e "$root/bin/bash" ] || { echo "$t|skip bash is not installed on the host" >>"$list"; continue; }
+		cp "$srcdir/$script" "$root/t/$t.sh"
+		echo "$t|/bin/bash /t/$t.sh" >>"$list"
+	fi
+done
+
+for x in ${VM_EXTRA:-}; do
+	t=${x##*/}
+	tests="$tests $t"
+	if e=$(real_elf "$x"); then
+		add_elf "$e" "/t/$t" || exit 1
+		echo "$t|/t/$t" >>"$list"
+	else
+		cp "$x" "$root/t/$t" && chmod 755 "$root/t/$t" || exit 1
+		echo "$t|/t/$t" >>"$list"
+	fi
+done
+
+# The NVDIMM drivers (modules in Debian's kernel), dependencies first.
+nvdimm=${VM_NVDIMM:-1}
+moddir=/lib/modules/$kver
+if [ "$nvdimm" = 1 ] && [ -f "$moddir/modules.dep" ]; then
+	mod_deps() {
+		sed -n "s|^$1: *||p" "$moddir/modules.dep"
+	}
+	mod_add() {
+		local d
+
+		grep -qx "$1" "$root/lib/modules/load.list" 2>/dev/null && return 0
+		for d in $(mod_deps "$1"); do
+			mod_add "$d"
+		done
+		mkdir -p "$root/lib/modules/${1%/*}"
+		cp "$moddir/$1" "$root/lib/modules/$1" && echo "$1" >>"$root/lib/modules/load.list"
+	}
+	mkdir -p "$root/lib/modules"
+	for m in acpi/nfit/nfit nvdimm/nd_pmem dax/device_dax dax/dax_pmem dax/kmem; do
+		[ -f "$moddir/kernel/drivers/$m.ko" ] && mod_add "kernel/drivers/$m.ko"
+	done
+fi
+
+(cd "$root" && find . | "${cpio[@]}") | gzip -1 >"$initrd" || exit 1
+
+# ---- boot ----
+machine=q35
+mem=(-m 1536M)
+nv=()
+if [ "$nvdimm" = 1 ]; then
+	# 256 MiB of emulated pmem (sparse file) for the DAX tests.
+	machine=q35,nvdimm=on
+	mem=(-m 1536M,slots=2,maxmem=3G)
+	nv=(-object "memory-backend-file,id=nv0,share=on,mem-path=$pmem,size=256M"
+	    -device nvdimm,memdev=nv0,id=nvdimm0,node=0)
+fi
+start=$(date +%s)
+timeout -k 10 "$timeout_s" "$qemu" -machine "$machine" -accel tcg -cpu max \
+	-smp 2,sockets=2,cores=1,threads=1 \
+	"${mem[@]}" \
+	-object memory-backend-ram,id=m0,size=512M \
+	-object memory-backend-ram,id=m1,size=512M \
+	-object memory-backend-ram,id=m2,size=512M \
+	-numa node,nodeid=0,cpus=0,memdev=m0 \
+	-numa node,nodeid=1,cpus=1,memdev=m1 \
+	-numa node,nodeid=2,memdev=m2 \
+	-numa dist,src=0,dst=1,val=21 -numa dist,src=0,dst=2,val=30 \
+	-numa dist,src=1,dst=2,val=25 \
+	"${nv[@]}" \
+	-kernel "$kernel" -initrd "$initrd" \
+	-append "console=ttyS0 panic=-1 quiet MEMMIG_TEST_TIMEOUT=$((timeout_s / 2)) MEMMIG_NUMA_BALANCING=${VM_NUMA_BALANCING:-0}" \
+	-nodefaults -display none -serial stdio -monitor none -no-reboot \
+	</dev/null >"$log" 2>&1
+qrc=$?
+secs=$(($(date +%s) - start))
+
+# ---- results ----
+pass=0 fail=0 skipped=0
+results=$(tr -d '\r' <"$log" | sed -n 's/.*MEMMIG-TEST \([A-Za-z0-9_.-]*\) \([0-9]*\)$/\1 \2/p')
+for t in $tests; do
+	rc=$(echo "$results" | awk -v t="$t" '$1 == t { print $2; exit }')
+	case $rc in
+	0) pass=$((pass + 1)); echo "PASS: vm: $t" ;;
+	77) skipped=$((skipped + 1)); echo "SKIP: vm: $t"
+	    tr -d '\r' <"$log" | sed -n "/^MEMMIG-TEST-START $t\$/,/^MEMMIG-TEST $t /p" |
+		    grep -m1 '^SKIP' | sed 's/^/  /' ;;
+	'') fail=$((fail + 1)); echo "FAIL: vm: $t (no result: the guest did not get there)" ;;
+	*) fail=$((fail + 1)); echo "FAIL: vm: $t (exit $rc)" ;;
+	esac
+done
+done=1
+if ! grep -q '^MEMMIG-VM-DONE' <(tr -d '\r' <"$log"); then
+	done=0
+	if [ "$qrc" -eq 137 ] || [ "$qrc" -eq 124 ]; then
+		echo "FAIL: vm: the guest did not finish within ${timeout_s} s and was killed"
+	else
+		echo "FAIL: vm: the guest stopped before the end (qemu exit $qrc)"
+	fi
+fi
+if [ "$fail" -gt 0 ] || [ "$done" = 0 ]; then
+	echo "--- tail of $log:"
+	tr -d '\r' <"$log" | tail -n 40
+	echo "---"
+fi
+echo "vm: $pass passed, $fail failed, $skipped skipped ($secs s, kernel $kver, console log $log)"
+[ "$fail" -eq 0 ] && [ "$done" = 1 ]
