@@ -182,12 +182,15 @@ static void *job_main(void *arg)
 	if (job->ops->teardown)
 		job->ops->teardown(job);
 	job->total_s = memmig_now() - job->t_start;
-	for (size_t i = 0; i < job->nunits; i++)
-		if (job->units[i].state == MEMMIG_UNIT_PENDING)
-			job->units[i].state = MEMMIG_UNIT_SKIPPED;
 	rc = __atomic_load_n(&job->error, __ATOMIC_ACQUIRE);
-	if (!rc && __atomic_load_n(&job->cancel, __ATOMIC_ACQUIRE))
-		rc = -ECANCELED;
+	for (size_t i = 0; i < job->nunits; i++) {
+		if (job->units[i].state != MEMMIG_UNIT_PENDING)
+			continue;
+		job->units[i].state = MEMMIG_UNIT_SKIPPED;
+		/* A cancel that came after the last unit cancelled nothing. */
+		if (!rc && __atomic_load_n(&job->cancel, __ATOMIC_ACQUIRE))
+			rc = -ECANCELED;
+	}
 	job->result = rc;
 	if (memmig_report_build(job) < 0 && !job->result)
 		job->result = -ENOMEM;
