@@ -2,8 +2,9 @@
 # The multi-node tier: boots Debian's generic kernel under QEMU (TCG) with
 # three NUMA nodes -- 0 and 1 with a CPU each, 2 without one, like a CXL
 # expander -- and an emulated NVDIMM, from an initramfs of busybox, the
-# build tree's programs and their libraries; runs the tests in the guest and
-# reads their results from the serial console ("MEMMIG-TEST <name> <rc>").
+# build tree's programs and their libraries (and mkfs.ext4 and ext4 for the
+# DAX test); runs the tests in the guest and reads their results from the
+# serial console ("MEMMIG-TEST <name> <rc>").
 #
 # Exit: 0 every test passed or skipped and the guest finished, 1 otherwise (a
 # hung guest is killed and fails), 77 the tier cannot run here (no QEMU, no
@@ -25,7 +26,7 @@ log=$vmdir/console.log
 initrd=$vmdir/initramfs.cpio.gz
 pmem=$vmdir/pmem0.img
 timeout_s=${VM_TIMEOUT:-600}
-all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-hwpoison"
+all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-hwpoison guest-dax"
 tests=${VM_TESTS:-$all_tests}
 
 skip() {
@@ -125,6 +126,10 @@ for p in bash jq migratepages numactl; do
 	b=$(command -v $p) && add_elf "$b" /usr/bin/$p
 done
 [ -e "$root/usr/bin/bash" ] && ln -s ../usr/bin/bash "$root/bin/bash"
+# guest-dax formats the NVDIMM; without e2fsprogs here it skips, saying so.
+for b in /sbin/mke2fs /usr/sbin/mke2fs; do
+	[ -x "$b" ] && { add_elf "$b" /sbin/mkfs.ext4; break; }
+done
 
 # tests.list: name|command, or name|skip reason
 list=$root/tests.list
@@ -134,6 +139,7 @@ for t in $tests; do
 	test-topology) prog=tests/unit/test-topology ;;
 	test-multinode) prog=tests/migrate/test-multinode ;;
 	guest-hwpoison) prog=tests/vm/guest-hwpoison ;;
+	guest-dax) prog=tests/vm/guest-dax ;;
 	test-move-pid) script=tests/migrate/test-move-pid.sh prog= ;;
 	guest-move-pid) script=tests/vm/guest-move-pid.sh prog= ;;
 	*) echo "run-vm.sh: unknown test '$t' (known: $all_tests)"; exit 1 ;;
@@ -186,6 +192,11 @@ if [ "$nvdimm" = 1 ] && [ -f "$moddir/modules.dep" ]; then
 	mkdir -p "$root/lib/modules"
 	for m in acpi/nfit/nfit nvdimm/nd_pmem dax/device_dax dax/dax_pmem dax/kmem; do
 		[ -f "$moddir/kernel/drivers/$m.ko" ] && mod_add "kernel/drivers/$m.ko"
+	done
+	# ext4 for the DAX test, and the crc32c its checksums ask the crypto
+	# API for (no modprobe in the guest to load it on demand).
+	for m in crypto/crc32c_generic fs/ext4/ext4; do
+		[ -f "$moddir/kernel/$m.ko" ] && mod_add "kernel/$m.ko"
 	done
 fi
 
