@@ -155,7 +155,8 @@ static void move_and_check(struct memmig_region *r, uint8_t *p, size_t len,
 	memmig_report_unref(rep);
 }
 
-/* Around the nodes and back: every node is a target once, then home. */
+/* Around the nodes backwards, 0 -> 2 -> 1 -> 0 on three nodes: every node
+ * is a target once, the last one home. */
 static void tour(uint8_t *p, size_t len, int strategy, unsigned int workers,
 		 const char *what)
 {
@@ -164,9 +165,8 @@ static void tour(uint8_t *p, size_t len, int strategy, unsigned int workers,
 
 	if (!r)
 		return;
-	for (int i = 1; i <= nnodes; i++)
-		move_and_check(r, p, len, nodes[i % nnodes], strategy, workers,
-			       sum, what);
+	for (int i = nnodes - 1; i >= 0; i--)
+		move_and_check(r, p, len, nodes[i], strategy, workers, sum, what);
 	memmig_region_unref(r);
 }
 
