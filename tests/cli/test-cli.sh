@@ -5,26 +5,8 @@ set -u
 cli=${MEMMIG_CLI:-src/cli/memmig-cli}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0 passes=0
-
-check() { # check NAME COMMAND...: passes when the command succeeds
-	local name=$1
-	shift
-	if "$@"; then
-		passes=$((passes + 1))
-	else
-		echo "FAIL: $name"
-		fails=$((fails + 1))
-	fi
-}
-# exit_is CODE COMMAND...: runs the command, output to $tmp/out, $tmp/err
-exit_is() {
-	local want=$1 rc
-	shift
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	[ "$rc" -eq "$want" ] || { echo "  '$*' exited $rc, not $want"; cat "$tmp/err"; return 1; }
-}
+# shellcheck source=../testlib.sh
+. "$(dirname "$0")/../testlib.sh"
 
 command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
 
@@ -108,5 +90,4 @@ printf 'cpu = x\nnonsense\n' >"$tmp/bad"
 check "malformed calibration" exit_is 1 env MEMMIG_CALIBRATION="$tmp/bad" "$cli" cpu
 check "missing calibration" exit_is 1 env MEMMIG_CALIBRATION="$tmp/none" "$cli" cpu
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+summary

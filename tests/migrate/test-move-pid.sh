@@ -13,25 +13,8 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-fails=0 passes=0
-
-check() {
-	local name=$1
-	shift
-	if "$@"; then
-		passes=$((passes + 1))
-	else
-		echo "FAIL: $name"
-		fails=$((fails + 1))
-	fi
-}
-exit_is() {
-	local want=$1 rc
-	shift
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	[ "$rc" -eq "$want" ] || { echo "  '$*' exited $rc, not $want"; cat "$tmp/err"; return 1; }
-}
+# shellcheck source=../testlib.sh
+. "$(dirname "$0")/../testlib.sh"
 # waits for a line matching $1 in memhog's output; prints it
 wait_line() {
 	for _ in $(seq 100); do
@@ -105,5 +88,4 @@ kill -TERM "$hog"
 wait "$hog"
 check "memhog exits clean" test $? -eq 0
 hog=
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+summary

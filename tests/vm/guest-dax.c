@@ -29,28 +29,14 @@
 
 #include <memmig.h>
 
+#include "guest-check.h"
+
 #define DEV "/dev/pmem0"
 #define MNT "/mnt/pmem"
 #define ND "/sys/bus/nd/devices/"
 #define LEN (16UL << 20)
 #define SYNC_FLAGS (MAP_SHARED_VALIDATE | MAP_SYNC)
 
-static int fails;
-
-#define CHECK(cond, ...) do {						\
-	if (!(cond)) {							\
-		printf("FAIL: %s:%d: %s: ", __FILE__, __LINE__, #cond);	\
-		printf(__VA_ARGS__);					\
-		printf("\n");						\
-		fails++;						\
-	}								\
-} while (0)
-
-static int skip(const char *why)
-{
-	printf("SKIP: %s\n", why);
-	return 77;
-}
 
 static int fail(const char *fmt, ...)
 {

@@ -24,21 +24,13 @@
 
 #include <memmig.h>
 
+#include "guest-check.h"
+
 #define PAGE 4096UL
 #define NPAGES 64
 #define BAD 17		/* the poisoned page */
 #define TARGET 2
 
-static int fails;
-
-#define CHECK(cond, ...) do {						\
-	if (!(cond)) {							\
-		printf("FAIL: %s:%d: %s: ", __FILE__, __LINE__, #cond);	\
-		printf(__VA_ARGS__);					\
-		printf("\n");						\
-		fails++;						\
-	}								\
-} while (0)
 
 static sigjmp_buf probe_env;
 static volatile sig_atomic_t probing;
@@ -102,12 +94,6 @@ static void where(uint8_t *p, int *status)
 	if (syscall(SYS_move_pages, 0, NPAGES, pages, NULL, status, 0) < 0)
 		for (int i = 0; i < NPAGES; i++)
 			status[i] = -errno;
-}
-
-static int skip(const char *why)
-{
-	printf("SKIP: %s\n", why);
-	return 77;
 }
 
 /*

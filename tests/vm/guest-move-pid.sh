@@ -16,18 +16,8 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-fails=0 passes=0
-
-check() {
-	local name=$1
-	shift
-	if "$@"; then
-		passes=$((passes + 1))
-	else
-		echo "FAIL: $name"
-		fails=$((fails + 1))
-	fi
-}
+# shellcheck source=../testlib.sh
+. "$(dirname "$0")/../testlib.sh"
 nodes=$(cat /sys/devices/system/node/has_memory 2>/dev/null)
 [ "$nodes" = 0-2 ] || { echo "SKIP: needs memory on nodes 0-2, not '$nodes'"; exit 77; }
 
@@ -150,5 +140,4 @@ kill -TERM "$hog"
 wait "$hog"
 check "memhog exits clean" test $? -eq 0
 hog=
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+summary

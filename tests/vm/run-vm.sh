@@ -156,6 +156,7 @@ for t in $tests; do
 	else
 		[ -e "$root/bin/bash" ] || { echo "$t|skip bash is not installed on the host" >>"$list"; continue; }
 		cp "$srcdir/$script" "$root/t/$t.sh"
+		cp "$srcdir/tests/testlib.sh" "$root/testlib.sh" # /t/../testlib.sh
 		echo "$t|/bin/bash /t/$t.sh" >>"$list"
 	fi
 done
