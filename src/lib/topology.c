@@ -3,10 +3,8 @@
  * Topology snapshot: NUMA nodes with memory (libnuma and sysfs), their CPUs,
  * distances and kernel memory tiers, and the DAX devices (topology-dax.c).
  */
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +13,7 @@
 
 #include <numa.h>
 
+#include "sysfs-list.h"
 #include "topology-private.h"
 
 #define NODE_SYSFS "/sys/devices/system/node"
@@ -25,15 +24,11 @@
  * and far beyond any NR_CPUS; larger ids are corrupt input. */
 #define TOPO_MAX_NODES 1024u
 #define TOPO_MAX_CPUS 65536u
-/* A cpulist of 64K CPUs printed one by one still fits. */
-#define ATTR_MAX (1u << 20)
 
 /* Distances the kernel uses when the firmware gives none. */
 #define DIST_LOCAL 10
 #define DIST_REMOTE 20
 
-#define LONG_BITS (8 * sizeof(unsigned long))
-#define BITMAP_LONGS(n) (((n) + LONG_BITS - 1) / LONG_BITS)
 
 struct topo_node {
 	struct memmig_node_info info;
@@ -49,178 +44,6 @@ struct memmig_topo {
 	unsigned int ndax;
 	struct memmig_dax_info *dax;
 };
-
-/* ---- small readers ---- */
-
-static void bit_set(unsigned long *bits, unsigned int i)
-{
-	bits[i / LONG_BITS] |= 1UL << (i % LONG_BITS);
-}
-
-static bool bit_test(const unsigned long *bits, unsigned int i)
-{
-	return bits[i / LONG_BITS] & (1UL << (i % LONG_BITS));
-}
-
-/*
- * Reads a whole sysfs attribute as a string.  Grows the buffer because a
- * cpulist can exceed a page on large machines; bounded all the same.
- */
-static int read_attr(const char *path, char **out)
-{
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap), *nb;
-	int fd, rc = 0;
-	ssize_t n;
-
-	if (!buf)
-		return -ENOMEM;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		free(buf);
-		return rc;
-	}
-	for (;;) {
-		if (len + 1 == cap) {
-			if (cap >= ATTR_MAX) {
-				rc = -EFBIG;
-				break;
-			}
-			nb = realloc(buf, cap * 2);
-			if (!nb) {
-				rc = -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, cap - 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	if (rc < 0) {
-		free(buf);
-		return rc;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	return 0;
-}
-
-/* One decimal number below limit; no sign, no overflow. */
-static int parse_uint(const char **s, unsigned int limit, unsigned int *out)
-{
-	const char *p = *s;
-	unsigned long v = 0;
-
-	if (!isdigit((unsigned char)*p))
-		return -EINVAL;
-	for (; isdigit((unsigned char)*p); p++) {
-		v = v * 10 + (unsigned long)(*p - '0');
-		if (v >= limit)
-			return -ERANGE;
-	}
-	*s = p;
-	*out = (unsigned int)v;
-	return 0;
-}
-
-/*
- * Parses a kernel list as sysfs prints it ("0-3,8,10-11\n"; "\n" for an
- * empty set) into a bitmap of limit bits, which must be zeroed.  Ids at or
- * beyond limit give -ERANGE, anything else unexpected -EINVAL.
- */
-static int parse_list(const char *s, unsigned long *bits, unsigned int limit)
-{
-	unsigned int a, b;
-	int rc;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	while (*s) {
-		rc = parse_uint(&s, limit, &a);
-		if (rc < 0)
-			return rc;
-		b = a;
-		if (*s == '-') {
-			s++;
-			rc = parse_uint(&s, limit, &b);
-			if (rc < 0)
-				return rc;
-			if (b < a)
-				return -EINVAL;
-		}
-		for (unsigned int i = a; i <= b; i++)
-			bit_set(bits, i);
-		if (*s == ',' && isdigit((unsigned char)s[1])) {
-			s++;
-			continue;
-		}
-		while (isspace((unsigned char)*s))
-			s++;
-		if (*s)
-			return -EINVAL;
-	}
-	return 0;
-}
-
-/* Reads a list attribute into a new bitmap of limit bits. */
-static int read_list(struct memmig_ctx *ctx, const char *path,
-		     unsigned int limit, unsigned long **out)
-{
-	unsigned long *bits = calloc(BITMAP_LONGS(limit), sizeof(*bits));
-	char *text = NULL;
-	int rc;
-
-	if (!bits)
-		return -ENOMEM;
-	rc = read_attr(path, &text);
-	if (rc < 0) {
-		free(bits);
-		return rc;
-	}
-	rc = parse_list(text, bits, limit);
-	if (rc < 0) {
-		err(ctx, "%s: cannot parse \"%.64s\"\n", path, text);
-		free(bits);
-	} else {
-		*out = bits;
-	}
-	free(text);
-	return rc;
-}
-
-/* The set bits of a bitmap as an ascending array (NULL when empty). */
-static int bitmap_to_array(const unsigned long *bits, unsigned int limit,
-			   int **out, unsigned int *count)
-{
-	unsigned int n = 0, k = 0;
-	int *v;
-
-	for (unsigned int i = 0; i < limit; i++)
-		n += bit_test(bits, i);
-	*out = NULL;
-	*count = n;
-	if (!n)
-		return 0;
-	v = malloc(n * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	for (unsigned int i = 0; i < limit; i++)
-		if (bit_test(bits, i))
-			v[k++] = (int)i;
-	*out = v;
-	return 0;
-}
 
 /* ---- nodes ---- */
 
@@ -247,10 +70,10 @@ static int node_read_cpus(struct memmig_ctx *ctx, struct topo_node *node,
 	unsigned long *bits;
 	int rc;
 
-	rc = read_list(ctx, path, TOPO_MAX_CPUS, &bits);
+	rc = memmig_sysfs_read_list(ctx, path, TOPO_MAX_CPUS, &bits);
 	if (rc < 0)
 		return rc;
-	rc = bitmap_to_array(bits, TOPO_MAX_CPUS, &node->cpus,
+	rc = memmig_bitmap_to_array(bits, TOPO_MAX_CPUS, &node->cpus,
 			     &node->info.ncpus);
 	free(bits);
 	return rc;
@@ -289,7 +112,7 @@ static int numa_memory_nodes(struct memmig_ctx *ctx, unsigned long **out)
 	unsigned long *bits;
 	int rc, max;
 
-	rc = read_list(ctx, NODE_SYSFS "/has_memory", TOPO_MAX_NODES, out);
+	rc = memmig_sysfs_read_list(ctx, NODE_SYSFS "/has_memory", TOPO_MAX_NODES, out);
 	if (rc != -ENOENT)
 		return rc;
 	/* Kernels before 2.6.35 lack has_memory: ask libnuma node by node. */
@@ -299,7 +122,7 @@ static int numa_memory_nodes(struct memmig_ctx *ctx, unsigned long **out)
 	max = numa_max_node();
 	for (int id = 0; id <= max && id < (int)TOPO_MAX_NODES; id++)
 		if (numa_node_size64(id, NULL) > 0)
-			bit_set(bits, (unsigned int)id);
+			memmig_bit_set(bits, (unsigned int)id);
 	*out = bits;
 	return 0;
 }
@@ -326,7 +149,7 @@ static int topo_scan_numa(struct memmig_topo *topo)
 	if (rc < 0)
 		return rc;
 	for (unsigned int id = 0; id < TOPO_MAX_NODES; id++)
-		n += bit_test(bits, id);
+		n += memmig_bit_test(bits, id);
 	if (!n) {
 		err(ctx, "the kernel lists no node with memory\n");
 		rc = -ENODEV;
@@ -336,7 +159,7 @@ static int topo_scan_numa(struct memmig_topo *topo)
 	if (rc < 0)
 		goto out;
 	for (unsigned int id = 0; id < TOPO_MAX_NODES && !rc; id++)
-		if (bit_test(bits, id))
+		if (memmig_bit_test(bits, id))
 			rc = node_init_numa(ctx, &topo->nodes[k++], (int)id);
 	if (rc < 0)
 		goto out;
@@ -415,7 +238,7 @@ static int tier_number(const char *name)
 	unsigned int v;
 
 	if (strncmp(name, "memory_tier", strlen("memory_tier")) ||
-	    parse_uint(&p, INT_MAX, &v) < 0 || *p)
+	    memmig_parse_uint(&p, INT_MAX, &v) < 0 || *p)
 		return -1;
 	return (int)v;
 }
@@ -426,7 +249,7 @@ static void topo_apply_tier(struct memmig_topo *topo, int tier)
 	unsigned long *bits;
 
 	snprintf(path, sizeof(path), TIER_SYSFS "/memory_tier%d/nodelist", tier);
-	if (read_list(topo->ctx, path, TOPO_MAX_NODES, &bits) < 0) {
+	if (memmig_sysfs_read_list(topo->ctx, path, TOPO_MAX_NODES, &bits) < 0) {
 		warn(topo->ctx, "%s unreadable: tier %d ignored\n", path, tier);
 		return;
 	}
@@ -434,7 +257,7 @@ static void topo_apply_tier(struct memmig_topo *topo, int tier)
 		struct memmig_node_info *info = &topo->nodes[i].info;
 
 		/* A node is in one tier; should two claim it, the lower wins. */
-		if (bit_test(bits, (unsigned int)info->id) &&
+		if (memmig_bit_test(bits, (unsigned int)info->id) &&
 		    (info->tier < 0 || tier < info->tier))
 			info->tier = tier;
 	}
