@@ -64,6 +64,15 @@ check "bench json units positive" test "$(jq '[.units[] | .median_gbs > 0] | all
 check "bench json has glibc and memmig" \
 	test "$(jq '.hot[0].results | has("glibc") and has("memmig")' "$tmp/out")" = true
 
+# bench migrate: the data survives every case; on one node the kernel
+# strategy has nothing to move and the copy strategy still copies and swaps
+check "bench migrate" exit_is 0 "$cli" bench migrate --size 64M --reps 1 --json
+check "bench migrate cases" test "$(jq '.cases | length' "$tmp/out")" -eq 4
+check "bench migrate ceiling" test "$(jq '.ceiling_gbs_1t > 0' "$tmp/out")" = true
+check "bench migrate copy moved all" \
+	test "$(jq '[.cases[] | select(.case | startswith("copy")) | .bytes_moved == 64*1048576] | all' "$tmp/out")" = true
+check "bench migrate bad size" exit_is 2 "$cli" bench migrate --size 3M
+
 # calibration: written, then loaded by the library through MEMMIG_CALIBRATION
 cal="$tmp/sub/dir/calibration"
 check "calibrate" exit_is 0 "$cli" bench copy --calibrate --output "$cal" --json
