@@ -102,3 +102,19 @@ int memmig_pageflags_poison_scan(uint64_t addr, uint64_t len)
 	proc_close(&f);
 	return rc;
 }
+
+bool memmig_pageflags_poison_seen(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	char line[128];
+	long kb = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "HardwareCorrupted: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	/* No line: a kernel without CONFIG_MEMORY_FAILURE, which keeps no
+	 * poisoned page mapped (a machine check there is fatal). */
+	return kb > 0;
+}

@@ -8,6 +8,7 @@
 #ifndef MEMMIG_PAGEFLAGS_H
 #define MEMMIG_PAGEFLAGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,10 @@
  * What remains -ENOENT or -EFAULT has nothing to move.
  */
 void memmig_pageflags_refine(int pid, void *const *pages, size_t n, int *status);
+
+/* Whether the kernel counts any poisoned memory now (HardwareCorrupted in
+ * /proc/meminfo above zero). */
+bool memmig_pageflags_poison_seen(void);
 
 /* -EHWPOISON if a page of [addr, addr + len) of this process is poisoned,
  * so that a copy does not read it and die of SIGBUS; else 0. */

@@ -63,12 +63,18 @@ static bool node_room(struct memmig_job *job, struct copy_area *a, uint64_t len)
 	return true;
 }
 
-/*
- * The source mappings are read once per job (smaps walks the page tables:
- * milliseconds for a large process) and shared by the workers.
- */
+/* What the workers share, read once per job: smaps walks the page tables
+ * (milliseconds for a large process). */
+struct copy_job {
+	struct memmig_swap_src src;
+	/* The system has poisoned pages: scan each unit before reading it
+	 * (a pagemap read of ~10 us a unit, skipped on healthy machines). */
+	bool poison;
+};
+
 static int copy_setup(struct memmig_job *job)
 {
+	struct copy_job *cj;
 	struct memmig_swap_src *src;
 	int rc;
 
@@ -78,10 +84,12 @@ static int copy_setup(struct memmig_job *job)
 		return job->prim;
 	if (job->region->desc.backing != MEMMIG_BACKING_ANON)
 		return 0;
-	src = calloc(1, sizeof(*src));
-	if (!src)
+	cj = calloc(1, sizeof(*cj));
+	if (!cj)
 		return -ENOMEM;
-	job->priv = src;
+	job->priv = cj;
+	src = &cj->src;
+	cj->poison = memmig_pageflags_poison_seen();
 	rc = memmig_swap_src_read(src);
 	/* The copy reads the source: memory this process may not read
 	 * (PROT_NONE guards, a later mprotect) would kill it. */
@@ -100,9 +108,11 @@ static int copy_setup(struct memmig_job *job)
 
 static void copy_teardown(struct memmig_job *job)
 {
-	if (job->priv)
-		memmig_swap_src_free(job->priv);
-	free(job->priv);
+	struct copy_job *cj = job->priv;
+
+	if (cj)
+		memmig_swap_src_free(&cj->src);
+	free(cj);
 	job->priv = NULL;
 }
 
@@ -219,9 +229,11 @@ static int copy_unit(struct memmig_worker *w, struct copy_area *a,
 	int rc = 0;
 
 	/* A poisoned source page would kill this process with SIGBUS. */
-	rc = memmig_pageflags_poison_scan(u->addr, u->len);
-	if (rc)
-		return rc;
+	if (((struct copy_job *)job->priv)->poison) {
+		rc = memmig_pageflags_poison_scan(u->addr, u->len);
+		if (rc)
+			return rc;
+	}
 	dst = unit_dest(job, a, u, &reserved, &rc);
 	w->prepare_s += memmig_now() - t;
 	if (!dst)
@@ -274,7 +286,7 @@ static int copy_run_anon(struct memmig_worker *w)
 	int rc = 0, err;
 
 	a.consumed = calloc(w->last - w->first, sizeof(bool));
-	a.src = job->priv;
+	a.src = &((struct copy_job *)job->priv)->src;
 	a.base = a.consumed ? memmig_map_on_node(a.to - a.from, job->target, false, &rc) :
 			      NULL;
 	if (!a.base) {
