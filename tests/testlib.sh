@@ -23,6 +23,29 @@ exit_is() {
 	[ "$rc" -eq "$want" ] || { echo "  '$*' exited $rc, not $want"; cat "$tmp/err"; return 1; }
 }
 
+# memhog (tests/helpers/memhog) runs as $hog, its output in $tmp/hog.out.
+# wait_line PATTERN: waits for a line of its output; prints it
+wait_line() {
+	for _ in $(seq 100); do
+		grep -m1 "$1" "$tmp/hog.out" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# verify: memhog checks its bytes and answers "verify ok N" (N its loop
+# counter, which shows it kept running); prints that answer
+verify() {
+	local before
+	before=$(grep -c '^verify' "$tmp/hog.out")
+	kill -USR1 "$hog"
+	for _ in $(seq 300); do
+		[ "$(grep -c '^verify' "$tmp/hog.out")" -gt "$before" ] && break
+		sleep 0.1
+	done
+	grep '^verify' "$tmp/hog.out" | tail -n 1
+}
+
 # The closing line, and the exit status: 0 when nothing failed.
 summary() {
 	echo "$passes passed, $fails failed"

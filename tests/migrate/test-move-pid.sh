@@ -15,25 +15,6 @@ cleanup() {
 trap cleanup EXIT
 # shellcheck source=../testlib.sh
 . "$(dirname "$0")/../testlib.sh"
-# waits for a line matching $1 in memhog's output; prints it
-wait_line() {
-	for _ in $(seq 100); do
-		grep -m1 "$1" "$tmp/hog.out" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-# asks memhog to check its bytes; the loop counter proves it kept running
-verify() {
-	local before
-	before=$(grep -c '^verify' "$tmp/hog.out")
-	kill -USR1 "$hog"
-	for _ in $(seq 100); do
-		[ "$(grep -c '^verify' "$tmp/hog.out")" -gt "$before" ] && break
-		sleep 0.1
-	done
-	grep '^verify' "$tmp/hog.out" | tail -n 1
-}
 
 command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
 

@@ -56,24 +56,6 @@ move() {
 	[ "$rc" -eq 0 ] || { echo "  memmig-cli move $* exited $rc"; cat "$tmp/err" "$tmp/out"; }
 	return "$rc"
 }
-wait_line() {
-	for _ in $(seq 100); do
-		grep -m1 "$1" "$tmp/hog.out" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-# memhog checks its bytes; "verify ok N", N the loop counter (it kept running)
-verify() {
-	local before
-	before=$(grep -c '^verify' "$tmp/hog.out")
-	kill -USR1 "$hog"
-	for _ in $(seq 300); do
-		[ "$(grep -c '^verify' "$tmp/hog.out")" -gt "$before" ] && break
-		sleep 0.1
-	done
-	grep '^verify' "$tmp/hog.out" | tail -n 1
-}
 last_count=0
 check_alive() {
 	local v
