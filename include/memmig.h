@@ -399,7 +399,8 @@ struct memmig_report_summary {
 	uint64_t bytes_total;	/* planned */
 	uint64_t bytes_moved;	/* now on the target node through this job */
 	uint64_t units_total;	/* 2 MB-aligned units planned */
-	uint64_t units_thp;	/* of which one transparent huge page each */
+	uint64_t units_thp;	/* of which one 2 MB page each (THP or
+				 * hugetlbfs) */
 	double prepare_s;	/* destination allocation and prefault */
 	double copy_s;		/* copy + swap, or move_pages */
 	double total_s;

@@ -16,6 +16,7 @@
 #define PM_PRESENT (1ULL << 63)
 #define PM_PFN_MASK ((1ULL << 55) - 1)
 #define KPF_COMPOUND_HEAD (1ULL << 15)
+#define KPF_HUGE (1ULL << 17)		/* hugetlbfs */
 #define KPF_THP (1ULL << 22)
 
 bool memmig_thp_mode_always(void)
@@ -36,7 +37,8 @@ static bool read_u64(int fd, uint64_t index, uint64_t *v)
 	return pread(fd, v, sizeof(*v), (off_t)(index * sizeof(*v))) == sizeof(*v);
 }
 
-/* A PMD-sized folio: a THP head, its 512 frames contiguous and aligned. */
+/* A PMD-sized folio: the head of a THP or of a 2 MB hugetlbfs page, its 512
+ * frames contiguous and aligned.  The kernel moves such a folio whole. */
 static bool unit_is_thp(int pagemap, int kflags, uint64_t addr)
 {
 	uint64_t first, last, flags;
@@ -50,7 +52,7 @@ static bool unit_is_thp(int pagemap, int kflags, uint64_t addr)
 	last &= PM_PFN_MASK;
 	if (!first || first % MEMMIG_UNIT_PAGES || last != first + MEMMIG_UNIT_PAGES - 1)
 		return false;
-	return read_u64(kflags, first, &flags) && (flags & KPF_THP) &&
+	return read_u64(kflags, first, &flags) && (flags & (KPF_THP | KPF_HUGE)) &&
 	       (flags & KPF_COMPOUND_HEAD);
 }
 

@@ -79,9 +79,10 @@ static uint8_t *map_memfd(size_t len, uint64_t seed)
 }
 
 /*
- * Pages of [addr, addr + len) on node, as the kernel's numa_maps counts
- * them: the sum of "N<node>=" over the mappings that start in the range
- * (a swap splits a range into several mappings).
+ * 4 KiB pages of [addr, addr + len) on node, as the kernel's numa_maps
+ * counts them: the sum of "N<node>=" over the mappings that start in the
+ * range (a swap splits a range into several mappings), in units of the
+ * line's kernelpagesize_kB (2048 for hugetlbfs).
  */
 static uint64_t numa_maps_pages(const void *addr, size_t len, int node)
 {
@@ -93,10 +94,11 @@ static uint64_t numa_maps_pages(const void *addr, size_t len, int node)
 	snprintf(key, sizeof(key), " N%d=", node);
 	while (f && fgets(line, sizeof(line), f)) {
 		uintptr_t start = strtoull(line, NULL, 16);
-		char *n = strstr(line, key);
+		char *n = strstr(line, key), *k = strstr(line, "kernelpagesize_kB=");
+		uint64_t kb = k ? strtoull(k + strlen("kernelpagesize_kB="), NULL, 10) : 4;
 
 		if (start >= from && start < to && n)
-			total += strtoull(n + strlen(key), NULL, 10);
+			total += strtoull(n + strlen(key), NULL, 10) * (kb / 4);
 	}
 	if (f)
 		fclose(f);
@@ -208,6 +210,65 @@ static void test_memfd(void)
 	tour(p, 32 * MiB, MEMMIG_STRATEGY_COPY, 1, "memfd, copy (mbind)");
 	tour(p, 32 * MiB, MEMMIG_STRATEGY_KERNEL, 2, "memfd, kernel");
 	munmap(p, 32 * MiB);
+}
+
+#define HP_SYSFS "/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/nr_hugepages"
+
+static long hugepages_get(int node)
+{
+	char path[128];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), HP_SYSFS, node);
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static bool hugepages_set(int node, long n)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), HP_SYSFS, node);
+	f = fopen(path, "we");
+	if (!f)
+		return false;
+	fprintf(f, "%ld\n", n);
+	return !fclose(f) && hugepages_get(node) == n;
+}
+
+/* hugetlbfs pages (MAP_HUGETLB): both strategies around the nodes, with
+ * 2 MB pages reserved on every node for the test and given back after. */
+static void test_hugetlb(void)
+{
+	size_t len = 16 * MiB;
+	long saved[16];
+	bool ok = true;
+	uint8_t *p;
+
+	for (int i = 0; i < nnodes; i++) {
+		saved[i] = hugepages_get(nodes[i]);
+		ok &= saved[i] >= 0 && hugepages_set(nodes[i], saved[i] + 2 * len / UNIT);
+	}
+	p = ok ? mmap(NULL, len, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0) : MAP_FAILED;
+	if (p == MAP_FAILED) {
+		printf("(skipped: cannot reserve 2 MB huge pages on every node) ");
+	} else {
+		fill(p, len, 7);
+		tour(p, len, MEMMIG_STRATEGY_COPY, 1, "hugetlb, copy (mbind)");
+		tour(p, len, MEMMIG_STRATEGY_KERNEL, 2, "hugetlb, kernel");
+		munmap(p, len);
+	}
+	for (int i = 0; i < nnodes; i++)
+		if (saved[i] >= 0)
+			hugepages_set(nodes[i], saved[i]);
 }
 
 /* Like map_anon, with the pages spread over every node but avoid. */
@@ -380,6 +441,7 @@ static CU_TestInfo tests[] = {
 	{ "anonymous THP, kernel strategy, around the nodes", test_anon_thp_kernel },
 	{ "anonymous 4 KiB pages, both strategies", test_anon_4k },
 	{ "memfd, both strategies", test_memfd },
+	{ "hugetlb, both strategies", test_hugetlb },
 	{ "cancel mid-way", test_cancel },
 	{ "target out of memory: -ENOMEM, partial, intact", test_enomem },
 	CU_TEST_INFO_NULL,
