@@ -401,9 +401,12 @@ struct memmig_report_summary {
 	uint64_t units_total;	/* 2 MB-aligned units planned */
 	uint64_t units_thp;	/* of which one 2 MB page each (THP or
 				 * hugetlbfs) */
-	double prepare_s;	/* destination allocation and prefault */
-	double copy_s;		/* copy + swap, or move_pages */
-	double total_s;
+	double prepare_s;	/* destination allocation and prefault, the
+				 * workers' average */
+	double copy_s;		/* copy + swap, or move_pages, the workers'
+				 * average */
+	double total_s;		/* the job, wall clock, placement queries
+				 * included */
 	double gbps;		/* bytes_moved / total_s, 1e9 bytes/s */
 	uint64_t pages_failed;	/* 4 KiB pages the kernel did not move */
 	uint64_t pages_verified_on_target; /* move_pages(nodes = NULL) after */
