@@ -118,6 +118,24 @@ check "migratepages 2 1 after memmig" migratepages "$hog" 2 1
 check "anon still on N1 only" test "$(placement "$anon_addr")" = "N1=$anon_pages"
 check_alive "after migratepages"
 
+# SIGTERM in the middle of a move: a clear message, exit 1, what moved is on
+# the target, the rest where it was, memhog's bytes intact.
+"$cli" move --pid "$hog" --to-node 2 --workers 1 >"$tmp/out" 2>"$tmp/err" &
+mover=$!
+sleep 0.3
+kill -TERM "$mover" 2>/dev/null
+wait "$mover"
+rc=$?
+a=$(placement "$anon_addr") m=$(placement "$memfd_addr")
+echo "  SIGTERM after 0.3 s: exit $rc, anon [$a], memfd [$m]: $(head -c 200 "$tmp/err")"
+if [ "$rc" -eq 1 ]; then
+	check "SIGTERM: says it was cancelled" grep -q "cancelled" "$tmp/err"
+	check "SIGTERM: the report says where the pages are" grep -q "^node " "$tmp/out"
+else
+	check "SIGTERM came after the end: the move succeeded" test "$rc" -eq 0
+fi
+check_alive "after SIGTERM"
+
 kill -TERM "$hog"
 wait "$hog"
 check "memhog exits clean" test $? -eq 0
