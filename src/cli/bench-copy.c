@@ -330,7 +330,6 @@ static int parse_args(struct copy_bench *b, int argc, char **argv,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char *end;
 	long v;
 	int c;
 
@@ -362,12 +361,9 @@ static int parse_args(struct copy_bench *b, int argc, char **argv,
 			break;
 		case 'r':
 		case 'm':
-			v = strtol(optarg, &end, 10);
-			if (*end || v < 1 || v > 1000) {
-				cli_error("--%s: expected a number from 1 to 1000\n",
-					  c == 'r' ? "reps" : "sample-ms");
+			if (cli_parse_int(c == 'r' ? "--reps" : "--sample-ms", optarg,
+					  1, 1000, &v) < 0)
 				return CLI_EXIT_USAGE;
-			}
 			if (c == 'r')
 				b->opts.reps = (unsigned int)v;
 			else

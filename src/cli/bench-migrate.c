@@ -259,7 +259,6 @@ static int mig_parse(struct mig_bench *b, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char *end;
 	long v;
 	int c;
 
@@ -275,11 +274,9 @@ static int mig_parse(struct mig_bench *b, int argc, char **argv)
 			break;
 		case 'r':
 		case 'n':
-			v = strtol(optarg, &end, 10);
-			if (*end || v < (c == 'r' ? 1 : 0) || v > (c == 'r' ? 31 : 1023)) {
-				cli_error("--%s: out of range\n", c == 'r' ? "reps" : "to-node");
+			if (cli_parse_int(c == 'r' ? "--reps" : "--to-node", optarg,
+					  c == 'r' ? 1 : 0, c == 'r' ? 31 : 1023, &v) < 0)
 				return CLI_EXIT_USAGE;
-			}
 			if (c == 'r')
 				b->reps = (unsigned int)v;
 			else

@@ -45,6 +45,9 @@ int cli_parse_json_only(int argc, char **argv, void (*usage)(FILE *), bool *json
 void cli_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
 /* Parses a size option ("2M"); prints the error and returns -EINVAL. */
 int cli_parse_size(const char *opt, const char *arg, size_t *out);
+/* Parses a decimal number in [min, max]; prints the error and returns
+ * -EINVAL otherwise. */
+int cli_parse_int(const char *opt, const char *arg, long min, long max, long *out);
 /* Parses a comma-separated list of sizes into a new array. */
 int cli_parse_size_list(const char *opt, const char *arg, size_t **out,
 			size_t *count);

@@ -79,20 +79,6 @@ static int parse_strategy(const char *s)
 	return -1;
 }
 
-static int parse_int(const char *opt, const char *arg, long min, long max, long *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtol(arg, &end, 10);
-	if (errno || end == arg || *end || *out < min || *out > max) {
-		cli_error("%s: expected a number from %ld to %ld, not '%s'\n", opt,
-			  min, max, arg);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 static int move_parse(int argc, char **argv, struct move_args *a)
 {
 	static const struct option opts[] = {
@@ -116,12 +102,12 @@ static int move_parse(int argc, char **argv, struct move_args *a)
 	while ((c = getopt_long(argc, argv, "p:n:a:l:s:w:Wjh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_int("--pid", optarg, 1, INT32_MAX, &n) < 0)
+			if (cli_parse_int("--pid", optarg, 1, INT32_MAX, &n) < 0)
 				return CLI_EXIT_USAGE;
 			a->pid = (int)n;
 			break;
 		case 'n':
-			if (parse_int("--to-node", optarg, 0, MAX_NODE - 1, &n) < 0)
+			if (cli_parse_int("--to-node", optarg, 0, MAX_NODE - 1, &n) < 0)
 				return CLI_EXIT_USAGE;
 			a->node = (int)n;
 			break;
@@ -145,7 +131,7 @@ static int move_parse(int argc, char **argv, struct move_args *a)
 			}
 			break;
 		case 'w':
-			if (parse_int("--workers", optarg, 1, 1024, &n) < 0)
+			if (cli_parse_int("--workers", optarg, 1, 1024, &n) < 0)
 				return CLI_EXIT_USAGE;
 			a->workers = (unsigned int)n;
 			break;

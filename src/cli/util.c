@@ -74,6 +74,20 @@ int cli_parse_size(const char *opt, const char *arg, size_t *out)
 	return 0;
 }
 
+int cli_parse_int(const char *opt, const char *arg, long min, long max, long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || *out < min || *out > max) {
+		cli_error("%s: expected a number from %ld to %ld, not '%s'\n", opt,
+			  min, max, arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int cli_parse_size_list(const char *opt, const char *arg, size_t **out,
 			size_t *count)
 {
