@@ -1,6 +1,14 @@
-# Sourced by the shell tests: named checks, exit-code checks, the summary.
-# The sourcing script sets $tmp (a scratch directory) first.
+# Sourced by the shell tests: a scratch directory ($tmp), named checks,
+# exit-code checks, memhog helpers, the summary.
 fails=0 passes=0
+tmp=$(mktemp -d)
+hog=	# memhog's pid while it runs: stopped on exit
+
+cleanup() {
+	[ -n "$hog" ] && kill "$hog" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
 
 # check NAME COMMAND...: passes when the command succeeds
 check() {

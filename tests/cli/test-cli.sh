@@ -3,8 +3,6 @@
 # (text and JSON), calibration written, loaded and overridden.
 set -u
 cli=${MEMMIG_CLI:-src/cli/memmig-cli}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 # shellcheck source=../testlib.sh
 . "$(dirname "$0")/../testlib.sh"
 

@@ -6,13 +6,6 @@
 set -u
 cli=${MEMMIG_CLI:-src/cli/memmig-cli}
 memhog=${MEMHOG:-tests/helpers/memhog}
-tmp=$(mktemp -d)
-hog=
-cleanup() {
-	[ -n "$hog" ] && kill "$hog" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
 # shellcheck source=../testlib.sh
 . "$(dirname "$0")/../testlib.sh"
 

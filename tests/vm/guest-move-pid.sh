@@ -9,13 +9,6 @@ set -u
 cli=${MEMMIG_CLI:-memmig-cli}
 memhog=${MEMHOG:-memhog}
 anon_mib=64 memfd_mib=32
-tmp=$(mktemp -d)
-hog=
-cleanup() {
-	[ -n "$hog" ] && kill "$hog" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
 # shellcheck source=../testlib.sh
 . "$(dirname "$0")/../testlib.sh"
 nodes=$(cat /sys/devices/system/node/has_memory 2>/dev/null)
