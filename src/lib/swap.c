@@ -96,8 +96,8 @@ static int dest_attrs(const struct memmig_vma *v, uint8_t *d, uint64_t l)
 	return 0;
 }
 
-int memmig_swap_in(const struct memmig_swap_src *s, uint8_t *dst, uint64_t src,
-		   uint64_t len)
+int memmig_swap_attrs(const struct memmig_swap_src *s, uint8_t *dst, uint64_t src,
+		      uint64_t len)
 {
 	uint64_t end = src + len, l;
 	int rc = 0;
@@ -110,11 +110,32 @@ int memmig_swap_in(const struct memmig_swap_src *s, uint8_t *dst, uint64_t src,
 		l = piece_len(v, at, end);
 		rc = dest_attrs(v, dst + (at - src), l);
 	}
-	for (uint64_t at = src; !rc && at < end; at += l) {
-		l = piece_len(vma_at(s, at), at, end);
-		if (mremap(dst + (at - src), l, l, MREMAP_MAYMOVE | MREMAP_FIXED,
-			   (void *)(uintptr_t)at) == MAP_FAILED)
-			rc = -errno;
-	}
 	return rc;
+}
+
+int memmig_swap_move(const struct memmig_swap_src *s, uint64_t from, uint64_t to,
+		     uint64_t src, uint64_t len)
+{
+	uint64_t end = src + len, l;
+
+	for (uint64_t at = src; at < end; at += l) {
+		const struct memmig_vma *v = vma_at(s, at);
+
+		if (!v)
+			return -EFAULT;
+		l = piece_len(v, at, end);
+		if (mremap((void *)(uintptr_t)(from + (at - src)), l, l,
+			   MREMAP_MAYMOVE | MREMAP_FIXED,
+			   (void *)(uintptr_t)(to + (at - src))) == MAP_FAILED)
+			return -errno;
+	}
+	return 0;
+}
+
+int memmig_swap_in(const struct memmig_swap_src *s, uint8_t *dst, uint64_t src,
+		   uint64_t len)
+{
+	int rc = memmig_swap_attrs(s, dst, src, len);
+
+	return rc ? rc : memmig_swap_move(s, (uintptr_t)dst, src, src, len);
 }

@@ -32,11 +32,18 @@ int memmig_swap_advise(const struct memmig_swap_src *s, uint64_t src,
 bool memmig_swap_takes_thp(const struct memmig_swap_src *s, uint64_t src,
 			   uint64_t len);
 /*
- * Gives dst the attributes of [src, src + len) (protection, mlock, fork,
- * dump and KSM advice), then moves it over src: one mremap per source
+ * memmig_swap_attrs() gives dst the attributes of [src, src + len)
+ * (protection, mlock, fork, dump and KSM advice); memmig_swap_in() does
+ * that, then moves it over src: one mremap per source
  * mapping (before Linux 6.17 mremap moves one mapping at a time).
  * Attributes first: a failure there leaves the source whole.
  */
+int memmig_swap_attrs(const struct memmig_swap_src *s, uint8_t *dst, uint64_t src,
+		      uint64_t len);
+/* Moves [from, from + len) to [to, to + len) with one mremap per piece
+ * that one source mapping of [src, src + len) holds. */
+int memmig_swap_move(const struct memmig_swap_src *s, uint64_t from, uint64_t to,
+		     uint64_t src, uint64_t len);
 int memmig_swap_in(const struct memmig_swap_src *s, uint8_t *dst, uint64_t src,
 		   uint64_t len);
 
