@@ -442,6 +442,166 @@ MEMMIG_EXPORT struct memmig_report *memmig_report_ref(struct memmig_report *rep)
 MEMMIG_EXPORT void memmig_report_unref(struct memmig_report *rep);
 
 /* ------------------------------------------------------------------ */
+/* Live migration of a running KVM guest's RAM, inside its VMM.         */
+
+/*
+ * A VMM hands memmig its KVM VM fd, its memslots and two callbacks; memmig
+ * can then move a slot, or a range of one, to another node or to a file
+ * tier while the guest runs: dirty tracking, pre-copy rounds, a short
+ * pause, the last dirty pages, a swap, resume.
+ */
+struct memmig_vm;
+struct memmig_live;
+
+struct memmig_vm_ops {
+	size_t sz;
+	/* Stops every vCPU; returns once none is inside KVM_RUN (its dirty
+	 * writes are then all logged).  0 or -errno.  Required. */
+	int (*pause)(void *opaque);
+	/* Lets them run again.  0 or -errno.  Required. */
+	int (*resume)(void *opaque);
+	/*
+	 * A slot's host memory changed, vCPUs paused: its new host address
+	 * (the same one after an mremap swap) and fd (-1: anonymous).  The
+	 * fd stays memmig's: dup() it to keep it.  When the slot was swapped
+	 * by re-adding the memslot (fd-backed RAM), old_hva is the VMM's
+	 * mapping, which the guest no longer uses: the VMM unmaps it.
+	 * Optional.
+	 */
+	void (*slot_moved)(void *opaque, uint32_t slot, void *old_hva,
+			   void *hva, int fd, uint64_t fd_offset);
+};
+
+/* One KVM memslot as the VMM registered it with KVM. */
+struct memmig_vm_slot {
+	size_t sz;
+	uint32_t slot;		/* address space << 16 | slot id, as KVM's */
+	uint32_t flags;		/* the KVM_MEM_* flags the VMM set */
+	uint64_t gpa;		/* guest-physical base */
+	void *hva;		/* host address */
+	uint64_t size;
+	int fd;			/* the backing fd, or -1 for anonymous RAM */
+	uint64_t fd_offset;
+};
+
+/*
+ * The VMM keeps vm_fd open while the vm lives.  ops is copied.  vm_fd -1:
+ * no KVM; the slots are memory of this process that its own threads
+ * write, pause() stops them, and tracking is MEMMIG_DIRTY_UFFD_WP.
+ */
+MEMMIG_EXPORT int memmig_vm_new(struct memmig_ctx *ctx, int vm_fd,
+				const struct memmig_vm_ops *ops, void *opaque,
+				struct memmig_vm **out);
+MEMMIG_EXPORT struct memmig_vm *memmig_vm_ref(struct memmig_vm *vm);
+MEMMIG_EXPORT void memmig_vm_unref(struct memmig_vm *vm);
+/* Registers a slot the VMM created (-EEXIST, -EINVAL on overlap or bad
+ * alignment). */
+MEMMIG_EXPORT int memmig_vm_add_slot(struct memmig_vm *vm,
+				     const struct memmig_vm_slot *slot);
+MEMMIG_EXPORT int memmig_vm_remove_slot(struct memmig_vm *vm, uint32_t slot);
+/* The slot as it is now (its hva and fd change when it moves). */
+MEMMIG_EXPORT int memmig_vm_get_slot(struct memmig_vm *vm, uint32_t slot,
+				     struct memmig_vm_slot *out);
+/*
+ * The VMM enabled KVM_CAP_DIRTY_LOG_RING before creating its vCPUs: it
+ * hands memmig each vCPU's mmapped ring (entries: a power of two).  KVM
+ * then refuses KVM_GET_DIRTY_LOG, and memmig harvests the rings.
+ */
+MEMMIG_EXPORT int memmig_vm_add_dirty_ring(struct memmig_vm *vm,
+					   unsigned int vcpu, void *ring,
+					   uint32_t entries);
+/* The VMM's answer to KVM_EXIT_DIRTY_RING_FULL, from the vCPU thread:
+ * harvests and resets the rings, then the vCPU may run again. */
+MEMMIG_EXPORT int memmig_vm_dirty_ring_full(struct memmig_vm *vm,
+					    unsigned int vcpu);
+/* The VMM wrote guest memory itself (device emulation): KVM did not see
+ * it.  During a live migration the pages are copied again. */
+MEMMIG_EXPORT int memmig_vm_mark_dirty(struct memmig_vm *vm, uint64_t gpa,
+				       uint64_t len);
+
+enum memmig_dirty_method {
+	MEMMIG_DIRTY_AUTO = 0,	/* the ring if the VMM gave rings, else the
+				 * log, with CLEAR where KVM has it */
+	MEMMIG_DIRTY_LOG,	/* KVM_GET_DIRTY_LOG, clearing as it reads */
+	MEMMIG_DIRTY_LOG_CLEAR,	/* KVM_GET_DIRTY_LOG + KVM_CLEAR_DIRTY_LOG
+				 * (KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2) */
+	MEMMIG_DIRTY_RING,	/* KVM_CAP_DIRTY_LOG_RING */
+	MEMMIG_DIRTY_UFFD_WP,	/* without KVM: userfaultfd write-protection
+				 * (UFFD_FEATURE_WP_ASYNC + PAGEMAP_SCAN,
+				 * Linux 6.7) */
+};
+MEMMIG_EXPORT const char *memmig_dirty_method_name(int method);
+
+struct memmig_live_opts {
+	size_t sz;
+	uint32_t slot;
+	uint64_t offset, length;	/* in the slot, 4 KiB multiples; length
+					 * 0: to the slot's end.  fd-backed
+					 * slots move whole. */
+	int target_node;		/* -1 for target_path */
+	const char *target_path;	/* file tier: a directory (an unnamed
+					 * file is made in it) or a file */
+	uint64_t pause_budget_ns;	/* 0: 5 ms */
+	unsigned int max_rounds;	/* pre-copy rounds after the first
+					 * full copy; 0: 30 */
+	int dirty_method;		/* enum memmig_dirty_method */
+	unsigned int flags;		/* none yet: 0 */
+};
+
+/* Validates opts and takes the slot; nothing is allocated yet. */
+MEMMIG_EXPORT int memmig_live_new(struct memmig_vm *vm,
+				  const struct memmig_live_opts *opts,
+				  struct memmig_live **out);
+/* Allocates and prefaults the destination on its node or file (the
+ * kernel zeroes it): timed on its own.  memmig_live_run() does it when
+ * the caller did not. */
+MEMMIG_EXPORT int memmig_live_prepare(struct memmig_live *live);
+/*
+ * Copies the range while the guest runs, then copies what the guest
+ * dirtied in rounds until the rest fits the pause budget at the measured
+ * copy rate (or the round limit), pauses, copies the rest, swaps the
+ * copy in, resumes.  Once.  0, -ECANCELED, or -errno with the guest on
+ * its old memory, untouched.
+ */
+MEMMIG_EXPORT int memmig_live_run(struct memmig_live *live);
+/* From any thread: stops pre-copy; the guest stays on its memory. */
+MEMMIG_EXPORT int memmig_live_cancel(struct memmig_live *live);
+MEMMIG_EXPORT void memmig_live_unref(struct memmig_live *live);
+
+struct memmig_live_report {
+	size_t sz;
+	int result;
+	int dirty_method;	/* the one used */
+	uint64_t bytes;		/* the range */
+	uint64_t bytes_copied;	/* every round and the pause */
+	unsigned int rounds;	/* copy rounds: the full one, then dirty ones */
+	int converged;		/* 0: the round limit forced the pause */
+	uint64_t pause_bytes;	/* copied while paused */
+	double prepare_s;	/* destination allocation and prefault */
+	double precopy_s;	/* from tracking on to the pause */
+	double pause_s;		/* pause() called to resume() called: the
+				 * vCPUs run again from there.  Of which: */
+	double pause_stop_s;	/* pause() */
+	double pause_harvest_s;	/* the last dirty harvest */
+	double pause_copy_s, pause_swap_s;
+	double resume_s;	/* resume() itself, till it returned */
+	double total_s;		/* run, prepare excluded */
+	double gbps;		/* bytes / total_s, 1e9 bytes/s */
+	double copy_gbps;	/* the copy rate the pause was sized with */
+};
+MEMMIG_EXPORT int memmig_live_get_report(const struct memmig_live *live,
+					 struct memmig_live_report *out);
+/* Round idx (0: the full copy): bytes copied and seconds taken. */
+MEMMIG_EXPORT int memmig_live_get_round(const struct memmig_live *live,
+					unsigned int idx, uint64_t *bytes,
+					double *seconds);
+
+/* new + prepare + run + report + unref. */
+MEMMIG_EXPORT int memmig_vm_migrate(struct memmig_vm *vm,
+				    const struct memmig_live_opts *opts,
+				    struct memmig_live_report *report);
+
+/* ------------------------------------------------------------------ */
 /* Destination reserve and fault injection.                             */
 
 /*

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A live migration's destination and its swap.
+ *
+ * Anonymous guest RAM: the copy is mremapped over the old host address, so
+ * that the memslot and the VMM's pointer stay as they are.  The old memory
+ * is first moved aside and freed after resume: freeing a GiB of pages
+ * would be most of the pause.
+ * fd-backed guest RAM (memfd, shmem, files) belongs to its file, which
+ * other processes may map: the copy is a new file, and the memslot is
+ * deleted and re-added at the copy's address, as QEMU does.
+ * A file tier (a directory or file) becomes the backing of the slot.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "live-private.h"
+#include "migrate-private.h"
+#include "nodemem.h"
+
+/* Free memory a destination leaves on its node, as the copy strategy. */
+#define NODE_MARGIN (64ULL << 20)
+
+static uint64_t range_hva(const struct memmig_live *l)
+{
+	return (uintptr_t)l->slot.hva + l->first * VM_PAGE;
+}
+
+/*
+ * Reserves len bytes whose address is congruent with src modulo 2 MB, so
+ * that 2 MB pieces of the copy line up with the source's huge pages and
+ * mremap moves whole page tables.
+ */
+static uint8_t *reserve_congruent(uint64_t len, uint64_t src, int *err)
+{
+	uint64_t span = len + MEMMIG_UNIT_SIZE;
+	uint8_t *p, *at;
+
+	p = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		*err = -errno;
+		return NULL;
+	}
+	at = p + ((src - (uintptr_t)p) & (MEMMIG_UNIT_SIZE - 1));
+	if (at > p)
+		munmap(p, at - p);
+	if (p + span > at + len)
+		munmap(at + len, p + span - (at + len));
+	return at;
+}
+
+/* An unnamed file in a directory, or the file itself; len bytes long. */
+static int tier_open(const char *path, uint64_t len)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st))
+		return -errno;
+	if (S_ISDIR(st.st_mode)) {
+		fd = open(path, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	} else if (S_ISREG(st.st_mode)) {
+		fd = open(path, O_RDWR | O_CLOEXEC);
+	} else {
+		return -EOPNOTSUPP;	/* device DAX needs its alignment */
+	}
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || ((uint64_t)st.st_size < len && ftruncate(fd, len))) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* A shared destination: a file tier, or a memfd bound to the node. */
+static int dest_shared(struct memmig_live *l, struct live_dest *d, uint64_t src)
+{
+	int rc = 0;
+
+	if (l->target_path) {
+		d->fd = tier_open(l->target_path, d->len);
+	} else {
+		d->fd = memfd_create("memmig-live", MFD_CLOEXEC);
+		if (d->fd >= 0 && ftruncate(d->fd, d->len))
+			rc = -errno;
+	}
+	if (d->fd < 0)
+		return d->fd;
+	/* Blocks first: a full file system says ENOSPC here, not SIGBUS
+	 * in the middle of a copy. */
+	if (!rc)
+		rc = -posix_fallocate(d->fd, 0, d->len);
+	if (!rc)
+		d->base = reserve_congruent(d->len, src, &rc);
+	if (!rc && mmap(d->base, d->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+			d->fd, 0) == MAP_FAILED)
+		rc = -errno;
+	if (!rc && !l->target_path)
+		rc = memmig_bind(d->base, d->len, l->opts.target_node, 0);
+	if (!rc && !l->whole_slot_swap)
+		d->spare = reserve_congruent(d->len, src, &rc);
+	if (d->spare)
+		d->spare_len = d->len;
+	return rc;
+}
+
+static int dest_anon(struct memmig_live *l, struct live_dest *d, uint64_t src)
+{
+	int rc = 0;
+
+	d->base = reserve_congruent(d->len, src, &rc);
+	if (!rc && mmap(d->base, d->len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		rc = -errno;
+	if (!rc)
+		rc = memmig_bind(d->base, d->len, l->opts.target_node, 0);
+	if (!rc)
+		rc = memmig_swap_advise(&d->src, src, d->len, d->base);
+	/* The copy gets the source mapping's protection, mlock and advice
+	 * now: in the pause there is only the move. */
+	if (!rc)
+		rc = memmig_swap_attrs(&d->src, d->base, src, d->len);
+	if (!rc)
+		d->spare = reserve_congruent(d->len, src, &rc);
+	if (d->spare)
+		d->spare_len = d->len;
+	return rc;
+}
+
+int memmig_live_dest_prepare(struct memmig_live *l)
+{
+	struct live_dest *d = &l->dest;
+	uint64_t src = range_hva(l);
+	int rc;
+
+	*d = (struct live_dest){ .fd = -1, .old_fd = -1, .len = l->npages * VM_PAGE };
+	d->shared = l->target_path || l->slot.fd >= 0;
+	rc = memmig_fault_hit(l->vm->ctx, MEMMIG_FAULT_DEST_ALLOC);
+	if (!rc && !l->target_path &&
+	    memmig_node_free(l->opts.target_node) < (long long)(d->len + NODE_MARGIN))
+		rc = -ENOMEM;	/* MPOL_BIND past the node's end wakes the OOM killer */
+	/* The mappings the swap moves, one mremap each. */
+	if (!rc && !l->whole_slot_swap)
+		rc = memmig_swap_src_read(&d->src);
+	if (!rc)
+		rc = d->shared ? dest_shared(l, d, src) : dest_anon(l, d, src);
+	if (!rc)
+		rc = memmig_populate(d->base, d->len);
+	if (rc < 0) {
+		err(l->vm->ctx, "slot %u: destination of %llu bytes: %d\n", l->slot.slot,
+		    (unsigned long long)d->len, rc);
+		memmig_live_dest_release(l);
+	}
+	return rc;
+}
+
+static int move_range(struct live_dest *d, uint64_t from, uint64_t to, uint64_t src)
+{
+	return memmig_swap_move(&d->src, from, to, src, d->len);
+}
+
+/*
+ * The old memory goes aside, the copy into its place: the old pages are
+ * freed after resume, not in the pause.  A shared copy (a file) replaces
+ * a whole slot (checked at new()).
+ */
+static int swap_mremap(struct memmig_live *l)
+{
+	struct live_dest *d = &l->dest;
+	uint64_t src = range_hva(l);
+	int rc, undo;
+
+	rc = move_range(d, src, (uintptr_t)d->spare, src);
+	if (!rc)
+		rc = move_range(d, (uintptr_t)d->base, src, src);
+	if (rc) {
+		/* Put back what went aside; the guest must find its memory. */
+		undo = move_range(d, (uintptr_t)d->spare, src, src);
+		if (undo)
+			err(l->vm->ctx, "slot %u: the old memory stays at %p: %d\n",
+			    l->slot.slot, d->spare, undo);
+		return rc;
+	}
+	d->base = NULL;	/* moved into the slot */
+	d->old_fd = memmig_vm_slot_moved(l->vm, l->slot.slot, l->slot.hva, d->fd, 0,
+					 d->fd >= 0);
+	d->fd = -1;	/* the slot's now */
+	return 0;
+}
+
+/* fd-backed source: the memslot is re-added at the copy's address. */
+static int swap_memslot(struct memmig_live *l)
+{
+	struct live_dest *d = &l->dest;
+	struct memmig_vm_slot s = l->slot;
+	int rc;
+
+	s.size = 0;
+	rc = memmig_vm_slot_register(l->vm, &s);
+	if (rc < 0)
+		return rc;
+	s.size = l->slot.size;
+	s.hva = d->base;
+	rc = memmig_vm_slot_register(l->vm, &s);
+	if (rc < 0) {
+		/* Back on the old memory, or the guest has none. */
+		int undo = memmig_vm_slot_register(l->vm, &l->slot);
+
+		if (undo)
+			err(l->vm->ctx, "slot %u is gone: %d\n", l->slot.slot, undo);
+		return rc;
+	}
+	/* Logging went off with the old slot. */
+	l->logging = false;
+	d->old_fd = memmig_vm_slot_moved(l->vm, l->slot.slot, d->base, d->fd, 0, true);
+	d->base = NULL;
+	d->fd = -1;
+	return 0;
+}
+
+int memmig_live_dest_swap(struct memmig_live *l)
+{
+	memmig_copy_drain();	/* NT stores land before the guest reads */
+	return l->whole_slot_swap ? swap_memslot(l) : swap_mremap(l);
+}
+
+void memmig_live_dest_release(struct memmig_live *l)
+{
+	struct live_dest *d = &l->dest;
+
+	if (d->base)
+		munmap(d->base, d->len);
+	if (d->spare)
+		munmap(d->spare, d->spare_len);
+	if (d->fd >= 0)
+		close(d->fd);
+	/* The file the slot left: its last reference may free its pages. */
+	if (d->old_fd >= 0)
+		close(d->old_fd);
+	memmig_swap_src_free(&d->src);
+	*d = (struct live_dest){ .fd = -1, .old_fd = -1 };
+}

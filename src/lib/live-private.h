@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Internal to live migration: the migration, its tracker and destination. */
+#ifndef MEMMIG_LIVE_PRIVATE_H
+#define MEMMIG_LIVE_PRIVATE_H
+
+#include "swap.h"
+#include "vm-private.h"
+
+/* The copy of a range, and what the swap needs. */
+struct live_dest {
+	uint8_t *base;		/* the copy: page p of the range at base + p * 4K */
+	uint64_t len;
+	int fd;			/* a shared destination's file, or -1 */
+	int old_fd;		/* memmig's file the slot left, closed after
+				 * resume */
+	bool shared;		/* MAP_SHARED (memfd or file tier) */
+	struct memmig_swap_src src;	/* the source mapping's attributes */
+	void *spare;		/* where the old memory waits during the swap */
+	uint64_t spare_len;
+};
+
+struct live_round {
+	uint64_t bytes;
+	double seconds;
+};
+
+struct memmig_live {
+	int refcount;
+	struct memmig_vm *vm;
+	struct memmig_live_opts opts;
+	char *target_path;
+	struct memmig_vm_slot slot;	/* as it was at new() */
+	uint64_t first, npages;		/* the range, in slot pages */
+	int method;			/* resolved */
+	bool whole_slot_swap;		/* fd-backed: re-add the memslot */
+
+	uint64_t *dirty;		/* slot pages to copy (whole slot) */
+	uint64_t *pending;		/* rings and mark_dirty, under vm->lock */
+	uint64_t *log;			/* KVM_GET_DIRTY_LOG's buffer */
+	size_t words;
+	int uffd, pagemap;		/* UFFD_WP tracking, or -1 */
+	bool manual_protect;		/* we turned it on: turn it off */
+	bool logging;			/* the slot's LOG_DIRTY_PAGES is ours */
+
+	struct live_dest dest;
+	bool prepared, ran;
+	bool cancel;			/* atomic */
+	int prim;			/* the full round's primitive */
+
+	struct live_round *rounds;
+	unsigned int nrounds;
+	struct memmig_live_report rep;
+};
+
+/* Dirty tracking (dirty.c). */
+int memmig_dirty_start(struct memmig_live *l);
+/* ORs the pages dirtied since the last harvest into l->dirty.  For
+ * LOG_CLEAR they stay dirty in KVM until memmig_dirty_clear(). */
+int memmig_dirty_harvest(struct memmig_live *l);
+/* Before words [w, w + n) of l->dirty are copied: has KVM log their
+ * pages again (LOG_CLEAR only; the others re-protect as they harvest). */
+int memmig_dirty_clear(struct memmig_live *l, size_t w, size_t n);
+/* Switches logging off as it was before start; safe after a failed start. */
+void memmig_dirty_stop(struct memmig_live *l);
+/* The same without KVM (dirty-uffd.c). */
+int memmig_dirty_uffd_start(struct memmig_live *l);
+int memmig_dirty_uffd_harvest(struct memmig_live *l);
+void memmig_dirty_uffd_stop(struct memmig_live *l);
+
+/* The destination (live-dest.c). */
+int memmig_live_dest_prepare(struct memmig_live *l);
+/* Paused: puts the copy in the source's place.  On failure the guest is
+ * on its old memory. */
+int memmig_live_dest_swap(struct memmig_live *l);
+/* After resume, or instead of the swap: frees what is left. */
+void memmig_live_dest_release(struct memmig_live *l);
+
+#endif

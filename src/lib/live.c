@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Live migration of guest RAM (pre-copy, as QEMU migrates between hosts,
+ * here between tiers of one host):
+ *  1. dirty logging on; copy every page of the range;
+ *  2. rounds: harvest the pages the guest dirtied, copy them, until what is
+ *     left fits the pause budget at the measured copy rate, or the round
+ *     limit;
+ *  3. pause the vCPUs, harvest once more, copy the rest, swap the copy in,
+ *     resume; 4. logging off.
+ * A page is copied only after KVM logs it again (re-protected), so a write
+ * that lands during its copy is seen by the next harvest: nothing the
+ * guest wrote is lost.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "live-private.h"
+#include "migrate-private.h"
+#include "nodemem.h"
+
+#define DEFAULT_BUDGET_NS 5000000ULL
+#define DEFAULT_ROUNDS 30
+/* Pages re-protected and copied per step: 32 MiB.  Small enough that a
+ * page re-protected early is not rewritten long before its copy, large
+ * enough that the ioctl is noise. */
+#define CHUNK_WORDS 128
+
+static const char *const method_names[] = {
+	[MEMMIG_DIRTY_AUTO] = "auto",
+	[MEMMIG_DIRTY_LOG] = "log",
+	[MEMMIG_DIRTY_LOG_CLEAR] = "log-clear",
+	[MEMMIG_DIRTY_RING] = "ring",
+	[MEMMIG_DIRTY_UFFD_WP] = "uffd-wp",
+};
+
+const char *memmig_dirty_method_name(int method)
+{
+	if (method < 0 || method > MEMMIG_DIRTY_UFFD_WP)
+		return NULL;
+	return method_names[method];
+}
+
+/* AUTO: the rings if the VMM has them (KVM then refuses the log), else
+ * the log with CLEAR where KVM has it. */
+static int method_resolve(struct memmig_vm *vm, int want, bool rings)
+{
+	if (vm->fd < 0)
+		return want == MEMMIG_DIRTY_AUTO || want == MEMMIG_DIRTY_UFFD_WP ?
+			       MEMMIG_DIRTY_UFFD_WP : -EOPNOTSUPP;
+	switch (want) {
+	case MEMMIG_DIRTY_AUTO:
+		if (rings)
+			return MEMMIG_DIRTY_RING;
+		return ioctl(vm->fd, KVM_CHECK_EXTENSION,
+			     KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2) > 0 ?
+			       MEMMIG_DIRTY_LOG_CLEAR : MEMMIG_DIRTY_LOG;
+	case MEMMIG_DIRTY_LOG:
+	case MEMMIG_DIRTY_LOG_CLEAR:
+		return rings ? -EOPNOTSUPP : want;
+	case MEMMIG_DIRTY_RING:
+		return rings ? want : -ENXIO;
+	case MEMMIG_DIRTY_UFFD_WP:
+		return -EOPNOTSUPP;	/* KVM's writes bypass the page tables */
+	default:
+		return -EINVAL;
+	}
+}
+
+static int opts_check(struct memmig_live *l, bool rings)
+{
+	struct memmig_live_opts *o = &l->opts;
+	uint64_t size = l->slot.size;
+
+	if ((o->target_node >= 0) == (o->target_path != NULL) || o->flags)
+		return -EINVAL;
+	if (o->target_node >= 0 && memmig_node_free(o->target_node) < 0)
+		return -ENOENT;
+	if (o->offset % VM_PAGE || o->length % VM_PAGE || o->offset >= size ||
+	    o->length > size - o->offset)
+		return -EINVAL;
+	l->first = o->offset / VM_PAGE;
+	l->npages = (o->length ? o->length : size - o->offset) / VM_PAGE;
+	/* A file backs a slot whole: its fd stands for all of it.  Without
+	 * KVM there is no memslot to re-add: the new file moves over the old
+	 * mapping, as anonymous memory does. */
+	l->whole_slot_swap = l->slot.fd >= 0 && l->vm->fd >= 0;
+	if ((l->slot.fd >= 0 || o->target_path) && l->npages != size / VM_PAGE)
+		return -EOPNOTSUPP;
+	if (!o->pause_budget_ns)
+		o->pause_budget_ns = DEFAULT_BUDGET_NS;
+	if (!o->max_rounds)
+		o->max_rounds = DEFAULT_ROUNDS;
+	l->method = method_resolve(l->vm, o->dirty_method, rings);
+	return l->method < 0 ? l->method : 0;
+}
+
+static int live_alloc(struct memmig_live *l)
+{
+	l->words = bitmap_words(l->slot.size / VM_PAGE);
+	l->dirty = calloc(l->words, sizeof(uint64_t));
+	l->pending = calloc(l->words, sizeof(uint64_t));
+	l->log = calloc(l->words, sizeof(uint64_t));
+	l->rounds = calloc(l->opts.max_rounds + 2, sizeof(*l->rounds));
+	if (l->opts.target_path)
+		l->target_path = strdup(l->opts.target_path);
+	l->opts.target_path = l->target_path;
+	if (!l->dirty || !l->pending || !l->log || !l->rounds ||
+	    (l->opts.target_node < 0 && !l->target_path))
+		return -ENOMEM;
+	return 0;
+}
+
+int memmig_live_new(struct memmig_vm *vm, const struct memmig_live_opts *opts,
+		    struct memmig_live **out)
+{
+	struct memmig_live *l;
+	struct vm_slot *e;
+	bool rings;
+	int rc;
+
+	if (!vm || !opts || !out)
+		return -EINVAL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->refcount = 1;
+	l->vm = memmig_vm_ref(vm);
+	l->dest.fd = l->dest.old_fd = -1;
+	l->uffd = l->pagemap = -1;
+	l->opts.target_node = -1;
+	rc = memmig_struct_in(&l->opts, sizeof(l->opts), opts);
+	pthread_mutex_lock(&vm->lock);
+	e = rc ? NULL : memmig_vm_slot_find(vm, l->opts.slot);
+	if (e)
+		l->slot = e->s;
+	rings = vm->nrings > 0;
+	pthread_mutex_unlock(&vm->lock);
+	if (!rc && !e)
+		rc = -ENOENT;
+	if (!rc)
+		rc = opts_check(l, rings);
+	if (!rc)
+		rc = live_alloc(l);
+	if (rc < 0) {
+		memmig_live_unref(l);
+		return rc;
+	}
+	*out = l;
+	return 0;
+}
+
+void memmig_live_unref(struct memmig_live *l)
+{
+	if (!l || __atomic_sub_fetch(&l->refcount, 1, __ATOMIC_ACQ_REL))
+		return;
+	memmig_live_dest_release(l);
+	free(l->dirty);
+	free(l->pending);
+	free(l->log);
+	free(l->rounds);
+	free(l->target_path);
+	memmig_vm_unref(l->vm);
+	free(l);
+}
+
+static int prepare(struct memmig_live *l)
+{
+	double t = memmig_now();
+	int rc;
+
+	rc = memmig_live_dest_prepare(l);
+	l->rep.prepare_s = memmig_now() - t;
+	l->prepared = rc == 0;
+	return rc;
+}
+
+int memmig_live_prepare(struct memmig_live *l)
+{
+	if (!l)
+		return -EINVAL;
+	if (l->prepared || l->ran)
+		return -EALREADY;
+	return prepare(l);
+}
+
+int memmig_live_cancel(struct memmig_live *l)
+{
+	if (!l)
+		return -EINVAL;
+	__atomic_store_n(&l->cancel, true, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static bool cancelled(struct memmig_live *l)
+{
+	return __atomic_load_n(&l->cancel, __ATOMIC_ACQUIRE);
+}
+
+static void copy_pages(struct memmig_live *l, uint64_t page, uint64_t n, int prim)
+{
+	const uint8_t *src = (const uint8_t *)l->slot.hva + page * VM_PAGE;
+	uint8_t *dst = l->dest.base + (page - l->first) * VM_PAGE;
+
+	if (prim >= 0)
+		memmig_copy_with(l->vm->ctx, prim, dst, src, n * VM_PAGE,
+				 MEMMIG_COPY_NODRAIN);
+	else
+		memmig_copy_run(l->vm->ctx, dst, src, n * VM_PAGE, MEMMIG_COPY_NODRAIN);
+}
+
+/* Copies the runs of set bits in words [w, end) and clears them. */
+static uint64_t copy_words(struct memmig_live *l, size_t w, size_t end, int prim)
+{
+	uint64_t bytes = 0, p = (uint64_t)w * 64;
+
+	for (;;) {
+		size_t i = p / 64;
+		uint64_t bits = i < end ? l->dirty[i] & (~0ULL << (p % 64)) : 0, s;
+
+		while (!bits && ++i < end)
+			bits = l->dirty[i];
+		if (!bits)
+			break;
+		s = (uint64_t)i * 64 + __builtin_ctzll(bits);
+		bits = ~l->dirty[i] & (~0ULL << (s % 64));
+		while (!bits && ++i < end)
+			bits = ~l->dirty[i];
+		p = bits ? (uint64_t)i * 64 + __builtin_ctzll(bits) : (uint64_t)end * 64;
+		copy_pages(l, s, p - s, prim);
+		bytes += (p - s) * VM_PAGE;
+	}
+	memset(&l->dirty[w], 0, (end - w) * sizeof(uint64_t));
+	return bytes;
+}
+
+static bool words_empty(const uint64_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+/*
+ * Copies the dirty pages, a chunk at a time: re-protect (LOG_CLEAR), copy,
+ * drain.  In the pause nothing is re-protected: the guest is stopped.
+ */
+static int copy_dirty(struct memmig_live *l, bool paused, int prim, uint64_t *bytes)
+{
+	size_t w0 = l->first / 64, w1 = bitmap_words(l->first + l->npages);
+	int rc = 0;
+
+	*bytes = 0;
+	for (size_t w = w0; !rc && w < w1; w += CHUNK_WORDS) {
+		size_t n = w1 - w < CHUNK_WORDS ? w1 - w : CHUNK_WORDS;
+
+		if (!paused && cancelled(l))
+			return -ECANCELED;
+		if (words_empty(&l->dirty[w], n))
+			continue;
+		if (!paused)
+			rc = memmig_dirty_clear(l, w, n);
+		if (!rc)
+			*bytes += copy_words(l, w, w + n, prim);
+		memmig_copy_drain();
+	}
+	return rc;
+}
+
+static uint64_t dirty_bytes(const struct memmig_live *l)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < l->words; i++)
+		n += __builtin_popcountll(l->dirty[i]);
+	return n * VM_PAGE;
+}
+
+static void round_done(struct memmig_live *l, uint64_t bytes, double t0)
+{
+	struct live_round *r = &l->rounds[l->nrounds++];
+
+	r->bytes = bytes;
+	r->seconds = memmig_now() - t0;
+	l->rep.bytes_copied += bytes;
+	/* The rate the pause is sized with: the latest round that copied
+	 * enough to time (scattered pages copy slower than a stream). */
+	if (bytes >= (1ULL << 20) && r->seconds > 0)
+		l->rep.copy_gbps = bytes / r->seconds / 1e9;
+	info(l->vm->ctx, "slot %u round %u: %llu bytes in %.3f ms\n", l->slot.slot,
+	     l->nrounds - 1, (unsigned long long)bytes, r->seconds * 1e3);
+}
+
+/* Would the pause fit the budget if it came now? */
+static bool fits_pause(struct memmig_live *l)
+{
+	/* Until a round was timed: a rate no machine is slower than. */
+	double gbps = l->rep.copy_gbps > 0 ? l->rep.copy_gbps : 1.0;
+	double copy_s = dirty_bytes(l) / (gbps * 1e9);
+
+	return copy_s + l->vm->pause_overhead_s <= l->opts.pause_budget_ns * 1e-9;
+}
+
+/* Rounds until what is dirty fits the pause, or the round limit. */
+static int precopy(struct memmig_live *l)
+{
+	double t = memmig_now();
+	uint64_t bytes;
+	int rc;
+
+	rc = copy_dirty(l, false, l->prim, &bytes);
+	if (rc < 0)
+		return rc;
+	round_done(l, bytes, t);
+	for (;;) {
+		if (cancelled(l))
+			return -ECANCELED;
+		rc = memmig_dirty_harvest(l);
+		if (rc < 0)
+			return rc;
+		/* Nothing dirty: more rounds cannot make the pause shorter. */
+		if (fits_pause(l) || !dirty_bytes(l)) {
+			l->rep.converged = 1;
+			return 0;
+		}
+		if (l->nrounds > l->opts.max_rounds)
+			return 0;
+		t = memmig_now();
+		rc = copy_dirty(l, false, -1, &bytes);
+		if (rc < 0)
+			return rc;
+		round_done(l, bytes, t);
+	}
+}
+
+/* vCPUs stopped: the last pages, the swap.  Returns the first error. */
+static int paused_part(struct memmig_live *l)
+{
+	double t = memmig_now();
+	uint64_t bytes;
+	int rc;
+
+	rc = memmig_dirty_harvest(l);
+	l->rep.pause_harvest_s = memmig_now() - t;
+	t = memmig_now();
+	if (!rc)
+		rc = copy_dirty(l, true, -1, &bytes);
+	if (rc < 0)
+		return rc;
+	l->rep.pause_bytes = bytes;
+	l->rep.bytes_copied += bytes;
+	l->rep.pause_copy_s = memmig_now() - t;
+	t = memmig_now();
+	rc = memmig_live_dest_swap(l);
+	l->rep.pause_swap_s = memmig_now() - t;
+	return rc;
+}
+
+/*
+ * What the next pause will cost beyond its copy: a running average, so
+ * that one pause the scheduler stretched does not make every later
+ * migration spin through its rounds.
+ */
+static void learn_overhead(struct memmig_vm *vm, double s)
+{
+	vm->pause_overhead_s = 0.75 * vm->pause_overhead_s + 0.25 * s;
+}
+
+static int pause_and_swap(struct memmig_live *l)
+{
+	struct memmig_vm *vm = l->vm;
+	double t = memmig_now();
+	int rc, rrc;
+
+	rc = vm->ops.pause(vm->opaque);
+	l->rep.pause_stop_s = memmig_now() - t;
+	if (rc < 0) {
+		err(vm->ctx, "slot %u: pause: %d\n", l->slot.slot, rc);
+		return rc;
+	}
+	rc = paused_part(l);
+	l->rep.pause_s = memmig_now() - t;
+	t = memmig_now();
+	rrc = vm->ops.resume(vm->opaque);
+	l->rep.resume_s = memmig_now() - t;
+	if (!rc)
+		learn_overhead(vm, l->rep.pause_s - l->rep.pause_copy_s);
+	if (rrc < 0)
+		err(vm->ctx, "slot %u: resume: %d\n", l->slot.slot, rrc);
+	return rc ? rc : rrc;
+}
+
+static int claim_vm(struct memmig_live *l, bool on)
+{
+	struct memmig_vm *vm = l->vm;
+	int rc = 0;
+
+	pthread_mutex_lock(&vm->lock);
+	if (!on)
+		vm->active = NULL;
+	else if (vm->active)
+		rc = -EBUSY;
+	else
+		vm->active = l;
+	pthread_mutex_unlock(&vm->lock);
+	return rc;
+}
+
+int memmig_live_run(struct memmig_live *l)
+{
+	double t;
+	int rc;
+
+	if (!l)
+		return -EINVAL;
+	if (l->ran)
+		return -EALREADY;
+	l->ran = true;
+	l->rep.bytes = l->npages * VM_PAGE;
+	l->rep.dirty_method = l->method;
+	rc = l->prepared ? 0 : prepare(l);
+	if (!rc)
+		rc = claim_vm(l, true);
+	if (rc < 0)
+		goto out;
+	t = memmig_now();
+	l->prim = memmig_copy_query(l->vm->ctx, l->rep.bytes, 0);
+	rc = l->prim < 0 ? l->prim : memmig_dirty_start(l);
+	if (!rc)
+		rc = precopy(l);
+	l->rep.precopy_s = memmig_now() - t;
+	if (!rc)
+		rc = pause_and_swap(l);
+	memmig_dirty_stop(l);
+	claim_vm(l, false);
+	l->rep.total_s = memmig_now() - t;
+	if (l->rep.total_s > 0)
+		l->rep.gbps = l->rep.bytes / l->rep.total_s / 1e9;
+out:
+	/* After resume: the old memory is freed while the guest runs. */
+	memmig_live_dest_release(l);
+	l->rep.rounds = l->nrounds;
+	l->rep.result = rc;
+	if (rc < 0)
+		err(l->vm->ctx, "slot %u: live migration: %d\n", l->slot.slot, rc);
+	return rc;
+}
+
+int memmig_live_get_report(const struct memmig_live *l, struct memmig_live_report *out)
+{
+	struct memmig_live_report r;
+
+	if (!l || !out)
+		return -EINVAL;
+	r = l->rep;
+	r.sz = sizeof(r);
+	return memmig_struct_out(out, &r, sizeof(r));
+}
+
+int memmig_live_get_round(const struct memmig_live *l, unsigned int idx,
+			  uint64_t *bytes, double *seconds)
+{
+	if (!l || idx >= l->nrounds)
+		return -EINVAL;
+	if (bytes)
+		*bytes = l->rounds[idx].bytes;
+	if (seconds)
+		*seconds = l->rounds[idx].seconds;
+	return 0;
+}
+
+int memmig_vm_migrate(struct memmig_vm *vm, const struct memmig_live_opts *opts,
+		      struct memmig_live_report *report)
+{
+	struct memmig_live *l;
+	int rc;
+
+	rc = memmig_live_new(vm, opts, &l);
+	if (rc < 0)
+		return rc;
+	rc = memmig_live_run(l);
+	if (report)
+		memmig_live_get_report(l, report);
+	memmig_live_unref(l);
+	return rc;
+}
