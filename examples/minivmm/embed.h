@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * minivmm embeds libmemmig: what a VMM writes to hand memmig its VM, and a
+ * migrate-then-verify step shared by minivmm, memmig-cli demo and the
+ * tests.
+ */
+#ifndef MINIVMM_EMBED_H
+#define MINIVMM_EMBED_H
+
+#include <memmig.h>
+
+#include "vmm.h"
+
+/* Registers the VM, its slot and its dirty ring (if any) with memmig. */
+int minivmm_embed(struct memmig_ctx *ctx, struct minivmm *vmm,
+		  struct memmig_vm **out);
+
+struct minivmm_migration {
+	struct memmig_live_report rep;
+	struct minivmm_check check;	/* once the guest wrote on */
+	uint64_t passes_before, passes_after;
+	uint64_t guest_errors;		/* new ones, reported by port I/O */
+	int verify_rc;
+};
+
+/*
+ * One live migration of the guest's RAM (prepare timed on its own); once
+ * the guest wrote on, a check of every page.  0 when the
+ * migration and the check ran (the counts say whether the data is whole),
+ * or the migration's -errno.
+ */
+int minivmm_migrate(struct memmig_vm *vm, struct minivmm *vmm,
+		    const struct memmig_live_opts *opts,
+		    struct minivmm_migration *out);
+/* Returns once the guest wrote another page: 0 or -ETIMEDOUT. */
+int minivmm_wait_progress(struct minivmm *vmm, int timeout_ms);
+/* Nothing lost, torn or seen wrong by the guest. */
+int minivmm_migration_ok(const struct minivmm_migration *m);
+
+#endif

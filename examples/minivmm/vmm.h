@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * minivmm: a one-vCPU KVM VMM whose guest checks its own RAM, to drive
+ * live migrations of guest memory.  Independent of libmemmig: an embedder
+ * hands its vm fd, slot, dirty ring and pause/resume to the library.
+ *
+ * The guest (guest.S) runs in flat 32-bit protected mode without paging.
+ * Page 0 holds its code and, at MINIVMM_STATE_OFFSET, the state block;
+ * pages 1..npages-1 are data.  In pass P it writes P to the first dword of
+ * every 64-byte line of each data page in turn, and the page number to the
+ * page's dword 1, checking first that each still holds what pass P-1 left.
+ *
+ * Without /dev/kvm, a host thread can stand in for the vCPU
+ * (MINIVMM_VCPU_THREAD): the same algorithm in C on the same RAM and
+ * state block, at the host's native speed, paused and checked the same
+ * way, but with no VM: no vm fd, no memslot in KVM, no dirty ring.
+ */
+#ifndef MINIVMM_VMM_H
+#define MINIVMM_VMM_H
+
+/* The guest's ABI, shared with guest.S. */
+#define MINIVMM_PAGE		4096
+#define MINIVMM_LINE		64
+#define MINIVMM_LINES		(MINIVMM_PAGE / MINIVMM_LINE)
+#define MINIVMM_PAGENUM_OFFSET	4	/* dword 1 of each data page */
+#define MINIVMM_STATE_OFFSET	0x800	/* in page 0, after the code */
+#define MINIVMM_STATE_PASS	(MINIVMM_STATE_OFFSET + 0)
+#define MINIVMM_STATE_POS	(MINIVMM_STATE_OFFSET + 4)
+#define MINIVMM_STATE_ERRORS	(MINIVMM_STATE_OFFSET + 8)
+#define MINIVMM_STATE_HALF_EXITS (MINIVMM_STATE_OFFSET + 12)
+#define MINIVMM_PORT_PASS	0x10	/* out: a pass ended, eax = its number */
+#define MINIVMM_PORT_ERROR	0x11	/* out: a check failed, eax = the page */
+#define MINIVMM_PORT_HALF	0x12	/* out: half a page written (with a ring) */
+
+#ifndef __ASSEMBLER__
+#include <stdint.h>
+#include <linux/kvm.h>
+
+/* The state block, as the guest writes it. */
+struct minivmm_state {
+	uint32_t pass;		/* the pass in progress (0: none yet) */
+	uint32_t pos;		/* the page being written, stored first */
+	uint32_t errors;	/* failed checks, as the guest counts them */
+	uint32_t half_exits;	/* set by the VMM: exit each half page */
+};
+
+enum minivmm_backing {
+	MINIVMM_BACKING_ANON,	/* private anonymous, 2 MiB aligned, THP */
+	MINIVMM_BACKING_MEMFD,	/* memfd, mapped shared */
+};
+
+enum minivmm_vcpu_kind {
+	MINIVMM_VCPU_KVM = 0,	/* guest.S on a KVM vCPU */
+	MINIVMM_VCPU_THREAD,	/* a host thread writes the RAM; no KVM */
+};
+
+struct minivmm_opts {
+	uint64_t mem;		/* bytes: 4 KiB multiple, 8 KiB to 3 GiB */
+	int backing;		/* enum minivmm_backing */
+	uint32_t dirty_ring;	/* entries, a power of two; 0: no ring.
+				 * KVM only */
+	int vcpu;		/* enum minivmm_vcpu_kind */
+};
+
+/* The one memslot, as registered with KVM (with the host-thread vCPU,
+ * as it would be: slot 0 at GPA 0). */
+struct minivmm_slot {
+	uint32_t slot;
+	uint32_t flags;		/* KVM_MEM_* */
+	uint64_t gpa;
+	void *hva;
+	uint64_t size;
+	int fd;			/* -1: anonymous */
+	uint64_t fd_offset;
+};
+
+struct minivmm_stats {
+	uint64_t passes;	/* the last pass the guest finished */
+	uint64_t guest_errors;	/* checks the guest reported failed */
+	uint32_t last_error_page;
+	uint64_t ring_full_exits;
+	int fatal;		/* 0, or why the vCPU stopped: -errno */
+	char fatal_msg[128];
+};
+
+/* Filled by minivmm_verify(): counts of data pages. */
+struct minivmm_check {
+	uint32_t pass, pos;	/* the state block at the check */
+	uint64_t pages;		/* data pages checked */
+	uint64_t lost;		/* a line older than expected, or a wrong
+				 * page number */
+	uint64_t torn;		/* lines of one pass that disagree */
+	uint32_t guest_errors;	/* the state block's count */
+};
+
+struct minivmm;
+
+/* Runs on the vCPU thread at KVM_EXIT_DIRTY_RING_FULL: harvests the ring
+ * and resets it.  It must not wait for a minivmm_pause() caller, which
+ * waits for it.  Nonzero stops the vCPU. */
+typedef int (*minivmm_ring_full_fn)(void *opaque, unsigned int vcpu);
+
+/*
+ * Creates the VM, its RAM as memslot 0 at GPA 0, the dirty ring if asked
+ * and the vCPU, ready to run the guest.  -ENODEV without /dev/kvm.
+ * Installs a no-op SIGUSR1 handler (no SA_RESTART): SIGUSR1 kicks the vCPU.
+ * With opts->vcpu MINIVMM_VCPU_THREAD: only the RAM, laid out the same,
+ * and none of that (-EINVAL with a dirty ring).
+ */
+int minivmm_create(const struct minivmm_opts *opts, struct minivmm **out);
+/* Stops the vCPU and frees everything, the slot's memory and fd included. */
+void minivmm_destroy(struct minivmm *vmm);
+
+/* -1 with the host-thread vCPU. */
+int minivmm_vm_fd(const struct minivmm *vmm);
+void minivmm_get_slot(struct minivmm *vmm, struct minivmm_slot *out);
+/* The vCPU's ring and its entries, or NULL without one. */
+struct kvm_dirty_gfn *minivmm_dirty_ring(const struct minivmm *vmm,
+					 uint32_t *entries);
+/* Before minivmm_start(). */
+void minivmm_set_ring_full(struct minivmm *vmm, minivmm_ring_full_fn fn,
+			   void *opaque);
+
+/* Starts the vCPU thread (or the host thread that stands in for it). */
+int minivmm_start(struct minivmm *vmm);
+/*
+ * Returns once the vCPU is parked outside KVM_RUN (the host thread:
+ * between two pages); calls nest, from any thread but the vCPU's.  opaque
+ * is the struct minivmm: both fit memmig_vm_ops.pause and .resume.  The
+ * resume that lets the vCPU run again frees, after waking it, the memory
+ * a minivmm_set_slot_memory() replaced.
+ */
+int minivmm_pause(void *opaque);
+int minivmm_resume(void *opaque);
+/* Waits until the guest has finished pass `pass`: 0, -ETIMEDOUT, or -EIO
+ * when the vCPU stopped. */
+int minivmm_wait_pass(struct minivmm *vmm, uint64_t pass, int timeout_ms);
+void minivmm_get_stats(struct minivmm *vmm, struct minivmm_stats *out);
+
+/*
+ * The guest's RAM moved, the guest paused: its address (the same one
+ * after an mremap swap; a new one after the memslot was re-added) and
+ * backing fd (-1: anonymous; else dup()ed).  The VMM owns the new mapping
+ * from then on.  It only switches to it: the old mapping (where the
+ * address changed) is unmapped and the old fd closed by the
+ * minivmm_resume() that ends the pause, once the vCPU runs again -- so
+ * that freeing them does not lengthen the pause -- or by destroy.
+ */
+int minivmm_set_slot_memory(struct minivmm *vmm, void *hva, int fd,
+			    uint64_t fd_offset);
+
+/*
+ * Pauses the guest, checks every data page against the state block, then
+ * resumes it.  Not while a migration swaps the memory.  0 with the counts
+ * in *out; -EPROTO when the state block itself is corrupt.
+ */
+int minivmm_verify(struct minivmm *vmm, struct minivmm_check *out);
+
+#endif /* __ASSEMBLER__ */
+#endif /* MINIVMM_VMM_H */
