@@ -29,6 +29,7 @@ extern const struct cli_cmd cli_cmd_cpu;
 extern const struct cli_cmd cli_cmd_bench;
 extern const struct cli_cmd cli_cmd_nodes;
 extern const struct cli_cmd cli_cmd_move;
+extern const struct cli_cmd cli_cmd_demo;
 
 /* Finds name in a NULL-terminated table of commands, or NULL. */
 const struct cli_cmd *cli_cmd_find(const struct cli_cmd *const *table,

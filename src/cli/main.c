@@ -12,6 +12,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_nodes,
 	&cli_cmd_cpu,
 	&cli_cmd_bench,
+	&cli_cmd_demo,
 	NULL,
 };
 

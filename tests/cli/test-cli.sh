@@ -97,4 +97,19 @@ printf 'cpu = x\nnonsense\n' >"$tmp/bad"
 check "malformed calibration" exit_is 1 env MEMMIG_CALIBRATION="$tmp/bad" "$cli" cpu
 check "missing calibration" exit_is 1 env MEMMIG_CALIBRATION="$tmp/none" "$cli" cpu
 
+# demo: live migrations of a guest that never stops writing, every page
+# checked.  The host-thread writer runs everywhere; the KVM guest where
+# /dev/kvm is usable.
+check "demo bad mem" exit_is 2 "$cli" demo --mem 1K
+check "demo bad migrations" exit_is 2 "$cli" demo --migrations 0
+check "demo no-kvm" exit_is 0 "$cli" demo --no-kvm --mem 64M --migrations 3 --json
+check "demo no-kvm guest" test "$(jq -r .guest "$tmp/out")" = thread
+check "demo no-kvm all verified" test "$(jq '[.migrations[] | select(.verified and .lost_writes == 0)] | length' "$tmp/out")" -eq 3
+check "demo no-kvm uffd-wp" test "$(jq -r '.migrations[0].dirty_method' "$tmp/out")" = uffd-wp
+check "demo tier target" test "$(jq -r '.migrations[1].target' "$tmp/out")" != "$(jq -r '.migrations[0].target' "$tmp/out")"
+if [ -w /dev/kvm ]; then
+	check "demo kvm" exit_is 0 "$cli" demo --mem 32M --migrations 2
+	check "demo kvm table" grep -Eq '^ +2 .*verified, lost 0' "$tmp/out"
+fi
+
 summary

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * memmig-cli demo: live migrations of a running guest's RAM.  minivmm (the
+ * example VMM) runs a guest that rewrites all of its memory without pause;
+ * its RAM moves between nodes -- on a one-node machine to the same node
+ * and to a file-backed tier in turn -- and every page is checked after
+ * each move.  Without /dev/kvm a host thread plays the guest, in-process.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "examples/minivmm/embed.h"
+#include "shared/size.h"
+
+struct demo {
+	size_t mem;
+	long migrations;
+	long budget_ms;
+	const char *tier;
+	bool json, no_kvm;
+	int nodes[2], nnodes;
+	double raw_s;		/* one copy of mem bytes, for scale */
+	bool kvm;
+};
+
+static void demo_usage(FILE *f)
+{
+	fprintf(f, "Usage: memmig-cli demo [--mem SIZE] [--migrations N] [--tier DIR]\n"
+		   "                       [--budget-ms MS] [--no-kvm] [--json]\n"
+		   "Runs a guest that rewrites all of its RAM (examples/minivmm) and\n"
+		   "migrates the RAM live N times (default 5) while it runs: between\n"
+		   "nodes where there are several, else to the same node and to a\n"
+		   "file-backed tier (DIR, default /dev/shm) in turn.  After each\n"
+		   "migration every page is checked.  Without /dev/kvm (or with\n"
+		   "--no-kvm) a host thread writes the memory instead of a guest.\n"
+		   "Exit: 0 every migration verified, 1 otherwise.\n");
+}
+
+static int demo_parse(int argc, char **argv, struct demo *d)
+{
+	static const struct option opts[] = {
+		{ "mem", required_argument, NULL, 'm' },
+		{ "migrations", required_argument, NULL, 'n' },
+		{ "tier", required_argument, NULL, 't' },
+		{ "budget-ms", required_argument, NULL, 'b' },
+		{ "no-kvm", no_argument, NULL, 'K' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			if (cli_parse_size("--mem", optarg, &d->mem))
+				return CLI_EXIT_USAGE;
+			if (d->mem < (8 << 20) || d->mem > (3ULL << 30) || d->mem % 4096) {
+				cli_error("--mem: 8M to 3G, in 4 KiB pages\n");
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'n':
+			if (cli_parse_int("--migrations", optarg, 1, 1000, &d->migrations))
+				return CLI_EXIT_USAGE;
+			break;
+		case 't':
+			d->tier = optarg;
+			break;
+		case 'b':
+			if (cli_parse_int("--budget-ms", optarg, 1, 10000, &d->budget_ms))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'K':
+			d->no_kvm = true;
+			break;
+		case 'j':
+			d->json = true;
+			break;
+		case 'h':
+			demo_usage(stdout);
+			return -1;
+		default:
+			demo_usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		demo_usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	return CLI_EXIT_OK;
+}
+
+/* Two nodes with memory to move between, or the one there is. */
+static int demo_nodes(struct memmig_ctx *ctx, struct demo *d)
+{
+	struct memmig_node_info n = { .sz = sizeof(n) };
+	struct memmig_topo *topo;
+	int rc = memmig_topo_new(ctx, &topo);
+
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < memmig_topo_node_count(topo) && d->nnodes < 2; i++)
+		if (memmig_topo_get_node(topo, i, &n) == 0)
+			d->nodes[d->nnodes++] = n.id;
+	memmig_topo_unref(topo);
+	return d->nnodes ? 0 : -ENOENT;
+}
+
+/* One copy of the guest's size between prefaulted buffers, the median of
+ * three: what a live migration is measured against. */
+static double raw_copy_seconds(struct memmig_ctx *ctx, size_t len)
+{
+	uint8_t *src = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	uint8_t *dst = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	struct timespec a, b;
+	double s[3] = { 0 }, t;
+
+	for (int i = 0; i < 3 && src != MAP_FAILED && dst != MAP_FAILED; i++) {
+		memset(src, 0x5a + i, len);
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		memmig_copy_run(ctx, dst, src, len, 0);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		s[i] = (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9;
+	}
+	/* The median: sort three. */
+	if (s[0] > s[1]) { t = s[0]; s[0] = s[1]; s[1] = t; }
+	if (s[1] > s[2]) { t = s[1]; s[1] = s[2]; s[2] = t; }
+	if (s[0] > s[1]) { t = s[0]; s[0] = s[1]; s[1] = t; }
+	if (src != MAP_FAILED)
+		munmap(src, len);
+	if (dst != MAP_FAILED)
+		munmap(dst, len);
+	return s[1];
+}
+
+/* Migration i's target: the other node, or node / tier in turn. */
+static struct memmig_live_opts demo_target(const struct demo *d, long i, char *name,
+					   size_t len)
+{
+	struct memmig_live_opts o = { .sz = sizeof(o), .target_node = -1 };
+
+	o.pause_budget_ns = (uint64_t)d->budget_ms * 1000000;
+	if (d->nnodes > 1)
+		o.target_node = d->nodes[(i + 1) % 2];
+	else if (i % 2 == 0)
+		o.target_node = d->nodes[0];
+	else
+		o.target_path = d->tier;
+	if (o.target_path)
+		snprintf(name, len, "%s", o.target_path);
+	else
+		snprintf(name, len, "node %d", o.target_node);
+	return o;
+}
+
+static struct json_object *migration_json(const char *target,
+					  const struct minivmm_migration *m,
+					  double raw_s)
+{
+	const struct memmig_live_report *r = &m->rep;
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "target", json_object_new_string(target));
+	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)r->bytes));
+	json_object_object_add(o, "seconds", json_object_new_double(r->total_s));
+	json_object_object_add(o, "gbps", json_object_new_double(r->gbps));
+	json_object_object_add(o, "prepare_seconds", json_object_new_double(r->prepare_s));
+	json_object_object_add(o, "vs_raw_copy",
+			       json_object_new_double(raw_s > 0 ? r->total_s / raw_s : 0));
+	json_object_object_add(o, "rounds", json_object_new_int((int)r->rounds));
+	json_object_object_add(o, "converged", json_object_new_boolean(r->converged));
+	json_object_object_add(o, "bytes_copied", json_object_new_int64((int64_t)r->bytes_copied));
+	json_object_object_add(o, "pause_ms", json_object_new_double(r->pause_s * 1e3));
+	json_object_object_add(o, "pause_bytes", json_object_new_int64((int64_t)r->pause_bytes));
+	json_object_object_add(o, "dirty_method",
+			       json_object_new_string(memmig_dirty_method_name(r->dirty_method)));
+	json_object_object_add(o, "verified", json_object_new_boolean(minivmm_migration_ok(m)));
+	json_object_object_add(o, "lost_writes", json_object_new_int64((int64_t)m->check.lost));
+	json_object_object_add(o, "torn_pages", json_object_new_int64((int64_t)m->check.torn));
+	json_object_object_add(o, "guest_errors",
+			       json_object_new_int64((int64_t)(m->guest_errors +
+							       m->check.guest_errors)));
+	return o;
+}
+
+static void migration_text(long i, const char *target, const struct minivmm_migration *m,
+			   double raw_s)
+{
+	const struct memmig_live_report *r = &m->rep;
+
+	printf("%3ld  %-14s %6.2f %8.1f %5.2fx %10.1f %6u %9.3f  %-9s %s, lost %llu\n",
+	       i + 1, target, r->gbps, r->total_s * 1e3, raw_s > 0 ? r->total_s / raw_s : 0,
+	       r->prepare_s * 1e3, r->rounds, r->pause_s * 1e3,
+	       memmig_dirty_method_name(r->dirty_method),
+	       minivmm_migration_ok(m) ? "verified" : "FAILED",
+	       (unsigned long long)m->check.lost);
+}
+
+/* Starts the guest: under KVM, or as a host thread when there is none. */
+static int demo_guest(struct memmig_ctx *ctx, struct demo *d, struct minivmm **vmm,
+		      struct memmig_vm **vm)
+{
+	struct minivmm_opts o = { .mem = d->mem, .backing = MINIVMM_BACKING_ANON };
+	int rc = -ENODEV;
+
+	if (!d->no_kvm)
+		rc = minivmm_create(&o, vmm);
+	d->kvm = rc == 0;
+	if (rc == -ENODEV) {
+		if (!d->no_kvm && !d->json)
+			printf("no usable /dev/kvm: a host thread writes the memory "
+			       "instead of a guest\n");
+		o.vcpu = MINIVMM_VCPU_THREAD;
+		rc = minivmm_create(&o, vmm);
+	}
+	if (!rc)
+		rc = minivmm_embed(ctx, *vmm, vm);
+	if (!rc)
+		rc = minivmm_start(*vmm);
+	if (!rc)
+		rc = minivmm_wait_progress(*vmm, 10000);
+	return rc;
+}
+
+static int demo_run(struct memmig_ctx *ctx, struct demo *d)
+{
+	struct json_object *list = json_object_new_array();
+	struct minivmm *vmm = NULL;
+	struct memmig_vm *vm = NULL;
+	char size[32], target[64];
+	int rc, failed = 0;
+
+	rc = demo_nodes(ctx, d);
+	if (!rc)
+		rc = demo_guest(ctx, d, &vmm, &vm);
+	if (rc < 0) {
+		cli_error("demo: cannot start the guest: %s\n", strerror(-rc));
+		goto out;
+	}
+	d->raw_s = raw_copy_seconds(ctx, d->mem);
+	if (!d->json) {
+		printf("%s guest (%s) rewriting all of its RAM; ",
+		       memmig_size_format(d->mem, size, sizeof(size)),
+		       d->kvm ? "KVM, examples/minivmm" : "host thread, in-process");
+		if (d->nnodes > 1)
+			printf("moving it between nodes %d and %d\n", d->nodes[0], d->nodes[1]);
+		else
+			printf("one NUMA node: to node %d and the file tier %s in turn\n",
+			       d->nodes[0], d->tier);
+		printf("one raw copy of %s: %.1f ms\n\n", size, d->raw_s * 1e3);
+		printf("%3s  %-14s %6s %8s %6s %10s %6s %9s  %-9s %s\n", "#", "target",
+		       "GB/s", "ms", "/raw", "prepare ms", "rounds", "pause ms",
+		       "tracking", "check");
+	}
+	for (long i = 0; i < d->migrations; i++) {
+		struct memmig_live_opts o = demo_target(d, i, target, sizeof(target));
+		struct minivmm_migration m;
+
+		rc = minivmm_migrate(vm, vmm, &o, &m);
+		if (rc < 0) {
+			cli_error("demo: migration %ld to %s: %s\n", i + 1, target,
+				  strerror(-rc));
+			break;
+		}
+		failed += !minivmm_migration_ok(&m);
+		if (d->json)
+			json_object_array_add(list, migration_json(target, &m, d->raw_s));
+		else
+			migration_text(i, target, &m, d->raw_s);
+	}
+out:
+	if (d->json) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "guest", json_object_new_string(
+				d->kvm ? "kvm" : "thread"));
+		json_object_object_add(o, "raw_copy_seconds", json_object_new_double(d->raw_s));
+		json_object_object_add(o, "migrations", list);
+		cli_json_print(o);
+	} else {
+		json_object_put(list);
+	}
+	memmig_vm_unref(vm);
+	if (vmm)
+		minivmm_destroy(vmm);
+	return rc < 0 || failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
+static int demo_main(struct memmig_ctx *ctx, int argc, char **argv)
+{
+	struct demo d = {
+		.mem = 512 << 20,
+		.migrations = 5,
+		.tier = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm",
+	};
+	int rc = demo_parse(argc, argv, &d);
+
+	if (rc)
+		return rc < 0 ? CLI_EXIT_OK : rc;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return demo_run(ctx, &d);
+}
+
+const struct cli_cmd cli_cmd_demo = {
+	.name = "demo",
+	.summary = "live-migrate a running guest's RAM and check every page",
+	.run = demo_main,
+};
