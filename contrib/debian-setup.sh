@@ -20,7 +20,7 @@ apt-get install -y --no-install-recommends \
 make -j"$(nproc)"
 
 # The main job: measure this CPU's copy thresholds (written to the system
-# calibration file that libmemmig loads), then the copy engine against
-# glibc and libpmem on the short size set.
+# calibration file that libmemmig loads), then live-migrate a running
+# guest's RAM five times, every page checked (memmig-cli demo).
 ./src/cli/memmig-cli bench copy --calibrate
-./src/cli/memmig-cli bench copy
+./src/cli/memmig-cli demo
