@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "../unit/cunit-main.h"
@@ -380,6 +381,141 @@ static void test_bad_input(void)
 	guest_down(&g);
 }
 
+/*
+ * The VMM's own writes (device emulation) bypass KVM's dirty log: with
+ * memmig_vm_mark_dirty() they are copied again.  A second memslot the
+ * guest never touches is written by a host thread during its migration;
+ * after it every page must hold the thread's last value.
+ */
+struct host_writer {
+	struct memmig_vm *vm;
+	struct minivmm *vmm;
+	uint64_t *mem;			/* the slot's memory, as first mapped */
+	uint64_t last[512];		/* per page: the last value written */
+	uint64_t gpa;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool pause_req, parked, stop;
+};
+
+#define HW_PAGES 512
+
+static void *host_writer_run(void *arg)
+{
+	struct host_writer *w = arg;
+	uint64_t seq = 0;
+
+	for (size_t i = 0;; i = (i + 1) % HW_PAGES) {
+		pthread_mutex_lock(&w->lock);
+		if (w->pause_req) {
+			w->parked = true;
+			pthread_cond_broadcast(&w->cond);
+			while (w->pause_req && !w->stop)
+				pthread_cond_wait(&w->cond, &w->lock);
+			w->parked = false;
+		}
+		pthread_mutex_unlock(&w->lock);
+		if (__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE))
+			return NULL;
+		/* The slot's address stays (mremap swap): write, then say so. */
+		w->mem[i * 512] = w->mem[i * 512 + 511] = ++seq;
+		w->last[i] = seq;
+		memmig_vm_mark_dirty(w->vm, w->gpa + i * 4096, 4096);
+	}
+}
+
+static int hw_pause(void *opaque)
+{
+	struct host_writer *w = opaque;
+
+	pthread_mutex_lock(&w->lock);
+	w->pause_req = true;
+	while (!w->parked)
+		pthread_cond_wait(&w->cond, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	return minivmm_pause(w->vmm);
+}
+
+static int hw_resume(void *opaque)
+{
+	struct host_writer *w = opaque;
+	int rc = minivmm_resume(w->vmm);
+
+	pthread_mutex_lock(&w->lock);
+	w->pause_req = false;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+static void test_mark_dirty(void)
+{
+	struct memmig_vm_ops ops = { .sz = sizeof(ops), .pause = hw_pause,
+				     .resume = hw_resume };
+	struct memmig_live_opts o = to_node0(MEMMIG_DIRTY_AUTO);
+	struct memmig_live_report r = { .sz = sizeof(r) };
+	static struct host_writer w;
+	struct memmig_vm_slot s = { .sz = sizeof(s) };
+	struct kvm_userspace_memory_region kr;
+	uint64_t bad = 0;
+	struct guest g;
+	pthread_t t;
+	void *p;
+
+	if (guest_up(&g, 64 * MiB, MINIVMM_BACKING_ANON, 0) != 0) {
+		guest_down(&g);
+		return;
+	}
+	memset(&w, 0, sizeof(w));
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+		 MAP_POPULATE, -1, 0);
+	CU_ASSERT_FATAL(p != MAP_FAILED);
+	w.mem = p;
+	w.vmm = g.vmm;
+	w.gpa = 1ULL << 30;	/* past the guest's RAM */
+	kr = (struct kvm_userspace_memory_region){
+		.slot = 1, .guest_phys_addr = w.gpa, .memory_size = 2 * MiB,
+		.userspace_addr = (uintptr_t)p,
+	};
+	CU_ASSERT_FATAL(ioctl(minivmm_vm_fd(g.vmm), KVM_SET_USER_MEMORY_REGION, &kr) == 0);
+	CU_ASSERT_EQUAL_FATAL(memmig_vm_new(ctx, minivmm_vm_fd(g.vmm), &ops, &w, &w.vm), 0);
+	s = (struct memmig_vm_slot){ .sz = sizeof(s), .slot = 1, .gpa = w.gpa,
+				     .hva = p, .size = 2 * MiB, .fd = -1 };
+	CU_ASSERT_EQUAL_FATAL(memmig_vm_add_slot(w.vm, &s), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, host_writer_run, &w), 0);
+	usleep(20 * 1000);
+	o.slot = 1;
+	/* Rounds go on for a while: the writer dirties pages all along. */
+	o.pause_budget_ns = 1;
+	o.max_rounds = 50;
+	CU_ASSERT_EQUAL(memmig_vm_migrate(w.vm, &o, &r), 0);
+	usleep(20 * 1000);
+	pthread_mutex_lock(&w.lock);
+	w.pause_req = true;
+	while (!w.parked)
+		pthread_cond_wait(&w.cond, &w.lock);
+	for (size_t i = 0; i < HW_PAGES; i++)
+		bad += w.mem[i * 512] != w.last[i] || w.mem[i * 512 + 511] != w.last[i];
+	w.stop = true;
+	pthread_cond_broadcast(&w.cond);
+	pthread_mutex_unlock(&w.lock);
+	pthread_join(t, NULL);
+	printf("  host-written slot: %u rounds, %llu bytes copied, pause %.3f ms, "
+	       "%llu pages wrong\n", r.rounds, (unsigned long long)r.bytes_copied,
+	       r.pause_s * 1e3, (unsigned long long)bad);
+	CU_ASSERT(r.rounds > 1);
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(r.bytes_copied > r.bytes);
+	memmig_vm_unref(w.vm);
+	kr.memory_size = 0;
+	ioctl(minivmm_vm_fd(g.vmm), KVM_SET_USER_MEMORY_REGION, &kr);
+	munmap(p, 2 * MiB);
+	check_guest_whole(&g, "after the host-written slot moved");
+	guest_down(&g);
+}
+
 static int suite_init(void)
 {
 	return memmig_ctx_new(&ctx) ? -1 : 0;
@@ -405,6 +541,7 @@ int main(void)
 		{ "a range of a slot", test_range },
 		{ "cancel during pre-copy", test_cancel },
 		{ "destination allocation fails", test_dest_alloc_fails },
+		{ "the VMM's own writes (mark_dirty)", test_mark_dirty },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {
