@@ -22,7 +22,7 @@ struct demo {
 	long migrations;
 	long budget_ms;
 	const char *tier;
-	bool json, no_kvm;
+	bool json, no_kvm, nodes_only;
 	int nodes[2], nnodes;
 	double raw_s;		/* one copy of mem bytes, for scale */
 	bool kvm;
@@ -31,12 +31,13 @@ struct demo {
 static void demo_usage(FILE *f)
 {
 	fprintf(f, "Usage: memmig-cli demo [--mem SIZE] [--migrations N] [--tier DIR]\n"
-		   "                       [--budget-ms MS] [--no-kvm] [--json]\n"
+		   "                       [--budget-ms MS] [--no-kvm] [--nodes-only] [--json]\n"
 		   "Runs a guest that rewrites all of its RAM (examples/minivmm) and\n"
 		   "migrates the RAM live N times (default 5) while it runs: between\n"
 		   "nodes where there are several, else to the same node and to a\n"
 		   "file-backed tier (DIR, default /dev/shm) in turn.  After each\n"
-		   "migration every page is checked.  Without /dev/kvm (or with\n"
+		   "migration every page is checked (--nodes-only: no file tier).\n"
+		   "Without /dev/kvm (or with\n"
 		   "--no-kvm) a host thread writes the memory instead of a guest.\n"
 		   "Exit: 0 every migration verified, 1 otherwise.\n");
 }
@@ -49,6 +50,7 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 		{ "tier", required_argument, NULL, 't' },
 		{ "budget-ms", required_argument, NULL, 'b' },
 		{ "no-kvm", no_argument, NULL, 'K' },
+		{ "nodes-only", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -78,6 +80,9 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 			break;
 		case 'K':
 			d->no_kvm = true;
+			break;
+		case 'N':
+			d->nodes_only = true;
 			break;
 		case 'j':
 			d->json = true;
@@ -151,7 +156,7 @@ static struct memmig_live_opts demo_target(const struct demo *d, long i, char *n
 	o.pause_budget_ns = (uint64_t)d->budget_ms * 1000000;
 	if (d->nnodes > 1)
 		o.target_node = d->nodes[(i + 1) % 2];
-	else if (i % 2 == 0)
+	else if (i % 2 == 0 || d->nodes_only)
 		o.target_node = d->nodes[0];
 	else
 		o.target_path = d->tier;
@@ -253,6 +258,8 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 		       d->kvm ? "KVM, examples/minivmm" : "host thread, in-process");
 		if (d->nnodes > 1)
 			printf("moving it between nodes %d and %d\n", d->nodes[0], d->nodes[1]);
+		else if (d->nodes_only)
+			printf("one NUMA node: to node %d each time\n", d->nodes[0]);
 		else
 			printf("one NUMA node: to node %d and the file tier %s in turn\n",
 			       d->nodes[0], d->tier);
