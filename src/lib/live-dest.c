@@ -162,9 +162,10 @@ int memmig_live_dest_prepare(struct memmig_live *l)
 	return rc;
 }
 
-static int move_range(struct live_dest *d, uint64_t from, uint64_t to, uint64_t src)
+static int move_range(struct live_dest *d, uint64_t from, uint64_t to, uint64_t src,
+		      uint64_t len, uint64_t *moved)
 {
-	return memmig_swap_move(&d->src, from, to, src, d->len);
+	return memmig_swap_move(&d->src, from, to, src, len, moved);
 }
 
 /*
@@ -175,15 +176,16 @@ static int move_range(struct live_dest *d, uint64_t from, uint64_t to, uint64_t 
 static int swap_mremap(struct memmig_live *l)
 {
 	struct live_dest *d = &l->dest;
-	uint64_t src = range_hva(l);
+	uint64_t src = range_hva(l), aside;
 	int rc, undo;
 
-	rc = move_range(d, src, (uintptr_t)d->spare, src);
+	rc = move_range(d, src, (uintptr_t)d->spare, src, d->len, &aside);
 	if (!rc)
-		rc = move_range(d, (uintptr_t)d->base, src, src);
+		rc = move_range(d, (uintptr_t)d->base, src, src, d->len, NULL);
 	if (rc) {
-		/* Put back what went aside; the guest must find its memory. */
-		undo = move_range(d, (uintptr_t)d->spare, src, src);
+		/* Put back what went aside, and only that: the guest must find
+		 * its memory. */
+		undo = move_range(d, (uintptr_t)d->spare, src, src, aside, NULL);
 		if (undo)
 			err(l->vm->ctx, "slot %u: the old memory stays at %p: %d\n",
 			    l->slot.slot, d->spare, undo);

@@ -114,10 +114,12 @@ int memmig_swap_attrs(const struct memmig_swap_src *s, uint8_t *dst, uint64_t sr
 }
 
 int memmig_swap_move(const struct memmig_swap_src *s, uint64_t from, uint64_t to,
-		     uint64_t src, uint64_t len)
+		     uint64_t src, uint64_t len, uint64_t *moved)
 {
 	uint64_t end = src + len, l;
 
+	if (moved)
+		*moved = 0;
 	for (uint64_t at = src; at < end; at += l) {
 		const struct memmig_vma *v = vma_at(s, at);
 
@@ -128,6 +130,8 @@ int memmig_swap_move(const struct memmig_swap_src *s, uint64_t from, uint64_t to
 			   MREMAP_MAYMOVE | MREMAP_FIXED,
 			   (void *)(uintptr_t)(to + (at - src))) == MAP_FAILED)
 			return -errno;
+		if (moved)
+			*moved += l;
 	}
 	return 0;
 }
@@ -137,5 +141,5 @@ int memmig_swap_in(const struct memmig_swap_src *s, uint8_t *dst, uint64_t src,
 {
 	int rc = memmig_swap_attrs(s, dst, src, len);
 
-	return rc ? rc : memmig_swap_move(s, (uintptr_t)dst, src, src, len);
+	return rc ? rc : memmig_swap_move(s, (uintptr_t)dst, src, src, len, NULL);
 }

@@ -41,9 +41,10 @@ bool memmig_swap_takes_thp(const struct memmig_swap_src *s, uint64_t src,
 int memmig_swap_attrs(const struct memmig_swap_src *s, uint8_t *dst, uint64_t src,
 		      uint64_t len);
 /* Moves [from, from + len) to [to, to + len) with one mremap per piece
- * that one source mapping of [src, src + len) holds. */
+ * that one source mapping of [src, src + len) holds; *moved (if not
+ * NULL) says how far it got, pieces in address order. */
 int memmig_swap_move(const struct memmig_swap_src *s, uint64_t from, uint64_t to,
-		     uint64_t src, uint64_t len);
+		     uint64_t src, uint64_t len, uint64_t *moved);
 int memmig_swap_in(const struct memmig_swap_src *s, uint8_t *dst, uint64_t src,
 		   uint64_t len);
 
