@@ -432,20 +432,22 @@ static int hw_pause(void *opaque)
 	w->pause_req = true;
 	while (!w->parked)
 		pthread_cond_wait(&w->cond, &w->lock);
+	/* Device emulation finishing as the pause comes: always after the
+	 * pre-copy, so these writes survive only through mark_dirty. */
+	for (size_t i = 0; i < HW_PAGES; i += 64) {
+		w->mem[i * 512] = w->mem[i * 512 + 511] = w->last[i] = ~(uint64_t)i;
+		memmig_vm_mark_dirty(w->vm, w->gpa + i * 4096, 4096);
+	}
 	pthread_mutex_unlock(&w->lock);
 	return minivmm_pause(w->vmm);
 }
 
+/* The writer stays parked: its next writes would hide a lost one. */
 static int hw_resume(void *opaque)
 {
 	struct host_writer *w = opaque;
-	int rc = minivmm_resume(w->vmm);
 
-	pthread_mutex_lock(&w->lock);
-	w->pause_req = false;
-	pthread_cond_broadcast(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-	return rc;
+	return minivmm_resume(w->vmm);
 }
 
 static void test_mark_dirty(void)
@@ -491,23 +493,20 @@ static void test_mark_dirty(void)
 	o.pause_budget_ns = 1;
 	o.max_rounds = 50;
 	CU_ASSERT_EQUAL(memmig_vm_migrate(w.vm, &o, &r), 0);
-	usleep(20 * 1000);
 	pthread_mutex_lock(&w.lock);
-	w.pause_req = true;
-	while (!w.parked)
-		pthread_cond_wait(&w.cond, &w.lock);
+	CU_ASSERT(w.parked);
 	for (size_t i = 0; i < HW_PAGES; i++)
 		bad += w.mem[i * 512] != w.last[i] || w.mem[i * 512 + 511] != w.last[i];
 	w.stop = true;
 	pthread_cond_broadcast(&w.cond);
 	pthread_mutex_unlock(&w.lock);
 	pthread_join(t, NULL);
-	printf("  host-written slot: %u rounds, %llu bytes copied, pause %.3f ms, "
-	       "%llu pages wrong\n", r.rounds, (unsigned long long)r.bytes_copied,
+	printf("  host-written slot: %u rounds, %llu bytes copied, %llu in the pause "
+	       "(%.3f ms), %llu pages wrong\n", r.rounds,
+	       (unsigned long long)r.bytes_copied, (unsigned long long)r.pause_bytes,
 	       r.pause_s * 1e3, (unsigned long long)bad);
-	CU_ASSERT(r.rounds > 1);
 	CU_ASSERT_EQUAL(bad, 0);
-	CU_ASSERT(r.bytes_copied > r.bytes);
+	CU_ASSERT(r.pause_bytes >= 8 * 4096);
 	memmig_vm_unref(w.vm);
 	kr.memory_size = 0;
 	ioctl(minivmm_vm_fd(g.vmm), KVM_SET_USER_MEMORY_REGION, &kr);
