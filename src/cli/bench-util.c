@@ -172,7 +172,7 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static double median_of(double *v, unsigned int n)
+double bench_median(double *v, unsigned int n)
 {
 	qsort(v, n, sizeof(*v), cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
@@ -193,7 +193,7 @@ static int stats_of(double *gbs, unsigned int n, struct bench_stats *out)
 	mean /= n;
 	for (unsigned int i = 0; i < n; i++)
 		var += (gbs[i] - mean) * (gbs[i] - mean);
-	out->median = median_of(gbs, n);
+	out->median = bench_median(gbs, n);
 	out->sd_pct = n > 1 && mean > 0 ? 100 * sqrt(var / (n - 1)) / mean : 0;
 	out->n = n;
 	return 0;
@@ -215,7 +215,7 @@ double bench_paired_ratio(const struct bench_stats *a, const struct bench_stats 
 		return 0;
 	for (unsigned int i = 0; i < a->n; i++)
 		r[i] = b->rounds[i] > 0 ? a->rounds[i] / b->rounds[i] : 0;
-	return median_of(r, a->n);
+	return bench_median(r, a->n);
 }
 
 /*

@@ -58,6 +58,8 @@ void bench_fill(void *p, size_t len, uint64_t seed);
 uint64_t bench_checksum(const void *p, size_t len);
 /* Monotonic seconds. */
 double bench_now(void);
+/* The median of n values, which it sorts. */
+double bench_median(double *v, unsigned int n);
 
 /* Source and destination pools far larger than the LLC, for cold copies. */
 struct bench_pool {

@@ -9,10 +9,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
 #include "examples/minivmm/embed.h"
 #include "shared/size.h"
@@ -122,29 +121,18 @@ static int demo_nodes(struct memmig_ctx *ctx, struct demo *d)
  * three: what a live migration is measured against. */
 static double raw_copy_seconds(struct memmig_ctx *ctx, size_t len)
 {
-	uint8_t *src = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	uint8_t *dst = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	struct timespec a, b;
+	uint8_t *src = bench_alloc(len), *dst = bench_alloc(len);
 	double s[3] = { 0 }, t;
 
-	for (int i = 0; i < 3 && src != MAP_FAILED && dst != MAP_FAILED; i++) {
+	for (int i = 0; i < 3 && src && dst; i++) {
 		memset(src, 0x5a + i, len);
-		clock_gettime(CLOCK_MONOTONIC, &a);
+		t = bench_now();
 		memmig_copy_run(ctx, dst, src, len, 0);
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		s[i] = (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9;
+		s[i] = bench_now() - t;
 	}
-	/* The median: sort three. */
-	if (s[0] > s[1]) { t = s[0]; s[0] = s[1]; s[1] = t; }
-	if (s[1] > s[2]) { t = s[1]; s[1] = s[2]; s[2] = t; }
-	if (s[0] > s[1]) { t = s[0]; s[0] = s[1]; s[1] = t; }
-	if (src != MAP_FAILED)
-		munmap(src, len);
-	if (dst != MAP_FAILED)
-		munmap(dst, len);
-	return s[1];
+	bench_free(src, len);
+	bench_free(dst, len);
+	return bench_median(s, 3);
 }
 
 /* Migration i's target: the other node, or node / tier in turn. */
