@@ -162,12 +162,6 @@ int memmig_live_dest_prepare(struct memmig_live *l)
 	return rc;
 }
 
-static int move_range(struct live_dest *d, uint64_t from, uint64_t to, uint64_t src,
-		      uint64_t len, uint64_t *moved)
-{
-	return memmig_swap_move(&d->src, from, to, src, len, moved);
-}
-
 /*
  * The old memory goes aside, the copy into its place: the old pages are
  * freed after resume, not in the pause.  A shared copy (a file) replaces
@@ -179,13 +173,13 @@ static int swap_mremap(struct memmig_live *l)
 	uint64_t src = range_hva(l), aside;
 	int rc, undo;
 
-	rc = move_range(d, src, (uintptr_t)d->spare, src, d->len, &aside);
+	rc = memmig_swap_move(&d->src, src, (uintptr_t)d->spare, src, d->len, &aside);
 	if (!rc)
-		rc = move_range(d, (uintptr_t)d->base, src, src, d->len, NULL);
+		rc = memmig_swap_move(&d->src, (uintptr_t)d->base, src, src, d->len, NULL);
 	if (rc) {
 		/* Put back what went aside, and only that: the guest must find
 		 * its memory. */
-		undo = move_range(d, (uintptr_t)d->spare, src, src, aside, NULL);
+		undo = memmig_swap_move(&d->src, (uintptr_t)d->spare, src, src, aside, NULL);
 		if (undo)
 			err(l->vm->ctx, "slot %u: the old memory stays at %p: %d\n",
 			    l->slot.slot, d->spare, undo);
