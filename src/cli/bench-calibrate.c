@@ -34,8 +34,9 @@ static void hot(struct memmig_ctx *ctx, const int *prims, unsigned int n,
 	struct bench_stats st[4];
 
 	for (unsigned int i = 0; i < n; i++)
-		cs[i] = (struct copier){ memmig_prim_name(prims[i]), COPIER_PRIM,
-					 prims[i], ctx };
+		cs[i] = (struct copier){ .name = memmig_prim_name(prims[i]),
+					 .kind = COPIER_PRIM, .prim = prims[i],
+					 .ctx = ctx };
 	if (bench_measure_hot(cs, n, p->dst, p->src, len, &cal_opts, st) < 0)
 		n = 0;
 	for (unsigned int i = 0; i < 4; i++)

@@ -31,7 +31,7 @@ struct copy_bench {
 	unsigned int modes;
 	struct bench_opts opts;
 	size_t pool_size;
-	bool json;
+	bool json, pmem;
 	/* results[mode][size][copier] */
 	struct bench_stats *results[2];
 };
@@ -50,6 +50,9 @@ static void copy_usage(FILE *f)
 		"  --reps N         samples per measurement (default 7)\n"
 		"  --sample-ms MS   length of one sample (default 4)\n"
 		"  --pool SIZE      cold pool, each of source and destination (default 1G)\n"
+		"  --pmem           memmig's pmem copy against libpmem's NT pmem_memcpy\n"
+		"                   (default sizes: powers of two, 256 B to 1 GiB; cold\n"
+		"                   unless --hot)\n"
 		"  --calibrate      measure the dispatch thresholds on this CPU and write them\n"
 		"  --output FILE    where --calibrate writes (default: %s)\n"
 		"  --json           machine-readable output\n",
@@ -150,16 +153,6 @@ static double best_prim(struct copy_bench *b, int m, size_t si, unsigned int *wh
 	return best;
 }
 
-static struct json_object *json_stats(const struct bench_stats *s)
-{
-	struct json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "median_gbs", json_object_new_double(s->median));
-	json_object_object_add(o, "sd_pct", json_object_new_double(s->sd_pct));
-	json_object_object_add(o, "samples", json_object_new_int((int)s->n));
-	return o;
-}
-
 static struct json_object *json_mode(struct copy_bench *b, int m)
 {
 	struct json_object *rows = json_object_new_array();
@@ -173,7 +166,7 @@ static struct json_object *json_mode(struct copy_bench *b, int m)
 			memmig_prim_name(memmig_copy_query(b->ctx, b->sizes[si], 0))));
 		for (unsigned int ci = 0; ci < b->ncopiers; ci++)
 			json_object_object_add(res, b->copiers[ci].name,
-					       json_stats(cell(b, m, si, ci)));
+					       bench_json_stats(cell(b, m, si, ci)));
 		json_object_object_add(row, "results", res);
 		best_prim(b, m, si, &best);
 		json_object_object_add(row, "memmig_vs_best_prim", json_object_new_double(
@@ -261,7 +254,9 @@ static int run_units(struct copy_bench *b, const struct bench_pool *pool,
 	for (unsigned int i = 0; i < N_UNIT_ROWS; i++) {
 		if (unit_rows[i].kind == COPIER_PMEM && !copier_pmem_available())
 			continue;
-		cs[n++] = (struct copier){ unit_rows[i].name, unit_rows[i].kind, -1, b->ctx };
+		cs[n++] = (struct copier){ .name = unit_rows[i].name,
+					   .kind = unit_rows[i].kind, .prim = -1,
+					   .ctx = b->ctx };
 	}
 	bench_progress("bench copy: 2 MiB units against 4 KiB pages");
 	rc = bench_measure_cold(cs, n, pool, len, &b->opts, out);
@@ -305,7 +300,7 @@ static struct json_object *json_units(const struct bench_stats *st,
 	struct json_object *rows = json_object_new_array();
 
 	for (unsigned int i = 0; i < nrows; i++) {
-		struct json_object *o = json_stats(&st[i]);
+		struct json_object *o = bench_json_stats(&st[i]);
 
 		json_object_object_add(o, "copy", json_object_new_string(unit_rows[i].name));
 		json_object_array_add(rows, o);
@@ -325,6 +320,7 @@ static int parse_args(struct copy_bench *b, int argc, char **argv,
 		{ "sample-ms", required_argument, NULL, 'm' },
 		{ "pool", required_argument, NULL, 'p' },
 		{ "calibrate", no_argument, NULL, 'c' },
+		{ "pmem", no_argument, NULL, 'P' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -379,6 +375,9 @@ static int parse_args(struct copy_bench *b, int argc, char **argv,
 			break;
 		case 'c':
 			*calibrate = true;
+			break;
+		case 'P':
+			b->pmem = true;
 			break;
 		case 'o':
 			*output = optarg;
@@ -473,6 +472,16 @@ static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
 				     b.json) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 		goto out;
 	}
+	if (b.sizes)
+		qsort(b.sizes, b.nsizes, sizeof(*b.sizes), cmp_size);
+	if (b.pmem) {
+		struct pmem_bench_args pa = { .sizes = b.sizes, .nsizes = b.nsizes,
+			.opts = b.opts, .pool_size = b.pool_size,
+			.hot = b.modes == MODE_HOT, .json = b.json };
+
+		rc = bench_pmem(ctx, &pa);
+		goto out;
+	}
 	if (!b.sizes) {
 		b.nsizes = sizeof(short_sizes) / sizeof(short_sizes[0]);
 		b.sizes = malloc(sizeof(short_sizes));
@@ -482,7 +491,6 @@ static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
 		}
 		memcpy(b.sizes, short_sizes, sizeof(short_sizes));
 	}
-	qsort(b.sizes, b.nsizes, sizeof(*b.sizes), cmp_size);
 	max = b.sizes[b.nsizes - 1];
 	if (max > b.pool_size)
 		b.pool_size = max;

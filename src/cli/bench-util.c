@@ -51,10 +51,11 @@ static void copy_one(const struct copier *c, uint8_t *d, const uint8_t *s,
 	switch (c->kind) {
 	case COPIER_PRIM:
 		memmig_copy_with(c->ctx, c->prim, d, s, n,
-				 drain ? 0 : MEMMIG_COPY_NODRAIN);
+				 c->flags | (drain ? 0 : MEMMIG_COPY_NODRAIN));
 		break;
 	case COPIER_MEMMIG:
-		memmig_copy_run(c->ctx, d, s, n, drain ? 0 : MEMMIG_COPY_NODRAIN);
+		memmig_copy_run(c->ctx, d, s, n,
+				c->flags | (drain ? 0 : MEMMIG_COPY_NODRAIN));
 		break;
 	case COPIER_GLIBC:
 		memcpy(d, s, n);
@@ -84,7 +85,7 @@ void copier_run(const struct copier *c, void *dst, const void *src, size_t len)
 		return;
 	}
 	if (c->kind == COPIER_MEMMIG) {
-		memmig_copy_units(c->ctx, d, s, len, 0);
+		memmig_copy_units(c->ctx, d, s, len, c->flags);
 		return;
 	}
 	for (size_t off = 0; off < len; off += MEMMIG_UNIT_SIZE) {
@@ -205,6 +206,16 @@ void bench_stats_free(struct bench_stats *s, size_t n)
 		free(s[i].rounds);
 		s[i].rounds = NULL;
 	}
+}
+
+struct json_object *bench_json_stats(const struct bench_stats *s)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "median_gbs", json_object_new_double(s->median));
+	json_object_object_add(o, "sd_pct", json_object_new_double(s->sd_pct));
+	json_object_object_add(o, "samples", json_object_new_int((int)s->n));
+	return o;
 }
 
 double bench_paired_ratio(const struct bench_stats *a, const struct bench_stats *b)

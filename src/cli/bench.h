@@ -18,8 +18,8 @@ extern const struct cli_cmd bench_cmd_migrate;
  * would copy them, with one drain at the end.
  */
 enum copier_kind {
-	COPIER_PRIM,		/* memmig_copy_with(prim) */
-	COPIER_MEMMIG,		/* memmig_copy_run / memmig_copy_units */
+	COPIER_PRIM,		/* memmig_copy_with(prim, flags) */
+	COPIER_MEMMIG,		/* memmig_copy_run / memmig_copy_units (flags) */
 	COPIER_GLIBC,		/* memcpy */
 	COPIER_PMEM,		/* libpmem's pmem_memcpy, non-temporal */
 	COPIER_MEMMIG_PAGES,	/* memmig_copy_run per 4 KiB page */
@@ -31,6 +31,7 @@ struct copier {
 	enum copier_kind kind;
 	int prim;
 	struct memmig_ctx *ctx;
+	unsigned int flags;	/* memmig copy flags of the memmig kinds */
 };
 
 void copier_run(const struct copier *c, void *dst, const void *src, size_t len);
@@ -44,6 +45,8 @@ struct bench_stats {
 };
 
 void bench_stats_free(struct bench_stats *s, size_t n);
+/* {"median_gbs", "sd_pct", "samples"} */
+struct json_object *bench_json_stats(const struct bench_stats *s);
 /*
  * Median over rounds of a's sample divided by b's sample of the same round:
  * columns measured side by side compare better than their medians do, as a
@@ -91,5 +94,15 @@ void bench_progress(const char *format, ...) __attribute__((format(printf, 1, 2)
 void bench_progress_done(void);
 
 int bench_calibrate(struct memmig_ctx *ctx, const char *output, bool json);
+
+/* bench copy --pmem (bench-pmem.c): memmig's pmem copy beside libpmem's. */
+struct pmem_bench_args {
+	const size_t *sizes;	/* ascending; NULL: powers of two, 256 B to 1 GiB */
+	size_t nsizes;
+	struct bench_opts opts;
+	size_t pool_size;	/* cold pool, grown to the largest size */
+	bool hot, json;
+};
+int bench_pmem(struct memmig_ctx *ctx, const struct pmem_bench_args *a);
 
 #endif
