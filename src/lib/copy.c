@@ -40,7 +40,8 @@ copy_dispatch(struct memmig_ctx *ctx, int prim, void *dst,
 	if (flush)
 		flags |= (unsigned int)ctx->flush_kind << MEMMIG_COPY__FLUSH_SHIFT;
 	prim_fn(prim)(dst, src, len, flags);
-	/* NT primitives flush and drain what they wrote; temporal ones not. */
+	/* NT primitives flush and drain what they wrote; temporal ones not.
+	 * NOFLUSH leaves the flushes and so the drain to the caller. */
 	if (flush && !memmig_prim_is_nt(prim)) {
 		memmig_arch_flush(ctx->flush_kind, dst, len);
 		if (!(flags & MEMMIG_COPY_NODRAIN))
@@ -123,7 +124,7 @@ int memmig_copy_units(struct memmig_ctx *ctx, void *dst, const void *src,
 		copy_dispatch(ctx, prim, d + off, s + off, n,
 			      flags | MEMMIG_COPY_NODRAIN);
 	}
-	if (!(flags & MEMMIG_COPY_NODRAIN))
+	if (!(flags & (MEMMIG_COPY_NODRAIN | MEMMIG_COPY_NOFLUSH)))
 		memmig_arch_drain();
 	return 0;
 }
