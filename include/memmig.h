@@ -101,19 +101,33 @@ enum memmig_prim {
 	MEMMIG_PRIM_COUNT
 };
 
-/* Copy flags, in the spirit of libpmem2's pmem2_memcpy flags. */
+/*
+ * Copy flags, in the spirit of libpmem2's pmem2_memcpy flags.
+ *
+ * Persistence point: a copy with MEMMIG_COPY_PMEM (and neither NODRAIN nor
+ * NOFLUSH) returns after its drain (sfence); from then on every byte of the
+ * destination is durable on real pmem (ADR platforms): whole cache lines
+ * were written with non-temporal stores, which the drain orders, and every
+ * line written with temporal stores (partial head and tail lines, short
+ * copies, MEMMIG_COPY_TEMPORAL) was written back with clwb, or clflushopt,
+ * or clflush, the best the CPU has, before the drain.
+ */
 enum memmig_copy_flags {
 	/* Non-temporal stores whatever the length. */
 	MEMMIG_COPY_NONTEMPORAL = 1u << 0,
-	/* Temporal stores whatever the length (never NT). */
+	/* Temporal stores whatever the length (never NT); with
+	 * MEMMIG_COPY_PMEM every line written is then flushed. */
 	MEMMIG_COPY_TEMPORAL = 1u << 1,
-	/* Leave the store fence to the caller (memmig_copy_drain()). */
+	/* Leave the store fence to the caller (memmig_copy_drain()): the data
+	 * is durable only after it. */
 	MEMMIG_COPY_NODRAIN = 1u << 2,
 	/* Destination is persistent memory: NT stores for the body, cache
 	 * line flushes for what was written with temporal stores, then a
 	 * drain. */
 	MEMMIG_COPY_PMEM = 1u << 3,
-	/* With MEMMIG_COPY_PMEM: skip the flushes; the caller flushes. */
+	/* With MEMMIG_COPY_PMEM: skip the flushes, and so the drain (as
+	 * libpmem2's NOFLUSH implies NODRAIN); the caller flushes with
+	 * memmig_copy_flush() and drains with memmig_copy_drain(). */
 	MEMMIG_COPY_NOFLUSH = 1u << 4,
 };
 

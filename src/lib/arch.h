@@ -14,7 +14,8 @@
  * A copy primitive.  flags are the public copy flags plus the flush kind
  * (MEMMIG_COPY__FLUSH_MASK); only the non-temporal primitives look at them:
  * they write unaligned heads and tails with temporal stores, flush those
- * lines when a flush kind is given, and drain unless MEMMIG_COPY_NODRAIN.
+ * lines when a flush kind is given, and drain unless MEMMIG_COPY_NODRAIN or
+ * MEMMIG_COPY_NOFLUSH.
  */
 typedef void (*memmig_prim_fn)(void *dst, const void *src, size_t len,
 			       unsigned int flags);

@@ -101,7 +101,8 @@ nt_copy(void *dst, const void *src, size_t len, unsigned int flags,
 		memmig_x86_copy_movq(d + done, s + done, len - done, 0);
 		memmig_arch_flush(flush, d + done, len - done);
 	}
-	if (!(flags & MEMMIG_COPY_NODRAIN))
+	/* NOFLUSH: the caller flushes, then drains once for everything. */
+	if (!(flags & (MEMMIG_COPY_NODRAIN | MEMMIG_COPY_NOFLUSH)))
 		memmig_arch_drain();
 }
 
