@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -224,6 +225,70 @@ MEMMIG_EXPORT void memmig_copy_drain(void);
  * instruction the CPU has (clwb > clflushopt > clflush), no drain. */
 MEMMIG_EXPORT int memmig_copy_flush(struct memmig_ctx *ctx, const void *addr,
 				    size_t len);
+
+/* ------------------------------------------------------------------ */
+/* Machine-check-recoverable copy and poison.                           */
+
+/*
+ * Why a source page stayed unreadable: -EHWPOISON (a memory error:
+ * SIGBUS BUS_MCEERR_AR/AO), -EIO (the kernel's own read of the backing
+ * file failed too: bad media), -EFAULT (nothing backs the page: SIGBUS
+ * BUS_ADRERR, e.g. a file mapping past the file's end).
+ */
+typedef void (*memmig_mc_bad_fn)(void *opaque, uint64_t offset, uint64_t len,
+				 int err);
+
+struct memmig_mc_opts {
+	size_t sz;
+	unsigned int flags;	/* enum memmig_copy_flags */
+	/* The source's backing file, or -1.  A page that faults is read
+	 * again with pread(2) at src_offset + its offset: the kernel copies
+	 * with its own machine-check-safe copy and answers EIO for bad
+	 * media, and a page it reads is not lost. */
+	int src_fd;
+	uint64_t src_offset;
+	/* Called for each page of the source (offset from src, within one
+	 * 4 KiB page of it) that stayed unreadable.  Optional. */
+	memmig_mc_bad_fn bad;
+	void *opaque;
+};
+
+/*
+ * Copies like memmig_copy_units(), but a SIGBUS on the source (a memory
+ * error or a vanished page) does not kill the process: the 2 MB unit is
+ * bisected down to its 4 KiB pages, the faulting pages are tried through
+ * the kernel (opts->src_fd), every other byte is copied, and each page
+ * that stays unreadable goes to opts->bad.  Its destination bytes are
+ * left as they were (never zero-filled): mark them (memmig_poison_mark()).
+ *
+ * Returns the number of bytes NOT copied, as the kernel's
+ * copy_mc_to_kernel() does (0: all of them), or a negative errno for bad
+ * arguments (those of memmig_copy_run()).  opts may be NULL.
+ * A SIGBUS on the destination is not caught.
+ */
+MEMMIG_EXPORT ssize_t memmig_copy_mc(struct memmig_ctx *ctx, void *dst,
+				     const void *src, size_t len,
+				     const struct memmig_mc_opts *opts);
+/*
+ * The SIGBUS guard behind memmig_copy_mc(): one process-wide handler that
+ * catches faults inside guarded copies (each thread its own) and passes
+ * every other SIGBUS to the handler the application had before (or to the
+ * default action).  memmig_copy_mc() installs it on first use, and again
+ * if the application replaced it since, chained to the new handler.
+ */
+MEMMIG_EXPORT int memmig_mc_guard_install(void);
+
+/*
+ * Marks [addr, addr + len) of this process poisoned, so that reading it
+ * raises SIGBUS (BUS_MCEERR_AR) as the lost memory would, and KVM hands a
+ * guest that touches it a machine check instead of data: UFFDIO_POISON
+ * (Linux 6.6).  Page aligned; anonymous, shmem or hugetlb memory; the
+ * current contents are dropped.  -EOPNOTSUPP where the kernel or the
+ * mapping cannot (other file mappings, DAX): the caller then keeps the
+ * range reported as lost.
+ */
+MEMMIG_EXPORT int memmig_poison_mark(struct memmig_ctx *ctx, void *addr,
+				     size_t len);
 
 
 /* ------------------------------------------------------------------ */

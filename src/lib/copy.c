@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "arch.h"
+#include "copy-private.h"
 #include "policy.h"
 
 static void copy_generic(void *d, const void *s, size_t n, unsigned int f)
@@ -127,6 +128,17 @@ int memmig_copy_units(struct memmig_ctx *ctx, void *dst, const void *src,
 	if (!(flags & (MEMMIG_COPY_NODRAIN | MEMMIG_COPY_NOFLUSH)))
 		memmig_arch_drain();
 	return 0;
+}
+
+int memmig_copy_check(const void *dst, const void *src, size_t len)
+{
+	return copy_check(dst, src, len);
+}
+
+void memmig_copy_dispatch(struct memmig_ctx *ctx, int prim, void *dst,
+			  const void *src, size_t len, unsigned int flags)
+{
+	copy_dispatch(ctx, prim, dst, src, len, flags);
 }
 
 void memmig_copy_drain(void)

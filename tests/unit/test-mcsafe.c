@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The machine-check-recoverable copy against real SIGBUS:
+ *  - BUS_ADRERR: a file mapped in the middle of a 64 MiB source, then
+ *    truncated under its mapping;
+ *  - BUS_MCEERR_AR: poison markers (UFFDIO_POISON) on a shared memfd
+ *    mapping, where the kernel's read of the file still succeeds;
+ * and the handler chain: the application's SIGBUS handler, installed
+ * before or after memmig's guard, still gets the faults that are not
+ * memmig's, and the default action still kills.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cunit-main.h"
+
+#define PAGE 4096UL
+#define MiB (1UL << 20)
+#define SRC_LEN (64 * MiB)
+#define WIN_OFF (30 * MiB + 3 * PAGE)	/* the file window: not 2 MB aligned */
+#define WIN_LEN (4 * MiB)
+#define WIN_KEEP (MiB + 2 * PAGE)	/* what truncation leaves of the file */
+#define HOLE_OFF (WIN_OFF + WIN_KEEP)
+#define HOLE_LEN (WIN_LEN - WIN_KEEP)
+#define DST_FILL 0xee
+
+static struct memmig_ctx *ctx;
+
+static uint8_t pattern(size_t off)
+{
+	return (uint8_t)(off * 131 + (off >> 12) * 7 + 1);
+}
+
+static void fill(uint8_t *p, size_t len, size_t base)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = pattern(base + i);
+}
+
+/* Offsets of the first byte in [from, to) that is not the pattern. */
+static size_t find_bad(const uint8_t *p, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++)
+		if (p[i] != pattern(i))
+			return i;
+	return SIZE_MAX;
+}
+
+static void *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The 64 MiB source with a 4 MiB file window, truncated to WIN_KEEP. */
+struct holed {
+	uint8_t *src, *dst;
+	int fd;
+};
+
+static int holed_make(struct holed *h)
+{
+	h->src = map_anon(SRC_LEN);
+	h->dst = map_anon(SRC_LEN);
+	h->fd = memfd_create("mcsafe-window", MFD_CLOEXEC);
+	if (!h->src || !h->dst || h->fd < 0 || ftruncate(h->fd, WIN_LEN) < 0 ||
+	    mmap(h->src + WIN_OFF, WIN_LEN, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, h->fd, 0) == MAP_FAILED)
+		return -1;
+	fill(h->src, SRC_LEN, 0);
+	memset(h->dst, DST_FILL, SRC_LEN);
+	return ftruncate(h->fd, WIN_KEEP);
+}
+
+static void holed_free(struct holed *h)
+{
+	munmap(h->src, SRC_LEN);
+	munmap(h->dst, SRC_LEN);
+	close(h->fd);
+}
+
+/* What the bad-page callback saw: contiguous ranges, coalesced. */
+struct bad_log {
+	pthread_mutex_t lock;
+	uint64_t off, len, calls;
+	int err;
+	bool gap;		/* a range did not follow the previous one */
+};
+
+static void on_bad(void *opaque, uint64_t off, uint64_t len, int err)
+{
+	struct bad_log *b = opaque;
+
+	pthread_mutex_lock(&b->lock);
+	if (!b->calls)
+		b->off = off;
+	else if (b->off + b->len != off)
+		b->gap = true;
+	if (b->calls && b->err != err)
+		b->gap = true;
+	b->len += len;
+	b->err = err;
+	b->calls++;
+	pthread_mutex_unlock(&b->lock);
+}
+
+static void check_holed_copy(struct holed *h, ssize_t left, const struct bad_log *b)
+{
+	size_t bad;
+
+	if (left != (ssize_t)HOLE_LEN)
+		CUNIT_FAILF("not copied: %zd, want %lu", left, HOLE_LEN);
+	CU_ASSERT_EQUAL(b->off, HOLE_OFF);
+	CU_ASSERT_EQUAL(b->len, HOLE_LEN);
+	CU_ASSERT_EQUAL(b->calls, HOLE_LEN / PAGE);
+	CU_ASSERT_EQUAL(b->err, -EFAULT);
+	CU_ASSERT_FALSE(b->gap);
+	bad = find_bad(h->dst, 0, HOLE_OFF);
+	if (bad != SIZE_MAX)
+		CUNIT_FAILF("before the hole: byte %#zx differs", bad);
+	bad = find_bad(h->dst, HOLE_OFF + HOLE_LEN, SRC_LEN);
+	if (bad != SIZE_MAX)
+		CUNIT_FAILF("after the hole: byte %#zx differs", bad);
+	/* Nothing was made up for the hole: not zeros, not anything. */
+	for (size_t i = HOLE_OFF; i < HOLE_OFF + HOLE_LEN; i++)
+		if (h->dst[i] != DST_FILL) {
+			CUNIT_FAILF("hole byte %#zx written: %#x", i, h->dst[i]);
+			break;
+		}
+}
+
+static void test_truncated_window(void)
+{
+	struct bad_log b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1, .bad = on_bad,
+				    .opaque = &b };
+	struct holed h;
+
+	CU_ASSERT_EQUAL_FATAL(holed_make(&h), 0);
+	check_holed_copy(&h, memmig_copy_mc(ctx, h.dst, h.src, SRC_LEN, &o), &b);
+	holed_free(&h);
+}
+
+/* Every flag combination a caller would use, and NULL opts. */
+static void test_truncated_flags(void)
+{
+	static const unsigned int flags[] = {
+		0, MEMMIG_COPY_NONTEMPORAL, MEMMIG_COPY_TEMPORAL,
+		MEMMIG_COPY_PMEM, MEMMIG_COPY_PMEM | MEMMIG_COPY_NODRAIN,
+	};
+	struct holed h;
+
+	CU_ASSERT_EQUAL_FATAL(holed_make(&h), 0);
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		struct bad_log b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+		struct memmig_mc_opts o = { .sz = sizeof(o), .flags = flags[i],
+					    .src_fd = -1, .bad = on_bad, .opaque = &b };
+
+		memset(h.dst, DST_FILL, SRC_LEN);
+		check_holed_copy(&h, memmig_copy_mc(ctx, h.dst, h.src, SRC_LEN, &o), &b);
+	}
+	memset(h.dst, DST_FILL, SRC_LEN);
+	CU_ASSERT_EQUAL(memmig_copy_mc(ctx, h.dst, h.src, SRC_LEN, NULL), HOLE_LEN);
+	/* Unaligned edges: one byte into the hole's first page. */
+	CU_ASSERT_EQUAL(memmig_copy_mc(ctx, h.dst + 5, h.src + HOLE_OFF - 3, 4, NULL), 1);
+	CU_ASSERT_EQUAL(memcmp(h.dst + 5, h.src + HOLE_OFF - 3, 3), 0);
+	holed_free(&h);
+}
+
+struct thread_arg {
+	struct holed h;
+	ssize_t left;
+	struct bad_log b;
+};
+
+static void *copy_thread(void *p)
+{
+	struct thread_arg *a = p;
+	struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1, .bad = on_bad,
+				    .opaque = &a->b };
+
+	a->left = memmig_copy_mc(ctx, a->h.dst, a->h.src, SRC_LEN, &o);
+	return NULL;
+}
+
+/* Each thread its own guard: faults do not cross over. */
+static void test_threads(void)
+{
+	struct thread_arg a[2] = {
+		{ .b = { .lock = PTHREAD_MUTEX_INITIALIZER } },
+		{ .b = { .lock = PTHREAD_MUTEX_INITIALIZER } },
+	};
+	pthread_t t[2];
+
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL_FATAL(holed_make(&a[i].h), 0);
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, copy_thread, &a[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		check_holed_copy(&a[i].h, a[i].left, &a[i].b);
+		holed_free(&a[i].h);
+	}
+}
+
+/* A poison marker faults as a memory error (BUS_MCEERR_AR) where the
+ * kernel has CONFIG_MEMORY_FAILURE (its sysctl exists), else as BUS_ADRERR. */
+static int marker_errno(void)
+{
+	return access("/proc/sys/vm/memory_failure_early_kill", F_OK) ? -EFAULT :
+									 -EHWPOISON;
+}
+
+/* Poison markers on a shared memfd mapping: the mapping faults with
+ * BUS_MCEERR_AR, the file still reads. */
+static void test_poison_kernel_read(void)
+{
+	const size_t len = 8 * MiB, bad[] = { 0, 3 * MiB + 5 * PAGE, len - PAGE };
+	int fd = memfd_create("mcsafe-poison", MFD_CLOEXEC);
+	uint8_t *src, *dst = map_anon(len);
+	struct bad_log b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1, .bad = on_bad,
+				    .opaque = &b };
+	int rc;
+
+	CU_ASSERT_FATAL(fd >= 0 && dst && ftruncate(fd, len) == 0);
+	src = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CU_ASSERT_FATAL(src != MAP_FAILED);
+	fill(src, len, 0);
+	for (size_t i = 0; i < 3; i++) {
+		rc = memmig_poison_mark(ctx, src + bad[i], PAGE);
+		if (rc == -EOPNOTSUPP) {
+			printf("  (no UFFDIO_POISON in this kernel: not tested)\n");
+			goto out;
+		}
+		CU_ASSERT_EQUAL_FATAL(rc, 0);
+	}
+	/* Without the file: three pages lost, as memory errors. */
+	memset(dst, DST_FILL, len);
+	CU_ASSERT_EQUAL(memmig_copy_mc(ctx, dst, src, len, &o), 3 * PAGE);
+	CU_ASSERT_EQUAL(b.calls, 3);
+	CU_ASSERT_EQUAL(b.err, marker_errno());
+	CU_ASSERT_EQUAL(find_bad(dst, PAGE, bad[1]), SIZE_MAX);
+	CU_ASSERT_EQUAL(find_bad(dst, bad[1] + PAGE, len - PAGE), SIZE_MAX);
+	CU_ASSERT_EQUAL(dst[bad[1]], DST_FILL);
+	/* With it: the kernel reads them, nothing is lost. */
+	b.calls = 0;
+	o.src_fd = fd;
+	memset(dst, DST_FILL, len);
+	CU_ASSERT_EQUAL(memmig_copy_mc(ctx, dst, src, len, &o), 0);
+	CU_ASSERT_EQUAL(b.calls, 0);
+	CU_ASSERT_EQUAL(find_bad(dst, 0, len), SIZE_MAX);
+out:
+	munmap(src, len);
+	munmap(dst, len);
+	close(fd);
+}
+
+/* The marker is in the page table: it moves with mremap(), as a live
+ * migration's swap moves the copy over the guest's RAM. */
+static void test_marker_moves(void)
+{
+	uint8_t *a = map_anon(4 * PAGE), *b = map_anon(4 * PAGE), *dst = map_anon(4 * PAGE);
+	int rc;
+
+	CU_ASSERT_FATAL(a && b && dst);
+	fill(a, 4 * PAGE, 0);
+	rc = memmig_poison_mark(ctx, a + 2 * PAGE, PAGE);
+	if (rc == -EOPNOTSUPP) {
+		printf("  (no UFFDIO_POISON in this kernel: not tested)\n");
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	CU_ASSERT_FATAL(mremap(a, 4 * PAGE, 4 * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED, b) == b);
+	CU_ASSERT_EQUAL(memmig_copy_mc(ctx, dst, b, 4 * PAGE, NULL), PAGE);
+	CU_ASSERT_EQUAL(find_bad(dst, 0, 2 * PAGE), SIZE_MAX);
+	CU_ASSERT_EQUAL(find_bad(dst, 3 * PAGE, 4 * PAGE), SIZE_MAX);
+	munmap(b, 4 * PAGE);
+	munmap(dst, 4 * PAGE);
+}
+
+static void test_bad_args(void)
+{
+	uint8_t buf[2 * PAGE] = { 0 };
+	struct memmig_mc_opts o = { .sz = 1 };
+
+	CU_ASSERT_EQUAL(memmig_copy_mc(NULL, buf, buf + PAGE, PAGE, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_copy_mc(ctx, buf, buf + 8, PAGE, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_copy_mc(ctx, NULL, buf, 8, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_copy_mc(ctx, buf, buf + PAGE, PAGE, &o), -EINVAL);
+	o.sz = sizeof(o);
+	o.flags = MEMMIG_COPY_TEMPORAL | MEMMIG_COPY_NONTEMPORAL;
+	CU_ASSERT_EQUAL(memmig_copy_mc(ctx, buf, buf + PAGE, PAGE, &o), -EINVAL);
+	o.flags = 1u << 20;
+	CU_ASSERT_EQUAL(memmig_copy_mc(ctx, buf, buf + PAGE, PAGE, &o), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_copy_mc(ctx, buf, buf + PAGE, 0, NULL), 0);
+	CU_ASSERT_EQUAL(memmig_poison_mark(ctx, buf + 1, PAGE), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_poison_mark(ctx, buf, 0), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_poison_mark(NULL, buf, PAGE), -EINVAL);
+}
+
+/* ---- the handler chain, each case in a child of its own ---- */
+
+static sigjmp_buf app_env;
+static volatile sig_atomic_t app_calls, app_code;
+
+static void app_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	app_calls++;
+	app_code = si->si_code;
+	siglongjmp(app_env, 1);
+}
+
+static void app_install(void)
+{
+	struct sigaction sa = { .sa_sigaction = app_sigbus, .sa_flags = SA_SIGINFO };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+/* The application reads a vanished page itself: its handler must see it. */
+static int app_touch(const volatile uint8_t *p)
+{
+	if (!sigsetjmp(app_env, 1))
+		(void)*p;
+	return app_calls;
+}
+
+enum chain_case { APP_BEFORE, APP_AFTER, APP_NONE };
+
+/* Exit 0: memmig's copy and the application's handler both did right. */
+static int chain_child(enum chain_case c)
+{
+	struct holed h;
+	uint8_t *vanished;
+	ssize_t left;
+
+	if (c == APP_BEFORE)
+		app_install();
+	if (holed_make(&h) < 0)
+		return 10;
+	vanished = h.src + HOLE_OFF + PAGE;
+	if (memmig_copy_mc(ctx, h.dst, h.src, SRC_LEN, NULL) != (ssize_t)HOLE_LEN)
+		return 11;
+	if (c == APP_AFTER) {
+		app_install(); /* replaces memmig's: the next copy chains again */
+		if (memmig_copy_mc(ctx, h.dst, h.src, SRC_LEN, NULL) != (ssize_t)HOLE_LEN)
+			return 12;
+	}
+	if (c == APP_NONE) {
+		(void)*(volatile uint8_t *)vanished; /* must die of SIGBUS */
+		return 13;
+	}
+	if (app_touch(vanished) != 1 || app_code != BUS_ADRERR)
+		return 14;
+	left = memmig_copy_mc(ctx, h.dst, h.src, SRC_LEN, NULL);
+	if (left != (ssize_t)HOLE_LEN || app_calls != 1)
+		return 15;
+	return 0;
+}
+
+static void run_chain(enum chain_case c, const char *what)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (!pid)
+		_exit(chain_child(c));
+	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+	if (c == APP_NONE) {
+		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGBUS)
+			CUNIT_FAILF("%s: status %#x, want death by SIGBUS", what, status);
+	} else if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		CUNIT_FAILF("%s: status %#x", what, status);
+	}
+}
+
+static void test_chain_app_before(void)
+{
+	run_chain(APP_BEFORE, "application handler installed first");
+}
+
+static void test_chain_app_after(void)
+{
+	run_chain(APP_AFTER, "application handler installed after the guard");
+}
+
+static void test_chain_default(void)
+{
+	run_chain(APP_NONE, "no application handler");
+}
+
+static int suite_init(void)
+{
+	return memmig_ctx_new(&ctx);
+}
+
+static int suite_fini(void)
+{
+	memmig_ctx_unref(ctx);
+	return 0;
+}
+
+static CU_TestInfo mc_tests[] = {
+	{ "truncated window: exact count, both sides", test_truncated_window },
+	{ "truncated window under each flag", test_truncated_flags },
+	{ "two threads, two guards", test_threads },
+	{ "poison markers, kernel read", test_poison_kernel_read },
+	{ "poison marker moves with mremap", test_marker_moves },
+	{ "bad arguments", test_bad_args },
+	{ "chain: application handler first", test_chain_app_before },
+	{ "chain: application handler after", test_chain_app_after },
+	{ "chain: default action still kills", test_chain_default },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+	{ "mcsafe", suite_init, suite_fini, NULL, NULL, mc_tests },
+	CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+	return cunit_main(suites);
+}
