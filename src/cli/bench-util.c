@@ -70,6 +70,15 @@ static void copy_one(const struct copier *c, uint8_t *d, const uint8_t *s,
 	case COPIER_GLIBC_PAGES:
 		copy_pages(c, d, s, n);
 		break;
+	case COPIER_MC: {
+		struct memmig_mc_opts o = {
+			.sz = sizeof(o), .src_fd = -1,
+			.flags = c->flags | (drain ? 0 : MEMMIG_COPY_NODRAIN),
+		};
+
+		memmig_copy_mc(c->ctx, d, s, n, &o);
+		break;
+	}
 	}
 }
 
@@ -78,9 +87,10 @@ void copier_run(const struct copier *c, void *dst, const void *src, size_t len)
 	uint8_t *d = dst;
 	const uint8_t *s = src;
 
-	/* One call, as a caller would make it: the same path for everyone. */
+	/* One call, as a caller would make it: the same path for everyone.
+	 * memmig_copy_mc goes by 2 MiB units itself. */
 	if (len <= MEMMIG_UNIT_SIZE || c->kind == COPIER_MEMMIG_PAGES ||
-	    c->kind == COPIER_GLIBC_PAGES) {
+	    c->kind == COPIER_GLIBC_PAGES || c->kind == COPIER_MC) {
 		copy_one(c, d, s, len, true);
 		return;
 	}

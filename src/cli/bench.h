@@ -24,6 +24,7 @@ enum copier_kind {
 	COPIER_PMEM,		/* libpmem's pmem_memcpy, non-temporal */
 	COPIER_MEMMIG_PAGES,	/* memmig_copy_run per 4 KiB page */
 	COPIER_GLIBC_PAGES,	/* memcpy per 4 KiB page */
+	COPIER_MC,		/* memmig_copy_mc (flags), whole length */
 };
 
 struct copier {
