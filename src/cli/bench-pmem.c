@@ -86,10 +86,10 @@ static int measure_all(struct pmem_bench *b)
 		if (b->a->hot)
 			rc = bench_measure_hot(b->cs, b->ncols, b->pool.dst,
 					       b->pool.src, len, &b->a->opts,
-					       st_at(b, si, 0));
+					       &b->st[si * COL_COUNT]);
 		else
 			rc = bench_measure_cold(b->cs, b->ncols, &b->pool, len,
-						&b->a->opts, st_at(b, si, 0));
+						&b->a->opts, &b->st[si * COL_COUNT]);
 	}
 	bench_progress_done();
 	return rc;
