@@ -138,6 +138,13 @@ static const char *placement(const struct pmem_bench *b)
 			   "cold: each copy at a new place of a pool far larger than the LLC";
 }
 
+/* The primitive memmig's pmem copy runs at one size. */
+static const char *prim_of(const struct pmem_bench *b, struct memmig_ctx *ctx,
+			   size_t si)
+{
+	return memmig_prim_name(memmig_copy_query(ctx, b->sizes[si], MEMMIG_COPY_PMEM));
+}
+
 /* Sizes from one 2 MiB unit up: where the MC goal is judged. */
 static bool mc_judged(const struct pmem_bench *b, size_t si)
 {
@@ -162,6 +169,7 @@ static void print_json(struct pmem_bench *b, struct memmig_ctx *ctx)
 		struct json_object *r = json_object_new_object();
 
 		json_object_object_add(r, "size", json_object_new_int64((int64_t)b->sizes[si]));
+		json_object_object_add(r, "memmig_prim", json_object_new_string(prim_of(b, ctx, si)));
 		for (unsigned int c = 0; c < b->ncols; c++)
 			json_object_object_add(r, b->cs[c].name,
 					       bench_json_stats(&b->st[si * COL_COUNT + c]));
@@ -208,14 +216,15 @@ static void print_table(struct pmem_bench *b, struct memmig_ctx *ctx)
 	char sz[32];
 
 	print_header(b, ctx);
-	printf("%9s %14s %14s %9s %14s %8s\n", "size", "memmig GB/s", "libpmem GB/s",
-	       "ratio", "memmig-mc GB/s", "mc cost");
+	printf("%9s %-10s %14s %14s %9s %14s %8s\n", "size", "memmig", "memmig GB/s",
+	       "libpmem GB/s", "ratio", "memmig-mc GB/s", "mc cost");
 	for (size_t si = 0; si < b->nsizes; si++) {
 		const struct bench_stats *m = st_at(b, si, COL_MEMMIG), *mc = st_at(b, si, COL_MC);
 		double r = ratio_pmem(b, si), ov = mc_overhead_pct(b, si);
 
-		printf("%9s %7.2f ±%4.1f%%", memmig_size_format(b->sizes[si], sz, sizeof(sz)),
-		       m->median, m->sd_pct);
+		printf("%9s %-10s %7.2f ±%4.1f%%",
+		       memmig_size_format(b->sizes[si], sz, sizeof(sz)),
+		       prim_of(b, ctx, si), m->median, m->sd_pct);
 		if (has(b, COL_PMEM))
 			printf(" %7.2f ±%4.1f%% %8.3fx", st_at(b, si, COL_PMEM)->median,
 			       st_at(b, si, COL_PMEM)->sd_pct, r);
