@@ -45,6 +45,12 @@ static inline int memmig_policy_temporal(const struct memmig_cpu_info *cpu,
 	return MEMMIG_PRIM_MOVQ;
 }
 
+/* memmig_prim_is_nt() for a valid primitive, inline for the copy path. */
+static inline bool memmig_policy_is_nt(int prim)
+{
+	return prim >= MEMMIG_PRIM_NT_MOVNTI && prim <= MEMMIG_PRIM_NT_AVX512;
+}
+
 static inline bool memmig_policy_nt_ok(const struct memmig_cpu_info *cpu,
 				       int prim)
 {
