@@ -535,6 +535,17 @@ struct memmig_vm_ops {
 	 */
 	void (*slot_moved)(void *opaque, uint32_t slot, void *old_hva,
 			   void *hva, int fd, uint64_t fd_offset);
+	/*
+	 * Guest memory that could not be read during a live migration: the
+	 * guest-physical range and why (-EHWPOISON a memory error, -EIO the
+	 * kernel's read of the backing file failed too, -EFAULT nothing
+	 * backs it).  The copy holds a poison marker there, so a guest that
+	 * touches it exits with SIGBUS BUS_MCEERR_AR on the vCPU thread, as
+	 * before: the VMM injects a machine check (memmig_vm_mce_inject()).
+	 * Called after resume, whatever the migration's result.  Optional.
+	 */
+	void (*poisoned)(void *opaque, uint32_t slot, uint64_t gpa, uint64_t len,
+			 int err);
 };
 
 /* One KVM memslot as the VMM registered it with KVM. */
@@ -653,6 +664,8 @@ struct memmig_live_report {
 	double total_s;		/* run, prepare excluded */
 	double gbps;		/* bytes / total_s, 1e9 bytes/s */
 	double copy_gbps;	/* the copy rate the pause was sized with */
+	uint64_t pages_poisoned;	/* unreadable: never copied, marked */
+	unsigned int poisoned_ranges;	/* memmig_live_get_poisoned() */
 };
 MEMMIG_EXPORT int memmig_live_get_report(const struct memmig_live *live,
 					 struct memmig_live_report *out);
@@ -660,6 +673,12 @@ MEMMIG_EXPORT int memmig_live_get_report(const struct memmig_live *live,
 MEMMIG_EXPORT int memmig_live_get_round(const struct memmig_live *live,
 					unsigned int idx, uint64_t *bytes,
 					double *seconds);
+
+/* Poisoned range idx (0 .. poisoned_ranges - 1), ascending: guest-physical
+ * address, length and why (as in memmig_vm_ops.poisoned). */
+MEMMIG_EXPORT int memmig_live_get_poisoned(const struct memmig_live *live,
+					   unsigned int idx, uint64_t *gpa,
+					   uint64_t *len, int *err);
 
 /* new + prepare + run + report + unref. */
 MEMMIG_EXPORT int memmig_vm_migrate(struct memmig_vm *vm,
