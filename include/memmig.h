@@ -542,7 +542,9 @@ struct memmig_vm_ops {
 	 * backs it).  The copy holds a poison marker there, so a guest that
 	 * touches it exits with SIGBUS BUS_MCEERR_AR on the vCPU thread, as
 	 * before: the VMM injects a machine check (memmig_vm_mce_inject()).
-	 * Called after resume, whatever the migration's result.  Optional.
+	 * Where the kernel cannot mark the copy (before Linux 6.6), the
+	 * migration fails with -EHWPOISON instead and the guest stays on its
+	 * memory.  Called after resume, whatever the result.  Optional.
 	 */
 	void (*poisoned)(void *opaque, uint32_t slot, uint64_t gpa, uint64_t len,
 			 int err);

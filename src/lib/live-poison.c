@@ -6,7 +6,9 @@
  * slot's fd, and if it stays unreadable it is recorded, its copy gets a
  * poison marker (the guest then gets a machine check there, as it would
  * have on the old memory, never zeros), it is not copied again, and the
- * VMM is told its guest-physical address.
+ * VMM is told its guest-physical address.  Where no marker can be
+ * installed the migration stops before the swap: the guest keeps its old
+ * memory, whose page still faults.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -71,6 +73,18 @@ void memmig_live_copy(struct memmig_live *l, uint64_t page, uint64_t n,
 		       (const uint8_t *)l->slot.hva + page * VM_PAGE, n * VM_PAGE, &o);
 }
 
+int memmig_live_lost_check(struct memmig_live *l)
+{
+	if (l->lost_enomem)
+		return -ENOMEM;
+	if (!l->unmarked)
+		return 0;
+	err(l->vm->ctx, "slot %u: guest memory that cannot be read, and no poison "
+			"marker for its copy (UFFDIO_POISON: Linux 6.6, anonymous or "
+			"shmem memory): the guest stays where it is\n", l->slot.slot);
+	return -EHWPOISON;
+}
+
 void memmig_live_lost_mask(struct memmig_live *l, size_t w, size_t n)
 {
 	if (!l->rep.pages_poisoned)
@@ -95,9 +109,8 @@ int memmig_live_lost_finish(struct memmig_live *l)
 		return 0;
 	qsort(l->lost, l->nlost, sizeof(*l->lost), cmp_lost);
 	l->rep.poisoned_ranges = l->nlost;
-	warn(vm->ctx, "slot %u: %llu pages could not be read (%llu without a poison "
-		      "marker)\n", l->slot.slot, (unsigned long long)l->rep.pages_poisoned,
-	     (unsigned long long)l->unmarked);
+	warn(vm->ctx, "slot %u: %llu pages could not be read\n", l->slot.slot,
+	     (unsigned long long)l->rep.pages_poisoned);
 	for (unsigned int i = 0; vm->ops.poisoned && i < l->nlost; i++)
 		vm->ops.poisoned(vm->opaque, l->slot.slot,
 				 l->slot.gpa + l->lost[i].page * VM_PAGE,

@@ -68,6 +68,10 @@ struct memmig_live {
  * destination; what cannot be read is recorded and marked (live-poison.c). */
 void memmig_live_copy(struct memmig_live *l, uint64_t page, uint64_t n,
 		      unsigned int flags);
+/* 0, or why the copy must not be swapped in: a lost page that could not
+ * be recorded (-ENOMEM) or whose copy has no poison marker (-EHWPOISON:
+ * the guest would read whatever the copy holds). */
+int memmig_live_lost_check(struct memmig_live *l);
 /* Drops lost pages from dirty words [w, w + n). */
 void memmig_live_lost_mask(struct memmig_live *l, size_t w, size_t n);
 /* After the run: sorts the lost ranges and tells the VMM; -ENOMEM if one

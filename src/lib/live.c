@@ -263,6 +263,8 @@ static int copy_dirty(struct memmig_live *l, bool paused, int prim, uint64_t *by
 		if (!rc)
 			*bytes += copy_words(l, w, w + n, prim);
 		memmig_copy_drain();
+		if (!rc)
+			rc = memmig_live_lost_check(l);
 	}
 	return rc;
 }
@@ -350,9 +352,6 @@ static int paused_part(struct memmig_live *l)
 	l->rep.pause_bytes = bytes;
 	l->rep.bytes_copied += bytes;
 	l->rep.pause_copy_s = memmig_now() - t;
-	/* A lost page that could not be recorded must not be swapped in. */
-	if (l->lost_enomem)
-		return -ENOMEM;
 	t = memmig_now();
 	rc = memmig_live_dest_swap(l);
 	l->rep.pause_swap_s = memmig_now() - t;

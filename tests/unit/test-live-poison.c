@@ -11,7 +11,8 @@
  *  - fd-backed RAM whose mapping faults but whose file reads (markers on
  *    a memfd mapping): the kernel's read recovers every page;
  *  - fd-backed RAM whose file was cut short under the guest: the pages
- *    past its end are reported (-EFAULT), the rest moves.
+ *    past its end are reported (-EFAULT), the rest moves;
+ *  - a destination that cannot hold a poison marker: no swap at all.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -281,6 +282,41 @@ static void test_fd_truncated(void)
 	close(fd);
 }
 
+/*
+ * A destination that cannot hold a poison marker (a file tier on a disk
+ * file system: userfaultfd does not take such mappings): the migration
+ * stops before the swap with -EHWPOISON, and the guest keeps its memory,
+ * bytes and lost page as they were.
+ */
+static void test_unmarkable_dest(void)
+{
+	const uint64_t len = 8 * MiB, lost = 3 * MiB / PAGE + 1;
+	uint8_t *ram = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct memmig_live_opts o = { .sz = sizeof(o), .slot = SLOT, .target_node = -1,
+				      .target_path = "/var/tmp" };
+	struct memmig_live_report rep = { .sz = sizeof(rep) };
+	struct vmm v;
+
+	CU_ASSERT_FATAL(ram != MAP_FAILED);
+	fill(ram, len);
+	if (memmig_poison_mark(ctx, ram + lost * PAGE, PAGE) == -EOPNOTSUPP) {
+		munmap(ram, len);
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(vmm_new(&v, ram, len, -1), 0);
+	CU_ASSERT_EQUAL(memmig_vm_migrate(v.vm, &o, &rep), -EHWPOISON);
+	CU_ASSERT_EQUAL(rep.result, -EHWPOISON);
+	CU_ASSERT_EQUAL(rep.pages_poisoned, 1);
+	CU_ASSERT_EQUAL(v.calls, 1);
+	CU_ASSERT_EQUAL(v.resumes, v.pauses);
+	CU_ASSERT_PTR_EQUAL(v.hva, ram);
+	CU_ASSERT_EQUAL(bad_pages(ram, len, &lost, 1), 0);
+	CU_ASSERT(faults(ram + lost * PAGE));
+	memmig_vm_unref(v.vm);
+	munmap(ram, len);
+}
+
 static int suite_init(void)
 {
 	return memmig_ctx_new(&ctx) ? -1 : 0;
@@ -299,6 +335,7 @@ int main(void)
 		{ "the report's poisoned ranges", test_report_ranges },
 		{ "fd-backed RAM: the kernel's read recovers", test_fd_kernel_read },
 		{ "fd-backed RAM: the file cut short", test_fd_truncated },
+		{ "no marker possible: the guest stays", test_unmarkable_dest },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {
