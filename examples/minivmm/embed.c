@@ -57,6 +57,37 @@ int minivmm_embed(struct memmig_ctx *ctx, struct minivmm *vmm, struct memmig_vm 
 	return 0;
 }
 
+static int mce_setup_on_vcpu(void *opaque, int vcpu_fd)
+{
+	return memmig_vm_mce_setup(opaque, vcpu_fd, 0);
+}
+
+int minivmm_mce_setup(struct memmig_vm *vm, struct minivmm *vmm)
+{
+	return minivmm_run_on_vcpu(vmm, mce_setup_on_vcpu, vm);
+}
+
+struct mce_inject {
+	struct memmig_vm *vm;
+	uint64_t gpa;
+	unsigned int flags;
+};
+
+static int mce_inject_on_vcpu(void *opaque, int vcpu_fd)
+{
+	struct mce_inject *m = opaque;
+
+	return memmig_vm_mce_inject(m->vm, vcpu_fd, m->gpa, m->flags);
+}
+
+int minivmm_inject_mce(struct memmig_vm *vm, struct minivmm *vmm, uint64_t gpa,
+		       unsigned int flags)
+{
+	struct mce_inject m = { .vm = vm, .gpa = gpa, .flags = flags };
+
+	return minivmm_run_on_vcpu(vmm, mce_inject_on_vcpu, &m);
+}
+
 /* Where the guest is: its pass and the page it writes. */
 static uint64_t guest_position(struct minivmm *vmm)
 {

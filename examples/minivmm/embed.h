@@ -15,6 +15,17 @@
 int minivmm_embed(struct memmig_ctx *ctx, struct minivmm *vmm,
 		  struct memmig_vm **out);
 
+/*
+ * Memory errors: gives the vCPU machine-check banks (before it starts, or
+ * at any time: on the vCPU thread), and injects a machine check for the
+ * page at gpa (flags: MEMMIG_VM_MCE_AO or 0 for action required) on the
+ * vCPU thread at its next exit, as KVM wants vCPU ioctls made.  Returns
+ * memmig_vm_mce_setup()'s or memmig_vm_mce_inject()'s answer.
+ */
+int minivmm_mce_setup(struct memmig_vm *vm, struct minivmm *vmm);
+int minivmm_inject_mce(struct memmig_vm *vm, struct minivmm *vmm, uint64_t gpa,
+		       unsigned int flags);
+
 struct minivmm_migration {
 	struct memmig_live_report rep;
 	struct minivmm_check check;	/* once the guest wrote on */

@@ -29,6 +29,32 @@ static int vcpu_fail(struct minivmm *vmm, int err, const char *fmt, ...)
 	return err;
 }
 
+/* The machine-check guest's report: the bank, then four MSRs, each as
+ * two dwords, low first (guest-mce.S). */
+static uint64_t mce_msr(const uint32_t *w)
+{
+	return (uint64_t)w[1] << 32 | w[0];
+}
+
+static int mce_report_end(struct minivmm *vmm, uint32_t count)
+{
+	const uint32_t *w = vmm->mce_words;
+	unsigned int n = vmm->mce_nwords;
+
+	vmm->mce_nwords = 0;
+	if (n != 9)
+		return vcpu_fail(vmm, -EPROTO, "#MC report of %u dwords", n);
+	pthread_mutex_lock(&vmm->lock);
+	vmm->last_mce = (struct minivmm_mce){
+		.bank = w[0], .mcg_status = mce_msr(w + 1), .status = mce_msr(w + 3),
+		.addr = mce_msr(w + 5), .misc = mce_msr(w + 7),
+	};
+	atomic_store(&vmm->mces, count);
+	pthread_cond_broadcast(&vmm->pass);
+	pthread_mutex_unlock(&vmm->lock);
+	return 0;
+}
+
 static int exit_io(struct minivmm *vmm)
 {
 	struct kvm_run *run = vmm->run;
@@ -52,6 +78,15 @@ static int exit_io(struct minivmm *vmm)
 		atomic_store(&vmm->last_error_page, val);
 		atomic_fetch_add(&vmm->guest_errors, 1);
 		return 0;
+	case MINIVMM_PORT_MCE:
+		if (vmm->mce_nwords < 9)
+			vmm->mce_words[vmm->mce_nwords] = val;
+		vmm->mce_nwords++;
+		return 0;
+	case MINIVMM_PORT_MCE_END:
+		return mce_report_end(vmm, val);
+	case MINIVMM_PORT_EXCEPTION:
+		return vcpu_fail(vmm, -EIO, "guest exception %u", val);
 	}
 	return vcpu_fail(vmm, -EIO, "out to port 0x%x", run->io.port);
 }
@@ -116,7 +151,8 @@ void *minivmm_vcpu_thread(void *arg)
 		vcpu_fail(vmm, rc, "cannot unblock the kick signal");
 	while (!rc) {
 		atomic_store(&vmm->in_run, true);
-		if (atomic_load(&vmm->pause_depth) || atomic_load(&vmm->stop)) {
+		if (atomic_load(&vmm->pause_depth) || atomic_load(&vmm->stop) ||
+		    atomic_load(&vmm->call_pending)) {
 			atomic_store(&vmm->in_run, false);
 			if (!minivmm_park(vmm))
 				break;
@@ -127,8 +163,11 @@ void *minivmm_vcpu_thread(void *arg)
 		if (rc < 0)
 			rc = errno == EINTR ? 0 :	/* kicked */
 			     vcpu_fail(vmm, -errno, "KVM_RUN: %s", strerror(errno));
-		else
-			rc = exit_handle(vmm);
+		else if ((rc = exit_handle(vmm))) {
+			pthread_mutex_lock(&vmm->lock);
+			vmm->fatal_exit = vmm->run->exit_reason;
+			pthread_mutex_unlock(&vmm->lock);
+		}
 	}
 	minivmm_thread_exit(vmm);
 	return NULL;

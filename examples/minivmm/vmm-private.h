@@ -62,10 +62,31 @@ struct minivmm {
 	atomic_uint last_error_page;
 	int fatal;			/* under lock */
 	char fatal_msg[128];		/* under lock */
+	uint32_t fatal_exit;		/* under lock */
+
+	/*
+	 * minivmm_run_on_vcpu(): one call at a time, under lock.  call_pending
+	 * is read by the vCPU thread without it before each KVM_RUN, as
+	 * pause_depth is.
+	 */
+	minivmm_vcpu_fn call_fn;	/* NULL: none */
+	void *call_opaque;
+	int call_rc;
+	uint64_t calls_done;
+	atomic_bool call_pending;
+	pthread_cond_t called;		/* calls_done moved, or thread died */
+
+	/* The machine-check guest's report: words on the vCPU thread only,
+	 * the finished report under lock. */
+	uint32_t mce_words[9];
+	unsigned int mce_nwords;
+	struct minivmm_mce last_mce;
+	atomic_uint_fast64_t mces;
 };
 
-/* guest.S */
+/* guest.S, guest-mce.S */
 extern const uint8_t minivmm_guest_start[], minivmm_guest_end[];
+extern const uint8_t minivmm_guest_mce_start[], minivmm_guest_mce_end[];
 
 /* mem.c */
 int minivmm_mem_alloc(struct minivmm *vmm, uint64_t size, int backing);
@@ -91,7 +112,8 @@ void *minivmm_writer_thread(void *arg);
 int minivmm_kick_init(void);
 int minivmm_kick_unblock(void);
 void minivmm_kick(struct minivmm *vmm);
-/* On the vCPU thread: parks while paused; false when it must stop. */
+/* On the vCPU thread: parks while paused, runs a minivmm_run_on_vcpu()
+ * call; false when it must stop. */
 bool minivmm_park(struct minivmm *vmm);
 /* On the vCPU thread, last: marks it dead and wakes its waiters. */
 void minivmm_thread_exit(struct minivmm *vmm);
