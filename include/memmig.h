@@ -537,7 +537,9 @@ MEMMIG_EXPORT int memmig_vm_mark_dirty(struct memmig_vm *vm, uint64_t gpa,
  * lie in a registered slot: -EINVAL otherwise) in bank 9, or the last one
  * with fewer banks: uncorrected, action required (a data load: SRAR) by
  * default, action optional (found by a scrub: SRAO) with
- * MEMMIG_VM_MCE_AO.  -ENXIO when the vCPU has no banks.  KVM queues #MC;
+ * MEMMIG_VM_MCE_AO.  -ENXIO when the vCPU has no banks.  (KVM gives a new
+ * vCPU 32 banks but no MCG_SER_P: without memmig_vm_mce_setup() the guest
+ * cannot tell action required from optional.)  KVM queues #MC;
  * if the guest has CR4.MCE clear or is still handling the last machine
  * check (MCG_STATUS.MCIP), KVM shuts the guest down (KVM_EXIT_SHUTDOWN)
  * as hardware would.

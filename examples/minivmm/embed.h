@@ -11,7 +11,9 @@
 
 #include "vmm.h"
 
-/* Registers the VM, its slot and its dirty ring (if any) with memmig. */
+/* Registers the VM, its slot and its dirty ring (if any) with memmig, and
+ * answers memory errors in guest RAM with a machine check
+ * (minivmm_set_memory_error(), memmig_vm_mce_inject()). */
 int minivmm_embed(struct memmig_ctx *ctx, struct minivmm *vmm,
 		  struct memmig_vm **out);
 

@@ -118,6 +118,28 @@ static int exit_ring_full(struct minivmm *vmm)
 			      "dirty ring harvest failed: %d", rc) : 0;
 }
 
+/* KVM's SIGBUS for a poisoned page of guest RAM came in (sigbus.c). */
+static int memory_error(struct minivmm *vmm, void *addr, int code)
+{
+	struct minivmm_slot s;
+	uintptr_t off;
+	uint64_t gpa;
+	int rc;
+
+	minivmm_get_slot(vmm, &s);
+	off = (uintptr_t)addr - (uintptr_t)s.hva;
+	if ((uintptr_t)addr < (uintptr_t)s.hva || off >= s.size)
+		return vcpu_fail(vmm, -EFAULT, "memory error at %p, not guest RAM", addr);
+	gpa = s.gpa + off;
+	if (!vmm->memory_error)
+		return vcpu_fail(vmm, -EHWPOISON, "memory error at gpa 0x%llx, not handled",
+				 (unsigned long long)gpa);
+	rc = vmm->memory_error(vmm->memory_error_opaque, vmm->vcpu_fd, gpa, code);
+	return rc ? vcpu_fail(vmm, rc < 0 ? rc : -EIO,
+			      "memory error at gpa 0x%llx: handler failed: %d",
+			      (unsigned long long)gpa, rc) : 0;
+}
+
 static int exit_handle(struct minivmm *vmm)
 {
 	struct kvm_run *run = vmm->run;
@@ -145,11 +167,18 @@ static int exit_handle(struct minivmm *vmm)
 void *minivmm_vcpu_thread(void *arg)
 {
 	struct minivmm *vmm = arg;
-	int rc = minivmm_kick_unblock();
+	int rc = minivmm_kick_unblock(), code;
+	void *addr;
 
 	if (rc)
 		vcpu_fail(vmm, rc, "cannot unblock the kick signal");
+	minivmm_sigbus_thread(vmm);
 	while (!rc) {
+		/* Before the guest touches the page again. */
+		if (minivmm_sigbus_take(&addr, &code)) {
+			rc = memory_error(vmm, addr, code);
+			continue;
+		}
 		atomic_store(&vmm->in_run, true);
 		if (atomic_load(&vmm->pause_depth) || atomic_load(&vmm->stop) ||
 		    atomic_load(&vmm->call_pending)) {

@@ -39,6 +39,8 @@ struct minivmm {
 
 	minivmm_ring_full_fn ring_full;
 	void *ring_full_opaque;
+	minivmm_memory_error_fn memory_error;
+	void *memory_error_opaque;
 	/* vCPU thread only: where the guest was at the last full ring. */
 	struct kvm_regs ring_full_regs;
 	bool ring_full_seen;
@@ -104,6 +106,13 @@ void minivmm_vcpu_free(struct minivmm *vmm);
 
 /* run.c (KVM): the vCPU thread's body */
 void *minivmm_vcpu_thread(void *arg);
+
+/* sigbus.c: KVM's SIGBUS for poisoned guest RAM.  init installs the
+ * handler (once); thread marks the calling thread as vmm's vCPU thread;
+ * take returns the memory error the handler caught on it, if any. */
+int minivmm_sigbus_init(void);
+void minivmm_sigbus_thread(struct minivmm *vmm);
+bool minivmm_sigbus_take(void **addr, int *code);
 
 /* writer.c: the host-thread vCPU's body */
 void *minivmm_writer_thread(void *arg);

@@ -91,6 +91,8 @@ int minivmm_create(const struct minivmm_opts *opts, struct minivmm **out)
 	} else {
 		rc = minivmm_kick_init();
 		if (!rc)
+			rc = minivmm_sigbus_init();
+		if (!rc)
 			rc = kvm_open(vmm);
 		if (!rc)
 			rc = minivmm_mem_alloc(vmm, opts->mem, opts->backing);
@@ -154,6 +156,13 @@ void minivmm_set_ring_full(struct minivmm *vmm, minivmm_ring_full_fn fn,
 {
 	vmm->ring_full = fn;
 	vmm->ring_full_opaque = opaque;
+}
+
+void minivmm_set_memory_error(struct minivmm *vmm, minivmm_memory_error_fn fn,
+			      void *opaque)
+{
+	vmm->memory_error = fn;
+	vmm->memory_error_opaque = opaque;
 }
 
 void minivmm_get_stats(struct minivmm *vmm, struct minivmm_stats *out)

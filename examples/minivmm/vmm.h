@@ -134,7 +134,9 @@ typedef int (*minivmm_ring_full_fn)(void *opaque, unsigned int vcpu);
 /*
  * Creates the VM, its RAM as memslot 0 at GPA 0, the dirty ring if asked
  * and the vCPU, ready to run the guest.  -ENODEV without /dev/kvm.
- * Installs a no-op SIGUSR1 handler (no SA_RESTART): SIGUSR1 kicks the vCPU.
+ * Installs a no-op SIGUSR1 handler (no SA_RESTART): SIGUSR1 kicks the vCPU;
+ * and a SIGBUS handler for memory errors on the vCPU thread (see
+ * minivmm_set_memory_error()).
  * With opts->vcpu MINIVMM_VCPU_THREAD: only the RAM, laid out the same,
  * and none of that (-EINVAL with a dirty ring).
  */
@@ -151,6 +153,21 @@ struct kvm_dirty_gfn *minivmm_dirty_ring(const struct minivmm *vmm,
 /* Before minivmm_start(). */
 void minivmm_set_ring_full(struct minivmm *vmm, minivmm_ring_full_fn fn,
 			   void *opaque);
+
+/*
+ * A memory error in guest RAM: KVM sent the vCPU thread SIGBUS
+ * (BUS_MCEERR_AR: the guest touched a poisoned page; BUS_MCEERR_AO: the
+ * kernel found one) and KVM_RUN returned.  minivmm catches the signal on
+ * its vCPU thread (SIGBUS elsewhere goes to the handler that was there
+ * before) and calls fn there, out of KVM_RUN, with the guest-physical
+ * address and the si_code: fn tells the guest, with a machine check.
+ * Nonzero stops the vCPU, as does an error with no fn: the guest would
+ * only touch the page again.  Before minivmm_start().
+ */
+typedef int (*minivmm_memory_error_fn)(void *opaque, int vcpu_fd, uint64_t gpa,
+				       int code);
+void minivmm_set_memory_error(struct minivmm *vmm, minivmm_memory_error_fn fn,
+			      void *opaque);
 
 /* Starts the vCPU thread (or the host thread that stands in for it). */
 int minivmm_start(struct minivmm *vmm);

@@ -11,9 +11,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../unit/cunit-main.h"
@@ -83,22 +85,31 @@ static void print_mce(const char *what, const struct minivmm_mce *m)
 	       (unsigned long long)m->addr, (unsigned long long)m->misc);
 }
 
+/* Waits for the guest's report of #MC number n. */
+static int wait_report(struct guest *g, uint64_t n, struct minivmm_mce *out)
+{
+	struct minivmm_stats st;
+	int rc = minivmm_wait_mce(g->vmm, n, TIMEOUT_MS);
+
+	minivmm_get_stats(g->vmm, &st);
+	if (rc)
+		CUNIT_FAILF("#MC %llu: %s (vCPU: %s)", (unsigned long long)n,
+			    strerror(-rc), st.fatal_msg);
+	*out = st.last_mce;
+	return rc;
+}
+
 /* Injects at gpa and waits for the guest's report of #MC number n. */
 static int inject_and_wait(struct guest *g, uint64_t gpa, unsigned int flags,
 			   uint64_t n, struct minivmm_mce *out)
 {
-	struct minivmm_stats st;
-	int rc;
+	int rc = minivmm_inject_mce(g->vm, g->vmm, gpa, flags);
 
-	rc = minivmm_inject_mce(g->vm, g->vmm, gpa, flags);
-	if (!rc)
-		rc = minivmm_wait_mce(g->vmm, n, TIMEOUT_MS);
-	minivmm_get_stats(g->vmm, &st);
-	if (rc)
-		CUNIT_FAILF("#MC %llu at 0x%llx: %s (vCPU: %s)", (unsigned long long)n,
-			    (unsigned long long)gpa, strerror(-rc), st.fatal_msg);
-	*out = st.last_mce;
-	return rc;
+	if (rc) {
+		CUNIT_FAILF("inject at 0x%llx: %s", (unsigned long long)gpa, strerror(-rc));
+		return rc;
+	}
+	return wait_report(g, n, out);
 }
 
 /* The guest goes on after its handler returned. */
@@ -206,6 +217,58 @@ out:
 	guest_down(&g);
 }
 
+struct sigbus {
+	void *hva;
+	int code;
+};
+
+/*
+ * What KVM does when the guest touches a poisoned page: SIGBUS with
+ * BUS_MCEERR_AR and the host address, to the vCPU thread.  The kernel
+ * lets a thread queue such a siginfo to itself only: this runs there.
+ */
+static int send_sigbus(void *opaque, int vcpu_fd)
+{
+	struct sigbus *b = opaque;
+	siginfo_t si = { .si_signo = SIGBUS, .si_code = b->code };
+
+	(void)vcpu_fd;
+	si.si_addr = b->hva;
+	return syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), SIGBUS, &si) ?
+	       -errno : 0;
+}
+
+/* minivmm's SIGBUS handler turns KVM's signal into a machine check
+ * (embed.c's memory_error callback). */
+static void test_sigbus(void)
+{
+	struct minivmm_slot s;
+	struct minivmm_mce m;
+	struct guest g;
+	struct sigbus b;
+
+	if (guest_up(&g, MINIVMM_GUEST_MCE, 0))
+		goto out;
+	minivmm_get_slot(g.vmm, &s);
+	b = (struct sigbus){ (uint8_t *)s.hva + 0x4010, BUS_MCEERR_AR };
+	CU_ASSERT_EQUAL_FATAL(minivmm_run_on_vcpu(g.vmm, send_sigbus, &b), 0);
+	if (!wait_report(&g, 1, &m)) {
+		print_mce("SIGBUS BUS_MCEERR_AR at hva+0x4010", &m);
+		CU_ASSERT_EQUAL(m.addr, 0x4000);
+		CU_ASSERT_EQUAL(m.status & MCI_STATUS_AR, MCI_STATUS_AR);
+		check_runs_on(&g);
+	}
+	b = (struct sigbus){ (uint8_t *)s.hva + 0x6000, BUS_MCEERR_AO };
+	CU_ASSERT_EQUAL_FATAL(minivmm_run_on_vcpu(g.vmm, send_sigbus, &b), 0);
+	if (!wait_report(&g, 2, &m)) {
+		print_mce("SIGBUS BUS_MCEERR_AO at hva+0x6000", &m);
+		CU_ASSERT_EQUAL(m.addr, 0x6000);
+		CU_ASSERT_EQUAL(m.status & (MCI_STATUS_AR | MCI_STATUS_MCACOD), 0xc0);
+	}
+out:
+	guest_down(&g);
+}
+
 /* Only guest RAM the VMM registered; only known flags. */
 static void test_bad_input(void)
 {
@@ -245,6 +308,7 @@ static CU_TestInfo tests[] = {
 	{ "SRAR then SRAO, read back by the guest", test_srar_srao },
 	{ "bank count: fewest, clamped", test_banks },
 	{ "CR4.MCE clear: triple fault", test_no_cr4_mce },
+	{ "KVM's SIGBUS on the vCPU thread becomes #MC", test_sigbus },
 	{ "bad gpa, flags and vm", test_bad_input },
 	CU_TEST_INFO_NULL,
 };
