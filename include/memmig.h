@@ -597,6 +597,38 @@ MEMMIG_EXPORT int memmig_vm_dirty_ring_full(struct memmig_vm *vm,
 MEMMIG_EXPORT int memmig_vm_mark_dirty(struct memmig_vm *vm, uint64_t gpa,
 				       uint64_t len);
 
+/*
+ * Guest memory errors (x86 KVM; -EOPNOTSUPP elsewhere or with vm_fd -1).
+ * A page of guest RAM is lost -- the host consumed poison on it (KVM's
+ * SIGBUS BUS_MCEERR_AR on a vCPU thread), or memmig could not copy it --
+ * and the guest learns it as from hardware: a machine check on a vCPU,
+ * as QEMU sends one.  Both calls use vcpu_fd: make them on the vCPU's
+ * thread while it is out of KVM_RUN (KVM serializes vCPU ioctls and
+ * would hold the caller until KVM_RUN returns).
+ *
+ * memmig_vm_mce_setup() gives the vCPU machine-check banks (KVM_CAP_MCE,
+ * KVM_X86_SETUP_MCE), once, before the guest enables CR4.MCE: banks 0
+ * means MEMMIG_VM_MCE_BANKS_DEFAULT; more than KVM has are clamped.
+ * MCG_CTL_P, MCG_SER_P and MCG_LMCE_P are set where KVM supports them.
+ *
+ * memmig_vm_mce_inject() reports the 4 KiB page holding gpa (which must
+ * lie in a registered slot: -EINVAL otherwise) in bank 9, or the last one
+ * with fewer banks: uncorrected, action required (a data load: SRAR) by
+ * default, action optional (found by a scrub: SRAO) with
+ * MEMMIG_VM_MCE_AO.  -ENXIO when the vCPU has no banks.  (KVM gives a new
+ * vCPU 32 banks but no MCG_SER_P: without memmig_vm_mce_setup() the guest
+ * cannot tell action required from optional.)  KVM queues #MC;
+ * if the guest has CR4.MCE clear or is still handling the last machine
+ * check (MCG_STATUS.MCIP), KVM shuts the guest down (KVM_EXIT_SHUTDOWN)
+ * as hardware would.
+ */
+#define MEMMIG_VM_MCE_BANKS_DEFAULT	10
+#define MEMMIG_VM_MCE_AO		(1u << 0)
+MEMMIG_EXPORT int memmig_vm_mce_setup(struct memmig_vm *vm, int vcpu_fd,
+				      unsigned int banks);
+MEMMIG_EXPORT int memmig_vm_mce_inject(struct memmig_vm *vm, int vcpu_fd,
+				       uint64_t gpa, unsigned int flags);
+
 enum memmig_dirty_method {
 	MEMMIG_DIRTY_AUTO = 0,	/* the ring if the VMM gave rings, else the
 				 * log, with CLEAR where KVM has it */
