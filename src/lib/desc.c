@@ -33,8 +33,12 @@ static int check_opts(struct memmig_ctx *ctx, const struct memmig_desc_opts *o)
 		    (unsigned long long)o->len);
 		return -EINVAL;
 	}
-	if (o->len / PAGE > SIZE_MAX / sizeof(struct memmig_desc) / 2)
+	/* A table beyond 128 TiB fits no x86-64 or arm64 user address space. */
+	if (o->len / PAGE > (1ULL << 47) / sizeof(struct memmig_desc)) {
+		err(ctx, "descriptor table: region of %#llx bytes is too large\n",
+		    (unsigned long long)o->len);
 		return -ENOMEM;
+	}
 	return 0;
 }
 
