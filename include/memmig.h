@@ -549,6 +549,19 @@ struct memmig_vm_ops {
 	 */
 	void (*slot_moved)(void *opaque, uint32_t slot, void *old_hva,
 			   void *hva, int fd, uint64_t fd_offset);
+	/*
+	 * Guest memory that could not be read during a live migration: the
+	 * guest-physical range and why (-EHWPOISON a memory error, -EIO the
+	 * kernel's read of the backing file failed too, -EFAULT nothing
+	 * backs it).  The copy holds a poison marker there, so a guest that
+	 * touches it exits with SIGBUS BUS_MCEERR_AR on the vCPU thread, as
+	 * before: the VMM injects a machine check (memmig_vm_mce_inject()).
+	 * Where the kernel cannot mark the copy (before Linux 6.6), the
+	 * migration fails with -EHWPOISON instead and the guest stays on its
+	 * memory.  Called after resume, whatever the result.  Optional.
+	 */
+	void (*poisoned)(void *opaque, uint32_t slot, uint64_t gpa, uint64_t len,
+			 int err);
 };
 
 /* One KVM memslot as the VMM registered it with KVM. */
@@ -597,6 +610,38 @@ MEMMIG_EXPORT int memmig_vm_dirty_ring_full(struct memmig_vm *vm,
  * it.  During a live migration the pages are copied again. */
 MEMMIG_EXPORT int memmig_vm_mark_dirty(struct memmig_vm *vm, uint64_t gpa,
 				       uint64_t len);
+
+/*
+ * Guest memory errors (x86 KVM; -EOPNOTSUPP elsewhere or with vm_fd -1).
+ * A page of guest RAM is lost -- the host consumed poison on it (KVM's
+ * SIGBUS BUS_MCEERR_AR on a vCPU thread), or memmig could not copy it --
+ * and the guest learns it as from hardware: a machine check on a vCPU,
+ * as QEMU sends one.  Both calls use vcpu_fd: make them on the vCPU's
+ * thread while it is out of KVM_RUN (KVM serializes vCPU ioctls and
+ * would hold the caller until KVM_RUN returns).
+ *
+ * memmig_vm_mce_setup() gives the vCPU machine-check banks (KVM_CAP_MCE,
+ * KVM_X86_SETUP_MCE), once, before the guest enables CR4.MCE: banks 0
+ * means MEMMIG_VM_MCE_BANKS_DEFAULT; more than KVM has are clamped.
+ * MCG_CTL_P, MCG_SER_P and MCG_LMCE_P are set where KVM supports them.
+ *
+ * memmig_vm_mce_inject() reports the 4 KiB page holding gpa (which must
+ * lie in a registered slot: -EINVAL otherwise) in bank 9, or the last one
+ * with fewer banks: uncorrected, action required (a data load: SRAR) by
+ * default, action optional (found by a scrub: SRAO) with
+ * MEMMIG_VM_MCE_AO.  -ENXIO when the vCPU has no banks.  (KVM gives a new
+ * vCPU 32 banks but no MCG_SER_P: without memmig_vm_mce_setup() the guest
+ * cannot tell action required from optional.)  KVM queues #MC;
+ * if the guest has CR4.MCE clear or is still handling the last machine
+ * check (MCG_STATUS.MCIP), KVM shuts the guest down (KVM_EXIT_SHUTDOWN)
+ * as hardware would.
+ */
+#define MEMMIG_VM_MCE_BANKS_DEFAULT	10
+#define MEMMIG_VM_MCE_AO		(1u << 0)
+MEMMIG_EXPORT int memmig_vm_mce_setup(struct memmig_vm *vm, int vcpu_fd,
+				      unsigned int banks);
+MEMMIG_EXPORT int memmig_vm_mce_inject(struct memmig_vm *vm, int vcpu_fd,
+				       uint64_t gpa, unsigned int flags);
 
 enum memmig_dirty_method {
 	MEMMIG_DIRTY_AUTO = 0,	/* the ring if the VMM gave rings, else the
@@ -667,6 +712,8 @@ struct memmig_live_report {
 	double total_s;		/* run, prepare excluded */
 	double gbps;		/* bytes / total_s, 1e9 bytes/s */
 	double copy_gbps;	/* the copy rate the pause was sized with */
+	uint64_t pages_poisoned;	/* unreadable: never copied, marked */
+	unsigned int poisoned_ranges;	/* memmig_live_get_poisoned() */
 };
 MEMMIG_EXPORT int memmig_live_get_report(const struct memmig_live *live,
 					 struct memmig_live_report *out);
@@ -675,10 +722,152 @@ MEMMIG_EXPORT int memmig_live_get_round(const struct memmig_live *live,
 					unsigned int idx, uint64_t *bytes,
 					double *seconds);
 
+/* Poisoned range idx (0 .. poisoned_ranges - 1), ascending: guest-physical
+ * address, length and why (as in memmig_vm_ops.poisoned). */
+MEMMIG_EXPORT int memmig_live_get_poisoned(const struct memmig_live *live,
+					   unsigned int idx, uint64_t *gpa,
+					   uint64_t *len, int *err);
+
 /* new + prepare + run + report + unref. */
 MEMMIG_EXPORT int memmig_vm_migrate(struct memmig_vm *vm,
 				    const struct memmig_live_opts *opts,
 				    struct memmig_live_report *report);
+
+/* ------------------------------------------------------------------ */
+/* Device-memory descriptor tables (docs/desc-tables.md).              */
+
+/*
+ * One 64-byte descriptor per 4 KiB page of a device-memory region, like the
+ * kernel's struct page for ZONE_DEVICE memory.  Pages of a 2 MB unit that
+ * lies wholly in the region (2 MB-aligned device offsets) form a compound:
+ * a head and 511 tails; the pages outside such units are single pages.
+ */
+#define MEMMIG_DESC_PAGE_SIZE 4096UL
+#define MEMMIG_DESC_COMPOUND_ORDER 9	/* 2 MB / 4 KiB = 512 pages */
+
+enum memmig_desc_state {
+	MEMMIG_DESC_CLEAN = 0,
+	MEMMIG_DESC_DIRTY,
+	MEMMIG_DESC_IN_FLIGHT,	/* being copied by a migration */
+	MEMMIG_DESC_POISONED,	/* sticky: a poisoned page stays poisoned */
+	MEMMIG_DESC_STATE_COUNT
+};
+
+/* Kinds, in memmig_desc.flags; a single page has neither bit. */
+enum memmig_desc_kind {
+	MEMMIG_DESC_HEAD = 1u << 0,
+	MEMMIG_DESC_TAIL = 1u << 1,
+};
+
+struct memmig_desc {
+	uint64_t offset;	/* the page's device offset (base + index * 4 KiB) */
+	uint64_t head;		/* table index of its compound head; its own
+				 * index for heads and single pages */
+	uint32_t generation;	/* bumped by every state change */
+	uint32_t state;		/* enum memmig_desc_state */
+	uint32_t node;		/* owning NUMA node or device id */
+	uint16_t flags;		/* enum memmig_desc_kind */
+	uint8_t order;		/* log2 pages of its compound: 9 in a 2 MB
+				 * unit, 0 for a single page */
+	uint8_t reserved0;	/* zero */
+	uint64_t reserved[4];	/* zero */
+} __attribute__((aligned(64)));
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(struct memmig_desc) == 64, "one cache line per page");
+_Static_assert(_Alignof(struct memmig_desc) == 64, "line-aligned");
+#endif
+
+/* Table options (memmig_desc_opts.flags) and reset flags. */
+enum memmig_desc_flags {
+	/* Initialize each 1 GiB chunk of the region on its first
+	 * memmig_desc_get() instead of all of it at creation. */
+	MEMMIG_DESC_LAZY = 1u << 0,
+	/* The field-by-field path instead of the template + NT stores one
+	 * (also: $MEMMIG_DESC_SLOW=1, and debug or sanitizer builds). */
+	MEMMIG_DESC_SLOW = 1u << 1,
+};
+
+struct memmig_desc_opts {
+	size_t sz;
+	uint64_t base;		/* device offset of the region: 4 KiB aligned */
+	uint64_t len;		/* bytes: a 4 KiB multiple, > 0 */
+	uint32_t node;		/* owning node or device id */
+	unsigned int threads;	/* init threads; 0: the CPUs this process may
+				 * use */
+	unsigned int flags;	/* enum memmig_desc_flags */
+};
+
+enum memmig_desc_path {
+	MEMMIG_DESC_PATH_NONE = 0,	/* nothing initialized yet (lazy) */
+	MEMMIG_DESC_PATH_TEMPLATE,	/* templates copied with NT stores (or
+					 * memcpy on other architectures) */
+	MEMMIG_DESC_PATH_SLOW,		/* field by field */
+};
+
+enum memmig_desc_backing {
+	MEMMIG_DESC_BACKING_HUGETLB = 0,	/* MAP_HUGETLB 2 MB pages */
+	MEMMIG_DESC_BACKING_THP,		/* 2 MB-aligned, MADV_HUGEPAGE */
+	MEMMIG_DESC_BACKING_PAGES,		/* THP refused: 4 KiB pages */
+};
+
+struct memmig_desc_table_info {
+	size_t sz;
+	uint64_t count;		/* descriptors */
+	uint64_t base, len;
+	uint32_t node;
+	unsigned int flags;	/* as created, plus MEMMIG_DESC_SLOW when
+				 * the environment or the build forced it */
+	int path;		/* enum memmig_desc_path of the last init */
+	int backing;		/* enum memmig_desc_backing */
+	uint64_t table_bytes;	/* the mapping */
+	uint64_t chunks;	/* 1 GiB chunks of the region */
+	uint64_t chunks_ready;	/* of which initialized */
+};
+
+struct memmig_desc_table;
+
+/*
+ * Allocates the table (huge pages where it can) and, unless
+ * MEMMIG_DESC_LAZY, initializes every descriptor on opts->threads threads:
+ * clean, generation 0.  -EINVAL for a bad range or unknown flags,
+ * -ENOMEM.
+ */
+MEMMIG_EXPORT int memmig_desc_table_new(struct memmig_ctx *ctx,
+					const struct memmig_desc_opts *opts,
+					struct memmig_desc_table **out);
+MEMMIG_EXPORT struct memmig_desc_table *
+memmig_desc_table_ref(struct memmig_desc_table *t);
+MEMMIG_EXPORT void memmig_desc_table_unref(struct memmig_desc_table *t);
+/*
+ * Initializes every descriptor again, now (the device was rebound), on
+ * threads threads (0: as at creation); flags may hold MEMMIG_DESC_SLOW.
+ * Not while other threads use the table.
+ */
+MEMMIG_EXPORT int memmig_desc_table_reset(struct memmig_desc_table *t,
+					  unsigned int threads,
+					  unsigned int flags);
+MEMMIG_EXPORT int memmig_desc_table_get_info(const struct memmig_desc_table *t,
+					     struct memmig_desc_table_info *out);
+/* The number of descriptors (pages), 0 for NULL. */
+MEMMIG_EXPORT uint64_t memmig_desc_table_count(const struct memmig_desc_table *t);
+
+/*
+ * The descriptor of page idx, read-only: change its state with
+ * memmig_desc_set_state().  Initializes its 1 GiB chunk first if the table
+ * is lazy (thread-safe).  -ERANGE past the end.
+ */
+MEMMIG_EXPORT int memmig_desc_get(struct memmig_desc_table *t, uint64_t idx,
+				  const struct memmig_desc **out);
+/*
+ * Sets the state of page idx and bumps its generation, atomically against
+ * other setters; *generation (if not NULL) gets the new generation.
+ * -EINVAL for an unknown state, -ERANGE past the end, -EHWPOISON when the
+ * page is poisoned and state is not MEMMIG_DESC_POISONED.
+ */
+MEMMIG_EXPORT int memmig_desc_set_state(struct memmig_desc_table *t,
+					uint64_t idx, int state,
+					uint32_t *generation);
 
 /* ------------------------------------------------------------------ */
 /* Destination reserve and fault injection.                             */

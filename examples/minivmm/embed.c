@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Handing minivmm's VM to libmemmig, and one checked migration. */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,6 +19,17 @@ static void slot_moved(void *opaque, uint32_t slot, void *old_hva, void *hva,
 static int ring_full(void *opaque, unsigned int vcpu)
 {
 	return memmig_vm_dirty_ring_full(opaque, vcpu);
+}
+
+/*
+ * KVM found a poisoned page under the guest (on the vCPU thread, out of
+ * KVM_RUN): the guest learns it as from hardware, and its own
+ * memory-failure handling takes it from there.
+ */
+static int memory_error(void *opaque, int vcpu_fd, uint64_t gpa, int code)
+{
+	return memmig_vm_mce_inject(opaque, vcpu_fd, gpa,
+				    code == BUS_MCEERR_AO ? MEMMIG_VM_MCE_AO : 0);
 }
 
 int minivmm_embed(struct memmig_ctx *ctx, struct minivmm *vmm, struct memmig_vm **out)
@@ -53,8 +65,40 @@ int minivmm_embed(struct memmig_ctx *ctx, struct minivmm *vmm, struct memmig_vm 
 		memmig_vm_unref(vm);
 		return rc;
 	}
+	minivmm_set_memory_error(vmm, memory_error, vm);
 	*out = vm;
 	return 0;
+}
+
+static int mce_setup_on_vcpu(void *opaque, int vcpu_fd)
+{
+	return memmig_vm_mce_setup(opaque, vcpu_fd, 0);
+}
+
+int minivmm_mce_setup(struct memmig_vm *vm, struct minivmm *vmm)
+{
+	return minivmm_run_on_vcpu(vmm, mce_setup_on_vcpu, vm);
+}
+
+struct mce_inject {
+	struct memmig_vm *vm;
+	uint64_t gpa;
+	unsigned int flags;
+};
+
+static int mce_inject_on_vcpu(void *opaque, int vcpu_fd)
+{
+	struct mce_inject *m = opaque;
+
+	return memmig_vm_mce_inject(m->vm, vcpu_fd, m->gpa, m->flags);
+}
+
+int minivmm_inject_mce(struct memmig_vm *vm, struct minivmm *vmm, uint64_t gpa,
+		       unsigned int flags)
+{
+	struct mce_inject m = { .vm = vm, .gpa = gpa, .flags = flags };
+
+	return minivmm_run_on_vcpu(vmm, mce_inject_on_vcpu, &m);
 }
 
 /* Where the guest is: its pass and the page it writes. */

@@ -11,9 +11,22 @@
 
 #include "vmm.h"
 
-/* Registers the VM, its slot and its dirty ring (if any) with memmig. */
+/* Registers the VM, its slot and its dirty ring (if any) with memmig, and
+ * answers memory errors in guest RAM with a machine check
+ * (minivmm_set_memory_error(), memmig_vm_mce_inject()). */
 int minivmm_embed(struct memmig_ctx *ctx, struct minivmm *vmm,
 		  struct memmig_vm **out);
+
+/*
+ * Memory errors: gives the vCPU machine-check banks (before it starts, or
+ * at any time: on the vCPU thread), and injects a machine check for the
+ * page at gpa (flags: MEMMIG_VM_MCE_AO or 0 for action required) on the
+ * vCPU thread at its next exit, as KVM wants vCPU ioctls made.  Returns
+ * memmig_vm_mce_setup()'s or memmig_vm_mce_inject()'s answer.
+ */
+int minivmm_mce_setup(struct memmig_vm *vm, struct minivmm *vmm);
+int minivmm_inject_mce(struct memmig_vm *vm, struct minivmm *vmm, uint64_t gpa,
+		       unsigned int flags);
 
 struct minivmm_migration {
 	struct memmig_live_report rep;

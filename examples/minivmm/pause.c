@@ -7,6 +7,8 @@
  * once, and a signal, sent only while the vCPU thread is at KVM_RUN,
  * throws it out of one under way with EINTR.  The host-thread vCPU
  * (writer.c) needs no kick: it checks pause_depth between pages.
+ * minivmm_run_on_vcpu() uses the same kick: the vCPU thread sees
+ * call_pending where it checks pause_depth, and runs the call there.
  */
 #include <errno.h>
 #include <signal.h>
@@ -59,6 +61,7 @@ void minivmm_thread_exit(struct minivmm *vmm)
 	vmm->state = MINIVMM_VCPU_DEAD;
 	pthread_cond_broadcast(&vmm->parked);
 	pthread_cond_broadcast(&vmm->pass);
+	pthread_cond_broadcast(&vmm->called);
 	pthread_mutex_unlock(&vmm->lock);
 }
 
@@ -96,12 +99,35 @@ void minivmm_vcpu_stop(struct minivmm *vmm)
 		pthread_join(vmm->thread, NULL);
 }
 
+/* Under lock, on the vCPU thread: runs the pending call without the lock
+ * (fn may take its time, or pause nothing: it runs where the vCPU is). */
+static void call_serve(struct minivmm *vmm)
+{
+	minivmm_vcpu_fn fn = vmm->call_fn;
+	int rc;
+
+	pthread_mutex_unlock(&vmm->lock);
+	rc = fn(vmm->call_opaque, vmm->vcpu_fd);
+	pthread_mutex_lock(&vmm->lock);
+	vmm->call_rc = rc;
+	vmm->call_fn = NULL;
+	atomic_store(&vmm->call_pending, false);
+	vmm->calls_done++;
+	pthread_cond_broadcast(&vmm->called);
+}
+
 bool minivmm_park(struct minivmm *vmm)
 {
 	bool go;
 
 	pthread_mutex_lock(&vmm->lock);
-	while (atomic_load(&vmm->pause_depth) && !atomic_load(&vmm->stop)) {
+	for (;;) {
+		if (vmm->call_fn && !atomic_load(&vmm->stop)) {
+			call_serve(vmm);
+			continue;
+		}
+		if (!atomic_load(&vmm->pause_depth) || atomic_load(&vmm->stop))
+			break;
 		if (vmm->state != MINIVMM_VCPU_PARKED) {
 			vmm->state = MINIVMM_VCPU_PARKED;
 			pthread_cond_broadcast(&vmm->parked);
@@ -114,6 +140,44 @@ bool minivmm_park(struct minivmm *vmm)
 	go = !atomic_load(&vmm->stop);
 	pthread_mutex_unlock(&vmm->lock);
 	return go;
+}
+
+int minivmm_run_on_vcpu(struct minivmm *vmm, minivmm_vcpu_fn fn, void *opaque)
+{
+	uint64_t ticket;
+	int rc;
+
+	if (vmm->kind != MINIVMM_VCPU_KVM)
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&vmm->lock);
+	/* No vCPU thread, or this is it: nothing runs the vCPU meanwhile. */
+	if (vmm->state == MINIVMM_VCPU_IDLE || vmm->state == MINIVMM_VCPU_DEAD ||
+	    pthread_equal(pthread_self(), vmm->thread)) {
+		pthread_mutex_unlock(&vmm->lock);
+		return fn(opaque, vmm->vcpu_fd);
+	}
+	while (vmm->call_fn && vmm->state != MINIVMM_VCPU_DEAD)
+		pthread_cond_wait(&vmm->called, &vmm->lock);
+	vmm->call_fn = fn;
+	vmm->call_opaque = opaque;
+	ticket = vmm->calls_done + 1;
+	atomic_store(&vmm->call_pending, true);
+	if (vmm->state == MINIVMM_VCPU_RUNNING)
+		minivmm_kick(vmm);
+	else
+		pthread_cond_broadcast(&vmm->wake);	/* parked: serve it */
+	while (vmm->calls_done < ticket && vmm->state != MINIVMM_VCPU_DEAD)
+		pthread_cond_wait(&vmm->called, &vmm->lock);
+	if (vmm->calls_done >= ticket) {
+		rc = vmm->call_rc;
+		pthread_mutex_unlock(&vmm->lock);
+		return rc;
+	}
+	/* The thread stopped first: take the call back, run it here. */
+	vmm->call_fn = NULL;
+	atomic_store(&vmm->call_pending, false);
+	pthread_mutex_unlock(&vmm->lock);
+	return fn(opaque, vmm->vcpu_fd);
 }
 
 int minivmm_pause(void *opaque)
@@ -162,7 +226,9 @@ int minivmm_resume(void *opaque)
 	return rc;
 }
 
-int minivmm_wait_pass(struct minivmm *vmm, uint64_t pass, int timeout_ms)
+/* Waits until *count reaches want, the vCPU died, or timeout_ms passed. */
+static int wait_count(struct minivmm *vmm, atomic_uint_fast64_t *count,
+		      uint64_t want, int timeout_ms)
 {
 	struct timespec end;
 	int rc = 0;
@@ -175,13 +241,23 @@ int minivmm_wait_pass(struct minivmm *vmm, uint64_t pass, int timeout_ms)
 		end.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&vmm->lock);
-	while (atomic_load(&vmm->passes) < pass &&
+	while (atomic_load(count) < want &&
 	       vmm->state != MINIVMM_VCPU_DEAD && !rc)
 		rc = pthread_cond_timedwait(&vmm->pass, &vmm->lock, &end);
-	if (atomic_load(&vmm->passes) >= pass)
+	if (atomic_load(count) >= want)
 		rc = 0;
 	else
 		rc = vmm->state == MINIVMM_VCPU_DEAD ? -EIO : -ETIMEDOUT;
 	pthread_mutex_unlock(&vmm->lock);
 	return rc;
+}
+
+int minivmm_wait_pass(struct minivmm *vmm, uint64_t pass, int timeout_ms)
+{
+	return wait_count(vmm, &vmm->passes, pass, timeout_ms);
+}
+
+int minivmm_wait_mce(struct minivmm *vmm, uint64_t mces, int timeout_ms)
+{
+	return wait_count(vmm, &vmm->mces, mces, timeout_ms);
 }

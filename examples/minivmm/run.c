@@ -29,6 +29,32 @@ static int vcpu_fail(struct minivmm *vmm, int err, const char *fmt, ...)
 	return err;
 }
 
+/* The machine-check guest's report: the bank, then four MSRs, each as
+ * two dwords, low first (guest-mce.S). */
+static uint64_t mce_msr(const uint32_t *w)
+{
+	return (uint64_t)w[1] << 32 | w[0];
+}
+
+static int mce_report_end(struct minivmm *vmm, uint32_t count)
+{
+	const uint32_t *w = vmm->mce_words;
+	unsigned int n = vmm->mce_nwords;
+
+	vmm->mce_nwords = 0;
+	if (n != 9)
+		return vcpu_fail(vmm, -EPROTO, "#MC report of %u dwords", n);
+	pthread_mutex_lock(&vmm->lock);
+	vmm->last_mce = (struct minivmm_mce){
+		.bank = w[0], .mcg_status = mce_msr(w + 1), .status = mce_msr(w + 3),
+		.addr = mce_msr(w + 5), .misc = mce_msr(w + 7),
+	};
+	atomic_store(&vmm->mces, count);
+	pthread_cond_broadcast(&vmm->pass);
+	pthread_mutex_unlock(&vmm->lock);
+	return 0;
+}
+
 static int exit_io(struct minivmm *vmm)
 {
 	struct kvm_run *run = vmm->run;
@@ -52,6 +78,15 @@ static int exit_io(struct minivmm *vmm)
 		atomic_store(&vmm->last_error_page, val);
 		atomic_fetch_add(&vmm->guest_errors, 1);
 		return 0;
+	case MINIVMM_PORT_MCE:
+		if (vmm->mce_nwords < 9)
+			vmm->mce_words[vmm->mce_nwords] = val;
+		vmm->mce_nwords++;
+		return 0;
+	case MINIVMM_PORT_MCE_END:
+		return mce_report_end(vmm, val);
+	case MINIVMM_PORT_EXCEPTION:
+		return vcpu_fail(vmm, -EIO, "guest exception %u", val);
 	}
 	return vcpu_fail(vmm, -EIO, "out to port 0x%x", run->io.port);
 }
@@ -83,6 +118,28 @@ static int exit_ring_full(struct minivmm *vmm)
 			      "dirty ring harvest failed: %d", rc) : 0;
 }
 
+/* KVM's SIGBUS for a poisoned page of guest RAM came in (sigbus.c). */
+static int memory_error(struct minivmm *vmm, void *addr, int code)
+{
+	struct minivmm_slot s;
+	uintptr_t off;
+	uint64_t gpa;
+	int rc;
+
+	minivmm_get_slot(vmm, &s);
+	off = (uintptr_t)addr - (uintptr_t)s.hva;
+	if ((uintptr_t)addr < (uintptr_t)s.hva || off >= s.size)
+		return vcpu_fail(vmm, -EFAULT, "memory error at %p, not guest RAM", addr);
+	gpa = s.gpa + off;
+	if (!vmm->memory_error)
+		return vcpu_fail(vmm, -EHWPOISON, "memory error at gpa 0x%llx, not handled",
+				 (unsigned long long)gpa);
+	rc = vmm->memory_error(vmm->memory_error_opaque, vmm->vcpu_fd, gpa, code);
+	return rc ? vcpu_fail(vmm, rc < 0 ? rc : -EIO,
+			      "memory error at gpa 0x%llx: handler failed: %d",
+			      (unsigned long long)gpa, rc) : 0;
+}
+
 static int exit_handle(struct minivmm *vmm)
 {
 	struct kvm_run *run = vmm->run;
@@ -110,13 +167,21 @@ static int exit_handle(struct minivmm *vmm)
 void *minivmm_vcpu_thread(void *arg)
 {
 	struct minivmm *vmm = arg;
-	int rc = minivmm_kick_unblock();
+	int rc = minivmm_kick_unblock(), code;
+	void *addr;
 
 	if (rc)
 		vcpu_fail(vmm, rc, "cannot unblock the kick signal");
+	minivmm_sigbus_thread(vmm);
 	while (!rc) {
+		/* Before the guest touches the page again. */
+		if (minivmm_sigbus_take(&addr, &code)) {
+			rc = memory_error(vmm, addr, code);
+			continue;
+		}
 		atomic_store(&vmm->in_run, true);
-		if (atomic_load(&vmm->pause_depth) || atomic_load(&vmm->stop)) {
+		if (atomic_load(&vmm->pause_depth) || atomic_load(&vmm->stop) ||
+		    atomic_load(&vmm->call_pending)) {
 			atomic_store(&vmm->in_run, false);
 			if (!minivmm_park(vmm))
 				break;
@@ -127,8 +192,11 @@ void *minivmm_vcpu_thread(void *arg)
 		if (rc < 0)
 			rc = errno == EINTR ? 0 :	/* kicked */
 			     vcpu_fail(vmm, -errno, "KVM_RUN: %s", strerror(errno));
-		else
-			rc = exit_handle(vmm);
+		else if ((rc = exit_handle(vmm))) {
+			pthread_mutex_lock(&vmm->lock);
+			vmm->fatal_exit = vmm->run->exit_reason;
+			pthread_mutex_unlock(&vmm->lock);
+		}
 	}
 	minivmm_thread_exit(vmm);
 	return NULL;

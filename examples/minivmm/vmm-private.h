@@ -39,6 +39,8 @@ struct minivmm {
 
 	minivmm_ring_full_fn ring_full;
 	void *ring_full_opaque;
+	minivmm_memory_error_fn memory_error;
+	void *memory_error_opaque;
 	/* vCPU thread only: where the guest was at the last full ring. */
 	struct kvm_regs ring_full_regs;
 	bool ring_full_seen;
@@ -62,10 +64,31 @@ struct minivmm {
 	atomic_uint last_error_page;
 	int fatal;			/* under lock */
 	char fatal_msg[128];		/* under lock */
+	uint32_t fatal_exit;		/* under lock */
+
+	/*
+	 * minivmm_run_on_vcpu(): one call at a time, under lock.  call_pending
+	 * is read by the vCPU thread without it before each KVM_RUN, as
+	 * pause_depth is.
+	 */
+	minivmm_vcpu_fn call_fn;	/* NULL: none */
+	void *call_opaque;
+	int call_rc;
+	uint64_t calls_done;
+	atomic_bool call_pending;
+	pthread_cond_t called;		/* calls_done moved, or thread died */
+
+	/* The machine-check guest's report: words on the vCPU thread only,
+	 * the finished report under lock. */
+	uint32_t mce_words[9];
+	unsigned int mce_nwords;
+	struct minivmm_mce last_mce;
+	atomic_uint_fast64_t mces;
 };
 
-/* guest.S */
+/* guest.S, guest-mce.S */
 extern const uint8_t minivmm_guest_start[], minivmm_guest_end[];
+extern const uint8_t minivmm_guest_mce_start[], minivmm_guest_mce_end[];
 
 /* mem.c */
 int minivmm_mem_alloc(struct minivmm *vmm, uint64_t size, int backing);
@@ -84,6 +107,13 @@ void minivmm_vcpu_free(struct minivmm *vmm);
 /* run.c (KVM): the vCPU thread's body */
 void *minivmm_vcpu_thread(void *arg);
 
+/* sigbus.c: KVM's SIGBUS for poisoned guest RAM.  init installs the
+ * handler (once); thread marks the calling thread as vmm's vCPU thread;
+ * take returns the memory error the handler caught on it, if any. */
+int minivmm_sigbus_init(void);
+void minivmm_sigbus_thread(struct minivmm *vmm);
+bool minivmm_sigbus_take(void **addr, int *code);
+
 /* writer.c: the host-thread vCPU's body */
 void *minivmm_writer_thread(void *arg);
 
@@ -91,7 +121,8 @@ void *minivmm_writer_thread(void *arg);
 int minivmm_kick_init(void);
 int minivmm_kick_unblock(void);
 void minivmm_kick(struct minivmm *vmm);
-/* On the vCPU thread: parks while paused; false when it must stop. */
+/* On the vCPU thread: parks while paused, runs a minivmm_run_on_vcpu()
+ * call; false when it must stop. */
 bool minivmm_park(struct minivmm *vmm);
 /* On the vCPU thread, last: marks it dead and wakes its waiters. */
 void minivmm_thread_exit(struct minivmm *vmm);

@@ -28,6 +28,7 @@ static int sync_init(struct minivmm *vmm)
 	pthread_mutex_init(&vmm->lock, NULL);
 	pthread_cond_init(&vmm->parked, NULL);
 	pthread_cond_init(&vmm->wake, NULL);
+	pthread_cond_init(&vmm->called, NULL);
 	return 0;
 }
 
@@ -44,14 +45,19 @@ static int kvm_open(struct minivmm *vmm)
 
 /* The ring needs the guest's half-page exits: see guest.S.  The
  * host-thread vCPU does not run the code, but keeps page 0's layout. */
-static void guest_load(struct minivmm *vmm, bool half_exits)
+static void guest_load(struct minivmm *vmm, int guest, bool half_exits)
 {
 	struct minivmm_state *st = (struct minivmm_state *)
 		((uint8_t *)vmm->slot.hva + MINIVMM_STATE_OFFSET);
 
-	memcpy(vmm->slot.hva, minivmm_guest_start,
-	       minivmm_guest_end - minivmm_guest_start);
+	if (guest == MINIVMM_GUEST_MEMCHECK)
+		memcpy(vmm->slot.hva, minivmm_guest_start,
+		       minivmm_guest_end - minivmm_guest_start);
+	else
+		memcpy(vmm->slot.hva, minivmm_guest_mce_start,
+		       minivmm_guest_mce_end - minivmm_guest_mce_start);
 	st->half_exits = half_exits;
+	st->mce_cr4 = guest == MINIVMM_GUEST_MCE;
 }
 
 int minivmm_create(const struct minivmm_opts *opts, struct minivmm **out)
@@ -62,7 +68,9 @@ int minivmm_create(const struct minivmm_opts *opts, struct minivmm **out)
 	if (!opts || !out || opts->mem % MINIVMM_PAGE ||
 	    opts->mem < 2 * MINIVMM_PAGE || opts->mem > MEM_MAX ||
 	    (opts->vcpu != MINIVMM_VCPU_KVM && opts->vcpu != MINIVMM_VCPU_THREAD) ||
-	    (opts->vcpu == MINIVMM_VCPU_THREAD && opts->dirty_ring))
+	    (opts->vcpu == MINIVMM_VCPU_THREAD && opts->dirty_ring) ||
+	    opts->guest < MINIVMM_GUEST_MEMCHECK || opts->guest > MINIVMM_GUEST_MCE_NOCR4 ||
+	    (opts->vcpu == MINIVMM_VCPU_THREAD && opts->guest != MINIVMM_GUEST_MEMCHECK))
 		return -EINVAL;
 	vmm = calloc(1, sizeof(*vmm));
 	if (!vmm)
@@ -79,15 +87,17 @@ int minivmm_create(const struct minivmm_opts *opts, struct minivmm **out)
 	if (vmm->kind == MINIVMM_VCPU_THREAD) {
 		rc = minivmm_mem_alloc(vmm, opts->mem, opts->backing);
 		if (!rc)
-			guest_load(vmm, false);
+			guest_load(vmm, opts->guest, false);
 	} else {
 		rc = minivmm_kick_init();
+		if (!rc)
+			rc = minivmm_sigbus_init();
 		if (!rc)
 			rc = kvm_open(vmm);
 		if (!rc)
 			rc = minivmm_mem_alloc(vmm, opts->mem, opts->backing);
 		if (!rc) {
-			guest_load(vmm, opts->dirty_ring);
+			guest_load(vmm, opts->guest, opts->dirty_ring);
 			rc = minivmm_slot_register(vmm);
 		}
 		if (!rc)
@@ -116,6 +126,7 @@ void minivmm_destroy(struct minivmm *vmm)
 	pthread_cond_destroy(&vmm->pass);
 	pthread_cond_destroy(&vmm->parked);
 	pthread_cond_destroy(&vmm->wake);
+	pthread_cond_destroy(&vmm->called);
 	pthread_mutex_destroy(&vmm->lock);
 	free(vmm);
 }
@@ -147,6 +158,13 @@ void minivmm_set_ring_full(struct minivmm *vmm, minivmm_ring_full_fn fn,
 	vmm->ring_full_opaque = opaque;
 }
 
+void minivmm_set_memory_error(struct minivmm *vmm, minivmm_memory_error_fn fn,
+			      void *opaque)
+{
+	vmm->memory_error = fn;
+	vmm->memory_error_opaque = opaque;
+}
+
 void minivmm_get_stats(struct minivmm *vmm, struct minivmm_stats *out)
 {
 	*out = (struct minivmm_stats){
@@ -158,5 +176,8 @@ void minivmm_get_stats(struct minivmm *vmm, struct minivmm_stats *out)
 	pthread_mutex_lock(&vmm->lock);
 	out->fatal = vmm->fatal;
 	memcpy(out->fatal_msg, vmm->fatal_msg, sizeof(out->fatal_msg));
+	out->fatal_exit = vmm->fatal_exit;
+	out->mces = atomic_load(&vmm->mces);
+	out->last_mce = vmm->last_mce;
 	pthread_mutex_unlock(&vmm->lock);
 }

@@ -28,9 +28,17 @@
 #define MINIVMM_STATE_POS	(MINIVMM_STATE_OFFSET + 4)
 #define MINIVMM_STATE_ERRORS	(MINIVMM_STATE_OFFSET + 8)
 #define MINIVMM_STATE_HALF_EXITS (MINIVMM_STATE_OFFSET + 12)
+#define MINIVMM_STATE_MCE_CR4	(MINIVMM_STATE_OFFSET + 16)
+#define MINIVMM_STATE_MCES	(MINIVMM_STATE_OFFSET + 20)
 #define MINIVMM_PORT_PASS	0x10	/* out: a pass ended, eax = its number */
 #define MINIVMM_PORT_ERROR	0x11	/* out: a check failed, eax = the page */
 #define MINIVMM_PORT_HALF	0x12	/* out: half a page written (with a ring) */
+/* The machine-check guest (guest-mce.S). */
+#define MINIVMM_PORT_MCE	0x13	/* out: one dword of a #MC report */
+#define MINIVMM_PORT_MCE_END	0x14	/* out: the report ends, eax = #MCs
+					 * taken */
+#define MINIVMM_PORT_EXCEPTION	0x15	/* out: another exception, eax = its
+					 * vector */
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>
@@ -42,6 +50,9 @@ struct minivmm_state {
 	uint32_t pos;		/* the page being written, stored first */
 	uint32_t errors;	/* failed checks, as the guest counts them */
 	uint32_t half_exits;	/* set by the VMM: exit each half page */
+	uint32_t mce_cr4;	/* set by the VMM: the machine-check guest
+				 * sets CR4.MCE */
+	uint32_t mces;		/* machine checks the guest took */
 };
 
 enum minivmm_backing {
@@ -54,12 +65,22 @@ enum minivmm_vcpu_kind {
 	MINIVMM_VCPU_THREAD,	/* a host thread writes the RAM; no KVM */
 };
 
+enum minivmm_guest {
+	MINIVMM_GUEST_MEMCHECK = 0,	/* guest.S: rewrites and checks its RAM */
+	MINIVMM_GUEST_MCE,		/* guest-mce.S, CR4.MCE set: takes
+					 * machine checks and reports them */
+	MINIVMM_GUEST_MCE_NOCR4,	/* the same with CR4.MCE clear: a
+					 * machine check shuts it down */
+};
+
 struct minivmm_opts {
 	uint64_t mem;		/* bytes: 4 KiB multiple, 8 KiB to 3 GiB */
 	int backing;		/* enum minivmm_backing */
 	uint32_t dirty_ring;	/* entries, a power of two; 0: no ring.
 				 * KVM only */
 	int vcpu;		/* enum minivmm_vcpu_kind */
+	int guest;		/* enum minivmm_guest; the machine-check
+				 * guests need a KVM vCPU */
 };
 
 /* The one memslot, as registered with KVM (with the host-thread vCPU,
@@ -74,6 +95,13 @@ struct minivmm_slot {
 	uint64_t fd_offset;
 };
 
+/* One machine check as the machine-check guest's #MC handler read it. */
+struct minivmm_mce {
+	uint32_t bank;		/* the first with MCi_STATUS.VAL; ~0: none */
+	uint64_t mcg_status;	/* MCG_STATUS */
+	uint64_t status, addr, misc;	/* the bank's MCi_STATUS, ADDR, MISC */
+};
+
 struct minivmm_stats {
 	uint64_t passes;	/* the last pass the guest finished */
 	uint64_t guest_errors;	/* checks the guest reported failed */
@@ -81,6 +109,9 @@ struct minivmm_stats {
 	uint64_t ring_full_exits;
 	int fatal;		/* 0, or why the vCPU stopped: -errno */
 	char fatal_msg[128];
+	uint32_t fatal_exit;	/* the KVM exit that stopped it, or 0 */
+	uint64_t mces;		/* machine checks the guest reported */
+	struct minivmm_mce last_mce;
 };
 
 /* Filled by minivmm_verify(): counts of data pages. */
@@ -103,7 +134,9 @@ typedef int (*minivmm_ring_full_fn)(void *opaque, unsigned int vcpu);
 /*
  * Creates the VM, its RAM as memslot 0 at GPA 0, the dirty ring if asked
  * and the vCPU, ready to run the guest.  -ENODEV without /dev/kvm.
- * Installs a no-op SIGUSR1 handler (no SA_RESTART): SIGUSR1 kicks the vCPU.
+ * Installs a no-op SIGUSR1 handler (no SA_RESTART): SIGUSR1 kicks the vCPU;
+ * and a SIGBUS handler for memory errors on the vCPU thread (see
+ * minivmm_set_memory_error()).
  * With opts->vcpu MINIVMM_VCPU_THREAD: only the RAM, laid out the same,
  * and none of that (-EINVAL with a dirty ring).
  */
@@ -121,6 +154,21 @@ struct kvm_dirty_gfn *minivmm_dirty_ring(const struct minivmm *vmm,
 void minivmm_set_ring_full(struct minivmm *vmm, minivmm_ring_full_fn fn,
 			   void *opaque);
 
+/*
+ * A memory error in guest RAM: KVM sent the vCPU thread SIGBUS
+ * (BUS_MCEERR_AR: the guest touched a poisoned page; BUS_MCEERR_AO: the
+ * kernel found one) and KVM_RUN returned.  minivmm catches the signal on
+ * its vCPU thread (SIGBUS elsewhere goes to the handler that was there
+ * before) and calls fn there, out of KVM_RUN, with the guest-physical
+ * address and the si_code: fn tells the guest, with a machine check.
+ * Nonzero stops the vCPU, as does an error with no fn: the guest would
+ * only touch the page again.  Before minivmm_start().
+ */
+typedef int (*minivmm_memory_error_fn)(void *opaque, int vcpu_fd, uint64_t gpa,
+				       int code);
+void minivmm_set_memory_error(struct minivmm *vmm, minivmm_memory_error_fn fn,
+			      void *opaque);
+
 /* Starts the vCPU thread (or the host thread that stands in for it). */
 int minivmm_start(struct minivmm *vmm);
 /*
@@ -135,6 +183,20 @@ int minivmm_resume(void *opaque);
 /* Waits until the guest has finished pass `pass`: 0, -ETIMEDOUT, or -EIO
  * when the vCPU stopped. */
 int minivmm_wait_pass(struct minivmm *vmm, uint64_t pass, int timeout_ms);
+/* The same for the machine-check guest's count of reported #MCs. */
+int minivmm_wait_mce(struct minivmm *vmm, uint64_t mces, int timeout_ms);
+
+/*
+ * Runs fn(opaque, vcpu_fd) on the vCPU thread at its next safe point, out
+ * of KVM_RUN, and returns what fn returned: what vCPU ioctls that must not
+ * race the vCPU need (a machine-check injection).  The vCPU thread does
+ * not park for it: it runs on right after.  From the vCPU thread itself
+ * (an exit handler), or before minivmm_start() or after the vCPU stopped,
+ * fn runs at once on the caller's thread.  -EOPNOTSUPP with the
+ * host-thread vCPU.
+ */
+typedef int (*minivmm_vcpu_fn)(void *opaque, int vcpu_fd);
+int minivmm_run_on_vcpu(struct minivmm *vmm, minivmm_vcpu_fn fn, void *opaque);
 void minivmm_get_stats(struct minivmm *vmm, struct minivmm_stats *out);
 
 /*

@@ -189,8 +189,7 @@ double bench_median(double *v, unsigned int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Fills out from the n samples in gbs, which it reorders. */
-static int stats_of(double *gbs, unsigned int n, struct bench_stats *out)
+int bench_stats_of(double *gbs, unsigned int n, struct bench_stats *out)
 {
 	double mean = 0, var = 0;
 
@@ -302,7 +301,7 @@ static int measure(const struct copier *cs, unsigned int n, place_fn place,
 	}
 	rc = 0;
 	for (unsigned int c = 0; c < n && !rc; c++)
-		rc = stats_of(&gbs[(size_t)c * o->reps], o->reps, &out[c]);
+		rc = bench_stats_of(&gbs[(size_t)c * o->reps], o->reps, &out[c]);
 out:
 	free(gbs);
 	free(iters);

@@ -11,6 +11,7 @@
 
 extern const struct cli_cmd bench_cmd_copy;
 extern const struct cli_cmd bench_cmd_migrate;
+extern const struct cli_cmd bench_cmd_desc;
 
 /*
  * One way to copy: a memmig primitive, memmig's dispatch, or a peer.
@@ -45,6 +46,8 @@ struct bench_stats {
 	double *rounds;		/* the n samples in round order (malloc'd) */
 };
 
+/* Fills out from the n samples in gbs, which it reorders. */
+int bench_stats_of(double *gbs, unsigned int n, struct bench_stats *out);
 void bench_stats_free(struct bench_stats *s, size_t n);
 /* {"median_gbs", "sd_pct", "samples"} */
 struct json_object *bench_json_stats(const struct bench_stats *s);

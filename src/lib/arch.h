@@ -7,6 +7,7 @@
 #define MEMMIG_ARCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "memmig-private.h"
 
@@ -28,5 +29,18 @@ void memmig_arch_cpu_detect(struct memmig_cpu_info *out);
 void memmig_arch_drain(void);
 void memmig_arch_flush(enum memmig_flush_kind kind, const void *addr,
 		       size_t len);
+
+/*
+ * Writes n descriptors, each tmpl with its offset and head fields replaced:
+ * the k-th gets offset + k * 4 KiB and head + k * head_step.  NT stores
+ * where the architecture has them, no drain; d is 64-byte aligned.
+ */
+typedef void (*memmig_desc_fill_fn)(struct memmig_desc *d,
+				    const struct memmig_desc *tmpl, size_t n,
+				    uint64_t offset, uint64_t head,
+				    uint64_t head_step);
+
+/* The filler for the NT primitive the tuning picked (enum memmig_prim). */
+memmig_desc_fill_fn memmig_arch_desc_filler(int nt_prim);
 
 #endif

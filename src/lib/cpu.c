@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* CPU description: detection is in arch/, names and derived choices here. */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #include "arch.h"
@@ -51,4 +53,13 @@ enum memmig_flush_kind memmig_flush_kind_for(const struct memmig_cpu_info *cpu)
 	if (cpu->features & MEMMIG_CPU_CLFLUSH)
 		return MEMMIG_FLUSH_CLFLUSH;
 	return MEMMIG_FLUSH_NONE;
+}
+
+unsigned int memmig_usable_cpus(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) || !CPU_COUNT(&set))
+		return 1;
+	return (unsigned int)CPU_COUNT(&set);
 }

@@ -19,6 +19,12 @@ struct live_dest {
 	uint64_t spare_len;
 };
 
+/* Slot pages that could not be read (live-poison.c). */
+struct live_lost {
+	uint64_t page, n;
+	int err;
+};
+
 struct live_round {
 	uint64_t bytes;
 	double seconds;
@@ -47,10 +53,30 @@ struct memmig_live {
 	bool cancel;			/* atomic */
 	int prim;			/* the full round's primitive */
 
+	uint64_t *lost_map;		/* lost slot pages: never copied again */
+	struct live_lost *lost;		/* the same, as ranges */
+	unsigned int nlost, lost_cap;
+	uint64_t unmarked;		/* lost pages without a poison marker */
+	bool lost_enomem;		/* a range could not be recorded */
+
 	struct live_round *rounds;
 	unsigned int nrounds;
 	struct memmig_live_report rep;
 };
+
+/* Machine-check-safe copies of slot pages [page, page + n) into the
+ * destination; what cannot be read is recorded and marked (live-poison.c). */
+void memmig_live_copy(struct memmig_live *l, uint64_t page, uint64_t n,
+		      unsigned int flags);
+/* 0, or why the copy must not be swapped in: a lost page that could not
+ * be recorded (-ENOMEM) or whose copy has no poison marker (-EHWPOISON:
+ * the guest would read whatever the copy holds). */
+int memmig_live_lost_check(struct memmig_live *l);
+/* Drops lost pages from dirty words [w, w + n). */
+void memmig_live_lost_mask(struct memmig_live *l, size_t w, size_t n);
+/* After the run: sorts the lost ranges and tells the VMM; -ENOMEM if one
+ * could not be recorded. */
+int memmig_live_lost_finish(struct memmig_live *l);
 
 /* Dirty tracking (dirty.c). */
 int memmig_dirty_start(struct memmig_live *l);

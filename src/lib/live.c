@@ -104,10 +104,11 @@ static int live_alloc(struct memmig_live *l)
 	l->pending = calloc(l->words, sizeof(uint64_t));
 	l->log = calloc(l->words, sizeof(uint64_t));
 	l->rounds = calloc(l->opts.max_rounds + 2, sizeof(*l->rounds));
+	l->lost_map = calloc(l->words, sizeof(uint64_t));
 	if (l->opts.target_path)
 		l->target_path = strdup(l->opts.target_path);
 	l->opts.target_path = l->target_path;
-	if (!l->dirty || !l->pending || !l->log || !l->rounds ||
+	if (!l->dirty || !l->pending || !l->log || !l->rounds || !l->lost_map ||
 	    (l->opts.target_node < 0 && !l->target_path))
 		return -ENOMEM;
 	return 0;
@@ -161,6 +162,8 @@ void memmig_live_unref(struct memmig_live *l)
 	free(l->pending);
 	free(l->log);
 	free(l->rounds);
+	free(l->lost_map);
+	free(l->lost);
 	free(l->target_path);
 	memmig_vm_unref(l->vm);
 	free(l);
@@ -199,21 +202,14 @@ static bool cancelled(struct memmig_live *l)
 	return __atomic_load_n(&l->cancel, __ATOMIC_ACQUIRE);
 }
 
-static void copy_pages(struct memmig_live *l, uint64_t page, uint64_t n, int prim)
-{
-	const uint8_t *src = (const uint8_t *)l->slot.hva + page * VM_PAGE;
-	uint8_t *dst = l->dest.base + (page - l->first) * VM_PAGE;
-
-	if (prim >= 0)
-		memmig_copy_with(l->vm->ctx, prim, dst, src, n * VM_PAGE,
-				 MEMMIG_COPY_NODRAIN);
-	else
-		memmig_copy_run(l->vm->ctx, dst, src, n * VM_PAGE, MEMMIG_COPY_NODRAIN);
-}
-
-/* Copies the runs of set bits in words [w, end) and clears them. */
+/* Copies the runs of set bits in words [w, end) and clears them.  prim:
+ * the full round's primitive, whose NT or not the pages keep; -1: chosen
+ * by each run's length. */
 static uint64_t copy_words(struct memmig_live *l, size_t w, size_t end, int prim)
 {
+	unsigned int flags = prim < 0 ? 0 : memmig_prim_is_nt(prim) ?
+			     MEMMIG_COPY_NONTEMPORAL : MEMMIG_COPY_TEMPORAL;
+
 	uint64_t bytes = 0, p = (uint64_t)w * 64;
 
 	for (;;) {
@@ -229,7 +225,7 @@ static uint64_t copy_words(struct memmig_live *l, size_t w, size_t end, int prim
 		while (!bits && ++i < end)
 			bits = ~l->dirty[i];
 		p = bits ? (uint64_t)i * 64 + __builtin_ctzll(bits) : (uint64_t)end * 64;
-		copy_pages(l, s, p - s, prim);
+		memmig_live_copy(l, s, p - s, flags);
 		bytes += (p - s) * VM_PAGE;
 	}
 	memset(&l->dirty[w], 0, (end - w) * sizeof(uint64_t));
@@ -263,9 +259,12 @@ static int copy_dirty(struct memmig_live *l, bool paused, int prim, uint64_t *by
 			continue;
 		if (!paused)
 			rc = memmig_dirty_clear(l, w, n);
+		memmig_live_lost_mask(l, w, n);
 		if (!rc)
 			*bytes += copy_words(l, w, w + n, prim);
 		memmig_copy_drain();
+		if (!rc)
+			rc = memmig_live_lost_check(l);
 	}
 	return rc;
 }
@@ -442,6 +441,10 @@ int memmig_live_run(struct memmig_live *l)
 out:
 	/* After resume: the old memory is freed while the guest runs. */
 	memmig_live_dest_release(l);
+	if (!rc)
+		rc = memmig_live_lost_finish(l);
+	else
+		memmig_live_lost_finish(l);
 	l->rep.rounds = l->nrounds;
 	l->rep.result = rc;
 	if (rc < 0)

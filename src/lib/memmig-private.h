@@ -94,6 +94,8 @@ int memmig_struct_out(void *out, const void *ours, size_t ours_sz);
 int memmig_struct_in(void *ours, size_t ours_sz, const void *in);
 
 int memmig_log_priority_parse(const char *s);
+/* The CPUs this process may run on (cpu.c), at least 1. */
+unsigned int memmig_usable_cpus(void);
 enum memmig_flush_kind memmig_flush_kind_for(const struct memmig_cpu_info *cpu);
 
 #endif

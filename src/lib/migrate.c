@@ -76,15 +76,6 @@ static int plan_units(struct memmig_job *job)
 	return 0;
 }
 
-static unsigned int usable_cpus(void)
-{
-	cpu_set_t set;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return 1;
-	return CPU_COUNT(&set) ? (unsigned int)CPU_COUNT(&set) : 1;
-}
-
 /* Runs the calling thread on the CPUs of pin_node that it may use. */
 static void pin_to_node(struct memmig_job *job)
 {
@@ -248,7 +239,7 @@ static int job_configure(struct memmig_job *job, const struct memmig_migrate_opt
 	job->target = o->target_node;
 	job->pin_node = node.nearest_cpu_node;
 	job->flags = o->flags;
-	job->nworkers = o->workers ? o->workers : usable_cpus();
+	job->nworkers = o->workers ? o->workers : memmig_usable_cpus();
 	return 0;
 }
 

@@ -23,12 +23,4 @@
  */
 void memmig_pageflags_refine(int pid, void *const *pages, size_t n, int *status);
 
-/* Whether the kernel counts any poisoned memory now (HardwareCorrupted in
- * /proc/meminfo above zero). */
-bool memmig_pageflags_poison_seen(void);
-
-/* -EHWPOISON if a page of [addr, addr + len) of this process is poisoned,
- * so that a copy does not read it and die of SIGBUS; else 0. */
-int memmig_pageflags_poison_scan(uint64_t addr, uint64_t len);
-
 #endif

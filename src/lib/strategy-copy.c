@@ -22,7 +22,6 @@
 
 #include "migrate-private.h"
 #include "nodemem.h"
-#include "pageflags.h"
 #include "placement.h"
 #include "procmaps.h"
 #include "swap.h"
@@ -67,9 +66,7 @@ static bool node_room(struct memmig_job *job, struct copy_area *a, uint64_t len)
  * (milliseconds for a large process). */
 struct copy_job {
 	struct memmig_swap_src src;
-	/* The system has poisoned pages: scan each unit before reading it
-	 * (a pagemap read of ~10 us a unit, skipped on healthy machines). */
-	bool poison;
+	struct memmig_mc_opts mc;	/* the guarded copy of each unit */
 };
 
 static int copy_setup(struct memmig_job *job)
@@ -89,7 +86,12 @@ static int copy_setup(struct memmig_job *job)
 		return -ENOMEM;
 	job->priv = cj;
 	src = &cj->src;
-	cj->poison = memmig_pageflags_poison_seen();
+	/* Units keep the whole range's choice of NT or not. */
+	cj->mc = (struct memmig_mc_opts){
+		.sz = sizeof(cj->mc), .src_fd = -1,
+		.flags = MEMMIG_COPY_NODRAIN | (memmig_prim_is_nt(job->prim) ?
+			 MEMMIG_COPY_NONTEMPORAL : MEMMIG_COPY_TEMPORAL),
+	};
 	rc = memmig_swap_src_read(src);
 	/* The copy reads the source: memory this process may not read
 	 * (PROT_NONE guards, a later mprotect) would kill it. */
@@ -217,28 +219,37 @@ static int batch_swap(struct memmig_worker *w, struct copy_area *a,
 	return rc;
 }
 
-/* Copies one unit into its destination and queues it for the swap. */
+/*
+ * Copies one unit into its destination and queues it for the swap.  The
+ * copy is guarded: a poisoned source page (SIGBUS) fails the unit with
+ * -EHWPOISON before it is queued, and the kernel then moves it around the
+ * page, which stays where it is, poisoned.
+ */
 static int copy_unit(struct memmig_worker *w, struct copy_area *a,
 		     struct swap_batch *b, size_t i)
 {
 	struct memmig_job *job = w->job;
 	struct memmig_unit *u = &job->units[i];
+	const struct copy_job *cj = job->priv;
 	double t = memmig_now();
 	bool reserved;
 	uint8_t *dst;
+	ssize_t left;
 	int rc = 0;
 
-	/* A poisoned source page would kill this process with SIGBUS. */
-	if (((struct copy_job *)job->priv)->poison) {
-		rc = memmig_pageflags_poison_scan(u->addr, u->len);
-		if (rc)
-			return rc;
-	}
 	dst = unit_dest(job, a, u, &reserved, &rc);
 	w->prepare_s += memmig_now() - t;
 	if (!dst)
 		return rc;
 	t = memmig_now();
+	left = memmig_copy_mc(job->ctx, dst, (void *)(uintptr_t)u->addr, u->len, &cj->mc);
+	if (left) {
+		/* A destination from the area stays unconsumed: released later. */
+		if (reserved)
+			munmap(dst, u->len);
+		w->copy_s += memmig_now() - t;
+		return left < 0 ? (int)left : -EHWPOISON;
+	}
 	if (!batch_extends(a, b, u, dst, reserved)) {
 		rc = batch_swap(w, a, b);
 		*b = (struct swap_batch){
@@ -246,8 +257,6 @@ static int copy_unit(struct memmig_worker *w, struct copy_area *a,
 			.vma = memmig_swap_vma(a->src, u->addr, u->len),
 		};
 	}
-	memmig_copy_with(job->ctx, job->prim, dst, (void *)(uintptr_t)u->addr,
-			 u->len, MEMMIG_COPY_NODRAIN);
 	b->len += u->len;
 	b->n++;
 	w->copy_s += memmig_now() - t;

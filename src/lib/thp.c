@@ -37,21 +37,25 @@ static bool read_u64(int fd, uint64_t index, uint64_t *v)
 	return pread(fd, v, sizeof(*v), (off_t)(index * sizeof(*v))) == sizeof(*v);
 }
 
-/* A PMD-sized folio: the head of a THP or of a 2 MB hugetlbfs page, its 512
- * frames contiguous and aligned.  The kernel moves such a folio whole. */
+/*
+ * A PMD-sized folio: the head of a THP or of a 2 MB hugetlbfs page, its 512
+ * frames contiguous, aligned and all mapped.  The kernel moves such a folio
+ * whole.  Every entry is read (one 4 KiB read, about as cheap as two): a
+ * THP split by a partial unmap still has its head and its last page, but a
+ * hole (a page zapped, poisoned) that must not take the head's fate.
+ */
 static bool unit_is_thp(int pagemap, int kflags, uint64_t addr)
 {
-	uint64_t first, last, flags;
+	uint64_t e[MEMMIG_UNIT_PAGES], first, flags;
 
-	if (!read_u64(pagemap, addr / 4096, &first) ||
-	    !read_u64(pagemap, addr / 4096 + MEMMIG_UNIT_PAGES - 1, &last))
+	if (pread(pagemap, e, sizeof(e), (off_t)(addr / 4096 * sizeof(e[0]))) != sizeof(e))
 		return false;
-	if (!(first & PM_PRESENT) || !(last & PM_PRESENT))
+	first = e[0] & PM_PFN_MASK;
+	if (!first || first % MEMMIG_UNIT_PAGES)
 		return false;
-	first &= PM_PFN_MASK;
-	last &= PM_PFN_MASK;
-	if (!first || first % MEMMIG_UNIT_PAGES || last != first + MEMMIG_UNIT_PAGES - 1)
-		return false;
+	for (size_t i = 0; i < MEMMIG_UNIT_PAGES; i++)
+		if (!(e[i] & PM_PRESENT) || (e[i] & PM_PFN_MASK) != first + i)
+			return false;
 	return read_u64(kflags, first, &flags) && (flags & (KPF_THP | KPF_HUGE)) &&
 	       (flags & KPF_COMPOUND_HEAD);
 }

@@ -71,6 +71,23 @@ check "bench migrate copy moved all" \
 	test "$(jq '[.cases[] | select(.case | startswith("copy")) | .bytes_moved == 64*1048576] | all' "$tmp/out")" = true
 check "bench migrate bad size" exit_is 2 "$cli" bench migrate --size 3M
 
+# bench desc: every path measured on a small region, ratios present; the
+# forced slow path leaves nothing to compare (debug and sanitizer builds
+# force it: then only that is checked)
+if "$cli" bench desc --size 64M --reps 1 >/dev/null 2>"$tmp/err" ||
+	! grep -q 'slow path is forced' "$tmp/err"; then
+	check "bench desc" exit_is 0 "$cli" bench desc --size 2G --reps 1 --threads 2 --json
+	check "bench desc rows" test "$(jq '.results | length' "$tmp/out")" -eq 2
+	check "bench desc descriptors" test "$(jq '.descriptors' "$tmp/out")" -eq 524288
+	check "bench desc ratios" test "$(jq '[.results[] | .speedup_vs_slow > 0 and
+		.fraction_of_memset > 0 and .template_ms > 0 and .slow_ms > 0] | all' "$tmp/out")" = true
+	check "bench desc text" exit_is 0 "$cli" bench desc --size 64M --reps 1
+	check "bench desc text table" grep -q '^1 .*template/NT' "$tmp/out"
+fi
+check "bench desc forced slow" exit_is 1 env MEMMIG_DESC_SLOW=1 "$cli" bench desc --size 64M --reps 1
+check "bench desc bad size" exit_is 2 "$cli" bench desc --size 5K
+check "bench desc bad threads" exit_is 2 "$cli" bench desc --threads 0
+
 # calibration: written, then loaded by the library through MEMMIG_CALIBRATION
 cal="$tmp/sub/dir/calibration"
 check "calibrate" exit_is 0 "$cli" bench copy --calibrate --output "$cal" --json

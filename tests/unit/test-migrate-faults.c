@@ -239,9 +239,57 @@ static void test_fault_move_pages(void)
 	mt_mem_free(&m);
 }
 
+/*
+ * A page lost under its mapping (a poison marker: SIGBUS on access, as
+ * after a memory error) in the middle of a copy migration: the guarded
+ * copy survives it, the kernel moves the unit around it, the report names
+ * exactly that page, and it still faults afterwards: nothing made it up.
+ */
+static void test_lost_page(void)
+{
+	struct memmig_migrate_opts o = mt_opts_of(MEMMIG_STRATEGY_COPY,
+						  MEMMIG_MIGRATE_FORCE, 2);
+	const uint64_t bad = 5 * MiB + 7 * PAGE;
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct memmig_report *rep = NULL;
+	struct memmig_region *r = NULL;
+	uint64_t a = 0, l = 0, good;
+	uint8_t probe[PAGE];
+	struct mem m;
+	int e = 0, rc;
+
+	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&m, K_THP, 16 * MiB, true), 0);
+	rc = memmig_poison_mark(ctx, m.map + bad, PAGE);
+	if (rc == -EOPNOTSUPP) {
+		printf("  (no UFFDIO_POISON in this kernel: not tested)\n");
+		mt_mem_free(&m);
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	CU_ASSERT_EQUAL_FATAL(mt_region_of(ctx, 0, m.map, m.len, 0, &r), 0);
+	CU_ASSERT_EQUAL(memmig_migrate(r, &o, &rep), 0);
+	CU_ASSERT_EQUAL_FATAL(memmig_report_get_summary(rep, &s), 0);
+	EXPECT_EQ("lost page", "pages_failed", s.pages_failed, 1);
+	EXPECT_EQ("lost page", "EHWPOISON pages",
+		  memmig_report_errno_pages(rep, EHWPOISON), 1);
+	EXPECT_EQ("lost page", "failed ranges", memmig_report_failed_count(rep), 1);
+	memmig_report_get_failed(rep, 0, &a, &l, &e);
+	CU_ASSERT(a == (uintptr_t)m.map + bad && l == PAGE && e == EHWPOISON);
+	/* Every other byte is the one written. */
+	good = mt_first_bad(m.map, bad, m.seed, 0) < 0 &&
+	       mt_first_bad(m.map + bad + PAGE, m.len - bad - PAGE, m.seed,
+			    (bad + PAGE) / 8) < 0;
+	CU_ASSERT(good);
+	CU_ASSERT_EQUAL(memmig_copy_mc(ctx, probe, m.map + bad, PAGE, NULL), PAGE);
+	memmig_report_unref(rep);
+	memmig_region_unref(r);
+	mt_mem_free(&m);
+}
+
 /* ------------------------------------------------------------------ */
 
 static CU_TestInfo fault_tests[] = {
+	{ "copy: a page lost under its mapping", test_lost_page },
 	{ "dest_alloc: 5th allocation fails", test_fault_dest_alloc },
 	{ "dest_alloc: sticky, 1 and 2 workers", test_fault_dest_alloc_sticky },
 	{ "dest_alloc: memfd (mbind path)", test_fault_dest_alloc_memfd },

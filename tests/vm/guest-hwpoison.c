@@ -3,11 +3,12 @@
  * In the multi-node guest (tests/vm/run-vm.sh): one page of an anonymous
  * region is poisoned for real (MADV_HWPOISON: the kernel's memory-failure
  * path, as for a machine check), then the region is migrated to node 2,
- * with the kernel strategy, then with the copy strategy (which must not
- * read the page: SIGBUS).  The poisoned page must be reported -- a
- * negative errno in the per-errno counts and in a failed range at its
+ * with the kernel strategy, then with the copy strategy (its guarded
+ * copy gets SIGBUS there, and the kernel moves that unit around the
+ * page).  The poisoned page must be reported -- a negative errno in the per-errno counts and in a failed range at its
  * address -- and must still be poisoned afterwards (not moved, not
  * zero-filled); every other page must be on node 2 with its bytes intact.
+ * Then memmig_copy_mc() on poisoned anonymous and memfd memory (guest-mc.c).
  * Exits 0 pass, 1 fail, 77 skip (no node 2, not root, no CONFIG_MEMORY_FAILURE).
  */
 #define _GNU_SOURCE
@@ -25,6 +26,7 @@
 #include <memmig.h>
 
 #include "guest-check.h"
+#include "guest-mc.h"
 
 #define PAGE 4096UL
 #define NPAGES 64
@@ -244,6 +246,8 @@ int main(void)
 	rc = poison_case(ctx, MEMMIG_STRATEGY_KERNEL);
 	if (!rc)
 		rc = poison_case(ctx, MEMMIG_STRATEGY_COPY);
+	if (!rc)
+		rc = mc_cases(ctx);
 	memmig_ctx_unref(ctx);
 	if (rc)
 		return rc;
