@@ -46,6 +46,33 @@ cunit_failf(unsigned int line, const char *file, const char *fmt, ...)
 	return 0;
 }
 
+/*
+ * Failed cases found in loops: a test records the first CUNIT_MAX_REPORTS in
+ * detail (when cunit_report() says so) and only counts the rest, which
+ * cunit_reports_teardown() reports in one line.  Use the two as a suite's
+ * pSetUpFunc and pTearDownFunc.
+ */
+#define CUNIT_MAX_REPORTS 10
+
+static unsigned int cunit_reports __attribute__((unused));
+
+static inline bool cunit_report(void)
+{
+	return cunit_reports++ < CUNIT_MAX_REPORTS;
+}
+
+static inline void cunit_reports_setup(void)
+{
+	cunit_reports = 0;
+}
+
+static inline void cunit_reports_teardown(void)
+{
+	if (cunit_reports > CUNIT_MAX_REPORTS)
+		CUNIT_FAILF("%u more failed cases not shown",
+			    cunit_reports - CUNIT_MAX_REPORTS);
+}
+
 static inline int cunit_main(CU_SuiteInfo *suites)
 {
 	unsigned int failed;

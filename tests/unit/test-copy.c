@@ -23,7 +23,6 @@
 #define POISON 0xa5		/* the destination before the copy */
 #define BIG_MAX (64UL << 20)
 #define ALIGN_MAX 64		/* offsets 0..63 */
-#define MAX_REPORTS 10		/* detailed failures per test */
 
 /* The ways to copy: each primitive, then the two dispatching entry points. */
 enum { VIA_RUN = MEMMIG_PRIM_COUNT, VIA_UNITS, VIA_COUNT };
@@ -33,7 +32,6 @@ static struct memmig_cpu_info cpu = { .sz = sizeof(cpu) };
 static uint8_t *src_base, *dst_base;
 static size_t src_size, dst_size;
 static int vias[VIA_COUNT], nvias;
-static unsigned int reports;
 
 static const char *via_name(int via)
 {
@@ -123,22 +121,11 @@ static int suite_cleanup(void)
 	return 0;
 }
 
-static void test_setup(void)
-{
-	reports = 0;
-}
-
-static void test_teardown(void)
-{
-	if (reports > MAX_REPORTS)
-		CUNIT_FAILF("%u more failed cases not shown", reports - MAX_REPORTS);
-}
-
-/* Records one failed case: the first MAX_REPORTS in detail, then only
- * counts them for test_teardown(). */
+/* Records one failed case: the first few in detail, then only counts
+ * them (cunit_report()). */
 #define FAIL_CASE(fmt, ...)                                                    \
 	do {                                                                   \
-		if (reports++ < MAX_REPORTS)                                   \
+		if (cunit_report())                                             \
 			CUNIT_FAILF("%s len %zu soff %zu doff %zu flags %#x: " fmt, \
 				    via_name(via), len, soff, doff, flags,     \
 				    __VA_ARGS__);                              \
@@ -409,8 +396,8 @@ static CU_TestInfo copy_tests[] = {
 
 static CU_SuiteInfo suites[] = {
 	{ .pName = "copy", .pInitFunc = suite_init,
-	  .pCleanupFunc = suite_cleanup, .pSetUpFunc = test_setup,
-	  .pTearDownFunc = test_teardown,
+	  .pCleanupFunc = suite_cleanup, .pSetUpFunc = cunit_reports_setup,
+	  .pTearDownFunc = cunit_reports_teardown,
 	  .pTests = copy_tests },
 	CU_SUITE_INFO_NULL,
 };

@@ -18,7 +18,6 @@
 #define LINE 64
 #define BUF_MAX ((8UL << 20) + 4 * LINE)
 #define MAX_EVENTS 4096
-#define MAX_REPORTS 10
 
 /* ---- the recording arch functions ---- */
 
@@ -60,7 +59,6 @@ void memmig_arch_drain(void)
 static struct memmig_ctx ctx;
 static uint8_t *src, *dst;
 static uint8_t *flushed;	/* per destination line: flushed? */
-static unsigned int reports;
 
 static void *map(size_t len)
 {
@@ -99,20 +97,9 @@ static int suite_cleanup(void)
 	return 0;
 }
 
-static void test_setup(void)
-{
-	reports = 0;
-}
-
-static void test_teardown(void)
-{
-	if (reports > MAX_REPORTS)
-		CUNIT_FAILF("%u more failed cases not shown", reports - MAX_REPORTS);
-}
-
 #define FAIL_CASE(c, fmt, ...)                                                 \
 	do {                                                                   \
-		if (reports++ < MAX_REPORTS)                                   \
+		if (cunit_report())                                             \
 			CUNIT_FAILF("%s len %zu doff %zu flags %#x: " fmt,     \
 				    (c)->what, (c)->len, (c)->doff, (c)->flags,\
 				    __VA_ARGS__);                              \
@@ -410,8 +397,8 @@ static CU_TestInfo pmem_tests[] = {
 
 static CU_SuiteInfo suites[] = {
 	{ .pName = "pmem", .pInitFunc = suite_init,
-	  .pCleanupFunc = suite_cleanup, .pSetUpFunc = test_setup,
-	  .pTearDownFunc = test_teardown, .pTests = pmem_tests },
+	  .pCleanupFunc = suite_cleanup, .pSetUpFunc = cunit_reports_setup,
+	  .pTearDownFunc = cunit_reports_teardown, .pTests = pmem_tests },
 	CU_SUITE_INFO_NULL,
 };
 
