@@ -10,8 +10,9 @@
  * kernel (pread on the backing file, which copies with the kernel's own
  * machine-check-safe copy) and, failing that, reported: never zero-filled.
  *
- * The guard costs no system call per copy: the handler runs with
- * SA_NODEFER, so jumping out of it needs no signal mask restored.
+ * The guard costs one system call per memmig_copy_mc() call (is the handler
+ * still ours?) and none per unit: the handler runs with SA_NODEFER, so
+ * jumping out of it needs no signal mask restored.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -81,6 +82,11 @@ static void mc_sigbus(int sig, siginfo_t *si, void *uc)
 	mc_chain(sig, si, uc);
 }
 
+static bool mc_is_ours(const struct sigaction *sa)
+{
+	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == mc_sigbus;
+}
+
 int memmig_mc_guard_install(void)
 {
 	struct sigaction cur, sa = {
@@ -89,11 +95,16 @@ int memmig_mc_guard_install(void)
 	};
 	int rc = 0;
 
+	/* The usual case, one query and no lock: still installed. */
+	if (sigaction(SIGBUS, NULL, &cur) < 0)
+		return -errno;
+	if (mc_is_ours(&cur))
+		return 0;
 	sigemptyset(&sa.sa_mask);
 	pthread_mutex_lock(&mc_lock);
 	if (sigaction(SIGBUS, NULL, &cur) < 0) {
 		rc = -errno;
-	} else if (!((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == mc_sigbus)) {
+	} else if (!mc_is_ours(&cur)) {
 		/* The chain target is in place before the handler can use it. */
 		mc_prev = cur;
 		if (sigaction(SIGBUS, &sa, NULL) < 0)
@@ -200,7 +211,8 @@ ssize_t memmig_copy_mc(struct memmig_ctx *ctx, void *dst, const void *src,
 		left += mc_span(&c, off, len - off < MEMMIG_UNIT_SIZE ?
 					 len - off : MEMMIG_UNIT_SIZE);
 	mc_cur = NULL;
-	if (!(o.flags & MEMMIG_COPY_NODRAIN))
+	/* NOFLUSH leaves the flushes, and so the drain, to the caller. */
+	if (!(o.flags & (MEMMIG_COPY_NODRAIN | MEMMIG_COPY_NOFLUSH)))
 		memmig_copy_drain();
 	return (ssize_t)left;
 }
