@@ -20,6 +20,7 @@
 
 #include "dax.h"
 #include "memmig-private.h"
+#include "nodemem.h"
 #include "procmaps.h"
 
 #ifndef STATX_ATTR_DAX
@@ -133,25 +134,16 @@ int memmig_dax_vma_open(const struct memmig_vma *v)
 static uint8_t *map_congruent(int fd, uint64_t off, uint64_t len, uint64_t addr,
 			      uint64_t align, int flags, int *err)
 {
-	uint64_t span = len + align;
-	uint8_t *p, *at;
+	uint8_t *at = memmig_reserve_congruent(len, addr, align, err);
 
-	p = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED) {
-		*err = -errno;
+	if (!at)
 		return NULL;
-	}
-	at = p + ((addr - (uintptr_t)p) & (align - 1));
 	if (mmap(at, len, PROT_READ | PROT_WRITE, flags | MAP_FIXED, fd,
 		 (off_t)off) == MAP_FAILED) {
 		*err = -errno;
-		munmap(p, span);
+		munmap(at, len);
 		return NULL;
 	}
-	if (at > p)
-		munmap(p, at - p);
-	if (p + span > at + len)
-		munmap(at + len, p + span - (at + len));
 	return at;
 }
 

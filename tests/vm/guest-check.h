@@ -3,6 +3,8 @@
 #ifndef MEMMIG_GUEST_CHECK_H
 #define MEMMIG_GUEST_CHECK_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 static int fails;
@@ -16,6 +18,17 @@ static int fails;
 		fails++;						\
 	}								\
 } while (0)
+
+/* FNV-1a over 64-bit words: a checksum of len bytes (a multiple of 8). */
+static inline uint64_t guest_csum(const void *p, size_t len)
+{
+	const uint64_t *w = p;
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < len / 8; i++)
+		h = (h ^ w[i]) * 1099511628211ULL;
+	return h;
+}
 
 /* The whole program skips (77), saying why. */
 static inline int skip(const char *why)

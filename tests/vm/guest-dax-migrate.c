@@ -52,16 +52,6 @@ static uint64_t word(uint64_t seed, size_t i)
 	return z ^ (z >> 31);
 }
 
-static uint64_t csum(const void *p, size_t len)
-{
-	const uint64_t *w = p;
-	uint64_t h = 1469598103934665603ULL;
-
-	for (size_t i = 0; i < len / 8; i++)
-		h = (h ^ w[i]) * 1099511628211ULL;
-	return h;
-}
-
 /* Pages of [p, p + len) on node, by the kernel's move_pages query. */
 static size_t pages_on(void *p, size_t len, int node)
 {
@@ -104,7 +94,7 @@ static int step(struct memmig_ctx *ctx, const char *what, void *p, size_t len,
 	struct memmig_report_summary s = { .sz = sizeof(s) };
 	struct memmig_report *rep = NULL;
 	struct memmig_region *r;
-	uint64_t before = csum(p, len), after;
+	uint64_t before = guest_csum(p, len), after;
 	int rc;
 
 	logbuf[0] = '\0';
@@ -132,7 +122,7 @@ static int step(struct memmig_ctx *ctx, const char *what, void *p, size_t len,
 		      what, (unsigned long long)s.pages_verified_on_target);
 		memmig_report_unref(rep);
 	}
-	after = csum(p, len);
+	after = guest_csum(p, len);
 	printf("checksum before %016llx after %016llx: %s\n", (unsigned long long)before,
 	       (unsigned long long)after, before == after ? "same" : "DIFFERENT");
 	CHECK(before == after, "%s: the bytes changed", what);
@@ -151,11 +141,11 @@ static uint64_t file_csum(const char *path, uint64_t offset, size_t len)
 	void *m;
 
 	if (buf && fd >= 0 && pread(fd, buf, len, (off_t)offset) == (ssize_t)len) {
-		h = csum(buf, len);
+		h = guest_csum(buf, len);
 	} else if (fd >= 0) {
 		m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)offset);
 		if (m != MAP_FAILED) {
-			h = csum(m, len);
+			h = guest_csum(m, len);
 			munmap(m, len);
 		}
 	}
@@ -226,7 +216,7 @@ static void round_trip(struct memmig_ctx *ctx, const char *target, const char *s
 	CHECK(p != NULL, "mmap: %s", strerror(errno));
 	if (!p)
 		return;
-	sum = csum(p, LEN);
+	sum = guest_csum(p, LEN);
 	printf("region %p +%lu MiB, pages on node 0: %zu, node 1: %zu\n", (void *)p,
 	       LEN >> 20, pages_on(p, LEN, 0), pages_on(p, LEN, 1));
 
@@ -243,7 +233,7 @@ static void round_trip(struct memmig_ctx *ctx, const char *target, const char *s
 		check_on_dax(ctx, what, p, said);
 	if (!step(ctx, "DAX -> node 2 DRAM", p, LEN, 2, NULL, 0))
 		check_on_node(ctx, "DAX -> node 2", p, 2);
-	CHECK(csum(p, LEN) == sum, "the region's bytes at the end");
+	CHECK(guest_csum(p, LEN) == sum, "the region's bytes at the end");
 	munmap(p, LEN);
 
 	/* Durable: nothing of the target is mapped any more. */
@@ -276,7 +266,7 @@ int dax_migrate_fsdax(const char *dir)
 	p = region_new(0x746d7066732d3031ULL);
 	CHECK(p != NULL, "mmap");
 	if (p) {
-		sum = csum(p, LEN);
+		sum = guest_csum(p, LEN);
 		if (!step(ctx, "DRAM -> tmpfs file (not DAX)", p, LEN, -1, path, 0)) {
 			CHECK(strstr(logbuf, "not on a DAX file system") &&
 			      strstr(logbuf, "msync"),

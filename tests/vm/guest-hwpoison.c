@@ -76,12 +76,7 @@ static long hardware_corrupted_kb(void)
 
 static uint64_t page_sum(const uint8_t *p)
 {
-	const uint64_t *q = (const uint64_t *)p;
-	uint64_t h = 1469598103934665603ULL;
-
-	for (size_t i = 0; i < PAGE / 8; i++)
-		h = (h ^ q[i]) * 1099511628211ULL;
-	return h;
+	return guest_csum(p, PAGE);
 }
 
 /* The node of each page, straight from the kernel (move_pages query). */
