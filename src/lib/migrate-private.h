@@ -63,6 +63,9 @@ struct memmig_strategy_ops {
 	/* Optional: fills job->after for the worker's units where the
 	 * placement query cannot see (a target_path). */
 	void (*verify)(struct memmig_worker *w);
+	/* Its page statuses never come from a placement query: -EFAULT is
+	 * a page it could not read, not the shared zero page. */
+	bool status_not_queried;
 };
 
 extern const struct memmig_strategy_ops memmig_strategy_kernel;

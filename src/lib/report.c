@@ -139,7 +139,8 @@ static int report_pages(struct memmig_report *rep, const struct memmig_job *job,
 		} else if (st < 0 && st != MEMMIG_STATUS_UNTOUCHED) {
 			rc = errno_add(rep, -st);
 			/* Not present is nothing to move, not a failure. */
-			if (!rc && !memmig_status_nothing(st)) {
+			if (!rc && (job->ops->status_not_queried ||
+				    !memmig_status_nothing(st))) {
 				s->pages_failed++;
 				rc = range_add(&rep->failed, &rep->nfailed, addr, -st);
 			}

@@ -305,4 +305,5 @@ const struct memmig_strategy_ops memmig_strategy_dax = {
 	.teardown = dax_teardown,
 	.run = dax_run,
 	.verify = dax_verify,
+	.status_not_queried = true,
 };

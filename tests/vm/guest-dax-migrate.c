@@ -11,6 +11,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -246,6 +248,113 @@ static void round_trip(struct memmig_ctx *ctx, const char *target, const char *s
 	       "intact" : "DIFFERENT");
 }
 
+static sigjmp_buf probe_env;
+static volatile sig_atomic_t probing, probe_code;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig; (void)uc;
+	if (!probing)
+		abort();	/* someone read a page that is gone */
+	probe_code = si->si_code;
+	siglongjmp(probe_env, 1);
+}
+
+/* Reads one byte under a SIGBUS guard: 0, or the si_code. */
+static int probe(const volatile uint8_t *p)
+{
+	probe_code = 0;
+	probing = 1;
+	if (!sigsetjmp(probe_env, 1))
+		(void)*p;
+	probing = 0;
+	return probe_code;
+}
+
+#define BAD_LEN (8UL << 20)
+#define GOOD_LEN ((6UL << 20) + 3 * PAGE)	/* the file's new end */
+
+/*
+ * A DAX source with pages that cannot be read: a MAP_SYNC mapping of an
+ * 8 MiB file cut to 6 MiB + 12 KiB, so that its last 509 pages raise
+ * SIGBUS (BUS_ADRERR) as lost media would, moved to node 2.  They must be
+ * reported (EFAULT, one failed range), must still fault afterwards (no
+ * zero page in their place), and everything else must be on node 2 with
+ * its bytes.
+ */
+static void bad_pages(struct memmig_ctx *ctx, const char *dir)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO }, old;
+	struct memmig_region_desc d = { .sz = sizeof(d), .len = BAD_LEN };
+	struct memmig_migrate_opts o = { .sz = sizeof(o), .target_node = 2 };
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct memmig_report *rep = NULL;
+	struct memmig_region *r;
+	uint64_t *w, sum, addr, len;
+	char path[256];
+	int fd, rc, err;
+
+	printf("== DAX with unreadable pages -> node 2 DRAM\n");
+	snprintf(path, sizeof(path), "%s/bad-pages.data", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && !ftruncate(fd, BAD_LEN) && !posix_fallocate(fd, 0, BAD_LEN),
+	      "%s: %s", path, strerror(errno));
+	w = mmap(NULL, BAD_LEN, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC,
+		 fd, 0);
+	CHECK(w != MAP_FAILED, "MAP_SYNC: %s", strerror(errno));
+	if (fd < 0 || w == MAP_FAILED)
+		return;
+	for (size_t i = 0; i < BAD_LEN / 8; i++)
+		w[i] = word(0x626164, i);
+	sum = guest_csum(w, GOOD_LEN);
+	CHECK(ftruncate(fd, GOOD_LEN) == 0, "ftruncate: %s", strerror(errno));
+	sigaction(SIGBUS, &sa, &old);
+	rc = probe((uint8_t *)w + GOOD_LEN);
+	printf("reading past the new end: si_code %d (BUS_ADRERR %d)\n", rc, BUS_ADRERR);
+	CHECK(rc == BUS_ADRERR, "reading past the end: si_code %d", rc);
+
+	d.addr = (uintptr_t)w;
+	rc = memmig_region_new(ctx, &d, &r);
+	CHECK(rc == 0, "region: %s", strerror(-rc));
+	if (!rc) {
+		rc = memmig_migrate(r, &o, &rep);
+		memmig_region_unref(r);
+	}
+	printf("memmig_migrate: %d\n", rc);
+	CHECK(rc == 0, "memmig_migrate: %d (%s)", rc, strerror(-rc));
+	if (rep) {
+		memmig_report_get_summary(rep, &s);
+		printf("report: moved %llu bytes, failed pages %llu, EFAULT pages %llu\n",
+		       (unsigned long long)s.bytes_moved, (unsigned long long)s.pages_failed,
+		       (unsigned long long)memmig_report_errno_pages(rep, EFAULT));
+		CHECK(s.bytes_moved == GOOD_LEN, "bytes moved %llu",
+		      (unsigned long long)s.bytes_moved);
+		CHECK(s.pages_failed == (BAD_LEN - GOOD_LEN) / PAGE, "pages failed %llu",
+		      (unsigned long long)s.pages_failed);
+		CHECK(memmig_report_failed_count(rep) == 1, "%d failed ranges",
+		      memmig_report_failed_count(rep));
+		if (!memmig_report_get_failed(rep, 0, &addr, &len, &err)) {
+			printf("failed range %#llx +%llu: %s\n", (unsigned long long)addr,
+			       (unsigned long long)len, strerror(err));
+			CHECK(addr == (uintptr_t)w + GOOD_LEN && len == BAD_LEN - GOOD_LEN &&
+			      err == EFAULT, "the failed range is not the cut pages");
+		}
+		memmig_report_unref(rep);
+	}
+	printf("pages on node 2: %zu of %lu\n", pages_on(w, GOOD_LEN, 2), GOOD_LEN / PAGE);
+	CHECK(pages_on(w, GOOD_LEN, 2) == GOOD_LEN / PAGE, "not all good pages on node 2");
+	CHECK(guest_csum(w, GOOD_LEN) == sum, "the good pages' bytes changed");
+	rc = probe((uint8_t *)w + GOOD_LEN);
+	printf("a cut page after: si_code %d (still not readable: %s)\n", rc,
+	       rc == BUS_ADRERR ? "yes" : "NO");
+	CHECK(rc == BUS_ADRERR, "a cut page reads after the migration: si_code %d", rc);
+	CHECK(probe((uint8_t *)w + BAD_LEN - 1) == BUS_ADRERR, "the last page reads");
+	sigaction(SIGBUS, &old, NULL);
+	munmap(w, BAD_LEN);
+	close(fd);
+	unlink(path);
+}
+
 int dax_migrate_fsdax(const char *dir)
 {
 	struct memmig_ctx *ctx = ctx_new();
@@ -256,6 +365,7 @@ int dax_migrate_fsdax(const char *dir)
 	fails = 0;
 	if (!ctx)
 		return 1;
+	bad_pages(ctx, dir);
 	snprintf(path, sizeof(path), "%s/dram-to-dax.data", dir);
 	/* Not 2 MB congruent with the first copy: 4 KiB faults on DAX. */
 	round_trip(ctx, path, "MAP_SYNC (DAX)", LEN + PAGE);
