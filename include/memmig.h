@@ -379,7 +379,8 @@ MEMMIG_EXPORT int memmig_region_get_desc(const struct memmig_region *r,
 					 struct memmig_region_desc *out);
 /*
  * Every migratable mapping of a process (anonymous, shared, hugetlb, file;
- * not special or inaccessible ones): *out gets *count regions, freed with
+ * DAX of this process; not special or inaccessible ones, nor another
+ * process's DAX): *out gets *count regions, freed with
  * memmig_region_list_free().
  */
 MEMMIG_EXPORT int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,

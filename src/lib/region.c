@@ -159,8 +159,10 @@ int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
 			.len = vmas[i].end - vmas[i].start, .backing = vmas[i].backing,
 		};
 
-		/* Guard pages and special mappings have nothing to move. */
-		if (vmas[i].backing == MEMMIG_BACKING_SPECIAL || !vmas[i].readable)
+		/* Guard pages and special mappings have nothing to move;
+		 * another process's DAX only that process can move. */
+		if (vmas[i].backing == MEMMIG_BACKING_SPECIAL || !vmas[i].readable ||
+		    (vmas[i].backing == MEMMIG_BACKING_DAX && pid && pid != getpid()))
 			continue;
 		rc = region_alloc(ctx, &d, &list[n]);
 		if (!rc)

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -355,6 +356,71 @@ static void bad_pages(struct memmig_ctx *ctx, const char *dir)
 	unlink(path);
 }
 
+/*
+ * Another process's DAX: only the process that maps it can move it (no
+ * pages for move_pages): registered as DAX, refused with EINVAL, and left
+ * out of memmig_region_list_pid() (which memmig-cli move uses).
+ */
+static void other_process(struct memmig_ctx *ctx, const char *dir)
+{
+	struct memmig_migrate_opts o = { .sz = sizeof(o), .target_node = 2 };
+	struct memmig_region_desc d = { .sz = sizeof(d), .len = 4UL << 20 };
+	struct memmig_region **list, *r;
+	unsigned int n, listed = 0;
+	char path[256];
+	pid_t child;
+	void *m;
+	int fd, rc;
+
+	printf("== another process's DAX\n");
+	snprintf(path, sizeof(path), "%s/other.data", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || posix_fallocate(fd, 0, d.len)) {
+		CHECK(0, "%s: %s", path, strerror(errno));
+		return;
+	}
+	m = mmap(NULL, d.len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+	if (m == MAP_FAILED)
+		return;
+	child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	d.pid = child;
+	d.addr = (uintptr_t)m;
+	rc = memmig_region_new(ctx, &d, &r);
+	CHECK(rc == 0, "region of pid %d: %s", child, strerror(-rc));
+	if (!rc) {
+		memmig_region_get_desc(r, &d);
+		CHECK(d.backing == MEMMIG_BACKING_DAX, "pid %d's mapping: backing %d",
+		      child, d.backing);
+		rc = memmig_migrate(r, &o, NULL);
+		printf("pid %d's DAX mapping (backing %d) to node 2: %d (%s)\n", child,
+		       d.backing, rc, strerror(-rc));
+		CHECK(rc == -EINVAL, "another process's DAX migrated: %d", rc);
+		memmig_region_unref(r);
+	}
+	rc = memmig_region_list_pid(ctx, child, &list, &n);
+	CHECK(rc == 0, "region list of pid %d: %s", child, strerror(-rc));
+	for (unsigned int i = 0; !rc && i < n; i++) {
+		memmig_region_get_desc(list[i], &d);
+		listed += d.addr == (uintptr_t)m;
+	}
+	if (!rc) {
+		printf("pid %d: %u regions listed, the DAX mapping %s\n", child, n,
+		       listed ? "among them" : "left out");
+		memmig_region_list_free(list, n);
+	}
+	CHECK(!listed, "another process's DAX mapping is listed as migratable");
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	munmap(m, 4UL << 20);
+	close(fd);
+	unlink(path);
+}
+
 int dax_migrate_fsdax(const char *dir)
 {
 	struct memmig_ctx *ctx = ctx_new();
@@ -366,6 +432,7 @@ int dax_migrate_fsdax(const char *dir)
 	if (!ctx)
 		return 1;
 	bad_pages(ctx, dir);
+	other_process(ctx, dir);
 	snprintf(path, sizeof(path), "%s/dram-to-dax.data", dir);
 	/* Not 2 MB congruent with the first copy: 4 KiB faults on DAX. */
 	round_trip(ctx, path, "MAP_SYNC (DAX)", LEN + PAGE);
