@@ -249,29 +249,6 @@ static void round_trip(struct memmig_ctx *ctx, const char *target, const char *s
 	       "intact" : "DIFFERENT");
 }
 
-static sigjmp_buf probe_env;
-static volatile sig_atomic_t probing, probe_code;
-
-static void on_sigbus(int sig, siginfo_t *si, void *uc)
-{
-	(void)sig; (void)uc;
-	if (!probing)
-		abort();	/* someone read a page that is gone */
-	probe_code = si->si_code;
-	siglongjmp(probe_env, 1);
-}
-
-/* Reads one byte under a SIGBUS guard: 0, or the si_code. */
-static int probe(const volatile uint8_t *p)
-{
-	probe_code = 0;
-	probing = 1;
-	if (!sigsetjmp(probe_env, 1))
-		(void)*p;
-	probing = 0;
-	return probe_code;
-}
-
 #define BAD_LEN (8UL << 20)
 #define GOOD_LEN ((6UL << 20) + 3 * PAGE)	/* the file's new end */
 
@@ -285,7 +262,7 @@ static int probe(const volatile uint8_t *p)
  */
 static void bad_pages(struct memmig_ctx *ctx, const char *dir)
 {
-	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO }, old;
+	struct sigaction sa = { .sa_sigaction = guest_on_sigbus, .sa_flags = SA_SIGINFO }, old;
 	struct memmig_region_desc d = { .sz = sizeof(d), .len = BAD_LEN };
 	struct memmig_migrate_opts o = { .sz = sizeof(o), .target_node = 2 };
 	struct memmig_report_summary s = { .sz = sizeof(s) };
@@ -310,7 +287,7 @@ static void bad_pages(struct memmig_ctx *ctx, const char *dir)
 	sum = guest_csum(w, GOOD_LEN);
 	CHECK(ftruncate(fd, GOOD_LEN) == 0, "ftruncate: %s", strerror(errno));
 	sigaction(SIGBUS, &sa, &old);
-	rc = probe((uint8_t *)w + GOOD_LEN);
+	rc = guest_probe((uint8_t *)w + GOOD_LEN);
 	printf("reading past the new end: si_code %d (BUS_ADRERR %d)\n", rc, BUS_ADRERR);
 	CHECK(rc == BUS_ADRERR, "reading past the end: si_code %d", rc);
 
@@ -345,11 +322,11 @@ static void bad_pages(struct memmig_ctx *ctx, const char *dir)
 	printf("pages on node 2: %zu of %lu\n", pages_on(w, GOOD_LEN, 2), GOOD_LEN / PAGE);
 	CHECK(pages_on(w, GOOD_LEN, 2) == GOOD_LEN / PAGE, "not all good pages on node 2");
 	CHECK(guest_csum(w, GOOD_LEN) == sum, "the good pages' bytes changed");
-	rc = probe((uint8_t *)w + GOOD_LEN);
+	rc = guest_probe((uint8_t *)w + GOOD_LEN);
 	printf("a cut page after: si_code %d (still not readable: %s)\n", rc,
 	       rc == BUS_ADRERR ? "yes" : "NO");
 	CHECK(rc == BUS_ADRERR, "a cut page reads after the migration: si_code %d", rc);
-	CHECK(probe((uint8_t *)w + BAD_LEN - 1) == BUS_ADRERR, "the last page reads");
+	CHECK(guest_probe((uint8_t *)w + BAD_LEN - 1) == BUS_ADRERR, "the last page reads");
 	sigaction(SIGBUS, &old, NULL);
 	munmap(w, BAD_LEN);
 	close(fd);

@@ -32,34 +32,6 @@
 #define TARGET 2
 
 
-static sigjmp_buf probe_env;
-static volatile sig_atomic_t probing;
-static volatile int probe_code;
-
-static void on_sigbus(int sig, siginfo_t *si, void *uc)
-{
-	if (!probing) {
-		/* Someone (the library?) read the poisoned page. */
-		static const char msg[] = "FAIL: unexpected SIGBUS outside the probe\n";
-
-		write(STDOUT_FILENO, msg, sizeof(msg) - 1);
-		_exit(1);
-	}
-	probe_code = si->si_code;
-	siglongjmp(probe_env, 1);
-}
-
-/* Reads one byte under a SIGBUS guard: 0 read, else the si_code. */
-static int probe(const volatile uint8_t *p)
-{
-	probe_code = 0;
-	probing = 1;
-	if (!sigsetjmp(probe_env, 1))
-		(void)*p;
-	probing = 0;
-	return probe_code;
-}
-
 static long hardware_corrupted_kb(void)
 {
 	FILE *f = fopen("/proc/meminfo", "r");
@@ -134,7 +106,7 @@ static int poison_case(struct memmig_ctx *ctx, int strategy)
 	hc1 = hardware_corrupted_kb();
 	printf("HardwareCorrupted: %ld kB -> %ld kB\n", hc0, hc1);
 	CHECK(hc1 >= hc0 + (long)(PAGE / 1024), "HardwareCorrupted did not grow by a page");
-	rc = probe(p + BAD * PAGE);
+	rc = guest_probe(p + BAD * PAGE);
 	CHECK(rc == BUS_MCEERR_AR, "reading the poisoned page before: si_code %d, not "
 	      "BUS_MCEERR_AR (%d)", rc, BUS_MCEERR_AR);
 
@@ -206,7 +178,7 @@ static int poison_case(struct memmig_ctx *ctx, int strategy)
 		CHECK(status[i] == TARGET, "page %d on node %d", i, status[i]);
 		CHECK(page_sum(p + i * PAGE) == sums[i], "page %d: bytes changed", i);
 	}
-	rc = probe(p + BAD * PAGE);
+	rc = guest_probe(p + BAD * PAGE);
 	CHECK(rc == BUS_MCEERR_AR, "reading the poisoned page after: si_code %d, not "
 	      "BUS_MCEERR_AR: it was replaced", rc);
 
@@ -218,7 +190,7 @@ static int poison_case(struct memmig_ctx *ctx, int strategy)
 
 int main(void)
 {
-	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	struct sigaction sa = { .sa_sigaction = guest_on_sigbus, .sa_flags = SA_SIGINFO };
 	struct memmig_ctx *ctx;
 	struct memmig_topo *topo;
 	struct memmig_node_info ni = { .sz = sizeof(ni) };
