@@ -318,6 +318,8 @@ struct memmig_dax_info {
 	uint64_t align;		/* bytes */
 	int target_node;	/* -1 if unknown */
 	int mode;		/* 0 devdax, 1 onlined as system RAM */
+	int region_id;		/* the DAX region (daxctl's "region"), -1 if
+				 * unknown */
 };
 
 struct memmig_topo;
@@ -357,6 +359,12 @@ enum memmig_backing {
 	MEMMIG_BACKING_SHMEM,		/* memfd, shmem, anonymous shared */
 	MEMMIG_BACKING_HUGETLB,		/* hugetlbfs */
 	MEMMIG_BACKING_FILE,		/* a file's page cache */
+	MEMMIG_BACKING_DAX,		/* device DAX (/dev/daxX.Y) or a file
+					 * on a DAX file system (statx
+					 * STATX_ATTR_DAX, or a MAP_SYNC
+					 * mapping): no page cache, no LRU
+					 * pages, so only this process can
+					 * move it, by copy and swap */
 };
 
 struct memmig_region_desc {
@@ -385,7 +393,8 @@ MEMMIG_EXPORT int memmig_region_get_desc(const struct memmig_region *r,
 					 struct memmig_region_desc *out);
 /*
  * Every migratable mapping of a process (anonymous, shared, hugetlb, file;
- * not special or inaccessible ones): *out gets *count regions, freed with
+ * DAX of this process; not special or inaccessible ones, nor another
+ * process's DAX): *out gets *count regions, freed with
  * memmig_region_list_free().
  */
 MEMMIG_EXPORT int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
@@ -401,7 +410,8 @@ enum memmig_strategy {
 	MEMMIG_STRATEGY_AUTO = 0,	/* copy for this process's anonymous
 					 * memory, kernel otherwise */
 	MEMMIG_STRATEGY_KERNEL,		/* move_pages(2), any process */
-	MEMMIG_STRATEGY_COPY,		/* copy engine + mremap swap (anon),
+	MEMMIG_STRATEGY_COPY,		/* copy engine + mremap swap (anon,
+					 * DAX, target_path),
 					 * mbind(MPOL_MF_MOVE) (shared) */
 };
 
@@ -418,6 +428,19 @@ struct memmig_migrate_opts {
 	int strategy;		/* enum memmig_strategy */
 	unsigned int workers;	/* 0: the CPUs this process may use */
 	unsigned int flags;	/* enum memmig_migrate_flags */
+	/*
+	 * To DAX instead of a node (target_node must then be -1): device DAX
+	 * (/dev/daxX.Y: the range and target_offset aligned to the device's
+	 * alignment), a file (created if missing, grown to target_offset +
+	 * the length, blocks allocated first: -ENOSPC before anything is
+	 * copied) or a directory (an unnamed file in it).  Files are mapped
+	 * MAP_SHARED_VALIDATE | MAP_SYNC; on a file system without DAX that
+	 * fails, memmig logs it and makes each unit durable with msync(2)
+	 * before its swap instead.  The range of this process's anonymous
+	 * or DAX memory then maps the target.  NULL: to target_node.
+	 */
+	const char *target_path;
+	uint64_t target_offset;	/* in the target: page aligned */
 };
 
 enum memmig_job_state {
@@ -441,8 +464,13 @@ struct memmig_report;
 /*
  * Starts a migration on worker threads.  Bad options fail here with
  * nothing changed: -EINVAL (unaligned or out-of-region range, unknown
- * strategy or flags, copy strategy on another process), -ENOENT (node that
- * does not exist or has no memory).
+ * strategy or flags, copy strategy on another process, DAX memory of
+ * another process or with the kernel strategy, target_path with a
+ * target_node, a source that is not anonymous or DAX, misaligned for a
+ * device DAX target), -ENOENT (node that does not exist or has no memory,
+ * target_path missing), -ENOSPC (target too small or its file system
+ * full), -ENODEV (target_path is a device that is not DAX).  With
+ * target_path, the target is opened and mapped here.
  */
 MEMMIG_EXPORT int memmig_job_start(struct memmig_region *r,
 				   const struct memmig_migrate_opts *opts,

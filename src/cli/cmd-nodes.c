@@ -174,18 +174,19 @@ static void print_nodes_text(const struct memmig_topo *topo,
 
 static void print_dax_text(const struct nodes_view *v)
 {
-	char size[32], align[32], node[16];
+	char size[32], align[32], node[16], region[16];
 
 	if (!v->ndax) {
 		printf("\nno DAX devices\n");
 		return;
 	}
-	printf("\nDAX devices:\n%-12s %11s %11s %6s  %s\n", "device", "size",
-	       "align", "node", "mode");
+	printf("\nDAX devices:\n%-12s %6s %11s %11s %6s  %s\n", "device", "region",
+	       "size", "align", "node", "mode");
 	for (int i = 0; i < v->ndax; i++) {
 		const struct memmig_dax_info *d = &v->dax[i];
 
-		printf("%-12s %11s %11s %6s  %s\n", d->dev,
+		printf("%-12s %6s %11s %11s %6s  %s\n", d->dev,
+		       int_or_dash(d->region_id, region, sizeof(region)),
 		       human(d->size, size, sizeof(size)),
 		       human(d->align, align, sizeof(align)),
 		       int_or_dash(d->target_node, node, sizeof(node)),
@@ -231,6 +232,7 @@ static struct json_object *json_dax(const struct memmig_dax_info *d)
 	struct json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "dev", json_object_new_string(d->dev));
+	json_object_object_add(o, "region", json_id(d->region_id));
 	json_object_object_add(o, "size", json_object_new_int64((int64_t)d->size));
 	json_object_object_add(o, "align", json_object_new_int64((int64_t)d->align));
 	json_object_object_add(o, "target_node", json_id(d->target_node));

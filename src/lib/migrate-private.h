@@ -8,12 +8,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dax.h"
 #include "memmig-private.h"
 
 #define MEMMIG_UNIT_PAGES (MEMMIG_UNIT_SIZE / 4096)
 /* A page nobody looked at: in before/after, and in status before the
  * strategy got to it. */
 #define MEMMIG_STATUS_UNTOUCHED INT_MIN
+/* In status and after: the page maps the job's target_path. */
+#define MEMMIG_STATUS_TIER (INT_MIN + 1)
 
 struct memmig_region {
 	int refcount;
@@ -57,6 +60,12 @@ struct memmig_strategy_ops {
 	int (*run)(struct memmig_worker *w);
 	/* Frees what setup left in job->priv, after the workers. */
 	void (*teardown)(struct memmig_job *job);
+	/* Optional: fills job->after for the worker's units where the
+	 * placement query cannot see (a target_path). */
+	void (*verify)(struct memmig_worker *w);
+	/* Its page statuses never come from a placement query: -EFAULT is
+	 * a page it could not read, not the shared zero page. */
+	bool status_not_queried;
 };
 
 extern const struct memmig_strategy_ops memmig_strategy_kernel;
@@ -64,6 +73,8 @@ extern const struct memmig_strategy_ops memmig_strategy_kernel;
  * unit it must not read (poisoned pages).  0 or a fatal -errno. */
 int memmig_kernel_move_unit(struct memmig_job *job, struct memmig_unit *u);
 extern const struct memmig_strategy_ops memmig_strategy_copy;
+/* DAX sources to a node, and any source to a target_path: copy + swap. */
+extern const struct memmig_strategy_ops memmig_strategy_dax;
 
 struct memmig_job {
 	int refcount;
@@ -71,7 +82,9 @@ struct memmig_job {
 	struct memmig_region *region;
 	int pid;			/* for system calls: 0 is this process */
 	uint64_t addr, len;
-	int target;
+	int target;			/* node, or -1 for the tier */
+	bool to_tier;			/* opts.target_path */
+	struct memmig_dax_target tier;	/* mapped by memmig_job_start() */
 	int strategy;			/* resolved: kernel or copy */
 	const struct memmig_strategy_ops *ops;
 	unsigned int nworkers;
@@ -110,6 +123,16 @@ bool memmig_job_stopping(struct memmig_job *job);
 /* Marks a unit done and counts its bytes for progress. */
 void memmig_job_unit_done(struct memmig_job *job, struct memmig_unit *u,
 			  unsigned char state);
+/* Sets the status of every page of the unit. */
+void memmig_job_set_status(struct memmig_job *job, const struct memmig_unit *u,
+			   int s);
+/* The unit failed whole with err, which fails the job. */
+void memmig_job_unit_fail(struct memmig_job *job, struct memmig_unit *u, int err);
+/* The page status that says "on the target": the node, or the tier. */
+static inline int memmig_job_target_status(const struct memmig_job *job)
+{
+	return job->to_tier ? MEMMIG_STATUS_TIER : job->target;
+}
 /* The page index of an address of the job's range. */
 static inline size_t memmig_job_page(const struct memmig_job *job, uint64_t addr)
 {

@@ -44,6 +44,22 @@ void memmig_job_unit_done(struct memmig_job *job, struct memmig_unit *u,
 	__atomic_add_fetch(&job->bytes_done, u->len, __ATOMIC_RELAXED);
 }
 
+void memmig_job_set_status(struct memmig_job *job, const struct memmig_unit *u,
+			   int s)
+{
+	size_t p = memmig_job_page(job, u->addr);
+
+	for (size_t i = 0; i < u->len / 4096; i++)
+		job->status[p + i] = s;
+}
+
+void memmig_job_unit_fail(struct memmig_job *job, struct memmig_unit *u, int err)
+{
+	memmig_job_set_status(job, u, err);
+	memmig_job_unit_done(job, u, MEMMIG_UNIT_FAILED);
+	memmig_job_fail(job, err);
+}
+
 bool memmig_job_unit_on_target(const struct memmig_job *job,
 			       const struct memmig_unit *u)
 {
@@ -122,6 +138,8 @@ static void *worker_main(void *arg)
 	/* Whatever happened, say where the pages are now.  The units keep
 	 * the THPs as they were found. */
 	memmig_placement_query_units(job, &probe, u, n, job->after, false);
+	if (job->ops->verify)
+		job->ops->verify(w);
 	memmig_thp_probe_close(&probe);
 	return NULL;
 }
@@ -193,13 +211,75 @@ static void *job_main(void *arg)
 	return NULL;
 }
 
+/* The target: a node with memory, or a target_path for this process's
+ * anonymous or DAX memory. */
+static int check_target(struct memmig_job *job, const struct memmig_migrate_opts *o,
+			struct memmig_node_info *node)
+{
+	struct memmig_region *r = job->region;
+	struct memmig_ctx *ctx = r->ctx;
+	struct memmig_topo *topo;
+	int rc;
+
+	if (o->target_path) {
+		if (o->target_node != -1 || !r->self || o->strategy == MEMMIG_STRATEGY_KERNEL ||
+		    (r->desc.backing != MEMMIG_BACKING_ANON &&
+		     r->desc.backing != MEMMIG_BACKING_DAX)) {
+			err(ctx, "migrate: a target path takes target node -1 and this "
+				 "process's anonymous or DAX memory (copy strategy)\n");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	rc = memmig_topo_new(ctx, &topo);
+	if (rc < 0)
+		return rc;
+	rc = memmig_topo_find_node(topo, o->target_node, node);
+	memmig_topo_unref(topo);
+	if (rc < 0 || !node->mem_total) {
+		err(ctx, "migrate: node %d does not exist or has no memory\n",
+		    o->target_node);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* AUTO: copy for this process's anonymous and DAX memory and for a
+ * target path, the kernel otherwise.  move_pages and mbind cannot move DAX
+ * pages (no LRU pages): DAX goes through the DAX copy. */
+static int choose_strategy(struct memmig_job *job, const struct memmig_migrate_opts *o)
+{
+	struct memmig_region *r = job->region;
+	bool dax = r->desc.backing == MEMMIG_BACKING_DAX;
+
+	job->strategy = o->strategy;
+	if (job->strategy == MEMMIG_STRATEGY_AUTO)
+		job->strategy = r->self && (r->desc.backing == MEMMIG_BACKING_ANON || dax ||
+					    o->target_path) ?
+					MEMMIG_STRATEGY_COPY : MEMMIG_STRATEGY_KERNEL;
+	if (job->strategy == MEMMIG_STRATEGY_COPY && !r->self) {
+		err(r->ctx, "migrate: the copy strategy works in this process only; "
+			    "pid %d needs the kernel strategy\n", r->desc.pid);
+		return -EINVAL;
+	}
+	if (dax && job->strategy != MEMMIG_STRATEGY_COPY) {
+		err(r->ctx, "migrate: DAX memory has no pages the kernel can move; "
+			    "the process that maps it copies it (libmemmig in it)\n");
+		return -EINVAL;
+	}
+	if (job->strategy == MEMMIG_STRATEGY_KERNEL)
+		job->ops = &memmig_strategy_kernel;
+	else
+		job->ops = dax || o->target_path ? &memmig_strategy_dax : &memmig_strategy_copy;
+	return 0;
+}
+
 /* Checks the options against the region; resolves defaults. */
 static int job_configure(struct memmig_job *job, const struct memmig_migrate_opts *o)
 {
 	struct memmig_region *r = job->region;
 	struct memmig_ctx *ctx = r->ctx;
-	struct memmig_node_info node = { .sz = sizeof(node) };
-	struct memmig_topo *topo;
+	struct memmig_node_info node = { .sz = sizeof(node), .nearest_cpu_node = -1 };
 	uint64_t len = o->len ? o->len : r->desc.len - o->offset;
 	int rc;
 
@@ -212,27 +292,11 @@ static int job_configure(struct memmig_job *job, const struct memmig_migrate_opt
 		    (unsigned long long)o->offset, (unsigned long long)len);
 		return -EINVAL;
 	}
-	rc = memmig_topo_new(ctx, &topo);
-	if (rc < 0)
+	rc = check_target(job, o, &node);
+	if (!rc)
+		rc = choose_strategy(job, o);
+	if (rc)
 		return rc;
-	rc = memmig_topo_find_node(topo, o->target_node, &node);
-	memmig_topo_unref(topo);
-	if (rc < 0 || !node.mem_total) {
-		err(ctx, "migrate: node %d does not exist or has no memory\n",
-		    o->target_node);
-		return -ENOENT;
-	}
-	job->strategy = o->strategy;
-	if (job->strategy == MEMMIG_STRATEGY_AUTO)
-		job->strategy = r->self && r->desc.backing == MEMMIG_BACKING_ANON ?
-					MEMMIG_STRATEGY_COPY : MEMMIG_STRATEGY_KERNEL;
-	if (job->strategy == MEMMIG_STRATEGY_COPY && !r->self) {
-		err(ctx, "migrate: the copy strategy works in this process only; "
-			 "pid %d needs the kernel strategy\n", r->desc.pid);
-		return -EINVAL;
-	}
-	job->ops = job->strategy == MEMMIG_STRATEGY_COPY ? &memmig_strategy_copy :
-							    &memmig_strategy_kernel;
 	job->pid = r->self ? 0 : r->desc.pid;
 	job->addr = r->desc.addr + o->offset;
 	job->len = len;
@@ -240,11 +304,19 @@ static int job_configure(struct memmig_job *job, const struct memmig_migrate_opt
 	job->pin_node = node.nearest_cpu_node;
 	job->flags = o->flags;
 	job->nworkers = o->workers ? o->workers : memmig_usable_cpus();
-	return 0;
+	/* Last: the only step that creates something. */
+	if (o->target_path) {
+		rc = memmig_dax_target_open(ctx, o->target_path, o->target_offset,
+					    job->addr, job->len, &job->tier);
+		job->to_tier = !rc;
+	}
+	return rc;
 }
 
 static void job_free(struct memmig_job *job)
 {
+	if (job->to_tier)
+		memmig_dax_target_close(&job->tier);
 	memmig_report_unref(job->report);
 	memmig_region_unref(job->region);
 	pthread_mutex_destroy(&job->lock);
@@ -298,9 +370,10 @@ int memmig_job_start(struct memmig_region *r, const struct memmig_migrate_opts *
 		job_free(job);
 		return rc;
 	}
-	dbg(job->ctx, "job: %s %#llx+%#llx to node %d, %zu units, %u workers\n",
+	dbg(job->ctx, "job: %s %#llx+%#llx to %s %d, %zu units, %u workers\n",
 	    job->ops->name, (unsigned long long)job->addr,
-	    (unsigned long long)job->len, job->target, job->nunits, job->nworkers);
+	    (unsigned long long)job->len, job->to_tier ? "the target path, node" : "node",
+	    job->target, job->nunits, job->nworkers);
 	*out = job;
 	return 0;
 }

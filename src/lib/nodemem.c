@@ -54,6 +54,24 @@ void *memmig_map_on_node(size_t len, int node, bool thp, int *err)
 	return aligned;
 }
 
+void *memmig_reserve_congruent(size_t len, uint64_t src, size_t align, int *err)
+{
+	size_t span = len + align;
+	uint8_t *p, *at;
+
+	p = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		*err = -errno;
+		return NULL;
+	}
+	at = p + ((src - (uintptr_t)p) & (align - 1));
+	if (at > p)
+		munmap(p, at - p);
+	if (p + span > at + len)
+		munmap(at + len, p + span - (at + len));
+	return at;
+}
+
 int memmig_populate(void *addr, size_t len)
 {
 	if (madvise(addr, len, MADV_POPULATE_WRITE) == 0)

@@ -6,21 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dax.h"
 #include "memmig.h"
 #include "procmaps.h"
 
 /* "55960a643000-55960a645000 rw-p 00000000 fe:00 247134   /usr/bin/cat" */
-static bool parse_header(const char *line, struct memmig_vma *v,
-			 unsigned int *dev_major, uint64_t *inode)
+static bool parse_header(const char *line, struct memmig_vma *v)
 {
 	char perms[5];
-	unsigned int minor;
-	uint64_t off;
 	int pos = 0;
 
 	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
-		   &v->start, &v->end, perms, &off, dev_major, &minor, inode,
-		   &pos) < 7)
+		   &v->start, &v->end, perms, &v->offset, &v->dev_major,
+		   &v->dev_minor, &v->inode, &pos) < 7)
 		return false;
 	v->readable = perms[0] == 'r';
 	v->writable = perms[1] == 'w';
@@ -41,20 +39,24 @@ static bool has_flag(const char *vmflags, const char *flag)
 
 /*
  * Shared mappings of tmpfs (device major 0), memfd and SysV segments are
- * shmem; other shared or private file mappings are page cache.
+ * shmem; other shared or private file mappings are page cache.  DAX is
+ * asked first: /dev/dax nodes live on devtmpfs, major 0 too.  "sf"
+ * (VM_SYNC) is a MAP_SYNC mapping, which only DAX files can have.
  */
-static int classify(const struct memmig_vma *v, const char *vmflags,
-		    unsigned int dev_major, uint64_t inode)
+static int classify(int pid, const struct memmig_vma *v, const char *vmflags)
 {
 	if (has_flag(vmflags, "io") || has_flag(vmflags, "pf") ||
 	    !strncmp(v->path, "[v", 2))
 		return MEMMIG_BACKING_SPECIAL;
 	if (has_flag(vmflags, "ht"))
 		return MEMMIG_BACKING_HUGETLB;
+	if (v->shared && v->inode &&
+	    (has_flag(vmflags, "sf") || memmig_dax_vma_is_dax(pid, v)))
+		return MEMMIG_BACKING_DAX;
 	if (v->shared)
-		return dev_major == 0 || inode == 0 ? MEMMIG_BACKING_SHMEM :
-						      MEMMIG_BACKING_FILE;
-	return inode == 0 ? MEMMIG_BACKING_ANON : MEMMIG_BACKING_FILE;
+		return v->dev_major == 0 || v->inode == 0 ? MEMMIG_BACKING_SHMEM :
+							    MEMMIG_BACKING_FILE;
+	return v->inode == 0 ? MEMMIG_BACKING_ANON : MEMMIG_BACKING_FILE;
 }
 
 int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count)
@@ -62,8 +64,6 @@ int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count)
 	char path[64], line[512];
 	struct memmig_vma *v = NULL, cur = { 0 };
 	size_t n = 0, cap = 0;
-	unsigned int major = 0;
-	uint64_t inode = 0;
 	bool open_vma = false;
 	FILE *f;
 	int rc = 0;
@@ -85,7 +85,7 @@ int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count)
 			cur.dontfork = has_flag(line + 8, "dc");
 			cur.dontdump = has_flag(line + 8, "dd");
 			cur.mergeable = has_flag(line + 8, "mg");
-			cur.backing = classify(&cur, line + 8, major, inode);
+			cur.backing = classify(pid, &cur, line + 8);
 			if (n == cap) {
 				struct memmig_vma *nv;
 
@@ -100,7 +100,7 @@ int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count)
 			v[n++] = cur;
 			open_vma = false;
 		} else if (strchr(line, '-') && line[0] != ' ' &&
-			   parse_header(line, &cur, &major, &inode)) {
+			   parse_header(line, &cur)) {
 			open_vma = true;
 		}
 		/* A header of over 511 bytes (a long path) continues on the

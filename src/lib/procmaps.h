@@ -23,6 +23,9 @@ struct memmig_vma {
 	bool dontdump;		/* dd: MADV_DONTDUMP */
 	bool mergeable;		/* mg: MADV_MERGEABLE */
 	int backing;		/* enum memmig_backing or MEMMIG_BACKING_SPECIAL */
+	uint64_t offset;	/* in the file, of start */
+	uint64_t inode;
+	unsigned int dev_major, dev_minor;
 	char path[128];
 };
 

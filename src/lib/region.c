@@ -13,12 +13,12 @@
 static const char *const backing_names[] = {
 	[MEMMIG_BACKING_AUTO] = "auto",	    [MEMMIG_BACKING_ANON] = "anonymous",
 	[MEMMIG_BACKING_SHMEM] = "shmem",   [MEMMIG_BACKING_HUGETLB] = "hugetlb",
-	[MEMMIG_BACKING_FILE] = "file",
+	[MEMMIG_BACKING_FILE] = "file",	    [MEMMIG_BACKING_DAX] = "dax",
 };
 
 const char *memmig_backing_name(int backing)
 {
-	if (backing < 0 || backing > MEMMIG_BACKING_FILE)
+	if (backing < 0 || backing > MEMMIG_BACKING_DAX)
 		return "special";
 	return backing_names[backing];
 }
@@ -86,7 +86,7 @@ int memmig_region_new(struct memmig_ctx *ctx, const struct memmig_region_desc *d
 		return -EINVAL;
 	if (!d.len || (d.addr | d.len) % MEMMIG_PAGE || d.addr + d.len < d.addr ||
 	    d.pid < 0 || d.backing < MEMMIG_BACKING_AUTO ||
-	    d.backing > MEMMIG_BACKING_FILE) {
+	    d.backing > MEMMIG_BACKING_DAX) {
 		err(ctx, "region %#llx+%#llx: address and length must be page "
 			 "aligned and non-empty\n",
 		    (unsigned long long)d.addr, (unsigned long long)d.len);
@@ -159,8 +159,10 @@ int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
 			.len = vmas[i].end - vmas[i].start, .backing = vmas[i].backing,
 		};
 
-		/* Guard pages and special mappings have nothing to move. */
-		if (vmas[i].backing == MEMMIG_BACKING_SPECIAL || !vmas[i].readable)
+		/* Guard pages and special mappings have nothing to move;
+		 * another process's DAX only that process can move. */
+		if (vmas[i].backing == MEMMIG_BACKING_SPECIAL || !vmas[i].readable ||
+		    (vmas[i].backing == MEMMIG_BACKING_DAX && pid && pid != getpid()))
 			continue;
 		rc = region_alloc(ctx, &d, &list[n]);
 		if (!rc)

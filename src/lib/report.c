@@ -75,10 +75,15 @@ static int errno_add(struct memmig_report *rep, int err)
  */
 static bool page_moved(const struct memmig_job *job, size_t i)
 {
-	if (job->status[i] != job->target)
+	int backing = job->region->desc.backing;
+
+	if (job->status[i] != memmig_job_target_status(job))
 		return false;
-	if (job->strategy == MEMMIG_STRATEGY_COPY &&
-	    job->region->desc.backing == MEMMIG_BACKING_ANON)
+	/* A copy to a target path or from DAX is a move whatever the node
+	 * (DAX pages have none). */
+	if (job->to_tier || backing == MEMMIG_BACKING_DAX)
+		return true;
+	if (job->strategy == MEMMIG_STRATEGY_COPY && backing == MEMMIG_BACKING_ANON)
 		return (job->flags & MEMMIG_MIGRATE_FORCE) || job->before[i] != job->target;
 	return job->before[i] != job->target;
 }
@@ -134,12 +139,13 @@ static int report_pages(struct memmig_report *rep, const struct memmig_job *job,
 		} else if (st < 0 && st != MEMMIG_STATUS_UNTOUCHED) {
 			rc = errno_add(rep, -st);
 			/* Not present is nothing to move, not a failure. */
-			if (!rc && !memmig_status_nothing(st)) {
+			if (!rc && (job->ops->status_not_queried ||
+				    !memmig_status_nothing(st))) {
 				s->pages_failed++;
 				rc = range_add(&rep->failed, &rep->nfailed, addr, -st);
 			}
 		}
-		if (job->after[i] == job->target)
+		if (job->after[i] == memmig_job_target_status(job))
 			s->pages_verified_on_target++;
 	}
 	return rc;

@@ -95,16 +95,8 @@ static int copy_setup(struct memmig_job *job)
 	rc = memmig_swap_src_read(src);
 	/* The copy reads the source: memory this process may not read
 	 * (PROT_NONE guards, a later mprotect) would kill it. */
-	for (size_t i = 0; !rc && i < src->nvmas; i++) {
-		const struct memmig_vma *v = &src->vmas[i];
-
-		if (v->end <= job->addr || v->start >= job->addr + job->len || v->readable)
-			continue;
-		err(job->ctx, "copy: %#llx-%#llx is not readable; the kernel strategy "
-			      "moves it\n", (unsigned long long)v->start,
-		    (unsigned long long)v->end);
-		rc = -EACCES;
-	}
+	if (!rc)
+		rc = memmig_swap_src_readable(job->ctx, src, job->addr, job->len);
 	return rc;
 }
 
@@ -116,21 +108,6 @@ static void copy_teardown(struct memmig_job *job)
 		memmig_swap_src_free(&cj->src);
 	free(cj);
 	job->priv = NULL;
-}
-
-static void set_status(struct memmig_job *job, const struct memmig_unit *u, int s)
-{
-	size_t p = memmig_job_page(job, u->addr);
-
-	for (size_t i = 0; i < u->len / 4096; i++)
-		job->status[p + i] = s;
-}
-
-static void fail_unit(struct memmig_job *job, struct memmig_unit *u, int err)
-{
-	set_status(job, u, err);
-	memmig_job_unit_done(job, u, MEMMIG_UNIT_FAILED);
-	memmig_job_fail(job, err);
 }
 
 /* A destination for the unit: the node's reserve, else the area. */
@@ -207,12 +184,12 @@ static int batch_swap(struct memmig_worker *w, struct copy_area *a,
 		struct memmig_unit *u = &job->units[i];
 
 		if (rc) {
-			fail_unit(job, u, rc);
+			memmig_job_unit_fail(job, u, rc);
 			continue;
 		}
 		if (!b->reserved)
 			a->consumed[i - w->first] = true;
-		set_status(job, u, job->target);
+		memmig_job_set_status(job, u, job->target);
 		memmig_job_unit_done(job, u, MEMMIG_UNIT_DONE);
 	}
 	b->n = b->len = 0;
@@ -307,7 +284,7 @@ static int copy_run_anon(struct memmig_worker *w)
 
 		if (!(job->flags & MEMMIG_MIGRATE_FORCE) &&
 		    memmig_job_unit_on_target(job, u)) {
-			set_status(job, u, job->target);
+			memmig_job_set_status(job, u, job->target);
 			memmig_job_unit_done(job, u, MEMMIG_UNIT_DONE);
 			continue;
 		}
@@ -317,7 +294,7 @@ static int copy_run_anon(struct memmig_worker *w)
 		if (rc == -EHWPOISON)
 			rc = memmig_kernel_move_unit(job, u);
 		else if (rc < 0 && b.first + b.n <= i)
-			fail_unit(job, u, rc); /* its destination never came */
+			memmig_job_unit_fail(job, u, rc); /* its destination never came */
 	}
 	/* What was copied is swapped in, even when stopping: consistent. */
 	t = memmig_now();
@@ -350,7 +327,7 @@ static int copy_run_shared(struct memmig_worker *w)
 			rc = memmig_bind(addr, u->len, job->target,
 					 MPOL_MF_MOVE | MPOL_MF_STRICT);
 		if (rc < 0 && rc != -EIO) {
-			fail_unit(job, u, rc);
+			memmig_job_unit_fail(job, u, rc);
 			break;
 		}
 		/* -EIO: some pages stayed; the unit's placement says which. */

@@ -21,6 +21,22 @@ void memmig_swap_src_free(struct memmig_swap_src *s)
 	s->nvmas = 0;
 }
 
+int memmig_swap_src_readable(struct memmig_ctx *ctx, const struct memmig_swap_src *s,
+			     uint64_t addr, uint64_t len)
+{
+	for (size_t i = 0; i < s->nvmas; i++) {
+		const struct memmig_vma *v = &s->vmas[i];
+
+		if (v->end <= addr || v->start >= addr + len || v->readable)
+			continue;
+		err(ctx, "copy: %#llx-%#llx is not readable; the kernel strategy "
+			 "moves it\n", (unsigned long long)v->start,
+		    (unsigned long long)v->end);
+		return -EACCES;
+	}
+	return 0;
+}
+
 /* The source mapping that holds addr, or NULL (unmapped since). */
 static const struct memmig_vma *vma_at(const struct memmig_swap_src *s, uint64_t addr)
 {

@@ -12,6 +12,8 @@
 
 #include "procmaps.h"
 
+struct memmig_ctx;
+
 /* This process's mappings as they were when the copy started. */
 struct memmig_swap_src {
 	struct memmig_vma *vmas;
@@ -21,6 +23,10 @@ struct memmig_swap_src {
 
 int memmig_swap_src_read(struct memmig_swap_src *s);
 void memmig_swap_src_free(struct memmig_swap_src *s);
+/* -EACCES (logged) when a mapping of [addr, addr + len) is not readable:
+ * a copy would kill the process reading it. */
+int memmig_swap_src_readable(struct memmig_ctx *ctx, const struct memmig_swap_src *s,
+			     uint64_t addr, uint64_t len);
 /* The one source mapping that holds all of [addr, addr + len), or NULL. */
 const struct memmig_vma *memmig_swap_vma(const struct memmig_swap_src *s,
 					 uint64_t addr, uint64_t len);

@@ -21,8 +21,8 @@ dax_log(struct daxctl_ctx *dctx, int priority, const char *file, int line,
 			    format, args);
 }
 
-static void dax_info_fill(struct memmig_ctx *ctx, struct daxctl_dev *dev,
-			  struct memmig_dax_info *d)
+static void dax_info_fill(struct memmig_ctx *ctx, struct daxctl_region *region,
+			  struct daxctl_dev *dev, struct memmig_dax_info *d)
 {
 	const char *name = daxctl_dev_get_devname(dev);
 
@@ -38,6 +38,7 @@ static void dax_info_fill(struct memmig_ctx *ctx, struct daxctl_dev *dev,
 		d->target_node = -1;
 	/* A memory object exists only while the kmem driver owns the device. */
 	d->mode = daxctl_dev_get_memory(dev) ? 1 : 0;
+	d->region_id = daxctl_region_get_id(region);
 }
 
 /* Appends one device, growing the array geometrically. */
@@ -83,9 +84,9 @@ int memmig_topo_dax_scan(struct memmig_ctx *ctx, struct memmig_dax_info **out,
 	rc = 0;
 	daxctl_region_foreach(dctx, region) {
 		daxctl_dev_foreach(region, dev) {
-			dax_info_fill(ctx, dev, &d);
-			dbg(ctx, "%s: size %llu align %llu node %d mode %d\n",
-			    d.dev, (unsigned long long)d.size,
+			dax_info_fill(ctx, region, dev, &d);
+			dbg(ctx, "%s: region %d size %llu align %llu node %d mode %d\n",
+			    d.dev, d.region_id, (unsigned long long)d.size,
 			    (unsigned long long)d.align, d.target_node, d.mode);
 			rc = dax_push(&v, &n, &cap, &d);
 			if (rc < 0)

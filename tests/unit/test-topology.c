@@ -346,6 +346,9 @@ static void test_dax(void)
 		CU_ASSERT_NSTRING_EQUAL(d.dev, "dax", 3);
 		CU_ASSERT(d.mode == 0 || d.mode == 1);
 		CU_ASSERT(d.target_node >= -1);
+		/* daxctl names devices dax<region>.<instance>. */
+		if (d.region_id != atoi(d.dev + 3))
+			CUNIT_FAILF("%s: region %d", d.dev, d.region_id);
 	}
 	d.sz = sizeof(d);
 	CU_ASSERT_EQUAL(memmig_topo_get_dax(topo, (unsigned int)n, &d), -EINVAL);

@@ -3,7 +3,12 @@
 #ifndef MEMMIG_GUEST_CHECK_H
 #define MEMMIG_GUEST_CHECK_H
 
+#include <setjmp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <unistd.h>
 
 static int fails;
 
@@ -16,6 +21,49 @@ static int fails;
 		fails++;						\
 	}								\
 } while (0)
+
+/* FNV-1a over 64-bit words: a checksum of len bytes (a multiple of 8). */
+static inline uint64_t guest_csum(const void *p, size_t len)
+{
+	const uint64_t *w = p;
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < len / 8; i++)
+		h = (h ^ w[i]) * 1099511628211ULL;
+	return h;
+}
+
+static sigjmp_buf probe_env;
+static volatile sig_atomic_t probing;
+static volatile int probe_code;
+
+/* The SIGBUS handler for guest_probe(): install it with SA_SIGINFO. */
+static inline void guest_on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	if (!probing) {
+		/* Someone (the library?) read a page that is gone. */
+		static const char msg[] = "FAIL: unexpected SIGBUS outside the probe\n";
+
+		if (write(STDOUT_FILENO, msg, sizeof(msg) - 1) < 0)
+			_exit(2);
+		_exit(1);
+	}
+	probe_code = si->si_code;
+	siglongjmp(probe_env, 1);
+}
+
+/* Reads one byte under a SIGBUS guard: 0 read, else the si_code. */
+static inline int guest_probe(const volatile uint8_t *p)
+{
+	probe_code = 0;
+	probing = 1;
+	if (!sigsetjmp(probe_env, 1))
+		(void)*p;
+	probing = 0;
+	return probe_code;
+}
 
 /* The whole program skips (77), saying why. */
 static inline int skip(const char *why)

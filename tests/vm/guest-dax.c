@@ -8,9 +8,11 @@
  * pattern written through it survives msync,
  * munmap and a second mapping; the same mmap of a file in $TMPDIR (tmpfs)
  * fails with EOPNOTSUPP, so the first success means something; and
- * libmemmig registers the DAX mapping as a region (backing AUTO) and says
- * what backing it found (page cache "file" today: DAX backings come later).
- * Usage: guest-dax [DIR].  Exits 0 pass, 1 fail, 77 skip (not root, no
+ * libmemmig registers the DAX mapping as a region of backing DAX.  Then
+ * the migrations of guest-dax-migrate.c: DRAM to a DAX file and back, to
+ * node 2, a tmpfs file's MAP_SYNC fallback; and, the file system
+ * unmounted, the namespace made devdax and the same through /dev/dax0.0.
+ * Usage: guest-dax [DIR] (DIR: only the file-system part).  Exits 0 pass, 1 fail, 77 skip (not root, no
  * /dev/pmem0, no mkfs.ext4 or ext4 in the guest, no fsdax).
  */
 #define _GNU_SOURCE
@@ -30,6 +32,7 @@
 #include <memmig.h>
 
 #include "guest-check.h"
+#include "guest-dax-migrate.h"
 
 #define DEV "/dev/pmem0"
 #define MNT "/mnt/pmem"
@@ -148,6 +151,77 @@ static int format_and_mount(void)
 	return fail("%s", why);
 }
 
+/*
+ * fsdax -> devdax, as "ndctl create-namespace -f -e namespace0.0 -m
+ * devdax" would do (there is no ndctl in the guest): pfn0.0 lets the
+ * namespace go, the dax0.0 seed claims it, and /dev/dax0.0 appears.
+ */
+static int make_devdax(char *why, size_t len)
+{
+	char uuid[64];
+
+	if (access(ND "dax0.0", F_OK)) {
+		snprintf(why, len, "no dax0.0 seed (CONFIG_NVDIMM_DAX?)");
+		return -1;
+	}
+	sysfs("/proc/sys/kernel/random/uuid", uuid, sizeof(uuid));
+	if ((!access(ND "pfn0.0/driver", F_OK) &&
+	     sysfs_write(ND "pfn0.0/driver/unbind", "pfn0.0", why, len)) ||
+	    sysfs_write(ND "pfn0.0/namespace", "\n", why, len) ||
+	    sysfs_write(ND "dax0.0/uuid", uuid, why, len) ||
+	    sysfs_write(ND "dax0.0/mode", "pmem", why, len) ||
+	    sysfs_write(ND "dax0.0/namespace", "namespace0.0", why, len) ||
+	    sysfs_write("/sys/bus/nd/drivers/dax_pmem/bind", "dax0.0", why, len))
+		return -1;
+	for (int i = 0; i < 50 && access("/dev/dax0.0", F_OK); i++)
+		usleep(100000);
+	if (access("/dev/dax0.0", F_OK)) {
+		snprintf(why, len, "dax0.0 bound, but no /dev/dax0.0 (device_dax?)");
+		return -1;
+	}
+	return 0;
+}
+
+/* The DAX devices as libmemmig's topology (libdaxctl) sees them. */
+static void show_dax_topology(void)
+{
+	struct memmig_dax_info di = { .sz = sizeof(di) };
+	struct memmig_topo *topo;
+	struct memmig_ctx *ctx;
+	int n;
+
+	if (memmig_ctx_new(&ctx))
+		return;
+	if (!memmig_topo_new(ctx, &topo)) {
+		n = memmig_topo_dax_count(topo);
+		printf("libmemmig topology: %d DAX device(s)\n", n);
+		CHECK(n >= 1, "libdaxctl lists no DAX device");
+		for (int i = 0; i < n && !memmig_topo_get_dax(topo, (unsigned int)i, &di); i++)
+			printf("  %s: region %d, size %llu, align %llu, target node %d, "
+			       "mode %s\n", di.dev, di.region_id,
+			       (unsigned long long)di.size, (unsigned long long)di.align,
+			       di.target_node, di.mode ? "system-ram" : "devdax");
+		memmig_topo_unref(topo);
+	}
+	memmig_ctx_unref(ctx);
+}
+
+/* Device DAX on the same NVDIMM, once the file system is done with it. */
+static void devdax(void)
+{
+	char why[256];
+
+	printf("== device DAX\n");
+	if (make_devdax(why, sizeof(why))) {
+		printf("FAIL: making namespace0.0 devdax: %s\n", why);
+		fails++;
+		return;
+	}
+	printf("namespace0.0: fsdax -> devdax (dax0.0), /dev/dax0.0 ready\n");
+	show_dax_topology();
+	fails += dax_migrate_devdax("/dev/dax0.0");
+}
+
 static uint64_t pattern(size_t i)
 {
 	return (i * 0x9e3779b97f4a7c15ULL) ^ 0x4d454d4d4947ULL;
@@ -168,10 +242,10 @@ static const char *backing_name(int b)
 	static const char *const names[] = {
 		[MEMMIG_BACKING_AUTO] = "auto", [MEMMIG_BACKING_ANON] = "anonymous",
 		[MEMMIG_BACKING_SHMEM] = "shmem", [MEMMIG_BACKING_HUGETLB] = "hugetlb",
-		[MEMMIG_BACKING_FILE] = "file",
+		[MEMMIG_BACKING_FILE] = "file", [MEMMIG_BACKING_DAX] = "dax",
 	};
 
-	return b >= 0 && b <= MEMMIG_BACKING_FILE ? names[b] : "?";
+	return b >= 0 && b <= MEMMIG_BACKING_DAX ? names[b] : "?";
 }
 
 /* MAP_SYNC on a file of a file system without DAX: EOPNOTSUPP. */
@@ -270,6 +344,7 @@ int main(int argc, char **argv)
 		CHECK(memmig_region_get_desc(r, &d) == 0, "memmig_region_get_desc");
 		printf("libmemmig region of the DAX mapping: backing %s (%d)\n",
 		       backing_name(d.backing), d.backing);
+		CHECK(d.backing == MEMMIG_BACKING_DAX, "backing %d, not DAX", d.backing);
 		memmig_region_unref(r);
 	}
 	memmig_ctx_unref(ctx);
@@ -277,8 +352,13 @@ int main(int argc, char **argv)
 	munmap(w, LEN);
 	close(fd);
 	unlink(path);
-	if (argc == 1)
+
+	fails += dax_migrate_fsdax(dir);
+	if (argc == 1) {
 		CHECK(umount(MNT) == 0, "umount " MNT ": %s", strerror(errno));
-	printf("%s\n", fails ? "FAILED" : "ok: MAP_SYNC on ext4 -o dax, bytes intact");
+		devdax();
+	}
+	printf("%s\n", fails ? "FAILED" : "ok: MAP_SYNC on ext4 -o dax, migrations "
+	       "to and from DAX, bytes intact");
 	return fails ? 1 : 0;
 }

@@ -34,34 +34,6 @@
 #define TARGET 2
 
 
-static sigjmp_buf probe_env;
-static volatile sig_atomic_t probing;
-static volatile int probe_code;
-
-static void on_sigbus(int sig, siginfo_t *si, void *uc)
-{
-	if (!probing) {
-		/* Someone (the library?) read the poisoned page. */
-		static const char msg[] = "FAIL: unexpected SIGBUS outside the probe\n";
-
-		write(STDOUT_FILENO, msg, sizeof(msg) - 1);
-		_exit(1);
-	}
-	probe_code = si->si_code;
-	siglongjmp(probe_env, 1);
-}
-
-/* Reads one byte under a SIGBUS guard: 0 read, else the si_code. */
-static int probe(const volatile uint8_t *p)
-{
-	probe_code = 0;
-	probing = 1;
-	if (!sigsetjmp(probe_env, 1))
-		(void)*p;
-	probing = 0;
-	return probe_code;
-}
-
 static long hardware_corrupted_kb(void)
 {
 	FILE *f = fopen("/proc/meminfo", "r");
@@ -78,12 +50,7 @@ static long hardware_corrupted_kb(void)
 
 static uint64_t page_sum(const uint8_t *p)
 {
-	const uint64_t *q = (const uint64_t *)p;
-	uint64_t h = 1469598103934665603ULL;
-
-	for (size_t i = 0; i < PAGE / 8; i++)
-		h = (h ^ q[i]) * 1099511628211ULL;
-	return h;
+	return guest_csum(p, PAGE);
 }
 
 /* The node of each page, straight from the kernel (move_pages query). */
@@ -141,7 +108,7 @@ static int poison_case(struct memmig_ctx *ctx, int strategy)
 	hc1 = hardware_corrupted_kb();
 	printf("HardwareCorrupted: %ld kB -> %ld kB\n", hc0, hc1);
 	CHECK(hc1 >= hc0 + (long)(PAGE / 1024), "HardwareCorrupted did not grow by a page");
-	rc = probe(p + BAD * PAGE);
+	rc = guest_probe(p + BAD * PAGE);
 	CHECK(rc == BUS_MCEERR_AR, "reading the poisoned page before: si_code %d, not "
 	      "BUS_MCEERR_AR (%d)", rc, BUS_MCEERR_AR);
 
@@ -213,7 +180,7 @@ static int poison_case(struct memmig_ctx *ctx, int strategy)
 		CHECK(status[i] == TARGET, "page %d on node %d", i, status[i]);
 		CHECK(page_sum(p + i * PAGE) == sums[i], "page %d: bytes changed", i);
 	}
-	rc = probe(p + BAD * PAGE);
+	rc = guest_probe(p + BAD * PAGE);
 	CHECK(rc == BUS_MCEERR_AR, "reading the poisoned page after: si_code %d, not "
 	      "BUS_MCEERR_AR: it was replaced", rc);
 
@@ -225,7 +192,7 @@ static int poison_case(struct memmig_ctx *ctx, int strategy)
 
 int main(void)
 {
-	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	struct sigaction sa = { .sa_sigaction = guest_on_sigbus, .sa_flags = SA_SIGINFO };
 	struct memmig_ctx *ctx;
 	struct memmig_topo *topo;
 	struct memmig_node_info ni = { .sz = sizeof(ni) };

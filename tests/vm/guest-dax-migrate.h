@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* guest-dax's migrations (guest-dax-migrate.c). */
+#ifndef MEMMIG_GUEST_DAX_MIGRATE_H
+#define MEMMIG_GUEST_DAX_MIGRATE_H
+
+/*
+ * DRAM to a file of dir (a DAX mount) and back, to node 2, and to a tmpfs
+ * file (the MAP_SYNC fallback).  Returns the number of failed checks
+ * (each printed as it happens): guest-check.h's count is per file.
+ */
+int dax_migrate_fsdax(const char *dir);
+/* The same through device DAX: dev is /dev/daxX.Y. */
+int dax_migrate_devdax(const char *dev);
+
+#endif
