@@ -9,18 +9,19 @@
  * fd-backed guest RAM (memfd, shmem, files) belongs to its file, which
  * other processes may map: the copy is a new file, and the memslot is
  * deleted and re-added at the copy's address, as QEMU does.
- * A file tier (a directory or file) becomes the backing of the slot.
+ * A file tier (device DAX, a file or a directory) becomes the backing of
+ * the slot: see dest_tier().
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "live-private.h"
 #include "migrate-private.h"
+#include "dax.h"
 #include "nodemem.h"
 
 /* Free memory a destination leaves on its node, as the copy strategy. */
@@ -31,53 +32,31 @@ static uint64_t range_hva(const struct memmig_live *l)
 	return (uintptr_t)l->slot.hva + l->first * VM_PAGE;
 }
 
-/*
- * Reserves len bytes whose address is congruent with src modulo 2 MB, so
- * that 2 MB pieces of the copy line up with the source's huge pages and
- * mremap moves whole page tables.
- */
+/* Congruent with src modulo 2 MB: 2 MB pieces of the copy line up with the
+ * source's huge pages, and mremap moves whole page tables. */
 static uint8_t *reserve_congruent(uint64_t len, uint64_t src, int *err)
 {
-	uint64_t span = len + MEMMIG_UNIT_SIZE;
-	uint8_t *p, *at;
-
-	p = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED) {
-		*err = -errno;
-		return NULL;
-	}
-	at = p + ((src - (uintptr_t)p) & (MEMMIG_UNIT_SIZE - 1));
-	if (at > p)
-		munmap(p, at - p);
-	if (p + span > at + len)
-		munmap(at + len, p + span - (at + len));
-	return at;
+	return memmig_reserve_congruent(len, src, MEMMIG_UNIT_SIZE, err);
 }
 
-/* An unnamed file in a directory, or the file itself; len bytes long. */
-static int tier_open(const char *path, uint64_t len)
+/*
+ * A file tier, through the DAX target code: device DAX at its alignment,
+ * a file on a DAX file system with MAP_SYNC (copies then use pmem stores
+ * and the drain is the persistence point), any other file with
+ * msync(MS_SYNC) after resume.  A directory gets an unnamed file.
+ */
+static int dest_tier(struct memmig_live *l, struct live_dest *d, uint64_t src)
 {
-	struct stat st;
-	int fd;
+	struct memmig_dax_target t;
+	int rc = memmig_dax_target_open(l->vm->ctx, l->target_path, 0, src, d->len, &t);
 
-	if (stat(path, &st))
-		return -errno;
-	if (S_ISDIR(st.st_mode)) {
-		fd = open(path, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	} else if (S_ISREG(st.st_mode)) {
-		fd = open(path, O_RDWR | O_CLOEXEC);
-	} else {
-		return -EOPNOTSUPP;	/* device DAX needs its alignment */
-	}
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || ((uint64_t)st.st_size < len && ftruncate(fd, len))) {
-		int rc = -errno;
-
-		close(fd);
+	if (rc)
 		return rc;
-	}
-	return fd;
+	d->fd = t.fd;
+	d->base = t.base;
+	d->copy_flags = memmig_dax_target_copy_flags(&t);
+	d->msync = t.kind == MEMMIG_DAX_NONE;
+	return 0;
 }
 
 /* A shared destination: a file tier, or a memfd bound to the node. */
@@ -86,25 +65,25 @@ static int dest_shared(struct memmig_live *l, struct live_dest *d, uint64_t src)
 	int rc = 0;
 
 	if (l->target_path) {
-		d->fd = tier_open(l->target_path, d->len);
+		rc = dest_tier(l, d, src);
 	} else {
 		d->fd = memfd_create("memmig-live", MFD_CLOEXEC);
-		if (d->fd >= 0 && ftruncate(d->fd, d->len))
+		if (d->fd < 0)
+			return -errno;
+		if (ftruncate(d->fd, d->len))
 			rc = -errno;
+		/* Pages first: a full tmpfs says ENOSPC here, not SIGBUS in
+		 * the middle of a copy. */
+		if (!rc)
+			rc = -posix_fallocate(d->fd, 0, d->len);
+		if (!rc)
+			d->base = reserve_congruent(d->len, src, &rc);
+		if (!rc && mmap(d->base, d->len, PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_FIXED, d->fd, 0) == MAP_FAILED)
+			rc = -errno;
+		if (!rc)
+			rc = memmig_bind(d->base, d->len, l->opts.target_node, 0);
 	}
-	if (d->fd < 0)
-		return d->fd;
-	/* Blocks first: a full file system says ENOSPC here, not SIGBUS
-	 * in the middle of a copy. */
-	if (!rc)
-		rc = -posix_fallocate(d->fd, 0, d->len);
-	if (!rc)
-		d->base = reserve_congruent(d->len, src, &rc);
-	if (!rc && mmap(d->base, d->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-			d->fd, 0) == MAP_FAILED)
-		rc = -errno;
-	if (!rc && !l->target_path)
-		rc = memmig_bind(d->base, d->len, l->opts.target_node, 0);
 	if (!rc && !l->whole_slot_swap)
 		d->spare = reserve_congruent(d->len, src, &rc);
 	if (d->spare)
@@ -186,6 +165,7 @@ static int swap_mremap(struct memmig_live *l)
 		return rc;
 	}
 	d->base = NULL;	/* moved into the slot */
+	d->synced_at = (uint8_t *)(uintptr_t)src;
 	d->old_fd = memmig_vm_slot_moved(l->vm, l->slot.slot, l->slot.hva, d->fd, 0,
 					 d->fd >= 0);
 	d->fd = -1;	/* the slot's now */
@@ -216,6 +196,7 @@ static int swap_memslot(struct memmig_live *l)
 	}
 	/* Logging went off with the old slot. */
 	l->logging = false;
+	d->synced_at = d->base;
 	d->old_fd = memmig_vm_slot_moved(l->vm, l->slot.slot, d->base, d->fd, 0, true);
 	d->base = NULL;
 	d->fd = -1;
@@ -226,6 +207,21 @@ int memmig_live_dest_swap(struct memmig_live *l)
 {
 	memmig_copy_drain();	/* NT stores land before the guest reads */
 	return l->whole_slot_swap ? swap_memslot(l) : swap_mremap(l);
+}
+
+int memmig_live_dest_persist(struct memmig_live *l)
+{
+	struct live_dest *d = &l->dest;
+
+	if (!d->msync || !d->synced_at)
+		return 0;
+	if (msync(d->synced_at, d->len, MS_SYNC) < 0) {
+		int rc = -errno;
+
+		err(l->vm->ctx, "slot %u: msync of the file tier: %d\n", l->slot.slot, rc);
+		return rc;
+	}
+	return 0;
 }
 
 void memmig_live_dest_release(struct memmig_live *l)

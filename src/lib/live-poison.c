@@ -63,7 +63,7 @@ void memmig_live_copy(struct memmig_live *l, uint64_t page, uint64_t n,
 {
 	struct lost_ctx c = { .l = l, .page = page };
 	const struct memmig_mc_opts o = {
-		.sz = sizeof(o), .flags = flags | MEMMIG_COPY_NODRAIN,
+		.sz = sizeof(o), .flags = flags | l->dest.copy_flags | MEMMIG_COPY_NODRAIN,
 		.src_fd = l->slot.fd,
 		.src_offset = l->slot.fd_offset + page * VM_PAGE,
 		.bad = on_bad, .opaque = &c,

@@ -15,6 +15,9 @@ struct live_dest {
 				 * resume */
 	bool shared;		/* MAP_SHARED (memfd or file tier) */
 	struct memmig_swap_src src;	/* the source mapping's attributes */
+	unsigned int copy_flags;	/* MEMMIG_COPY_PMEM on DAX */
+	bool msync;		/* a file tier without DAX: msync after resume */
+	uint8_t *synced_at;	/* the copy, once swapped in */
 	void *spare;		/* where the old memory waits during the swap */
 	uint64_t spare_len;
 };
@@ -98,6 +101,9 @@ int memmig_live_dest_prepare(struct memmig_live *l);
 /* Paused: puts the copy in the source's place.  On failure the guest is
  * on its old memory. */
 int memmig_live_dest_swap(struct memmig_live *l);
+/* After resume: makes a file tier's copy durable where the drain did not
+ * (msync(MS_SYNC) of a file without DAX). */
+int memmig_live_dest_persist(struct memmig_live *l);
 /* After resume, or instead of the swap: frees what is left. */
 void memmig_live_dest_release(struct memmig_live *l);
 

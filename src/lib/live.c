@@ -433,6 +433,9 @@ int memmig_live_run(struct memmig_live *l)
 	l->rep.precopy_s = memmig_now() - t;
 	if (!rc)
 		rc = pause_and_swap(l);
+	/* The guest is on the copy now, whatever the file tier's msync says. */
+	if (!rc)
+		memmig_live_dest_persist(l);
 	memmig_dirty_stop(l);
 	claim_vm(l, false);
 	l->rep.total_s = memmig_now() - t;

@@ -310,8 +310,9 @@ static void test_dest_alloc_fails(void)
 		CU_ASSERT(after.hva == before.hva);
 		check_logging_off(&g);
 		check_guest_whole(&g, "after a failed allocation");
-		/* A tier that is not there: refused before anything is touched. */
-		o.target_path = "/nonexistent-tier";
+		/* A tier whose directory is not there: refused before anything is
+		 * touched. */
+		o.target_path = "/nonexistent-dir/tier";
 		o.target_node = -1;
 		CU_ASSERT_EQUAL(memmig_vm_migrate(g.vm, &o, NULL), -ENOENT);
 		check_guest_whole(&g, "after a missing tier");
