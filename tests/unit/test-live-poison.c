@@ -218,26 +218,31 @@ static void test_report_ranges(void)
 	munmap(ram, len);
 }
 
-static uint8_t *map_fd(int fd, uint64_t len)
+/* fd-backed guest RAM: a memfd of len bytes, mapped shared and filled. */
+static uint8_t *fd_ram(uint64_t len, int *fd)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *p;
 
-	return p == MAP_FAILED ? NULL : p;
+	*fd = memfd_create("live-poison", MFD_CLOEXEC);
+	if (*fd < 0 || ftruncate(*fd, len))
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	fill(p, len);
+	return p;
 }
 
 /* The mapping faults, the file reads: the kernel's read recovers it all. */
 static void test_fd_kernel_read(void)
 {
 	const uint64_t len = 16 * MiB;
-	int fd = memfd_create("live-poison", MFD_CLOEXEC);
 	struct memmig_live_report rep;
-	uint8_t *ram;
 	struct vmm v;
+	int fd;
+	uint8_t *ram = fd_ram(len, &fd);
 
-	CU_ASSERT_FATAL(fd >= 0 && ftruncate(fd, len) == 0);
-	ram = map_fd(fd, len);
 	CU_ASSERT_FATAL(ram != NULL);
-	fill(ram, len);
 	if (memmig_poison_mark(ctx, ram + 3 * MiB, 5 * PAGE) == -EOPNOTSUPP) {
 		munmap(ram, len);
 		close(fd);
@@ -258,15 +263,12 @@ static void test_fd_kernel_read(void)
 static void test_fd_truncated(void)
 {
 	const uint64_t len = 16 * MiB, keep = 9 * MiB + 3 * PAGE;
-	int fd = memfd_create("live-poison", MFD_CLOEXEC);
 	struct memmig_live_report rep;
-	uint8_t *ram;
 	struct vmm v;
+	int fd;
+	uint8_t *ram = fd_ram(len, &fd);
 
-	CU_ASSERT_FATAL(fd >= 0 && ftruncate(fd, len) == 0);
-	ram = map_fd(fd, len);
 	CU_ASSERT_FATAL(ram != NULL);
-	fill(ram, len);
 	CU_ASSERT_FATAL(ftruncate(fd, keep) == 0);
 	CU_ASSERT_EQUAL_FATAL(vmm_new(&v, ram, len, fd), 0);
 	CU_ASSERT_EQUAL(migrate(&v, &rep), 0);
