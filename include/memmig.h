@@ -376,6 +376,7 @@ struct memmig_region_desc {
 };
 
 struct memmig_region;
+struct memmig_desc_table;
 
 /*
  * Registers a region after checking it: -EINVAL for an unaligned or empty
@@ -391,6 +392,16 @@ MEMMIG_EXPORT void memmig_region_unref(struct memmig_region *r);
 /* The description, with the backing that was found. */
 MEMMIG_EXPORT int memmig_region_get_desc(const struct memmig_region *r,
 					 struct memmig_region_desc *out);
+/*
+ * Device memory (a DAX region of this process) gets a descriptor table at
+ * registration, one descriptor per page of the region (lazy: each 1 GiB
+ * chunk on first use; offsets are the device's or file's), which its
+ * migrations keep: in flight while a unit is copied, clean once it moved,
+ * poisoned for a page that could not be read (and is not read again).
+ * *out gets a reference; -ENOENT for other regions.
+ */
+MEMMIG_EXPORT int memmig_region_get_table(const struct memmig_region *r,
+					  struct memmig_desc_table **out);
 /*
  * Every migratable mapping of a process (anonymous, shared, hugetlb, file;
  * DAX of this process; not special or inaccessible ones, nor another
@@ -887,6 +898,10 @@ MEMMIG_EXPORT uint64_t memmig_desc_table_count(const struct memmig_desc_table *t
  */
 MEMMIG_EXPORT int memmig_desc_get(struct memmig_desc_table *t, uint64_t idx,
 				  const struct memmig_desc **out);
+/* The state of page idx (enum memmig_desc_state), read atomically, or a
+ * negative errno as memmig_desc_get(). */
+MEMMIG_EXPORT int memmig_desc_get_state(struct memmig_desc_table *t,
+					uint64_t idx);
 /*
  * Sets the state of page idx and bumps its generation, atomically against
  * other setters; *generation (if not NULL) gets the new generation.

@@ -56,6 +56,10 @@ void memmig_desc_init_range(struct memmig_desc_table *t, int path,
 /* The whole table on threads threads; returns 0 or -errno. */
 int memmig_desc_init_all(struct memmig_desc_table *t, int path,
 			 unsigned int threads);
+/* Sets the state of pages [idx, idx + n); a poisoned page stays
+ * poisoned, pages past the table's end are left alone. */
+void memmig_desc_mark(struct memmig_desc_table *t, uint64_t idx, uint64_t n,
+		      int state);
 /* The path a table gets from its flags, the environment and the build. */
 bool memmig_desc_slow_forced(void);
 

@@ -23,6 +23,9 @@ struct memmig_region {
 	struct memmig_ctx *ctx;
 	struct memmig_region_desc desc;	/* backing resolved */
 	bool self;			/* this process */
+	/* Device memory (DAX of this process): a descriptor per page;
+	 * index 0 is the region's first page. */
+	struct memmig_desc_table *table;
 };
 
 enum memmig_unit_state {

@@ -59,6 +59,36 @@ static int region_check(struct memmig_ctx *ctx, struct memmig_region_desc *d,
 	return 0;
 }
 
+/*
+ * Device memory gets its descriptor table at registration (lazy: a 1 GiB
+ * chunk's descriptors on first use), when one file maps the region
+ * linearly; the offsets are the file's or the device's.
+ */
+static int region_table(struct memmig_region *r, const struct memmig_vma *v, size_t n)
+{
+	const struct memmig_region_desc *d = &r->desc;
+	const struct memmig_vma *first = NULL;
+	struct memmig_desc_opts o = { .sz = sizeof(o), .len = d->len,
+				      .flags = MEMMIG_DESC_LAZY };
+
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].end <= d->addr || v[i].start >= d->addr + d->len)
+			continue;
+		if (!first)
+			first = &v[i];
+		else if (v[i].inode != first->inode || v[i].dev_major != first->dev_major ||
+			 v[i].dev_minor != first->dev_minor ||
+			 v[i].offset - first->offset != v[i].start - first->start)
+			return 0;	/* not one linear file range: no table */
+	}
+	if (!first)
+		return 0;
+	o.base = first->offset + (d->addr - first->start);
+	/* The device, as the kernel encodes a dev_t (MKDEV). */
+	o.node = first->dev_major << 20 | first->dev_minor;
+	return memmig_desc_table_new(r->ctx, &o, &r->table);
+}
+
 static int region_alloc(struct memmig_ctx *ctx, const struct memmig_region_desc *d,
 			struct memmig_region **out)
 {
@@ -110,6 +140,13 @@ int memmig_region_new(struct memmig_ctx *ctx, const struct memmig_region_desc *d
 	}
 	if (!rc)
 		rc = region_alloc(ctx, &d, out);
+	if (!rc && d.backing == MEMMIG_BACKING_DAX && (*out)->self) {
+		rc = region_table(*out, vmas, nvmas);
+		if (rc) {
+			memmig_region_unref(*out);
+			*out = NULL;
+		}
+	}
 	free(vmas);
 	return rc;
 }
@@ -124,6 +161,7 @@ struct memmig_region *memmig_region_ref(struct memmig_region *r)
 void memmig_region_unref(struct memmig_region *r)
 {
 	if (r && __atomic_sub_fetch(&r->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
+		memmig_desc_table_unref(r->table);
 		memmig_ctx_unref(r->ctx);
 		free(r);
 	}
@@ -135,6 +173,17 @@ int memmig_region_get_desc(const struct memmig_region *r,
 	if (!r)
 		return -EINVAL;
 	return memmig_struct_out(out, &r->desc, sizeof(r->desc));
+}
+
+int memmig_region_get_table(const struct memmig_region *r,
+			    struct memmig_desc_table **out)
+{
+	if (!r || !out)
+		return -EINVAL;
+	if (!r->table)
+		return -ENOENT;
+	*out = memmig_desc_table_ref(r->table);
+	return 0;
 }
 
 int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
@@ -167,6 +216,8 @@ int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
 		rc = region_alloc(ctx, &d, &list[n]);
 		if (!rc)
 			n++;
+		if (!rc && d.backing == MEMMIG_BACKING_DAX && list[n - 1]->self)
+			rc = region_table(list[n - 1], &vmas[i], 1);
 	}
 	if (!rc && pid && n)
 		rc = region_probe(pid, list[0]->desc.addr);

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "desc-private.h"
 #include "migrate-private.h"
 #include "nodemem.h"
 #include "procmaps.h"
@@ -40,7 +41,11 @@ struct dax_unit {
 	uint8_t *dst;
 	bool bad[MEMMIG_UNIT_PAGES];	/* the source page stayed unreadable */
 	bool marked[MEMMIG_UNIT_PAGES];	/* and its destination is poisoned */
-	unsigned int nbad;
+	bool known[MEMMIG_UNIT_PAGES];	/* the table had it poisoned: not read */
+	unsigned int nbad, nknown;
+	uint64_t run_off;		/* of the copy in progress, in the unit */
+	struct memmig_desc_table *table; /* the source region's, or NULL */
+	uint64_t idx;			/* the unit's first page in it */
 };
 
 /* A worker's fd of the source file, for the kernel's MC-safe re-read. */
@@ -113,7 +118,7 @@ static int src_file_fd(struct dax_src_file *f, const struct memmig_vma *v)
 static void on_bad(void *opaque, uint64_t offset, uint64_t len, int err)
 {
 	struct dax_unit *du = opaque;
-	size_t k = offset / 4096;
+	size_t k = (du->run_off + offset) / 4096;
 
 	(void)len;	/* within one page */
 	if (!du->bad[k])
@@ -209,6 +214,76 @@ static void mark_bad(struct dax_unit *du)
 							    du->dst + k * 4096, 4096);
 }
 
+/*
+ * The source region's descriptor table, when the unit reads its device
+ * memory: pages it has poisoned are not read again (each read would be
+ * another machine check); the others go in flight.
+ */
+static void table_start(struct dax_unit *du, const struct memmig_vma *v)
+{
+	struct memmig_job *job = du->job;
+	size_t p = memmig_job_page(job, du->u->addr);
+
+	if (!v || v->backing != MEMMIG_BACKING_DAX || !job->region->table)
+		return;
+	du->table = job->region->table;
+	du->idx = (du->u->addr - job->region->desc.addr) / 4096;
+	for (size_t k = 0; k < du->u->len / 4096; k++) {
+		if (memmig_desc_get_state(du->table, du->idx + k) != MEMMIG_DESC_POISONED)
+			continue;
+		du->known[k] = du->bad[k] = true;
+		du->nknown++;
+		du->nbad++;
+		job->status[p + k] = -EHWPOISON;
+	}
+	memmig_desc_mark(du->table, du->idx, du->u->len / 4096, MEMMIG_DESC_IN_FLIGHT);
+}
+
+/* After the unit: media errors poisoned for good, the rest clean again
+ * (moved, or left where it was). */
+static void table_end(struct dax_unit *du)
+{
+	size_t p = memmig_job_page(du->job, du->u->addr);
+
+	if (!du->table)
+		return;
+	for (size_t k = 0; k < du->u->len / 4096; k++) {
+		int e = du->job->status[p + k];
+
+		memmig_desc_set_state(du->table, du->idx + k,
+				      du->bad[k] && (e == -EHWPOISON || e == -EIO) ?
+				      MEMMIG_DESC_POISONED : MEMMIG_DESC_CLEAN, NULL);
+	}
+}
+
+/* The guarded copy of the unit, around the pages known to be poisoned. */
+static ssize_t unit_copy(struct dax_unit *du, const struct memmig_mc_opts *mo)
+{
+	const uint8_t *src = (const uint8_t *)(uintptr_t)du->u->addr;
+	size_t n = du->u->len / 4096, k = 0, e;
+	ssize_t left = (ssize_t)du->nknown * 4096, r;
+
+	while (k < n) {
+		struct memmig_mc_opts o = *mo;
+
+		while (k < n && du->known[k])
+			k++;
+		for (e = k; e < n && !du->known[e]; e++)
+			;
+		if (e == k)
+			break;
+		du->run_off = k * 4096;
+		o.src_offset += du->run_off;
+		r = memmig_copy_mc(du->job->ctx, du->dst + du->run_off, src + du->run_off,
+				   (e - k) * 4096, &o);
+		if (r < 0)
+			return r;
+		left += r;
+		k = e;
+	}
+	return left;
+}
+
 static int dax_unit(struct memmig_worker *w, struct dax_src_file *f,
 		    struct memmig_unit *u)
 {
@@ -236,9 +311,9 @@ static int dax_unit(struct memmig_worker *w, struct dax_src_file *f,
 		mo.src_fd = f->fd;
 		mo.src_offset = v->offset + (u->addr - v->start);
 	}
+	table_start(du, v);
 	if (du->dst) {
-		left = memmig_copy_mc(job->ctx, du->dst, (void *)(uintptr_t)u->addr,
-				      u->len, &mo);
+		left = unit_copy(du, &mo);
 		rc = left < 0 ? (int)left : 0;
 	}
 	if (!rc && job->to_tier)
@@ -250,6 +325,7 @@ static int dax_unit(struct memmig_worker *w, struct dax_src_file *f,
 		else if (du->dst)
 			munmap(du->dst, u->len);
 		memmig_job_unit_fail(job, u, rc);
+		table_end(du);
 		free(du);
 		return rc;
 	}
@@ -258,6 +334,7 @@ static int dax_unit(struct memmig_worker *w, struct dax_src_file *f,
 	if (rc)
 		memmig_job_fail(job, rc);
 	memmig_job_unit_done(job, u, rc || du->nbad ? MEMMIG_UNIT_FAILED : MEMMIG_UNIT_DONE);
+	table_end(du);
 	w->copy_s += memmig_now() - t;
 	free(du);
 	return rc;

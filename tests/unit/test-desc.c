@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "memmig.h"
 #include "cunit-main.h"
@@ -317,6 +318,10 @@ static void test_state(void)
 	CU_ASSERT_EQUAL(gen, 4);
 	CU_ASSERT_EQUAL(memmig_desc_set_state(t, 700, MEMMIG_DESC_CLEAN, &gen), -EHWPOISON);
 	CU_ASSERT_EQUAL(d->state, MEMMIG_DESC_POISONED);
+	CU_ASSERT_EQUAL(memmig_desc_get_state(t, 700), MEMMIG_DESC_POISONED);
+	CU_ASSERT_EQUAL(memmig_desc_get_state(t, 701), MEMMIG_DESC_CLEAN);
+	CU_ASSERT_EQUAL(memmig_desc_get_state(t, 1024), -ERANGE);
+	CU_ASSERT_EQUAL(memmig_desc_get_state(NULL, 0), -EINVAL);
 	CU_ASSERT_EQUAL(d->generation, 4);
 	CU_ASSERT_EQUAL(memmig_desc_set_state(t, 700, MEMMIG_DESC_POISONED, NULL), 0);
 	CU_ASSERT_EQUAL(d->generation, 5);
@@ -348,6 +353,26 @@ static void *flip(void *arg)
 }
 
 /* Two setters on one page lose no generation. */
+/* Only device memory gets a table: an anonymous region has none. */
+static void test_region_table(void)
+{
+	struct memmig_region_desc rd = { .sz = sizeof(rd), .len = 4 * PAGE };
+	struct memmig_desc_table *t = NULL;
+	struct memmig_region *r = NULL;
+	void *p = mmap(NULL, rd.len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	CU_ASSERT_FATAL(p != MAP_FAILED);
+	rd.addr = (uintptr_t)p;
+	CU_ASSERT_EQUAL_FATAL(memmig_region_new(ctx, &rd, &r), 0);
+	CU_ASSERT_EQUAL(memmig_region_get_table(r, &t), -ENOENT);
+	CU_ASSERT_PTR_NULL(t);
+	CU_ASSERT_EQUAL(memmig_region_get_table(NULL, &t), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_region_get_table(r, NULL), -EINVAL);
+	memmig_region_unref(r);
+	munmap(p, rd.len);
+}
+
 static void test_state_concurrent(void)
 {
 	struct memmig_desc_table *t = table_new(0, 16, 1, 0);
@@ -471,6 +496,7 @@ static void test_bad_input(void)
 }
 
 static CU_TestInfo desc_tests[] = {
+	{ "regions: only device memory has a table", test_region_table },
 	{ "descriptor layout: 64 bytes, line-aligned", test_layout },
 	{ "template and slow paths identical, random regions", test_paths_identical },
 	{ "1..64 threads identical to one", test_threads_identical },

@@ -409,6 +409,7 @@ int dax_migrate_fsdax(const char *dir)
 	if (!ctx)
 		return 1;
 	bad_pages(ctx, dir);
+	fails += dax_table_case(ctx, dir);
 	other_process(ctx, dir);
 	snprintf(path, sizeof(path), "%s/dram-to-dax.data", dir);
 	/* Not 2 MB congruent with the first copy: 4 KiB faults on DAX. */

@@ -12,4 +12,8 @@ int dax_migrate_fsdax(const char *dir);
 /* The same through device DAX: dev is /dev/daxX.Y. */
 int dax_migrate_devdax(const char *dev);
 
+/* guest-dax-table.c: the DAX region's descriptor table and poisoned pages;
+ * the number of failed checks. */
+int dax_table_case(struct memmig_ctx *ctx, const char *dir);
+
 #endif

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Part of guest-dax: the descriptor table a DAX region gets, kept by its
+ * migration.  An 8 MiB MAP_SYNC file on the fsdax mount is registered: its
+ * table has one clean descriptor per page, at the file's offsets, in 2 MB
+ * compounds.  Then a real memory error is injected into one page
+ * (MADV_HWPOISON on the DAX mapping: the kernel's memory-failure path for
+ * device memory), and another page is recorded poisoned in the table by
+ * hand, as an earlier migration would have.  The region moves to node 2:
+ *  - the page the table knew is not read (no machine check, not even a
+ *    SIGBUS): reported EHWPOISON, left where it is;
+ *  - the injected one: the kernel sends every process that maps it
+ *    SIGBUS BUS_MCEERR_AO at once; if the page then faults, the copy finds
+ *    it and the table marks it poisoned.  (Linux 6.1 on fsdax maps it
+ *    again, readable: a software injection leaves no media error, and the
+ *    page moves like the others);
+ *  - every other page is on node 2 with its bytes, clean in the table,
+ *    its generation moved on (in flight, then clean).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <memmig.h>
+
+#include "guest-check.h"
+#include "guest-dax-migrate.h"
+
+#define T_LEN (8UL << 20)
+#define T_PAGE 4096UL
+#define KNOWN 37	/* poisoned in the table beforehand */
+#define HIT 1100	/* MADV_HWPOISON */
+
+/* The kernel tells every process mapping a failed DAX page at once
+ * (BUS_MCEERR_AO): noted, not fatal. */
+static volatile sig_atomic_t ao_code;
+
+static void on_ao(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	ao_code = si->si_code;
+}
+
+static void check_table(struct memmig_desc_table *t, uint64_t base, int hit_state)
+{
+	uint64_t clean = 0, moved_on = 0;
+
+	for (uint64_t i = 0; i < T_LEN / T_PAGE; i++) {
+		const struct memmig_desc *d;
+		int s = memmig_desc_get_state(t, i);
+
+		if (memmig_desc_get(t, i, &d)) {
+			CHECK(0, "descriptor %llu", (unsigned long long)i);
+			return;
+		}
+		if (i == KNOWN) {
+			CHECK(s == MEMMIG_DESC_POISONED, "the known page: state %d", s);
+			continue;
+		}
+		if (i == HIT && hit_state >= 0) {
+			CHECK(s == hit_state, "the hit page: state %d, want %d", s, hit_state);
+			continue;
+		}
+		clean += s == MEMMIG_DESC_CLEAN;
+		moved_on += d->generation >= 2 && d->offset == base + i * T_PAGE;
+	}
+	printf("table after: %llu pages clean, %llu with generation >= 2 at their "
+	       "file offset\n", (unsigned long long)clean, (unsigned long long)moved_on);
+	CHECK(clean == moved_on && clean >= T_LEN / T_PAGE - 2,
+	      "pages not clean, or not through in flight");
+}
+
+static size_t on_node2(void *p)
+{
+	void *pages[T_LEN / T_PAGE];
+	int status[T_LEN / T_PAGE];
+	size_t n = 0;
+
+	for (size_t i = 0; i < T_LEN / T_PAGE; i++)
+		pages[i] = (uint8_t *)p + i * T_PAGE;
+	if (syscall(SYS_move_pages, 0, T_LEN / T_PAGE, pages, NULL, status, 0))
+		return 0;
+	for (size_t i = 0; i < T_LEN / T_PAGE; i++)
+		n += status[i] == 2;
+	return n;
+}
+
+int dax_table_case(struct memmig_ctx *ctx, const char *dir)
+{
+	struct sigaction sa = { .sa_sigaction = guest_on_sigbus, .sa_flags = SA_SIGINFO }, old;
+	struct sigaction ao = { .sa_sigaction = on_ao, .sa_flags = SA_SIGINFO };
+	struct memmig_region_desc d = { .sz = sizeof(d), .len = T_LEN };
+	struct memmig_migrate_opts o = { .sz = sizeof(o), .target_node = 2 };
+	struct memmig_desc_table_info info = { .sz = sizeof(info) };
+	struct memmig_desc_table *t = NULL;
+	struct memmig_report *rep = NULL;
+	struct memmig_region *r = NULL;
+	const struct memmig_desc *desc;
+	uint64_t *w, sums[T_LEN / T_PAGE];
+	int fd, rc, hit_code, hit_state = -1;
+	char path[256];
+
+	fails = 0;
+	printf("== the DAX region's descriptor table, with poisoned pages -> node 2\n");
+	snprintf(path, sizeof(path), "%s/table.data", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && !posix_fallocate(fd, 0, 2 * T_LEN), "%s: %s", path, strerror(errno));
+	/* At file offset 8 MiB: the table's offsets are the file's. */
+	w = mmap(NULL, T_LEN, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC, fd,
+		 T_LEN);
+	CHECK(w != MAP_FAILED, "MAP_SYNC: %s", strerror(errno));
+	if (fd < 0 || w == MAP_FAILED)
+		return fails;
+	for (size_t i = 0; i < T_LEN / 8; i++)
+		w[i] = i * 0x9e3779b97f4a7c15ULL ^ 0x7461626c65ULL;
+	for (size_t p = 0; p < T_LEN / T_PAGE; p++)
+		sums[p] = guest_csum((uint8_t *)w + p * T_PAGE, T_PAGE);
+
+	d.addr = (uintptr_t)w;
+	rc = memmig_region_new(ctx, &d, &r);
+	CHECK(rc == 0, "region: %s", strerror(-rc));
+	if (rc)
+		goto out;
+	rc = memmig_region_get_table(r, &t);
+	CHECK(rc == 0, "the DAX region has no descriptor table: %d", rc);
+	if (rc)
+		goto out;
+	memmig_desc_table_get_info(t, &info);
+	printf("table: %llu descriptors, base %#llx, device %#x, %llu of %llu chunks "
+	       "initialized\n", (unsigned long long)info.count,
+	       (unsigned long long)info.base, info.node,
+	       (unsigned long long)info.chunks_ready, (unsigned long long)info.chunks);
+	CHECK(info.count == T_LEN / T_PAGE && info.base == T_LEN, "table geometry");
+	CHECK(!memmig_desc_get(t, 512, &desc) && (desc->flags & MEMMIG_DESC_HEAD) &&
+	      desc->offset == T_LEN + 512 * T_PAGE &&
+	      memmig_desc_get_state(t, 512) == MEMMIG_DESC_CLEAN,
+	      "descriptor 512: not a clean head at its offset");
+	CHECK(memmig_desc_set_state(t, KNOWN, MEMMIG_DESC_POISONED, NULL) == 0,
+	      "marking the known page");
+
+	sigaction(SIGBUS, &ao, &old);
+	errno = 0;
+	rc = madvise((uint8_t *)w + HIT * T_PAGE, T_PAGE, MADV_HWPOISON);
+	sigaction(SIGBUS, &sa, NULL);
+	hit_code = rc ? 0 : guest_probe((uint8_t *)w + HIT * T_PAGE);
+	printf("MADV_HWPOISON on a DAX page: %s (signal si_code %d); reading it: "
+	       "si_code %d\n", rc ? strerror(errno) : "done", ao_code, hit_code);
+	if (hit_code == BUS_MCEERR_AR || hit_code == BUS_ADRERR)
+		hit_state = MEMMIG_DESC_POISONED;
+
+	rc = memmig_migrate(r, &o, &rep);
+	printf("memmig_migrate: %d; EHWPOISON pages %llu, EIO pages %llu, EFAULT pages "
+	       "%llu\n", rc, (unsigned long long)memmig_report_errno_pages(rep, EHWPOISON),
+	       (unsigned long long)memmig_report_errno_pages(rep, EIO),
+	       (unsigned long long)memmig_report_errno_pages(rep, EFAULT));
+	CHECK(rc == 0, "memmig_migrate: %d", rc);
+	CHECK(memmig_report_errno_pages(rep, EHWPOISON) >= 1, "the known page not reported");
+	/* The known page was never read: its bytes are the file's, mapped. */
+	CHECK(guest_probe((uint8_t *)w + KNOWN * T_PAGE) == 0 &&
+	      guest_csum((uint8_t *)w + KNOWN * T_PAGE, T_PAGE) == sums[KNOWN],
+	      "the known page is not the file's any more");
+	for (size_t p = 0; p < T_LEN / T_PAGE; p++) {
+		if (p == KNOWN || (p == HIT && hit_state >= 0))
+			continue;
+		if (guest_csum((uint8_t *)w + p * T_PAGE, T_PAGE) != sums[p]) {
+			CHECK(0, "page %zu: bytes changed", p);
+			break;
+		}
+	}
+	printf("pages on node 2: %zu of %lu\n", on_node2(w),
+	       T_LEN / T_PAGE - 1 - (hit_state >= 0));
+	CHECK(on_node2(w) == T_LEN / T_PAGE - 1 - (hit_state >= 0),
+	      "not every readable page is on node 2");
+	check_table(t, T_LEN, hit_state);
+	sigaction(SIGBUS, &old, NULL);
+out:
+	memmig_report_unref(rep);
+	memmig_desc_table_unref(t);
+	memmig_region_unref(r);
+	munmap(w, T_LEN);
+	close(fd);
+	unlink(path);
+	return fails;
+}
