@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "copy-private.h"
 #include "live-private.h"
 
 struct lost_ctx {
@@ -69,8 +70,10 @@ void memmig_live_copy(struct memmig_live *l, uint64_t page, uint64_t n,
 		.bad = on_bad, .opaque = &c,
 	};
 
-	memmig_copy_mc(l->vm->ctx, l->dest.base + (page - l->first) * VM_PAGE,
-		       (const uint8_t *)l->slot.hva + page * VM_PAGE, n * VM_PAGE, &o);
+	/* copy_dirty() checked the guard for its runs. */
+	memmig_copy_mc_installed(l->vm->ctx, l->dest.base + (page - l->first) * VM_PAGE,
+				 (const uint8_t *)l->slot.hva + page * VM_PAGE,
+				 n * VM_PAGE, &o);
 }
 
 int memmig_live_lost_check(struct memmig_live *l)

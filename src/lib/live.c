@@ -247,7 +247,7 @@ static bool words_empty(const uint64_t *b, size_t n)
 static int copy_dirty(struct memmig_live *l, bool paused, int prim, uint64_t *bytes)
 {
 	size_t w0 = l->first / 64, w1 = bitmap_words(l->first + l->npages);
-	int rc = 0;
+	int rc = memmig_mc_guard_install();
 
 	*bytes = 0;
 	for (size_t w = w0; !rc && w < w1; w += CHUNK_WORDS) {

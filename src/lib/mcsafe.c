@@ -183,8 +183,8 @@ static size_t mc_span(const struct mc_copy *c, size_t off, size_t n)
 	return mc_span(c, off, mid - s) + mc_span(c, off + (mid - s), s + n - mid);
 }
 
-ssize_t memmig_copy_mc(struct memmig_ctx *ctx, void *dst, const void *src,
-		       size_t len, const struct memmig_mc_opts *opts)
+ssize_t memmig_copy_mc_installed(struct memmig_ctx *ctx, void *dst, const void *src,
+				 size_t len, const struct memmig_mc_opts *opts)
 {
 	struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1 };
 	struct mc_guard g = { .lo = (uintptr_t)src, .hi = (uintptr_t)src + len };
@@ -201,8 +201,6 @@ ssize_t memmig_copy_mc(struct memmig_ctx *ctx, void *dst, const void *src,
 	if (!len)
 		return 0;
 	rc = memmig_copy_check(dst, src, len);
-	if (!rc)
-		rc = memmig_mc_guard_install();
 	if (rc)
 		return rc;
 	c.flags = o.flags | MEMMIG_COPY_NODRAIN;
@@ -215,4 +213,12 @@ ssize_t memmig_copy_mc(struct memmig_ctx *ctx, void *dst, const void *src,
 	if (!(o.flags & (MEMMIG_COPY_NODRAIN | MEMMIG_COPY_NOFLUSH)))
 		memmig_copy_drain();
 	return (ssize_t)left;
+}
+
+ssize_t memmig_copy_mc(struct memmig_ctx *ctx, void *dst, const void *src,
+		       size_t len, const struct memmig_mc_opts *opts)
+{
+	int rc = memmig_mc_guard_install();
+
+	return rc ? rc : memmig_copy_mc_installed(ctx, dst, src, len, opts);
 }
