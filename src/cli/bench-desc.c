@@ -200,9 +200,20 @@ static int setup(struct desc_bench *b)
 				      .threads = b->threads[1],
 				      .flags = MEMMIG_DESC_LAZY };
 	const struct memmig_desc *d;
+	uint64_t table = b->region_len / MEMMIG_DESC_PAGE_SIZE * sizeof(*d);
 	double t0;
-	int rc = reserve_region(b);
+	int rc;
 
+	/* The table is written for real: refuse what would push the
+	 * machine into swap or the OOM killer. */
+	if (table > bench_mem_available() / 10 * 8) {
+		cli_error("bench desc: a %llu MiB table does not fit in 80%% of the "
+			  "available memory (%llu MiB): a smaller --size\n",
+			  (unsigned long long)(table >> 20),
+			  (unsigned long long)(bench_mem_available() >> 20));
+		return -ENOMEM;
+	}
+	rc = reserve_region(b);
 	if (rc < 0)
 		return rc;
 	base = ((uintptr_t)b->region + MEMMIG_UNIT_SIZE - 1) & ~(uint64_t)(MEMMIG_UNIT_SIZE - 1);

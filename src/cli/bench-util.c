@@ -119,6 +119,20 @@ void *bench_alloc(size_t len)
 	return p;
 }
 
+uint64_t bench_mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	unsigned long long kb = 0;
+	char line[128];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb ? kb * 1024 : UINT64_MAX;	/* unknown: do not refuse */
+}
+
 void bench_free(void *p, size_t len)
 {
 	if (p)

@@ -60,6 +60,8 @@ double bench_paired_ratio(const struct bench_stats *a, const struct bench_stats 
 
 /* Anonymous memory, THP-advised and populated, so no fault is timed. */
 void *bench_alloc(size_t len);
+/* MemAvailable of /proc/meminfo in bytes; UINT64_MAX when unknown. */
+uint64_t bench_mem_available(void);
 void bench_free(void *p, size_t len);
 void bench_fill(void *p, size_t len, uint64_t seed);
 uint64_t bench_checksum(const void *p, size_t len);

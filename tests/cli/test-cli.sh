@@ -86,6 +86,8 @@ if "$cli" bench desc --size 64M --reps 1 >/dev/null 2>"$tmp/err" ||
 fi
 check "bench desc forced slow" exit_is 1 env MEMMIG_DESC_SLOW=1 "$cli" bench desc --size 64M --reps 1
 check "bench desc bad size" exit_is 2 "$cli" bench desc --size 5K
+check "bench desc table too large" exit_is 1 "$cli" bench desc --size 1000T --reps 1
+check "bench desc says why" grep -q "does not fit" "$tmp/err"
 check "bench desc bad threads" exit_is 2 "$cli" bench desc --threads 0
 
 # calibration: written, then loaded by the library through MEMMIG_CALIBRATION
