@@ -9,8 +9,8 @@
  * hand, as an earlier migration would have.  The region moves to node 2:
  *  - the page the table knew is not read (no machine check, not even a
  *    SIGBUS): reported EHWPOISON, left where it is;
- *  - the injected one: the kernel sends every process that maps it
- *    SIGBUS BUS_MCEERR_AO at once; if the page then faults, the copy finds
+ *  - the injected one: the kernel signals the processes that map it at
+ *    once (SIGBUS); if the page then faults, the copy finds
  *    it and the table marks it poisoned.  (Linux 6.1 on fsdax maps it
  *    again, readable: a software injection leaves no media error, and the
  *    page moves like the others);
@@ -38,8 +38,8 @@
 #define KNOWN 37	/* poisoned in the table beforehand */
 #define HIT 1100	/* MADV_HWPOISON */
 
-/* The kernel tells every process mapping a failed DAX page at once
- * (BUS_MCEERR_AO): noted, not fatal. */
+/* The kernel signals the processes that map a failed DAX page at once
+ * (Linux 6.1 sends the injecting one BUS_MCEERR_AR): noted, not fatal. */
 static volatile sig_atomic_t ao_code;
 
 static void on_ao(int sig, siginfo_t *si, void *uc)
