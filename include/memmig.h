@@ -618,7 +618,8 @@ struct memmig_vm_slot {
 /*
  * The VMM keeps vm_fd open while the vm lives.  ops is copied.  vm_fd -1:
  * no KVM; the slots are memory of this process that its own threads
- * write, pause() stops them, and tracking is MEMMIG_DIRTY_UFFD_WP.
+ * write, pause() stops them, and tracking is MEMMIG_DIRTY_UFFD_WP (or
+ * MEMMIG_DIRTY_SOFT_DIRTY where the kernel lacks it).
  */
 MEMMIG_EXPORT int memmig_vm_new(struct memmig_ctx *ctx, int vm_fd,
 				const struct memmig_vm_ops *ops, void *opaque,
@@ -692,6 +693,11 @@ enum memmig_dirty_method {
 	MEMMIG_DIRTY_UFFD_WP,	/* without KVM: userfaultfd write-protection
 				 * (UFFD_FEATURE_WP_ASYNC + PAGEMAP_SCAN,
 				 * Linux 6.7) */
+	MEMMIG_DIRTY_SOFT_DIRTY, /* without KVM, before Linux 6.7: the page
+				 * tables' soft-dirty bits; each harvest
+				 * pauses the VMM's threads briefly (the
+				 * kernel cannot read and clear them in one
+				 * step), and the clear is process-wide */
 };
 MEMMIG_EXPORT const char *memmig_dirty_method_name(int method);
 

@@ -43,6 +43,20 @@ static uint64_t range_start(const struct memmig_live *l)
 	return (uintptr_t)l->slot.hva + l->first * VM_PAGE;
 }
 
+bool memmig_dirty_uffd_supported(void)
+{
+	struct uffdio_api api = {
+		.api = UFFD_API,
+		.features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED,
+	};
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	bool ok = fd >= 0 && !ioctl(fd, UFFDIO_API, &api);
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
 int memmig_dirty_uffd_start(struct memmig_live *l)
 {
 	uint64_t len = l->npages * VM_PAGE;

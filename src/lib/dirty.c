@@ -84,6 +84,8 @@ int memmig_dirty_start(struct memmig_live *l)
 		return -EBUSY;	/* the VMM logs it for itself */
 	if (l->method == MEMMIG_DIRTY_UFFD_WP)
 		rc = memmig_dirty_uffd_start(l);
+	else if (l->method == MEMMIG_DIRTY_SOFT_DIRTY)
+		rc = memmig_dirty_softdirty_start(l);
 	else
 		rc = kvm_start(l);
 	if (rc < 0) {
@@ -115,8 +117,9 @@ int memmig_dirty_harvest(struct memmig_live *l)
 	struct memmig_vm *vm = l->vm;
 	int rc = 0;
 
-	if (l->method == MEMMIG_DIRTY_UFFD_WP) {
-		rc = memmig_dirty_uffd_harvest(l);
+	if (l->method == MEMMIG_DIRTY_UFFD_WP || l->method == MEMMIG_DIRTY_SOFT_DIRTY) {
+		rc = l->method == MEMMIG_DIRTY_UFFD_WP ? memmig_dirty_uffd_harvest(l) :
+							 memmig_dirty_softdirty_harvest(l);
 		if (rc < 0)
 			return rc;
 	} else if (l->method != MEMMIG_DIRTY_RING) {
@@ -158,6 +161,7 @@ void memmig_dirty_stop(struct memmig_live *l)
 	int rc;
 
 	memmig_dirty_uffd_stop(l);
+	memmig_dirty_softdirty_stop(l);
 	if (l->logging) {
 		rc = memmig_vm_slot_set_flags(l->vm, &l->slot, l->slot.flags);
 		if (rc < 0)

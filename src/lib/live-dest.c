@@ -72,17 +72,19 @@ static int dest_shared(struct memmig_live *l, struct live_dest *d, uint64_t src)
 			return -errno;
 		if (ftruncate(d->fd, d->len))
 			rc = -errno;
-		/* Pages first: a full tmpfs says ENOSPC here, not SIGBUS in
-		 * the middle of a copy. */
-		if (!rc)
-			rc = -posix_fallocate(d->fd, 0, d->len);
 		if (!rc)
 			d->base = reserve_congruent(d->len, src, &rc);
 		if (!rc && mmap(d->base, d->len, PROT_READ | PROT_WRITE,
 				MAP_SHARED | MAP_FIXED, d->fd, 0) == MAP_FAILED)
 			rc = -errno;
+		/* The file's policy before its pages: a shared mapping's
+		 * mbind binds the memfd, and fallocate allocates by it. */
 		if (!rc)
 			rc = memmig_bind(d->base, d->len, l->opts.target_node, 0);
+		/* Pages now: a full tmpfs says ENOSPC here, not SIGBUS in the
+		 * middle of a copy. */
+		if (!rc)
+			rc = -posix_fallocate(d->fd, 0, d->len);
 	}
 	if (!rc && !l->whole_slot_swap)
 		d->spare = reserve_congruent(d->len, src, &rc);

@@ -53,6 +53,8 @@ struct memmig_live {
 
 	struct live_dest dest;
 	bool prepared, ran;
+	bool paused;			/* inside pause_and_swap() */
+	bool softdirty;			/* holds the process's soft-dirty bits */
 	bool cancel;			/* atomic */
 	int prim;			/* the full round's primitive */
 
@@ -92,9 +94,16 @@ int memmig_dirty_clear(struct memmig_live *l, size_t w, size_t n);
 /* Switches logging off as it was before start; safe after a failed start. */
 void memmig_dirty_stop(struct memmig_live *l);
 /* The same without KVM (dirty-uffd.c). */
+bool memmig_dirty_uffd_supported(void);
 int memmig_dirty_uffd_start(struct memmig_live *l);
 int memmig_dirty_uffd_harvest(struct memmig_live *l);
 void memmig_dirty_uffd_stop(struct memmig_live *l);
+/* Before Linux 6.7: soft-dirty bits (dirty-softdirty.c); the pagemap is
+ * closed by memmig_dirty_uffd_stop(). */
+bool memmig_dirty_softdirty_supported(void);
+int memmig_dirty_softdirty_start(struct memmig_live *l);
+int memmig_dirty_softdirty_harvest(struct memmig_live *l);
+void memmig_dirty_softdirty_stop(struct memmig_live *l);
 
 /* The destination (live-dest.c). */
 int memmig_live_dest_prepare(struct memmig_live *l);

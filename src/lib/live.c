@@ -34,11 +34,12 @@ static const char *const method_names[] = {
 	[MEMMIG_DIRTY_LOG_CLEAR] = "log-clear",
 	[MEMMIG_DIRTY_RING] = "ring",
 	[MEMMIG_DIRTY_UFFD_WP] = "uffd-wp",
+	[MEMMIG_DIRTY_SOFT_DIRTY] = "soft-dirty",
 };
 
 const char *memmig_dirty_method_name(int method)
 {
-	if (method < 0 || method > MEMMIG_DIRTY_UFFD_WP)
+	if (method < 0 || method > MEMMIG_DIRTY_SOFT_DIRTY)
 		return NULL;
 	return method_names[method];
 }
@@ -47,9 +48,15 @@ const char *memmig_dirty_method_name(int method)
  * the log with CLEAR where KVM has it. */
 static int method_resolve(struct memmig_vm *vm, int want, bool rings)
 {
-	if (vm->fd < 0)
-		return want == MEMMIG_DIRTY_AUTO || want == MEMMIG_DIRTY_UFFD_WP ?
-			       MEMMIG_DIRTY_UFFD_WP : -EOPNOTSUPP;
+	if (vm->fd < 0) {
+		if (want == MEMMIG_DIRTY_AUTO)
+			want = memmig_dirty_uffd_supported() ? MEMMIG_DIRTY_UFFD_WP :
+							       MEMMIG_DIRTY_SOFT_DIRTY;
+		if (want == MEMMIG_DIRTY_SOFT_DIRTY && !memmig_dirty_softdirty_supported())
+			return -EOPNOTSUPP;
+		return want == MEMMIG_DIRTY_UFFD_WP || want == MEMMIG_DIRTY_SOFT_DIRTY ?
+			       want : -EOPNOTSUPP;
+	}
 	switch (want) {
 	case MEMMIG_DIRTY_AUTO:
 		if (rings)
@@ -63,6 +70,7 @@ static int method_resolve(struct memmig_vm *vm, int want, bool rings)
 	case MEMMIG_DIRTY_RING:
 		return rings ? want : -ENXIO;
 	case MEMMIG_DIRTY_UFFD_WP:
+	case MEMMIG_DIRTY_SOFT_DIRTY:
 		return -EOPNOTSUPP;	/* KVM's writes bypass the page tables */
 	default:
 		return -EINVAL;
@@ -380,7 +388,9 @@ static int pause_and_swap(struct memmig_live *l)
 		err(vm->ctx, "slot %u: pause: %d\n", l->slot.slot, rc);
 		return rc;
 	}
+	l->paused = true;
 	rc = paused_part(l);
+	l->paused = false;
 	l->rep.pause_s = memmig_now() - t;
 	t = memmig_now();
 	rrc = vm->ops.resume(vm->opaque);

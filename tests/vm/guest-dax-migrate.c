@@ -410,6 +410,7 @@ int dax_migrate_fsdax(const char *dir)
 		return 1;
 	bad_pages(ctx, dir);
 	fails += dax_table_case(ctx, dir);
+	fails += dax_live_cases(ctx, dir, dir);
 	other_process(ctx, dir);
 	snprintf(path, sizeof(path), "%s/dram-to-dax.data", dir);
 	/* Not 2 MB congruent with the first copy: 4 KiB faults on DAX. */
@@ -447,6 +448,7 @@ int dax_migrate_devdax(const char *dev)
 	if (!ctx)
 		return 1;
 	round_trip(ctx, dev, "device DAX", 64UL << 20);
+	fails += dax_live_cases(ctx, dev, NULL);
 	memmig_ctx_unref(ctx);
 	return fails;
 }

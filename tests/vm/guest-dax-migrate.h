@@ -16,4 +16,9 @@ int dax_migrate_devdax(const char *dev);
  * the number of failed checks. */
 int dax_table_case(struct memmig_ctx *ctx, const char *dir);
 
+/* guest-dax-live.c: a written guest RAM slot live to target (a DAX
+ * directory or device); with dir, RAM in a MAP_SYNC file of dir to node 2.
+ * The number of failed checks. */
+int dax_live_cases(struct memmig_ctx *ctx, const char *target, const char *dir);
+
 #endif
