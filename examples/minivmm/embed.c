@@ -32,6 +32,20 @@ static int memory_error(void *opaque, int vcpu_fd, uint64_t gpa, int code)
 				    code == BUS_MCEERR_AO ? MEMMIG_VM_MCE_AO : 0);
 }
 
+/*
+ * A live migration could not read guest RAM (after resume): its copy faults
+ * there as the old memory did, and the guest is told of the range's first
+ * page now, as an action-optional memory error; touching the others later
+ * brings their own machine checks (KVM's SIGBUS, memory_error()).
+ */
+static void poisoned(void *opaque, uint32_t slot, uint64_t gpa, uint64_t len, int err)
+{
+	(void)slot;
+	(void)len;
+	(void)err;
+	minivmm_memory_lost(opaque, gpa);
+}
+
 int minivmm_embed(struct memmig_ctx *ctx, struct minivmm *vmm, struct memmig_vm **out)
 {
 	struct memmig_vm_ops ops = {
@@ -39,6 +53,7 @@ int minivmm_embed(struct memmig_ctx *ctx, struct minivmm *vmm, struct memmig_vm 
 		.pause = minivmm_pause,
 		.resume = minivmm_resume,
 		.slot_moved = slot_moved,
+		.poisoned = poisoned,
 	};
 	struct minivmm_slot s;
 	struct memmig_vm_slot ms;

@@ -83,3 +83,20 @@ bool minivmm_sigbus_take(void **addr, int *code)
 	error_code = 0;
 	return true;
 }
+
+static int lost_on_vcpu(void *opaque, int vcpu_fd)
+{
+	const struct { struct minivmm *vmm; uint64_t gpa; } *l = opaque;
+
+	return l->vmm->memory_error(l->vmm->memory_error_opaque, vcpu_fd, l->gpa,
+				    BUS_MCEERR_AO);
+}
+
+int minivmm_memory_lost(struct minivmm *vmm, uint64_t gpa)
+{
+	struct { struct minivmm *vmm; uint64_t gpa; } l = { vmm, gpa };
+
+	if (!vmm->memory_error)
+		return -ENOENT;
+	return minivmm_run_on_vcpu(vmm, lost_on_vcpu, &l);
+}

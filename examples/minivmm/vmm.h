@@ -169,6 +169,16 @@ typedef int (*minivmm_memory_error_fn)(void *opaque, int vcpu_fd, uint64_t gpa,
 void minivmm_set_memory_error(struct minivmm *vmm, minivmm_memory_error_fn fn,
 			      void *opaque);
 
+/*
+ * Guest RAM the VMM learnt is lost without the guest touching it (a live
+ * migration could not read it): the guest hears of the page at gpa as of
+ * an action-optional error (BUS_MCEERR_AO) through the memory_error
+ * callback, on the vCPU thread.  One page: a second machine check before
+ * the guest finished the first would shut it down.  -ENOENT without a
+ * callback; the callback's answer otherwise.
+ */
+int minivmm_memory_lost(struct minivmm *vmm, uint64_t gpa);
+
 /* Starts the vCPU thread (or the host thread that stands in for it). */
 int minivmm_start(struct minivmm *vmm);
 /*
