@@ -5,6 +5,9 @@
  * its stack at the top of page 1, sets CR4.MCE when the state block asks
  * (MINIVMM_STATE_MCE_CR4), then counts passes forever, reporting each on
  * MINIVMM_PORT_PASS: every report is an exit where the VMM may inject.
+ * Each pass it also reads the guest-physical address the VMM put in
+ * MINIVMM_STATE_TOUCH, if any: a lost page there makes KVM signal the
+ * vCPU thread, and the VMM answers with an action-required machine check.
  *
  * Its #MC handler does what an OS does first: finds the bank with
  * MCi_STATUS.VAL (MCG_CAP gives the count), reports through
@@ -47,6 +50,13 @@ minivmm_guest_mce_start:
 .Lpass:
 	inc	%edi
 	mov	%edi, MINIVMM_STATE_PASS
+	/* A page the VMM asks it to read, as a program would use its data. */
+	mov	MINIVMM_STATE_TOUCH, %eax
+	test	%eax, %eax
+	jz	.Ltouched
+.Ltouch:
+	mov	(%eax), %eax
+.Ltouched:
 	mov	%edi, %eax
 	out	%eax, $MINIVMM_PORT_PASS
 	jmp	.Lpass
@@ -95,7 +105,15 @@ mc_handler:
 	incl	MINIVMM_STATE_MCES
 	mov	MINIVMM_STATE_MCES, %eax
 	out	%eax, $MINIVMM_PORT_MCE_END
-	popa
+	/* The read of a lost page is given up, as an OS would kill the task
+	 * that consumed it: not retried, which would only fault again.  (Under
+	 * KVM's instruction emulator the load completed, with all-ones, and
+	 * the machine check comes after it.) */
+	movl	$0, MINIVMM_STATE_TOUCH
+	cmpl	$GPA(.Ltouch), 32(%esp)
+	jne	6f
+	movl	$GPA(.Ltouched), 32(%esp)
+6:	popa
 	/*
 	 * iret by hand: KVM's instruction emulator, which runs this guest on
 	 * some hosts, has IRET for real mode only.  CS stays what it was.

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The KVM vCPU thread: KVM_RUN and its exits. */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -140,6 +141,26 @@ static int memory_error(struct minivmm *vmm, void *addr, int code)
 			      (unsigned long long)gpa, rc) : 0;
 }
 
+/*
+ * An MMIO exit inside guest RAM: KVM could not reach that RAM.  Where
+ * KVM's instruction emulator runs the guest (as with PVM), a read of a
+ * lost page ends here instead of in KVM's SIGBUS: the same memory error.
+ * The load gets all-ones, never zeros, and the machine check says why.
+ */
+static int exit_mmio(struct minivmm *vmm)
+{
+	struct kvm_run *run = vmm->run;
+	struct minivmm_slot s;
+
+	minivmm_get_slot(vmm, &s);
+	if (run->mmio.phys_addr < s.gpa || run->mmio.phys_addr - s.gpa >= s.size)
+		return vcpu_fail(vmm, -EIO, "MMIO at gpa 0x%llx: no device there",
+				 (unsigned long long)run->mmio.phys_addr);
+	memset(run->mmio.data, 0xff, sizeof(run->mmio.data));
+	return memory_error(vmm, (uint8_t *)s.hva + (run->mmio.phys_addr - s.gpa),
+			    BUS_MCEERR_AR);
+}
+
 static int exit_handle(struct minivmm *vmm)
 {
 	struct kvm_run *run = vmm->run;
@@ -149,6 +170,8 @@ static int exit_handle(struct minivmm *vmm)
 		return exit_io(vmm);
 	case KVM_EXIT_DIRTY_RING_FULL:
 		return exit_ring_full(vmm);
+	case KVM_EXIT_MMIO:
+		return exit_mmio(vmm);
 	case KVM_EXIT_HLT:
 		return vcpu_fail(vmm, -EIO, "guest halted");
 	case KVM_EXIT_SHUTDOWN:

@@ -30,6 +30,7 @@
 #define MINIVMM_STATE_HALF_EXITS (MINIVMM_STATE_OFFSET + 12)
 #define MINIVMM_STATE_MCE_CR4	(MINIVMM_STATE_OFFSET + 16)
 #define MINIVMM_STATE_MCES	(MINIVMM_STATE_OFFSET + 20)
+#define MINIVMM_STATE_TOUCH	(MINIVMM_STATE_OFFSET + 24)
 #define MINIVMM_PORT_PASS	0x10	/* out: a pass ended, eax = its number */
 #define MINIVMM_PORT_ERROR	0x11	/* out: a check failed, eax = the page */
 #define MINIVMM_PORT_HALF	0x12	/* out: half a page written (with a ring) */
@@ -53,6 +54,9 @@ struct minivmm_state {
 	uint32_t mce_cr4;	/* set by the VMM: the machine-check guest
 				 * sets CR4.MCE */
 	uint32_t mces;		/* machine checks the guest took */
+	uint32_t touch;		/* set by the VMM: the machine-check guest
+				 * reads this guest-physical address once a
+				 * pass until a machine check clears it */
 };
 
 enum minivmm_backing {

@@ -310,6 +310,17 @@ static void test_lost_in_migration(void)
 		CU_ASSERT_EQUAL(m.status & MCI_STATUS_MCACOD, 0xc0);
 		check_runs_on(&g);
 	}
+	/* The guest reads the page: KVM finds the marker in the copy and
+	 * signals the vCPU thread, which gives the guest an SRAR there. */
+	((volatile struct minivmm_state *)((uint8_t *)s.hva + MINIVMM_STATE_OFFSET))->touch =
+		(uint32_t)lost;
+	if (!wait_report(&g, 2, &m)) {
+		print_mce("the guest read it", &m);
+		CU_ASSERT_EQUAL(m.addr, lost);
+		CU_ASSERT_EQUAL(m.status & ~MCI_STATUS_MCACOD, MCI_COMMON | MCI_STATUS_AR);
+		CU_ASSERT_EQUAL(m.status & MCI_STATUS_MCACOD, 0x134);
+		check_runs_on(&g);
+	}
 out:
 	guest_down(&g);
 }
