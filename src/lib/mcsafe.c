@@ -189,6 +189,7 @@ ssize_t memmig_copy_mc_installed(struct memmig_ctx *ctx, void *dst, const void *
 	struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1 };
 	struct mc_guard g = { .lo = (uintptr_t)src, .hi = (uintptr_t)src + len };
 	struct mc_copy c = { .ctx = ctx, .g = &g, .dst = dst, .src = src, .o = &o };
+	struct mc_guard *prev;
 	size_t left = 0;
 	int rc;
 
@@ -204,11 +205,13 @@ ssize_t memmig_copy_mc_installed(struct memmig_ctx *ctx, void *dst, const void *
 	if (rc)
 		return rc;
 	c.flags = o.flags | MEMMIG_COPY_NODRAIN;
+	/* A bad() callback may copy with a guard of its own: nest. */
+	prev = mc_cur;
 	mc_cur = &g;
 	for (size_t off = 0; off < len; off += MEMMIG_UNIT_SIZE)
 		left += mc_span(&c, off, len - off < MEMMIG_UNIT_SIZE ?
 					 len - off : MEMMIG_UNIT_SIZE);
-	mc_cur = NULL;
+	mc_cur = prev;
 	/* NOFLUSH leaves the flushes, and so the drain, to the caller. */
 	if (!(o.flags & (MEMMIG_COPY_NODRAIN | MEMMIG_COPY_NOFLUSH)))
 		memmig_copy_drain();

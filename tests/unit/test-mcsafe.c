@@ -290,6 +290,38 @@ static void test_marker_moves(void)
 	munmap(dst, 4 * PAGE);
 }
 
+/* A bad() callback that copies with a guard of its own: the outer copy
+ * still survives the faults after it. */
+struct nest {
+	struct holed *h;
+	unsigned int calls;
+	ssize_t inner;
+};
+
+static void on_bad_nested(void *opaque, uint64_t off, uint64_t len, int err)
+{
+	struct nest *n = opaque;
+	uint8_t scratch[PAGE];
+
+	if (n->calls++ == 0)
+		n->inner = memmig_copy_mc(ctx, scratch, n->h->src + HOLE_OFF, PAGE, NULL);
+}
+
+static void test_nested(void)
+{
+	struct holed h;
+	struct nest n = { .h = &h };
+	struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1, .bad = on_bad_nested,
+				    .opaque = &n };
+
+	CU_ASSERT_EQUAL_FATAL(holed_make(&h), 0);
+	CU_ASSERT_EQUAL(memmig_copy_mc(ctx, h.dst, h.src, SRC_LEN, &o), HOLE_LEN);
+	CU_ASSERT_EQUAL(n.inner, PAGE);
+	CU_ASSERT_EQUAL(n.calls, HOLE_LEN / PAGE);
+	CU_ASSERT_EQUAL(find_bad(h.dst, HOLE_OFF + HOLE_LEN, SRC_LEN), SIZE_MAX);
+	holed_free(&h);
+}
+
 static void test_bad_args(void)
 {
 	uint8_t buf[2 * PAGE] = { 0 };
@@ -430,6 +462,7 @@ static CU_TestInfo mc_tests[] = {
 	{ "two threads, two guards", test_threads },
 	{ "poison markers, kernel read", test_poison_kernel_read },
 	{ "poison marker moves with mremap", test_marker_moves },
+	{ "a guarded copy inside the bad() callback", test_nested },
 	{ "bad arguments", test_bad_args },
 	{ "chain: application handler first", test_chain_app_before },
 	{ "chain: application handler after", test_chain_app_after },
