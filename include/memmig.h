@@ -280,7 +280,8 @@ MEMMIG_EXPORT int memmig_mc_guard_install(void);
 
 /*
  * Marks [addr, addr + len) of this process poisoned, so that reading it
- * raises SIGBUS (BUS_MCEERR_AR) as the lost memory would, and KVM hands a
+ * raises SIGBUS (BUS_MCEERR_AR; BUS_ADRERR on kernels without
+ * CONFIG_MEMORY_FAILURE) as the lost memory would, and KVM hands a
  * guest that touches it a machine check instead of data: UFFDIO_POISON
  * (Linux 6.6).  Page aligned; anonymous, shmem or hugetlb memory; the
  * current contents are dropped.  -EOPNOTSUPP where the kernel or the
