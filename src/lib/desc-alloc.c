@@ -3,7 +3,13 @@
  * Table memory: 2 MB pages, so that walking 1.6 GB of descriptors costs a
  * few hundred TLB entries instead of 400,000.  Nothing is touched here:
  * the first init (or a lazy chunk's) faults the pages in.
+ *
+ * An eager table (written whole now) takes reserved hugetlb pages where
+ * there are some.  A lazy one does not: it may describe terabytes of
+ * which little is ever touched, and a host's hugetlb pool is for its
+ * guests; it is THP over MAP_NORESERVE, charged as its chunks are used.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
@@ -14,7 +20,8 @@
 #define MAP_HUGE_2MB (21 << 26)	/* MAP_HUGE_SHIFT: not the default size */
 #endif
 
-struct memmig_desc *memmig_desc_alloc(size_t len, size_t *map_len, int *backing)
+struct memmig_desc *memmig_desc_alloc(size_t len, bool lazy, size_t *map_len,
+				      int *backing)
 {
 	size_t n = (len + HUGE - 1) & ~(HUGE - 1);
 	uint8_t *p, *aligned;
@@ -22,8 +29,9 @@ struct memmig_desc *memmig_desc_alloc(size_t len, size_t *map_len, int *backing)
 #ifdef MAP_HUGETLB
 	/* Only where 2 MB pages are reserved: without MAP_NORESERVE the
 	 * mmap fails rather than a later fault raising SIGBUS. */
-	p = mmap(NULL, n, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0);
+	p = lazy ? MAP_FAILED :
+		   mmap(NULL, n, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0);
 	if (p != MAP_FAILED) {
 		*map_len = n;
 		*backing = MEMMIG_DESC_BACKING_HUGETLB;
@@ -32,7 +40,7 @@ struct memmig_desc *memmig_desc_alloc(size_t len, size_t *map_len, int *backing)
 #endif
 	/* THP needs 2 MB-aligned virtual ranges: over-map, trim both ends. */
 	p = mmap(NULL, n + HUGE, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		 MAP_PRIVATE | MAP_ANONYMOUS | (lazy ? MAP_NORESERVE : 0), -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	aligned = (uint8_t *)(((uintptr_t)p + HUGE - 1) & ~(uintptr_t)(HUGE - 1));

@@ -40,7 +40,7 @@ struct memmig_desc_table {
 };
 
 /* desc-alloc.c: a 2 MB-aligned mapping backed by huge pages if it can be. */
-struct memmig_desc *memmig_desc_alloc(size_t len, size_t *map_len,
+struct memmig_desc *memmig_desc_alloc(size_t len, bool lazy, size_t *map_len,
 				      int *backing);
 void memmig_desc_free(struct memmig_desc *descs, size_t map_len);
 

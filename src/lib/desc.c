@@ -73,7 +73,7 @@ static int table_alloc(struct memmig_ctx *ctx, const struct memmig_desc_opts *o,
 		for (uint64_t c = 0; c < t->nchunks; c++)
 			pthread_mutex_init(&t->chunk_lock[c], NULL);
 	t->descs = memmig_desc_alloc(count * sizeof(struct memmig_desc),
-				     &t->map_len, &t->backing);
+				     o->flags & MEMMIG_DESC_LAZY, &t->map_len, &t->backing);
 	if (!t->chunk_ready || !t->chunk_lock || !t->descs) {
 		if (!t->chunk_lock)
 			t->nchunks = 0;

@@ -353,6 +353,31 @@ static void *flip(void *arg)
 }
 
 /* Two setters on one page lose no generation. */
+/*
+ * A lazy table may describe far more than this machine's memory: 64 TiB of
+ * device (a 1 TiB table) registers, and using its last page costs one
+ * 1 GiB chunk's descriptors (16 MiB), not the table.
+ */
+static void test_lazy_huge_region(void)
+{
+	const uint64_t pages = (64ULL << 40) / PAGE;
+	struct memmig_desc_table_info i = { .sz = sizeof(i) };
+	struct memmig_desc_table *t = table_new(0, pages, 1, MEMMIG_DESC_LAZY);
+	const struct memmig_desc *d;
+
+	if (!t)
+		return;
+	CU_ASSERT_EQUAL(memmig_desc_get(t, pages - 1, &d), 0);
+	CU_ASSERT_EQUAL(d->offset, (pages - 1) * PAGE);
+	CU_ASSERT_EQUAL(memmig_desc_set_state(t, pages - 1, MEMMIG_DESC_POISONED, NULL), 0);
+	CU_ASSERT_EQUAL(memmig_desc_table_get_info(t, &i), 0);
+	CU_ASSERT_EQUAL(i.chunks, 64 * 1024);
+	CU_ASSERT_EQUAL(i.chunks_ready, 1);
+	/* Lazy tables stay out of the hugetlb pool (it is the guests'). */
+	CU_ASSERT_NOT_EQUAL(i.backing, MEMMIG_DESC_BACKING_HUGETLB);
+	memmig_desc_table_unref(t);
+}
+
 /* Only device memory gets a table: an anonymous region has none. */
 static void test_region_table(void)
 {
@@ -497,6 +522,7 @@ static void test_bad_input(void)
 
 static CU_TestInfo desc_tests[] = {
 	{ "regions: only device memory has a table", test_region_table },
+	{ "lazy: a 64 TiB region on this machine", test_lazy_huge_region },
 	{ "descriptor layout: 64 bytes, line-aligned", test_layout },
 	{ "template and slow paths identical, random regions", test_paths_identical },
 	{ "1..64 threads identical to one", test_threads_identical },

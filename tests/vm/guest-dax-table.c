@@ -93,6 +93,70 @@ static size_t on_node2(void *p)
 	return n;
 }
 
+/* nr_hugepages, or -1. */
+static long hugepages(long set)
+{
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", set >= 0 ? "w" : "r");
+	long n = -1;
+
+	if (!f)
+		return -1;
+	if (set >= 0)
+		n = fprintf(f, "%ld\n", set) > 0 ? set : -1;
+	else if (fscanf(f, "%ld", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}
+
+/*
+ * Where 2 MB pages are reserved, an eager table takes them (a lazy one
+ * stays off the pool, which is the guests'): 256 MiB of device, a 4 MiB
+ * table on two hugetlb pages, every descriptor right.
+ */
+static void hugetlb_table(struct memmig_ctx *ctx)
+{
+	struct memmig_desc_opts o = { .sz = sizeof(o), .base = 1ULL << 30,
+				      .len = 256UL << 20, .node = 2 };
+	struct memmig_desc_table_info info = { .sz = sizeof(info) };
+	struct memmig_desc_table *t = NULL;
+	long before = hugepages(-1);
+	uint64_t bad = 0;
+	int rc;
+
+	printf("== a descriptor table on hugetlb pages\n");
+	if (before < 0 || hugepages(before + 4) < 0) {
+		CHECK(0, "cannot reserve 2 MB pages");
+		return;
+	}
+	rc = memmig_desc_table_new(ctx, &o, &t);
+	CHECK(rc == 0, "eager table: %s", strerror(-rc));
+	if (!rc) {
+		memmig_desc_table_get_info(t, &info);
+		for (uint64_t i = 0; i < info.count; i++) {
+			const struct memmig_desc *d;
+
+			bad += memmig_desc_get(t, i, &d) || d->offset != o.base + i * T_PAGE ||
+			       d->head != (i & ~511ULL) || d->node != 2;
+		}
+		printf("eager table: backing %d (hugetlb %d), %llu descriptors, %llu wrong\n",
+		       info.backing, MEMMIG_DESC_BACKING_HUGETLB,
+		       (unsigned long long)info.count, (unsigned long long)bad);
+		CHECK(info.backing == MEMMIG_DESC_BACKING_HUGETLB, "not on hugetlb pages");
+		CHECK(bad == 0, "%llu descriptors wrong", (unsigned long long)bad);
+		memmig_desc_table_unref(t);
+	}
+	o.flags = MEMMIG_DESC_LAZY;
+	rc = memmig_desc_table_new(ctx, &o, &t);
+	if (!rc) {
+		memmig_desc_table_get_info(t, &info);
+		printf("lazy table: backing %d\n", info.backing);
+		CHECK(info.backing != MEMMIG_DESC_BACKING_HUGETLB, "a lazy table took hugetlb pages");
+		memmig_desc_table_unref(t);
+	}
+	hugepages(before);
+}
+
 int dax_table_case(struct memmig_ctx *ctx, const char *dir)
 {
 	struct sigaction sa = { .sa_sigaction = guest_on_sigbus, .sa_flags = SA_SIGINFO }, old;
@@ -109,6 +173,7 @@ int dax_table_case(struct memmig_ctx *ctx, const char *dir)
 	char path[256];
 
 	fails = 0;
+	hugetlb_table(ctx);
 	printf("== the DAX region's descriptor table, with poisoned pages -> node 2\n");
 	snprintf(path, sizeof(path), "%s/table.data", dir);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
