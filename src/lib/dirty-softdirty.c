@@ -103,16 +103,13 @@ bool memmig_dirty_softdirty_supported(void)
 
 int memmig_dirty_softdirty_start(struct memmig_live *l)
 {
-	int rc;
-
 	if (!sd_claim())
 		return -EBUSY;
 	l->softdirty = true;
 	l->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (l->pagemap < 0)
 		return -errno;
-	rc = clear_soft_dirty();
-	return rc;
+	return clear_soft_dirty();
 }
 
 void memmig_dirty_softdirty_stop(struct memmig_live *l)

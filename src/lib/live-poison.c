@@ -28,7 +28,7 @@ static void lost_add(struct memmig_live *l, uint64_t p, uint64_t n, int err)
 	uint8_t *dst = l->dest.base + (p - l->first) * VM_PAGE;
 
 	for (uint64_t i = p; i < p + n; i++)
-		l->lost_map[i / 64] |= 1ULL << (i % 64);
+		bitmap_set(l->lost_map, i);
 	l->rep.pages_poisoned += n;
 	if (memmig_poison_mark(l->vm->ctx, dst, n * VM_PAGE) < 0)
 		l->unmarked += n;

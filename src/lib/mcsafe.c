@@ -151,7 +151,7 @@ static size_t mc_page(const struct mc_copy *c, size_t off, size_t n)
 	unsigned char bounce[MC_PAGE];
 	int err = mc_errno(c->g->code);
 
-	if (o && o->src_fd >= 0) {
+	if (o->src_fd >= 0) {
 		ssize_t r = pread(o->src_fd, bounce, n, (off_t)(o->src_offset + off));
 
 		if (r == (ssize_t)n) {
@@ -162,7 +162,7 @@ static size_t mc_page(const struct mc_copy *c, size_t off, size_t n)
 		/* A short read is the file's end: nothing backs the page. */
 		err = r < 0 ? (errno == EIO ? -EIO : -errno) : -EFAULT;
 	}
-	if (o && o->bad)
+	if (o->bad)
 		o->bad(o->opaque, off, n, err);
 	return n;
 }
