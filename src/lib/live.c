@@ -421,7 +421,7 @@ static int claim_vm(struct memmig_live *l, bool on)
 int memmig_live_run(struct memmig_live *l)
 {
 	double t;
-	int rc;
+	int rc, lost_rc;
 
 	if (!l)
 		return -EINVAL;
@@ -454,10 +454,10 @@ int memmig_live_run(struct memmig_live *l)
 out:
 	/* After resume: the old memory is freed while the guest runs. */
 	memmig_live_dest_release(l);
+	/* The VMM hears of lost pages whatever the result. */
+	lost_rc = memmig_live_lost_finish(l);
 	if (!rc)
-		rc = memmig_live_lost_finish(l);
-	else
-		memmig_live_lost_finish(l);
+		rc = lost_rc;
 	l->rep.rounds = l->nrounds;
 	l->rep.result = rc;
 	if (rc < 0)
