@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libvirt domains memmigd knows: registered by the libvirt hook
+ * (contrib/libvirt/hooks/qemu) and, when memmigd is built with libvirt,
+ * found through libvirtd, whose lifecycle and metadata-change events it
+ * follows on a thread of its own.  A memmig placement element set in a
+ * domain's metadata asks for a move (docs/libvirt.md).
+ */
+#ifndef MEMMIGD_DOMAINS_H
+#define MEMMIGD_DOMAINS_H
+
+#include <json-c/json.h>
+
+/* The metadata namespace: <placement node="N"/> under it asks for a move. */
+#define MEMMIG_LIBVIRT_NS_URI	"http://memmig.org/xmlns/libvirt/placement/1"
+#define MEMMIG_LIBVIRT_NS_KEY	"memmig"
+/* Where memmigd reports the outcome: <status node="N" result="OK" .../>. */
+#define MEMMIG_LIBVIRT_STATUS_URI "http://memmig.org/xmlns/libvirt/status/1"
+#define MEMMIG_LIBVIRT_STATUS_KEY "memmigstatus"
+
+struct domains;
+
+/*
+ * Asks the daemon to move a domain's QEMU process to a node, as root, with
+ * the kernel strategy; returns 0 (job queued) or -errno.  Called on the
+ * libvirt thread.
+ */
+typedef int (*domains_move_fn)(void *opaque, const char *name, int pid,
+			       int to_node);
+
+/*
+ * uri: libvirt connection URI (NULL: no libvirt; "" the default,
+ * qemu:///system).  libvirtd being down is not an error: memmigd keeps
+ * trying to connect in the background and logs it.
+ */
+int domains_new(const char *uri, domains_move_fn move, void *opaque,
+		struct domains **out);
+void domains_free(struct domains *d);
+
+int domains_register(struct domains *d, const char *name, const char *uuid,
+		     int pid, const char *nodeset);
+/* -ENOENT if unknown. */
+int domains_unregister(struct domains *d, const char *name);
+/* The domain's QEMU pid: the registry first, then libvirtd; -ENOENT. */
+int domains_resolve(struct domains *d, const char *name, int *pid);
+/* {"domains": [...]} members as an array (new reference). */
+struct json_object *domains_list_json(struct domains *d);
+/*
+ * A domain's job ended (result 0 or -errno, bytes moved): recorded in the
+ * list and, with libvirt, in the domain's metadata as
+ * <status node="N" result="OK" .../> under the status namespace.
+ */
+void domains_job_done(struct domains *d, const char *name, int to_node,
+		      int result, unsigned long long bytes_moved);
+
+#endif
