@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The libvirt watcher: a thread of its own runs libvirt's default event
+ * loop, so that no libvirt call (each one a round trip to libvirtd, which
+ * may be down or hung) ever runs on memmigd's loop thread.  It keeps a
+ * connection up (reconnecting with backoff when libvirtd stops or
+ * restarts), adds and drops domains on lifecycle events, turns a memmig
+ * placement element set in a domain's live metadata into a move, and
+ * writes the move's outcome back as the status element.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "daemon/domains-private.h"
+#include "shared/proto.h"
+
+#define RETRY_MIN_S		1
+#define RETRY_MAX_S		30
+#define PENDING_MAX		64	/* status elements waiting for libvirtd */
+#define KEEPALIVE_S		5	/* a hung libvirtd: dropped after ~20 s */
+#define KEEPALIVE_COUNT		3
+
+struct status_msg {
+	struct status_msg *next;
+	char name[PROTO_NAME_MAX];
+	int node, result;
+	unsigned long long bytes;
+	time_t when;
+};
+
+struct domains_libvirt {
+	struct domains *d;
+	char *uri;			/* NULL: libvirt's default */
+	pthread_t thread;
+	int wake_timer, retry_timer;
+
+	pthread_mutex_t lock;		/* the two below */
+	struct status_msg *pending;	/* oldest first */
+	bool stopping;
+
+	/* the watcher thread only */
+	virConnectPtr conn;
+	int cb_lifecycle, cb_metadata;
+	unsigned int retry_s;
+	bool down_logged;
+};
+
+static const char *lv_error(void)
+{
+	const char *m = virGetLastErrorMessage();
+
+	return m ? m : "unknown error";
+}
+
+/* libvirt prints every error on stderr by default; we log our own. */
+static void quiet(void *opaque, virErrorPtr err)
+{
+	(void)opaque;
+	(void)err;
+}
+
+static void schedule_retry(struct domains_libvirt *lv)
+{
+	virEventUpdateTimeout(lv->retry_timer, lv->retry_s * 1000);
+	if (lv->retry_s < RETRY_MAX_S)
+		lv->retry_s = lv->retry_s * 2 > RETRY_MAX_S ? RETRY_MAX_S : lv->retry_s * 2;
+}
+
+/* The registry entry for a running domain: its pid from libvirt's pid
+ * file, uuid and nodeset from libvirtd. */
+static void add_domain(struct domains_libvirt *lv, virDomainPtr dom)
+{
+	char uuid[VIR_UUID_STRING_BUFLEN] = "", nodeset[PROTO_NODESET_MAX] = "";
+	const char *name = virDomainGetName(dom);
+	virTypedParameterPtr params = NULL;
+	int nparams = 0, pid, ret;
+
+	if (!name)
+		return;
+	ret = domains_pidfile_resolve(DOMAINS_PIDFILE_DIR, name, &pid);
+	if (ret) {
+		/* A remote or session URI has no pid file here: nothing we
+		 * could move. */
+		domains_log("libvirt: domain %s: no QEMU pid (%s)", name, strerror(-ret));
+		return;
+	}
+	virDomainGetUUIDString(dom, uuid);
+	if (!virDomainGetNumaParameters(dom, NULL, &nparams, VIR_DOMAIN_AFFECT_LIVE) &&
+	    nparams > 0 && (params = calloc(nparams, sizeof(*params))) &&
+	    !virDomainGetNumaParameters(dom, params, &nparams, VIR_DOMAIN_AFFECT_LIVE)) {
+		const char *s = NULL;
+
+		if (virTypedParamsGetString(params, nparams, VIR_DOMAIN_NUMA_NODESET, &s) == 1 && s)
+			snprintf(nodeset, sizeof(nodeset), "%s", s);
+	}
+	if (params) {
+		virTypedParamsClear(params, nparams);
+		free(params);
+	}
+	ret = domains_add(lv->d, name, uuid, pid, nodeset, DOMAIN_SOURCE_LIBVIRT, false);
+	if (ret)
+		domains_log("libvirt: domain %s: not added: %s", name, strerror(-ret));
+}
+
+static void write_status(struct domains_libvirt *lv, const struct status_msg *m)
+{
+	char xml[256];
+	virDomainPtr dom;
+
+	if (domains_status_format(xml, sizeof(xml), m->node, m->result, m->bytes, m->when))
+		return;
+	dom = virDomainLookupByName(lv->conn, m->name);
+	if (!dom)
+		return;	/* stopped meanwhile: nothing to report on */
+	/* Under the status namespace: on_metadata() ignores it, so this
+	 * never asks for another move. */
+	if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, xml,
+				 MEMMIG_LIBVIRT_STATUS_KEY, MEMMIG_LIBVIRT_STATUS_URI,
+				 VIR_DOMAIN_AFFECT_LIVE))
+		domains_log("libvirt: domain %s: cannot write the status element: %s",
+			    m->name, lv_error());
+	virDomainFree(dom);
+}
+
+/* Writes the queued status elements (connected) or keeps them for later. */
+static void flush_status(struct domains_libvirt *lv)
+{
+	struct status_msg *m;
+
+	while (lv->conn) {
+		pthread_mutex_lock(&lv->lock);
+		m = lv->pending;
+		if (m)
+			lv->pending = m->next;
+		pthread_mutex_unlock(&lv->lock);
+		if (!m)
+			break;
+		write_status(lv, m);
+		free(m);
+	}
+}
+
+static void on_wake(int timer, void *opaque)
+{
+	struct domains_libvirt *lv = opaque;
+
+	virEventUpdateTimeout(timer, -1);
+	flush_status(lv);
+}
+
+static int on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event,
+			int detail, void *opaque)
+{
+	struct domains_libvirt *lv = opaque;
+	const char *name = virDomainGetName(dom);
+
+	(void)conn;
+	(void)detail;
+	if (!name)
+		return 0;
+	if (event == VIR_DOMAIN_EVENT_STARTED)
+		add_domain(lv, dom);
+	else if (event == VIR_DOMAIN_EVENT_STOPPED)
+		domains_forget(lv->d, name);
+	return 0;
+}
+
+static void status_now(struct domains_libvirt *lv, const char *name, int node,
+		       int result)
+{
+	struct status_msg m = { .node = node, .result = result, .when = time(NULL) };
+
+	snprintf(m.name, sizeof(m.name), "%s", name);
+	write_status(lv, &m);
+}
+
+static void on_metadata(virConnectPtr conn, virDomainPtr dom, int type,
+			const char *nsuri, void *opaque)
+{
+	struct domains_libvirt *lv = opaque;
+	const char *name = virDomainGetName(dom);
+	int node, ret;
+	char *xml;
+
+	(void)conn;
+	/* Only the placement namespace asks for moves: our own status
+	 * element (and anyone else's metadata) comes through here too. */
+	if (type != VIR_DOMAIN_METADATA_ELEMENT || !nsuri || !name ||
+	    strcmp(nsuri, MEMMIG_LIBVIRT_NS_URI) || virDomainIsActive(dom) != 1)
+		return;
+	xml = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT,
+				   MEMMIG_LIBVIRT_NS_URI, VIR_DOMAIN_AFFECT_LIVE);
+	if (!xml)
+		return;	/* removed, or only the persistent config changed */
+	ret = domains_placement_parse(xml, &node);
+	if (ret) {
+		domains_log("libvirt: domain %s: ignoring placement element %.200s "
+			    "(want <placement node=\"N\"/>)", name, xml);
+		free(xml);
+		status_now(lv, name, -1, ret);
+		return;
+	}
+	free(xml);
+	add_domain(lv, dom);	/* known before it is resolved */
+	ret = domains_request_move(lv->d, name, node);
+	domains_log("libvirt: domain %s: placement node %d requested: %s", name,
+		    node, ret ? strerror(-ret) : "job queued");
+	if (ret)
+		status_now(lv, name, node, ret);
+}
+
+static void disconnect(struct domains_libvirt *lv)
+{
+	if (!lv->conn)
+		return;
+	if (lv->cb_lifecycle >= 0)
+		virConnectDomainEventDeregisterAny(lv->conn, lv->cb_lifecycle);
+	if (lv->cb_metadata >= 0)
+		virConnectDomainEventDeregisterAny(lv->conn, lv->cb_metadata);
+	lv->cb_lifecycle = lv->cb_metadata = -1;
+	virConnectClose(lv->conn);
+	lv->conn = NULL;
+}
+
+static void on_close(virConnectPtr conn, int reason, void *opaque)
+{
+	struct domains_libvirt *lv = opaque;
+
+	(void)conn;
+	domains_log("libvirt: connection to libvirtd lost (reason %d), reconnecting",
+		    reason);
+	/* Not here: the connection is torn down from the timer, outside
+	 * libvirt's own close path. */
+	lv->retry_s = RETRY_MIN_S;
+	virEventUpdateTimeout(lv->retry_timer, 0);
+}
+
+static void scan(struct domains_libvirt *lv)
+{
+	virDomainPtr *doms = NULL;
+	int n;
+
+	n = virConnectListAllDomains(lv->conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+	for (int i = 0; i < n; i++) {
+		add_domain(lv, doms[i]);
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+}
+
+static int connect_now(struct domains_libvirt *lv)
+{
+	lv->conn = virConnectOpen(lv->uri);
+	if (!lv->conn)
+		return -1;
+	if (virConnectRegisterCloseCallback(lv->conn, on_close, lv, NULL) < 0)
+		goto fail;
+	/* Without keepalive a hung libvirtd would never be noticed. */
+	virConnectSetKeepAlive(lv->conn, KEEPALIVE_S, KEEPALIVE_COUNT);
+	lv->cb_lifecycle = virConnectDomainEventRegisterAny(lv->conn, NULL,
+			VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+			VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle), lv, NULL);
+	if (lv->cb_lifecycle < 0)
+		goto fail;
+	lv->cb_metadata = virConnectDomainEventRegisterAny(lv->conn, NULL,
+			VIR_DOMAIN_EVENT_ID_METADATA_CHANGE,
+			VIR_DOMAIN_EVENT_CALLBACK(on_metadata), lv, NULL);
+	if (lv->cb_metadata < 0)
+		goto fail;
+	return 0;
+fail:
+	virConnectUnregisterCloseCallback(lv->conn, on_close);
+	disconnect(lv);
+	return -1;
+}
+
+static void on_retry(int timer, void *opaque)
+{
+	struct domains_libvirt *lv = opaque;
+
+	virEventUpdateTimeout(timer, -1);
+	if (lv->conn) {
+		if (virConnectIsAlive(lv->conn) == 1)
+			return;
+		virConnectUnregisterCloseCallback(lv->conn, on_close);
+		disconnect(lv);
+	}
+	if (connect_now(lv)) {
+		/* Said once per outage, not at every try. */
+		if (!lv->down_logged)
+			domains_log("libvirt: cannot connect to %s: %s; retrying in the background",
+				    lv->uri ? lv->uri : "the default URI", lv_error());
+		lv->down_logged = true;
+		schedule_retry(lv);
+		return;
+	}
+	domains_log("libvirt: connected to %s", lv->uri ? lv->uri : "the default URI");
+	lv->down_logged = false;
+	lv->retry_s = RETRY_MIN_S;
+	scan(lv);
+	flush_status(lv);
+}
+
+static bool stopping(struct domains_libvirt *lv)
+{
+	bool s;
+
+	pthread_mutex_lock(&lv->lock);
+	s = lv->stopping;
+	pthread_mutex_unlock(&lv->lock);
+	return s;
+}
+
+static void *watcher(void *arg)
+{
+	struct domains_libvirt *lv = arg;
+
+	while (!stopping(lv))
+		if (virEventRunDefaultImpl() < 0)
+			break;
+	if (lv->conn) {
+		virConnectUnregisterCloseCallback(lv->conn, on_close);
+		disconnect(lv);
+	}
+	/* Removed timers never fire again, even though the default loop
+	 * only frees them on its next run. */
+	virEventRemoveTimeout(lv->wake_timer);
+	virEventRemoveTimeout(lv->retry_timer);
+	return NULL;
+}
+
+static int init_status;
+
+static void init_once(void)
+{
+	virSetErrorFunc(NULL, quiet);
+	init_status = virInitialize() < 0 || virEventRegisterDefaultImpl() < 0 ? -EIO : 0;
+}
+
+int domains_libvirt_start(struct domains *d, const char *uri,
+			  struct domains_libvirt **out)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct domains_libvirt *lv;
+	int ret;
+
+	pthread_once(&once, init_once);
+	if (init_status)
+		return init_status;
+	lv = calloc(1, sizeof(*lv));
+	if (!lv)
+		return -ENOMEM;
+	lv->d = d;
+	lv->cb_lifecycle = lv->cb_metadata = -1;
+	lv->retry_s = RETRY_MIN_S;
+	pthread_mutex_init(&lv->lock, NULL);
+	if (*uri && !(lv->uri = strdup(uri))) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	/* The first try happens on the watcher thread: connecting may take
+	 * a while, and memmigd must not wait for it. */
+	lv->wake_timer = virEventAddTimeout(-1, on_wake, lv, NULL);
+	lv->retry_timer = virEventAddTimeout(0, on_retry, lv, NULL);
+	if (lv->wake_timer < 0 || lv->retry_timer < 0) {
+		ret = -ENOMEM;
+		goto fail_timers;
+	}
+	ret = -pthread_create(&lv->thread, NULL, watcher, lv);
+	if (ret)
+		goto fail_timers;
+	*out = lv;
+	return 0;
+
+fail_timers:
+	if (lv->wake_timer >= 0)
+		virEventRemoveTimeout(lv->wake_timer);
+	if (lv->retry_timer >= 0)
+		virEventRemoveTimeout(lv->retry_timer);
+fail:
+	pthread_mutex_destroy(&lv->lock);
+	free(lv->uri);
+	free(lv);
+	return ret;
+}
+
+void domains_libvirt_stop(struct domains_libvirt *lv)
+{
+	struct status_msg *m;
+
+	pthread_mutex_lock(&lv->lock);
+	lv->stopping = true;
+	pthread_mutex_unlock(&lv->lock);
+	/* Wakes the loop out of its poll; it then sees stopping. */
+	virEventUpdateTimeout(lv->wake_timer, 0);
+	pthread_join(lv->thread, NULL);
+	while ((m = lv->pending)) {
+		lv->pending = m->next;
+		free(m);
+	}
+	pthread_mutex_destroy(&lv->lock);
+	free(lv->uri);
+	free(lv);
+}
+
+void domains_libvirt_status(struct domains_libvirt *lv, const char *name,
+			    int to_node, int result, unsigned long long bytes)
+{
+	struct status_msg *m, **tail;
+	unsigned int n = 0;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return;
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	m->node = to_node;
+	m->result = result;
+	m->bytes = bytes;
+	m->when = time(NULL);
+
+	pthread_mutex_lock(&lv->lock);
+	for (tail = &lv->pending; *tail; tail = &(*tail)->next)
+		n++;
+	*tail = m;
+	/* libvirtd down for long: keep the newest reports only. */
+	if (n >= PENDING_MAX) {
+		m = lv->pending;
+		lv->pending = m->next;
+		free(m);
+	}
+	pthread_mutex_unlock(&lv->lock);
+	virEventUpdateTimeout(lv->wake_timer, 0);
+}
