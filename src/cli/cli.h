@@ -4,17 +4,20 @@
 #define MEMMIG_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <json-c/json.h>
 
 #include "memmig.h"
+#include "shared/proto.h"
 
 /* Exit codes (documented in memmig-cli(1)). */
 enum {
 	CLI_EXIT_OK = 0,
 	CLI_EXIT_FAIL = 1,	/* the operation failed */
 	CLI_EXIT_USAGE = 2,	/* bad command line */
+	CLI_EXIT_NO_DAEMON = 3,	/* memmigd needed but not reachable */
 };
 
 struct cli_cmd {
@@ -30,6 +33,10 @@ extern const struct cli_cmd cli_cmd_bench;
 extern const struct cli_cmd cli_cmd_nodes;
 extern const struct cli_cmd cli_cmd_move;
 extern const struct cli_cmd cli_cmd_demo;
+extern const struct cli_cmd cli_cmd_jobs;
+extern const struct cli_cmd cli_cmd_status;
+extern const struct cli_cmd cli_cmd_cancel;
+extern const struct cli_cmd cli_cmd_domains;
 
 /* Finds name in a NULL-terminated table of commands, or NULL. */
 const struct cli_cmd *cli_cmd_find(const struct cli_cmd *const *table,
@@ -60,5 +67,30 @@ const char *cli_size(size_t v, char *buf, size_t len);
 void cli_json_print(struct json_object *obj);
 struct json_object *cli_json_cpu(const struct memmig_cpu_info *cpu);
 struct json_object *cli_json_tuning(const struct memmig_tuning *t);
+
+/* Members of a reply or report; def when missing or of another type. */
+int64_t cli_json_int(struct json_object *o, const char *key, int64_t def);
+double cli_json_double(struct json_object *o, const char *key, double def);
+const char *cli_json_str(struct json_object *o, const char *key, const char *def);
+
+/* A move's report (JSON from memmigd or the in-process move) for people. */
+void cli_print_move_report(struct json_object *rep);
+/* The exit code a move report stands for; says why it is not 0. */
+int cli_move_exit(const char *cmd, struct json_object *rep);
+
+/* memmig-cli status and cancel: a job op and how the command reads. */
+struct job_cmd {
+	const char *name;	/* the command */
+	const char *op;		/* its protocol op */
+	const char *what;	/* its help */
+};
+int cli_job_cmd_run(const struct job_cmd *jc, int argc, char **argv);
+/* memmigd's jobs (a JSON array) as a table. */
+void cli_print_jobs(struct json_object *jobs);
+
+/* The progress bar: drawn on stderr when stdout and stderr are terminals. */
+bool cli_progress_wanted(void);
+void cli_progress(uint64_t done, uint64_t total, double rate);
+void cli_progress_end(void);
 
 #endif

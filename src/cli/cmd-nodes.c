@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "client.h"
+#include "shared/nodes-json.h"
 
 static void nodes_usage(FILE *f)
 {
@@ -16,76 +18,15 @@ static void nodes_usage(FILE *f)
 		   "\"none\" (no tier, no CPU node, unknown target node).\n");
 }
 
-/* One snapshot read into plain arrays, for both outputs. */
-struct nodes_view {
-	int n;
-	struct memmig_node_info *nodes;
-	int **cpus;		/* nodes[i].ncpus each */
-	int ndax;
-	struct memmig_dax_info *dax;
-};
-
-static void view_free(struct nodes_view *v)
-{
-	for (int i = 0; v->cpus && i < v->n; i++)
-		free(v->cpus[i]);
-	free(v->cpus);
-	free(v->nodes);
-	free(v->dax);
-}
-
-static int view_read_node(const struct memmig_topo *topo, int i,
-			  struct nodes_view *v)
-{
-	struct memmig_node_info *info = &v->nodes[i];
-	int rc;
-
-	info->sz = sizeof(*info);
-	rc = memmig_topo_get_node(topo, (unsigned int)i, info);
-	if (rc < 0)
-		return rc;
-	if (!info->ncpus)
-		return 0;
-	v->cpus[i] = calloc(info->ncpus, sizeof(int));
-	if (!v->cpus[i])
-		return -ENOMEM;
-	rc = memmig_topo_node_cpus(topo, info->id, v->cpus[i], info->ncpus);
-	return rc < 0 ? rc : 0;
-}
-
-static int view_read(const struct memmig_topo *topo, struct nodes_view *v)
-{
-	int rc;
-
-	memset(v, 0, sizeof(*v));
-	v->n = memmig_topo_node_count(topo);
-	v->ndax = memmig_topo_dax_count(topo);
-	if (v->n < 0 || v->ndax < 0)
-		return v->n < 0 ? v->n : v->ndax;
-	v->nodes = calloc((size_t)v->n + 1, sizeof(*v->nodes));
-	v->cpus = calloc((size_t)v->n + 1, sizeof(*v->cpus));
-	v->dax = calloc((size_t)v->ndax + 1, sizeof(*v->dax));
-	if (!v->nodes || !v->cpus || !v->dax)
-		return -ENOMEM;
-	for (int i = 0; i < v->n; i++) {
-		rc = view_read_node(topo, i, v);
-		if (rc < 0)
-			return rc;
-	}
-	for (int i = 0; i < v->ndax; i++) {
-		v->dax[i].sz = sizeof(v->dax[i]);
-		rc = memmig_topo_get_dax(topo, (unsigned int)i, &v->dax[i]);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
 /* "0-3,8,10-11" from ascending CPU numbers; "-" when there are none. */
-static const char *cpulist(const int *cpus, unsigned int n, char *buf,
-			   size_t len)
+static const char *cpulist(struct json_object *arr, char *buf, size_t len)
 {
+	unsigned int n = arr ? (unsigned int)json_object_array_length(arr) : 0;
 	size_t off = 0;
+	int cpus[n + 1];
+
+	for (unsigned int i = 0; i < n; i++)
+		cpus[i] = json_object_get_int(json_object_array_get_idx(arr, i));
 
 	if (!n)
 		return "-";
@@ -128,164 +69,143 @@ static const char *human(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
-static const char *int_or_dash(int v, char *buf, size_t len)
+/* null ("none") is "-". */
+static const char *int_or_dash(struct json_object *o, const char *key,
+			       char *buf, size_t len)
 {
+	int64_t v = cli_json_int(o, key, -1);
+
 	if (v < 0)
 		return "-";
-	snprintf(buf, len, "%d", v);
+	snprintf(buf, len, "%lld", (long long)v);
 	return buf;
 }
 
-static const char *kind_name(int kind)
+static struct json_object *member(struct json_object *o, const char *key)
 {
-	return kind == MEMMIG_NODE_CPULESS ? "cpuless" : "dram";
+	struct json_object *v = NULL;
+
+	json_object_object_get_ex(o, key, &v);
+	return v;
 }
 
-static void print_nodes_text(const struct memmig_topo *topo,
-			     const struct nodes_view *v)
+static void print_nodes_text(struct json_object *nodes)
 {
-	char cpus[64], tot[32], fr[32], tier[16], near[16];
+	size_t n = json_object_array_length(nodes);
+	char cpus[64], tot[32], fr[32], tier[24], near[24], key[24];
 
 	printf("%4s  %-8s %-16s %11s %11s %5s %8s\n", "node", "kind", "cpus",
 	       "total", "free", "tier", "nearest");
-	for (int i = 0; i < v->n; i++) {
-		const struct memmig_node_info *n = &v->nodes[i];
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *o = json_object_array_get_idx(nodes, i);
 
-		printf("%4d  %-8s %-16s %11s %11s %5s %8s\n", n->id,
-		       kind_name(n->kind),
-		       cpulist(v->cpus[i], n->ncpus, cpus, sizeof(cpus)),
-		       human(n->mem_total, tot, sizeof(tot)),
-		       human(n->mem_free, fr, sizeof(fr)),
-		       int_or_dash(n->tier, tier, sizeof(tier)),
-		       int_or_dash(n->nearest_cpu_node, near, sizeof(near)));
+		printf("%4lld  %-8s %-16s %11s %11s %5s %8s\n",
+		       (long long)cli_json_int(o, "id", -1),
+		       cli_json_str(o, "kind", "?"),
+		       cpulist(member(o, "cpus"), cpus, sizeof(cpus)),
+		       human((uint64_t)cli_json_int(o, "mem_total", 0), tot, sizeof(tot)),
+		       human((uint64_t)cli_json_int(o, "mem_free", 0), fr, sizeof(fr)),
+		       int_or_dash(o, "tier", tier, sizeof(tier)),
+		       int_or_dash(o, "nearest_cpu_node", near, sizeof(near)));
 	}
 	printf("\ndistances (10 = local):\n%4s ", "node");
-	for (int j = 0; j < v->n; j++)
-		printf(" %4d", v->nodes[j].id);
+	for (size_t j = 0; j < n; j++)
+		printf(" %4lld", (long long)cli_json_int(
+			json_object_array_get_idx(nodes, j), "id", -1));
 	putchar('\n');
-	for (int i = 0; i < v->n; i++) {
-		printf("%4d ", v->nodes[i].id);
-		for (int j = 0; j < v->n; j++)
-			printf(" %4d", memmig_topo_distance(topo, v->nodes[i].id,
-							    v->nodes[j].id));
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *o = json_object_array_get_idx(nodes, i);
+
+		printf("%4lld ", (long long)cli_json_int(o, "id", -1));
+		for (size_t j = 0; j < n; j++) {
+			snprintf(key, sizeof(key), "%lld", (long long)cli_json_int(
+				json_object_array_get_idx(nodes, j), "id", -1));
+			printf(" %4lld", (long long)cli_json_int(member(o, "distances"),
+								 key, -1));
+		}
 		putchar('\n');
 	}
 }
 
-static void print_dax_text(const struct nodes_view *v)
+static void print_dax_text(struct json_object *dax)
 {
-	char size[32], align[32], node[16], region[16];
+	size_t n = json_object_array_length(dax);
+	char size[32], align[32], node[24], region[24];
 
-	if (!v->ndax) {
+	if (!n) {
 		printf("\nno DAX devices\n");
 		return;
 	}
 	printf("\nDAX devices:\n%-12s %6s %11s %11s %6s  %s\n", "device", "region",
 	       "size", "align", "node", "mode");
-	for (int i = 0; i < v->ndax; i++) {
-		const struct memmig_dax_info *d = &v->dax[i];
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *d = json_object_array_get_idx(dax, i);
 
-		printf("%-12s %6s %11s %11s %6s  %s\n", d->dev,
-		       int_or_dash(d->region_id, region, sizeof(region)),
-		       human(d->size, size, sizeof(size)),
-		       human(d->align, align, sizeof(align)),
-		       int_or_dash(d->target_node, node, sizeof(node)),
-		       d->mode ? "system-ram" : "devdax");
+		printf("%-12s %6s %11s %11s %6s  %s\n", cli_json_str(d, "dev", "?"),
+		       int_or_dash(d, "region", region, sizeof(region)),
+		       human((uint64_t)cli_json_int(d, "size", 0), size, sizeof(size)),
+		       human((uint64_t)cli_json_int(d, "align", 0), align, sizeof(align)),
+		       int_or_dash(d, "target_node", node, sizeof(node)),
+		       cli_json_str(d, "mode", "?"));
 	}
 }
 
-/* -1 ("none") is null in JSON. */
-static struct json_object *json_id(int v)
+/* From memmigd when it runs (its view is the one moves use), else here. */
+static int nodes_get(struct memmig_ctx *ctx, struct json_object **out)
 {
-	return v < 0 ? NULL : json_object_new_int(v);
-}
+	struct cli_conn *c;
+	struct json_object *reply;
+	int rc;
 
-static struct json_object *json_node(const struct memmig_topo *topo,
-				     const struct nodes_view *v, int i)
-{
-	const struct memmig_node_info *n = &v->nodes[i];
-	struct json_object *o = json_object_new_object();
-	struct json_object *cpus = json_object_new_array();
-	struct json_object *dist = json_object_new_object();
-	char key[16];
-
-	json_object_object_add(o, "id", json_object_new_int(n->id));
-	json_object_object_add(o, "kind", json_object_new_string(kind_name(n->kind)));
-	for (unsigned int c = 0; c < n->ncpus; c++)
-		json_object_array_add(cpus, json_object_new_int(v->cpus[i][c]));
-	json_object_object_add(o, "cpus", cpus);
-	json_object_object_add(o, "mem_total", json_object_new_int64((int64_t)n->mem_total));
-	json_object_object_add(o, "mem_free", json_object_new_int64((int64_t)n->mem_free));
-	json_object_object_add(o, "tier", json_id(n->tier));
-	json_object_object_add(o, "nearest_cpu_node", json_id(n->nearest_cpu_node));
-	for (int j = 0; j < v->n; j++) {
-		snprintf(key, sizeof(key), "%d", v->nodes[j].id);
-		json_object_object_add(dist, key, json_object_new_int(
-			memmig_topo_distance(topo, n->id, v->nodes[j].id)));
+	if (cli_connect_or_local("nodes", &c) < 0)
+		return CLI_EXIT_NO_DAEMON;
+	if (!c) {
+		rc = nodes_json(ctx, out);
+		if (rc < 0)
+			cli_error("nodes: cannot read the NUMA topology: %s\n",
+				  strerror(-rc));
+		return rc < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 	}
-	json_object_object_add(o, "distances", dist);
-	return o;
-}
-
-static struct json_object *json_dax(const struct memmig_dax_info *d)
-{
-	struct json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "dev", json_object_new_string(d->dev));
-	json_object_object_add(o, "region", json_id(d->region_id));
-	json_object_object_add(o, "size", json_object_new_int64((int64_t)d->size));
-	json_object_object_add(o, "align", json_object_new_int64((int64_t)d->align));
-	json_object_object_add(o, "target_node", json_id(d->target_node));
-	json_object_object_add(o, "mode", json_object_new_string(
-		d->mode ? "system-ram" : "devdax"));
-	return o;
-}
-
-static void print_json(const struct memmig_topo *topo,
-		       const struct nodes_view *v)
-{
-	struct json_object *o = json_object_new_object();
-	struct json_object *nodes = json_object_new_array();
-	struct json_object *dax = json_object_new_array();
-
-	for (int i = 0; i < v->n; i++)
-		json_object_array_add(nodes, json_node(topo, v, i));
-	for (int i = 0; i < v->ndax; i++)
-		json_object_array_add(dax, json_dax(&v->dax[i]));
-	json_object_object_add(o, "nodes", nodes);
-	json_object_object_add(o, "dax", dax);
-	cli_json_print(o);
+	rc = cli_call(c, "nodes", cli_request("nodes"), &reply);
+	cli_conn_close(c);
+	if (rc < 0) {
+		if (reply)
+			cli_print_reply_error("nodes", reply);
+		json_object_put(reply);
+		return CLI_EXIT_FAIL;
+	}
+	json_object_object_del(reply, "ok");
+	json_object_object_del(reply, "tag");
+	*out = reply;
+	return CLI_EXIT_OK;
 }
 
 static int nodes_run(struct memmig_ctx *ctx, int argc, char **argv)
 {
-	struct memmig_topo *topo;
-	struct nodes_view v;
+	struct json_object *o, *nodes, *dax;
 	bool json = false;
-	int c, rc;
+	int rc;
 
-	c = cli_parse_json_only(argc, argv, nodes_usage, &json);
-	if (c)
-		return c < 0 ? CLI_EXIT_OK : c;
-	rc = memmig_topo_new(ctx, &topo);
-	if (rc < 0) {
-		cli_error("nodes: cannot read the NUMA topology: %s\n",
-			  strerror(-rc));
-		return CLI_EXIT_FAIL;
-	}
-	rc = view_read(topo, &v);
-	if (rc < 0) {
-		cli_error("nodes: cannot read the topology snapshot: %s\n",
-			  strerror(-rc));
+	rc = cli_parse_json_only(argc, argv, nodes_usage, &json);
+	if (rc)
+		return rc < 0 ? CLI_EXIT_OK : rc;
+	rc = nodes_get(ctx, &o);
+	if (rc)
+		return rc;
+	nodes = member(o, "nodes");
+	dax = member(o, "dax");
+	if (!json_object_is_type(nodes, json_type_array) ||
+	    !json_object_is_type(dax, json_type_array)) {
+		cli_error("nodes: no node table in the reply\n");
+		rc = CLI_EXIT_FAIL;
 	} else if (json) {
-		print_json(topo, &v);
+		cli_json_print(json_object_get(o));
 	} else {
-		print_nodes_text(topo, &v);
-		print_dax_text(&v);
+		print_nodes_text(nodes);
+		print_dax_text(dax);
 	}
-	view_free(&v);
-	memmig_topo_unref(topo);
-	return rc < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+	json_object_put(o);
+	return rc;
 }
 
 const struct cli_cmd cli_cmd_nodes = {

@@ -6,10 +6,15 @@
 
 #include "config.h"
 #include "cli.h"
+#include "client.h"
 
 static const struct cli_cmd *const commands[] = {
 	&cli_cmd_move,
+	&cli_cmd_jobs,
+	&cli_cmd_status,
+	&cli_cmd_cancel,
 	&cli_cmd_nodes,
+	&cli_cmd_domains,
 	&cli_cmd_cpu,
 	&cli_cmd_bench,
 	&cli_cmd_demo,
@@ -18,11 +23,15 @@ static const struct cli_cmd *const commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: memmig-cli [--help] [--version] COMMAND [ARGS]\n\n"
-		   "Commands:\n");
+	fprintf(f, "Usage: memmig-cli [--socket PATH | --local] [--help] [--version]\n"
+		   "                  COMMAND [ARGS]\n\n"
+		   "  --socket PATH  memmigd's socket (default $MEMMIG_SOCKET, else %s);\n"
+		   "                 given, it must answer\n"
+		   "  --local        run in this process, without memmigd\n\n"
+		   "Commands:\n", PROTO_SOCKET_DEFAULT);
 	cli_cmd_list(f, commands);
 	fprintf(f, "\nRun 'memmig-cli COMMAND --help' for a command's options.\n"
-		   "Exit codes: 0 success, 1 failure, 2 bad usage.\n");
+		   "Exit codes: 0 success, 1 failure, 2 bad usage, 3 memmigd unreachable.\n");
 }
 
 int main(int argc, char **argv)
@@ -30,15 +39,29 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "socket", required_argument, NULL, 'S' },
+		{ "local", no_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *env = getenv("MEMMIG_SOCKET");
 	const struct cli_cmd *cmd;
 	struct memmig_ctx *ctx;
 	int c, rc;
 
+	if (env && *env) {
+		cli_global.socket = env;
+		cli_global.socket_given = true;
+	}
 	/* Stop at the first non-option: the rest belongs to the command. */
 	while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
 		switch (c) {
+		case 'S':
+			cli_global.socket = optarg;
+			cli_global.socket_given = true;
+			break;
+		case 'L':
+			cli_global.local = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return CLI_EXIT_OK;

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* memmig-cli's connection to memmigd: a UNIX socket, one JSON line each way. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "client.h"
+#include "shared/proto.h"
+
+/* Replies can be larger than requests (a job list with its reports). */
+#define REPLY_MAX (16u << 20)
+/* A move is checked (every mapping listed) before its reply comes. */
+#define REPLY_TIMEOUT_S 60
+
+struct cli_global cli_global = { .socket = PROTO_SOCKET_DEFAULT };
+
+struct cli_conn {
+	int fd;
+	char *buf;		/* bytes read past the last reply */
+	size_t len, cap;
+};
+
+static int conn_open(const char *path, struct cli_conn **out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = REPLY_TIMEOUT_S };
+	struct cli_conn *c;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->fd = fd;
+	*out = c;
+	return 0;
+}
+
+void cli_conn_close(struct cli_conn *c)
+{
+	if (!c)
+		return;
+	close(c->fd);
+	free(c->buf);
+	free(c);
+}
+
+static void say_via(const char *cmd, const char *how)
+{
+	if (!cli_global.quiet_mode)
+		fprintf(stderr, "memmig-cli: %s: %s\n", cmd, how);
+}
+
+int cli_connect_or_local(const char *cmd, struct cli_conn **out)
+{
+	char how[160];
+	int rc;
+
+	*out = NULL;
+	if (cli_global.local) {
+		say_via(cmd, "in-process (--local)");
+		return 0;
+	}
+	rc = conn_open(cli_global.socket, out);
+	if (rc == 0) {
+		snprintf(how, sizeof(how), "via memmigd at %s", cli_global.socket);
+		say_via(cmd, how);
+		return 0;
+	}
+	if (cli_global.socket_given) {
+		cli_error("%s: cannot reach memmigd at %s: %s\n", cmd,
+			  cli_global.socket, strerror(-rc));
+		return rc;
+	}
+	snprintf(how, sizeof(how), "in-process (memmigd is not running at %s: %s)",
+		 cli_global.socket, strerror(-rc));
+	say_via(cmd, how);
+	return 0;
+}
+
+int cli_connect_daemon(const char *cmd, struct cli_conn **out)
+{
+	int rc;
+
+	if (cli_global.local) {
+		cli_error("%s: needs memmigd (jobs and domains live there), not --local\n",
+			  cmd);
+		return -EINVAL;
+	}
+	rc = conn_open(cli_global.socket, out);
+	if (rc < 0)
+		cli_error("%s: cannot reach memmigd at %s: %s\n", cmd,
+			  cli_global.socket, strerror(-rc));
+	return rc;
+}
+
+static int send_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* One line from the socket, NUL-terminated in place of its newline. */
+static int read_line(struct cli_conn *c, char **line)
+{
+	for (;;) {
+		char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
+		ssize_t n;
+
+		if (nl) {
+			*nl = '\0';
+			*line = c->buf;
+			return (int)(nl - c->buf) + 1;
+		}
+		if (c->len == REPLY_MAX)
+			return -EMSGSIZE;
+		if (c->cap - c->len < 4096) {
+			size_t cap = c->cap ? c->cap * 2 : 65536;
+			char *b;
+
+			if (cap > REPLY_MAX)
+				cap = REPLY_MAX;
+			b = realloc(c->buf, cap);
+			if (!b)
+				return -ENOMEM;
+			c->buf = b;
+			c->cap = cap;
+		}
+		n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		c->len += (size_t)n;
+	}
+}
+
+static int reply_errno(struct json_object *reply)
+{
+	struct json_object *ok, *err;
+
+	if (!json_object_object_get_ex(reply, "ok", &ok) ||
+	    !json_object_is_type(ok, json_type_boolean))
+		return -EBADMSG;
+	if (json_object_get_boolean(ok))
+		return 0;
+	if (json_object_object_get_ex(reply, "errno", &err) &&
+	    json_object_is_type(err, json_type_int) && json_object_get_int(err) > 0)
+		return -json_object_get_int(err);
+	return -EPROTO;
+}
+
+int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
+	     struct json_object **reply)
+{
+	const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	size_t len = strlen(s);
+	char *line = NULL, *copy = malloc(len + 2);
+	int rc, used;
+
+	*reply = NULL;
+	rc = copy ? 0 : -ENOMEM;
+	if (copy) {
+		memcpy(copy, s, len);
+		copy[len] = '\n';
+		rc = send_all(c->fd, copy, len + 1);
+		free(copy);
+	}
+	json_object_put(req);
+	used = rc < 0 ? rc : read_line(c, &line);
+	if (used < 0) {
+		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket,
+			  strerror(-used));
+		return used;
+	}
+	*reply = json_tokener_parse(line);
+	c->len -= (size_t)used;
+	memmove(c->buf, c->buf + used, c->len);
+	if (!*reply || !json_object_is_type(*reply, json_type_object)) {
+		json_object_put(*reply);
+		*reply = NULL;
+		cli_error("%s: memmigd sent something that is not a JSON object\n", cmd);
+		return -EBADMSG;
+	}
+	return reply_errno(*reply);
+}
+
+void cli_print_reply_error(const char *cmd, struct json_object *reply)
+{
+	struct json_object *name = NULL, *msg = NULL;
+
+	json_object_object_get_ex(reply, "error", &name);
+	json_object_object_get_ex(reply, "message", &msg);
+	cli_error("%s: %s: %s\n", cmd, name ? json_object_get_string(name) : "error",
+		  msg ? json_object_get_string(msg) : "memmigd gave no message");
+}
+
+struct json_object *cli_request(const char *op)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "op", json_object_new_string(op));
+	return o;
+}
+
+int cli_daemon_call(const char *cmd, struct json_object *req,
+		    struct json_object **reply)
+{
+	struct cli_conn *c;
+	int rc;
+
+	*reply = NULL;
+	if (cli_connect_daemon(cmd, &c) < 0) {
+		json_object_put(req);
+		return CLI_EXIT_NO_DAEMON;
+	}
+	rc = cli_call(c, cmd, req, reply);
+	cli_conn_close(c);
+	if (rc == 0)
+		return CLI_EXIT_OK;
+	if (*reply)
+		cli_print_reply_error(cmd, *reply);
+	json_object_put(*reply);
+	*reply = NULL;
+	return CLI_EXIT_FAIL;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * memmig-cli's side of memmigd's protocol (docs/protocol.md): where the
+ * daemon is, whether to use it, and one request/reply at a time.
+ */
+#ifndef MEMMIG_CLI_CLIENT_H
+#define MEMMIG_CLI_CLIENT_H
+
+#include <stdbool.h>
+
+#include <json-c/json.h>
+
+/* Set by main() from --socket / --local / $MEMMIG_SOCKET. */
+struct cli_global {
+	const char *socket;	/* where memmigd listens */
+	bool socket_given;	/* --socket or $MEMMIG_SOCKET: no fallback */
+	bool local;		/* --local: never the daemon */
+	bool quiet_mode;	/* no "via ..." line (e.g. for the hook) */
+};
+extern struct cli_global cli_global;
+
+struct cli_conn;
+
+/*
+ * For commands that run either way: *out gets a connection when memmigd
+ * answers, NULL when the command should run in-process (--local, or no
+ * daemon at the default socket).  Says which on stderr.  -errno (printed)
+ * when --socket was given and nobody answers there.
+ */
+int cli_connect_or_local(const char *cmd, struct cli_conn **out);
+/* For commands only memmigd can do: -errno (printed) when it is not there
+ * or --local was given. */
+int cli_connect_daemon(const char *cmd, struct cli_conn **out);
+void cli_conn_close(struct cli_conn *c);
+
+/*
+ * Sends req (the reference is taken) and reads the reply into *reply (new
+ * reference).  Returns 0, the error the daemon answered (-errno, *reply
+ * set: see cli_print_reply_error()), or -errno of the connection (*reply
+ * NULL, printed).
+ */
+int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
+	     struct json_object **reply);
+/* For commands only memmigd can do: connect, send req (taken), read the
+ * reply: CLI_EXIT_OK with *reply, or an exit code with the error printed. */
+int cli_daemon_call(const char *cmd, struct json_object *req,
+		    struct json_object **reply);
+/* "memmig-cli: CMD: EPERM: message" from an error reply. */
+void cli_print_reply_error(const char *cmd, struct json_object *reply);
+/* {"op": op} to add members to. */
+struct json_object *cli_request(const char *op);
+
+#endif

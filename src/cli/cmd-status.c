@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* memmig-cli status JOB: a memmigd job's progress, and its report. */
+#include "cli.h"
+
+static const struct job_cmd status_cmd = {
+	"status", "job", "Shows a memmigd job: its progress, and its report once it ended.",
+};
+
+static int status_run(struct memmig_ctx *ctx, int argc, char **argv)
+{
+	(void)ctx;
+	return cli_job_cmd_run(&status_cmd, argc, argv);
+}
+
+const struct cli_cmd cli_cmd_status = {
+	.name = "status",
+	.summary = "show one memmigd job, with its report",
+	.run = status_run,
+};

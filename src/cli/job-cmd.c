@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What memmig-cli status JOB and cancel JOB share: one job of memmigd's,
+ * shown as a table row and, once it ended, its report.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "client.h"
+
+static void job_usage(const struct job_cmd *jc, FILE *f)
+{
+	fprintf(f, "Usage: memmig-cli %s JOB [--json]\n%s\n", jc->name, jc->what);
+}
+
+static int parse(const struct job_cmd *jc, int argc, char **argv, bool *json,
+		 long *id)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	*json = false;
+	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		if (c == 'h') {
+			job_usage(jc, stdout);
+			return -1;
+		}
+		if (c != 'j') {
+			job_usage(jc, stderr);
+			return CLI_EXIT_USAGE;
+		}
+		*json = true;
+	}
+	if (optind + 1 != argc) {
+		cli_error("%s: one job number, please\n", jc->name);
+		job_usage(jc, stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if (cli_parse_int(jc->name, argv[optind], 1, INT64_MAX, id) < 0)
+		return CLI_EXIT_USAGE;
+	return CLI_EXIT_OK;
+}
+
+int cli_job_cmd_run(const struct job_cmd *jc, int argc, char **argv)
+{
+	struct json_object *req, *reply, *job, *rep, *list;
+	bool json;
+	long id;
+	int rc = parse(jc, argc, argv, &json, &id);
+
+	if (rc)
+		return rc < 0 ? CLI_EXIT_OK : rc;
+	req = cli_request(jc->op);
+	json_object_object_add(req, "job", json_object_new_int64(id));
+	rc = cli_daemon_call(jc->name, req, &reply);
+	if (rc)
+		return rc;
+	json_object_object_get_ex(reply, "job", &job);
+	if (json) {
+		cli_json_print(json_object_get(job));
+	} else {
+		list = json_object_new_array();
+		json_object_array_add(list, json_object_get(job));
+		cli_print_jobs(list);
+		json_object_put(list);
+		if (json_object_object_get_ex(job, "message", &rep) && rep)
+			printf("%s\n", json_object_get_string(rep));
+		if (json_object_object_get_ex(job, "report", &rep) &&
+		    json_object_is_type(rep, json_type_object))
+			cli_print_move_report(rep);
+	}
+	json_object_put(reply);
+	return CLI_EXIT_OK;
+}
+

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The progress bar of long work: only when a person watches (both stdout
+ * and stderr are terminals), drawn on stderr so stdout stays clean. */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+bool cli_progress_wanted(void)
+{
+	return isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
+}
+
+static void human(double v, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	unsigned int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+void cli_progress(uint64_t done, uint64_t total, double rate)
+{
+	const int width = 28;
+	int fill = total ? (int)((double)width * done / total) : width;
+	char d[32], t[32], eta[32] = "--:--";
+
+	if (!cli_progress_wanted())
+		return;
+	if (fill > width)
+		fill = width;
+	human((double)done, d, sizeof(d));
+	human((double)total, t, sizeof(t));
+	if (rate > 0 && total >= done) {
+		unsigned long s = (unsigned long)((double)(total - done) / rate + 0.5);
+
+		snprintf(eta, sizeof(eta), "%lu:%02lu", s / 60, s % 60);
+	}
+	fprintf(stderr, "\r[%.*s%*s] %3d%% %s / %s  %.2f GB/s  ETA %s\033[K", fill,
+		"############################", width - fill, "",
+		total ? (int)(100.0 * done / total) : 100, d, t, rate / 1e9, eta);
+	fflush(stderr);
+}
+
+void cli_progress_end(void)
+{
+	if (cli_progress_wanted())
+		fputs("\r\033[K", stderr);
+}

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A move's report for people.  Reports come as JSON from memmigd or from
+ * the in-process move alike, so there is one printer for both.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "shared/size.h"
+
+int64_t cli_json_int(struct json_object *o, const char *key, int64_t def)
+{
+	struct json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, key, &v) ||
+	    !(json_object_is_type(v, json_type_int) ||
+	      json_object_is_type(v, json_type_double)))
+		return def;
+	return json_object_get_int64(v);
+}
+
+double cli_json_double(struct json_object *o, const char *key, double def)
+{
+	struct json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, key, &v) ||
+	    !(json_object_is_type(v, json_type_int) ||
+	      json_object_is_type(v, json_type_double)))
+		return def;
+	return json_object_get_double(v);
+}
+
+const char *cli_json_str(struct json_object *o, const char *key, const char *def)
+{
+	struct json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return def;
+	return json_object_get_string(v);
+}
+
+/* Automatic NUMA balancing moves pages back toward the CPUs that touch
+ * them, and its pending hint faults make pages unmovable for a moment. */
+static bool numa_balancing_on(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/numa_balancing", "re");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v != 0;
+}
+
+static void print_nodes(struct json_object *rep)
+{
+	struct json_object *nodes;
+
+	printf("%-10s %12s %12s\n", "4K pages", "before", "after");
+	if (!json_object_object_get_ex(rep, "nodes", &nodes) ||
+	    !json_object_is_type(nodes, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(nodes); i++) {
+		struct json_object *row = json_object_array_get_idx(nodes, i);
+
+		printf("node %-5d %12lld %12lld\n", (int)cli_json_int(row, "node", -1),
+		       (long long)cli_json_int(row, "pages_before", 0),
+		       (long long)cli_json_int(row, "pages_after", 0));
+	}
+}
+
+static void print_errnos(struct json_object *rep)
+{
+	struct json_object *errs;
+
+	if (!json_object_object_get_ex(rep, "errno_pages", &errs) ||
+	    !json_object_is_type(errs, json_type_object))
+		return;
+	json_object_object_foreach(errs, name, pages) {
+		int err = proto_errno_value(name);
+
+		printf("not moved: %lld pages %s (%s)\n",
+		       (long long)json_object_get_int64(pages), name,
+		       err == ENOENT ? "not present: nothing to move" :
+		       err ? strerror(err) : "unknown error");
+	}
+}
+
+void cli_print_move_report(struct json_object *rep)
+{
+	int64_t moved = cli_json_int(rep, "bytes_moved", 0);
+	int64_t workers = cli_json_int(rep, "workers", 0);
+	int64_t regions = cli_json_int(rep, "regions", 0);
+	int64_t result = cli_json_int(rep, "result", 0);
+	double s = cli_json_double(rep, "seconds", 0);
+	char b1[32], b2[32];
+
+	printf("pid %lld: moved %s of %s to node %lld in %.3f s (%.2f GB/s), "
+	       "strategy %s, %lld worker%s, %lld region%s\n",
+	       (long long)cli_json_int(rep, "pid", 0),
+	       memmig_size_format((size_t)moved, b1, sizeof(b1)),
+	       memmig_size_format((size_t)cli_json_int(rep, "bytes_total", 0), b2,
+				  sizeof(b2)),
+	       (long long)cli_json_int(rep, "target_node", -1), s,
+	       s > 0 ? (double)moved / s / 1e9 : 0,
+	       cli_json_str(rep, "strategy", "?"), (long long)workers,
+	       workers == 1 ? "" : "s", (long long)regions, regions == 1 ? "" : "s");
+	print_nodes(rep);
+	print_errnos(rep);
+	if (result)
+		printf("result: %s\n", strerror((int)-result));
+	if (numa_balancing_on())
+		printf("note: kernel.numa_balancing is on: the kernel may move these pages "
+		       "back toward the CPUs that use them\n");
+}
+
+int cli_move_exit(const char *cmd, struct json_object *rep)
+{
+	int64_t result = cli_json_int(rep, "result", -EPROTO);
+	int64_t failed = cli_json_int(rep, "pages_failed", 0);
+
+	if (result) {
+		cli_error("%s: %s\n", cmd, result == -ECANCELED ? "cancelled: what moved "
+			  "stays moved, the rest is where it was" : strerror((int)-result));
+		return CLI_EXIT_FAIL;
+	}
+	if (failed) {
+		cli_error("%s: %lld pages could not be moved (see the errors above)\n",
+			  cmd, (long long)failed);
+		return CLI_EXIT_FAIL;
+	}
+	return CLI_EXIT_OK;
+}
