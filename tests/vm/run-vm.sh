@@ -39,16 +39,11 @@ skip() {
 qemu=${VM_QEMU:-$(command -v qemu-system-x86_64)}
 [ -n "$qemu" ] && [ -x "$qemu" ] ||
 	skip "qemu-system-x86_64 not found (apt-get install qemu-system-x86)"
-# The generic kernel: -cloud-amd64 lacks CONFIG_MEMORY_FAILURE and NUMA bits.
-kernel=${VM_KERNEL:-$(ls /boot/vmlinuz-*-amd64 2>/dev/null | grep -v -- -cloud- | sort -V | tail -n 1)}
-[ -n "$kernel" ] || skip "no /boot/vmlinuz-*-amd64 (apt-get install linux-image-amd64)"
+. "$srcdir/tests/vm/vm-host.sh"
+kernel=$(vm_kernel) || skip "no /boot/vmlinuz-*-amd64 (apt-get install linux-image-amd64)"
 [ -r "$kernel" ] || skip "$kernel is not readable"
 kver=${kernel##*/vmlinuz-}
-busybox=
-for b in /bin/busybox /usr/bin/busybox $(command -v busybox); do
-	[ -x "$b" ] && ! ldd "$b" >/dev/null 2>&1 && { busybox=$b; break; }
-done
-[ -n "$busybox" ] || skip "no static busybox (apt-get install busybox-static)"
+busybox=$(vm_busybox) || skip "no static busybox (apt-get install busybox-static)"
 if command -v cpio >/dev/null; then
 	cpio=(cpio --quiet -o -H newc)
 else

@@ -1,0 +1,307 @@
+#!/bin/bash
+# memmig under a real libvirtd: a tiny QEMU (TCG) domain -- Debian's kernel
+# and a busybox initramfs whose init prints a counter on the serial console
+# -- with the hook installed (contrib/libvirt/hooks/qemu) and a private
+# memmigd following libvirtd.  Checks:
+#  a) the hook registers the domain on start (name, uuid, the real QEMU
+#     pid, the <numatune> nodeset) and unregisters it on destroy;
+#  b) memmig-cli move --domain moves the QEMU's memory (every page on the
+#     target node, none failed) and the guest keeps counting;
+#  c) a <placement node="N"/> element set in the live metadata makes a job,
+#     whose outcome memmigd writes back as the status element, once;
+#  d) with memmigd down, the domain still starts at once.
+# Starts libvirtd (and virtlogd) when they do not run, and stops what it
+# started.  libvirtd reads the hook directory when it starts: a running
+# libvirtd that found no qemu hook then is restarted (and left running).
+#
+# Exit: 0 pass, 1 fail, 77 libvirt or QEMU is not installed, or not root.
+# Environment: top_builddir (default .), srcdir, MEMMIGD, MEMMIG_CLI (the
+# programs, default the build tree's), VM_KERNEL, LIBVIRT_TEST_TIMEOUT
+# (seconds to wait for the guest, default 90).
+set -u
+export LC_ALL=C
+top_builddir=$(cd "${top_builddir:-.}" && pwd)
+srcdir=$(cd "${srcdir:-$(dirname "$0")/../..}" && pwd)
+uri=qemu:///system
+ns_placement=http://memmig.org/xmlns/libvirt/placement/1
+ns_status=http://memmig.org/xmlns/libvirt/status/1
+boot_s=${LIBVIRT_TEST_TIMEOUT:-90}
+
+skip() {
+	echo "SKIP: libvirt: $*"
+	exit 77
+}
+die() {
+	echo "FAIL: libvirt: $*"
+	exit 1
+}
+
+# ---- what the test needs ----
+libvirtd=$(command -v libvirtd || ls /usr/sbin/libvirtd 2>/dev/null) ||
+	skip "libvirtd is not installed (apt-get install libvirt-daemon-system)"
+virsh=$(command -v virsh) || skip "virsh is not installed (apt-get install libvirt-clients)"
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
+# libvirtd's system instance, its hook directory and moving QEMU's memory
+# (it runs as libvirt-qemu) are root's.
+[ "$(id -u)" = 0 ] || skip "needs root: it drives libvirtd's system instance and installs a hook"
+. "$srcdir/tests/vm/vm-host.sh"
+kernel=$(vm_kernel) || die "no /boot/vmlinuz-*-amd64 (apt-get install linux-image-amd64)"
+busybox=$(vm_busybox) || die "no static busybox (apt-get install busybox-static)"
+command -v jq >/dev/null || die "jq is not installed (apt-get install jq)"
+memmigd=${MEMMIGD:-$top_builddir/src/daemon/memmigd}
+cli=${MEMMIG_CLI:-$top_builddir/src/cli/memmig-cli}
+[ -x "$memmigd" ] || die "$memmigd is not built"
+[ -x "$cli" ] || die "$cli is not built"
+
+. "$srcdir/tests/testlib.sh"
+chmod 755 "$tmp"	# QEMU runs as libvirt-qemu and reads the kernel here
+sock=$tmp/memmigd.sock
+hook=/etc/libvirt/hooks/qemu.d/memmig-test-$$
+dom=memmig-test-$$
+daemon= started_libvirtd= started_virtlogd= domains=
+
+virsh() {
+	timeout 30 "$virsh" -q -c "$uri" "$@"
+}
+mcli() {
+	timeout 60 "$cli" --socket "$sock" "$@"
+}
+
+teardown() {
+	local d
+
+	for d in $domains; do
+		virsh destroy "$d" >/dev/null 2>&1
+	done
+	[ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon"
+	rm -f "$hook"
+	if [ -n "$started_libvirtd" ]; then
+		kill "$(cat /run/libvirtd.pid 2>/dev/null)" 2>/dev/null
+	fi
+	[ -n "$started_virtlogd" ] && kill "$(cat /run/virtlogd.pid 2>/dev/null)" 2>/dev/null
+	cleanup
+}
+trap teardown EXIT
+
+# ---- the guest: a counter on the serial console ----
+mkdir -p "$tmp/root/bin" "$tmp/root/proc" "$tmp/root/dev"
+cp "$busybox" "$tmp/root/bin/busybox"
+ln -s busybox "$tmp/root/bin/sh"
+cat >"$tmp/root/init" <<'INIT'
+#!/bin/sh
+/bin/busybox mount -t proc proc /proc
+i=0
+while :; do
+	i=$((i + 1))
+	echo "MEMMIG-COUNTER $i"
+	/bin/busybox sleep 0.5
+done
+INIT
+chmod 755 "$tmp/root/init"
+(cd "$tmp/root" && find . | cpio --quiet -o -H newc) | gzip -1 >"$tmp/initrd.gz" || die "cannot build the initramfs"
+# A copy: libvirt relabels (chowns) the kernel it boots for the guest.
+cp "$kernel" "$tmp/vmlinuz" && chmod 644 "$tmp/vmlinuz" "$tmp/initrd.gz"
+
+domain_xml() {
+	cat <<XML
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>192</memory>
+  <vcpu>1</vcpu>
+  <numatune><memory mode='strict' nodeset='0'/></numatune>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>$tmp/vmlinuz</kernel>
+    <initrd>$tmp/initrd.gz</initrd>
+    <cmdline>console=ttyS0 panic=-1 quiet</cmdline>
+  </os>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>destroy</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <serial type='file'><source path='$tmp/$1.console'/></serial>
+    <memballoon model='none'/>
+  </devices>
+</domain>
+XML
+}
+
+# The last counter the guest printed (0: none yet).
+counter() {
+	tr -d '\r' <"$tmp/$1.console" 2>/dev/null | sed -n 's/^MEMMIG-COUNTER \([0-9]*\)$/\1/p' |
+		tail -n 1 | grep . || echo 0
+}
+
+# wait_for SECONDS COMMAND...: polls every 0.2 s
+wait_for() {
+	local n=$(($1 * 5))
+	shift
+	while [ "$n" -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.2
+		n=$((n - 1))
+	done
+	return 1
+}
+
+# ---- libvirtd with the hook, memmigd ----
+cat >"$hook" <<HOOK
+#!/bin/sh
+# memmig's test-libvirt.sh: the hook, pointed at the test's memmigd.
+MEMMIG_SOCKET=$sock MEMMIG_CLI=$cli
+export MEMMIG_SOCKET MEMMIG_CLI
+exec "$srcdir/contrib/libvirt/hooks/qemu" "\$@" 2>>"$tmp/hook.log"
+HOOK
+chmod 755 "$hook"
+
+libvirt_up() {
+	timeout 5 "$virsh" -q -c "$uri" version >/dev/null 2>&1
+}
+start_libvirtd() {
+	if ! pidof virtlogd >/dev/null; then
+		virtlogd -d || die "virtlogd -d failed"
+		started_virtlogd=1
+	fi
+	"$libvirtd" -d || die "libvirtd -d failed"
+	wait_for 20 libvirt_up || die "libvirtd does not answer on $uri"
+}
+lv_pid=$(pidof libvirtd)
+if [ -z "$lv_pid" ]; then
+	start_libvirtd
+	started_libvirtd=1
+else
+	# It sees hooks added later only if it found one when it started.
+	lv_start=$(($(date +%s) - $(ps -o etimes= -p "$lv_pid")))
+	seen=
+	for h in /etc/libvirt/hooks/qemu /etc/libvirt/hooks/qemu.d/*; do
+		[ "$h" != "$hook" ] && [ -f "$h" ] && [ -x "$h" ] &&
+			[ "$(stat -c %Y "$h")" -lt "$lv_start" ] && seen=1
+	done
+	if [ -z "$seen" ]; then
+		echo "restarting libvirtd (pid $lv_pid) so that it runs the hook"
+		if [ -d /run/systemd/system ] && systemctl -q is-active libvirtd; then
+			systemctl restart libvirtd
+			wait_for 20 libvirt_up || die "libvirtd does not answer on $uri"
+		else
+			kill "$lv_pid"
+			wait_for 20 sh -c "! kill -0 $lv_pid 2>/dev/null" || die "libvirtd did not stop"
+			start_libvirtd
+		fi
+	fi
+	libvirt_up || die "libvirtd runs but does not answer on $uri"
+fi
+
+start_memmigd() {
+	"$memmigd" --foreground --socket "$sock" --libvirt-uri "$uri" >>"$tmp/memmigd.log" 2>&1 &
+	daemon=$!
+	wait_for 10 mcli domains >/dev/null 2>&1 || { cat "$tmp/memmigd.log"; die "memmigd does not answer"; }
+}
+start_memmigd
+echo "libvirt: $("$virsh" -c "$uri" version | sed -n 's/^Running hypervisor: //p'), kernel ${kernel##*/}," \
+	"libvirtd $([ -n "$started_libvirtd" ] && echo "started by the test" || echo "already running")"
+
+# ---- a) the hook registers the domain ----
+domain_xml "$dom" >"$tmp/$dom.xml"
+domains="$dom"
+t0=$(date +%s%N)
+virsh create "$tmp/$dom.xml" >/dev/null || die "the domain does not start: $(cat "$tmp/hook.log" 2>/dev/null)"
+echo "domain $dom started in $((($(date +%s%N) - t0) / 1000000)) ms"
+qemu_pid=$(cat "/run/libvirt/qemu/$dom.pid")
+uuid=$(virsh domuuid "$dom")
+
+registered() {
+	mcli domains --json >"$tmp/domains.json" 2>/dev/null &&
+		jq -e --arg n "$1" '.[] | select(.name == $n)' "$tmp/domains.json" >"$tmp/entry.json"
+}
+entry_is() {
+	local got
+
+	got=$(jq -r "$1" "$tmp/entry.json")
+	[ "$got" = "$2" ] || { echo "  domain entry: $1 is '$got', want '$2'"; cat "$tmp/entry.json"; return 1; }
+}
+check "a: the hook registered $dom" wait_for 5 registered "$dom"
+check "a: uuid" entry_is .uuid "$uuid"
+check "a: pid is QEMU's ($qemu_pid)" entry_is .pid "$qemu_pid"
+check "a: the QEMU process runs" grep -q qemu-system "/proc/$qemu_pid/cmdline"
+check "a: nodeset from <numatune>" entry_is .nodeset 0
+check "a: registered by the hook" entry_is .source hook
+
+booted() {
+	[ "$(counter "$dom")" -ge 2 ]
+}
+wait_for "$boot_s" booted || { tail -n 20 "$tmp/$dom.console"; die "the guest did not boot in $boot_s s"; }
+echo "guest booted in $((($(date +%s%N) - t0) / 1000000)) ms"
+
+# ---- b) a move by domain name ----
+moved() {
+	mcli move --domain "$dom" --to-node 0 --wait --json >"$tmp/move.json" 2>"$tmp/move.err"
+}
+report_ok() {
+	jq -e '(.report // .) as $r | $r.pages_failed == 0 and $r.pages_on_target > 0 and
+		$r.pages_on_target == ([$r.nodes[] | select(.node == 0) | .pages_after] | add)' \
+		"$tmp/move.json" >/dev/null || { echo "  move report:"; cat "$tmp/move.json" "$tmp/move.err"; return 1; }
+}
+counting() {
+	local before=$1
+	wait_for 10 sh -c "[ \$(tr -d '\r' <'$tmp/$dom.console' | sed -n 's/^MEMMIG-COUNTER //p' | tail -n 1) -gt $((before + 1)) ]"
+}
+check "b: memmig-cli move --domain $dom --to-node 0 --wait" moved
+check "b: every page on node 0, none failed" report_ok
+echo "move: $(jq -c '(.report // .) | {bytes_total, pages_on_target, pages_failed, seconds}' "$tmp/move.json" 2>/dev/null)"
+check "b: the guest keeps counting after the move" counting "$(counter "$dom")"
+
+# ---- c) a move asked for in the domain's metadata ----
+domain_jobs() {
+	mcli jobs --json 2>/dev/null | jq --arg n "$dom" '[.[] | select(.domain == $n)]'
+}
+status_ok() {
+	virsh metadata "$dom" --uri "$ns_status" --live 2>/dev/null >"$tmp/status.xml" &&
+		grep -q 'result="OK"' "$tmp/status.xml"
+}
+placement_job_done() {
+	domain_jobs >"$tmp/jobs.json" &&
+		jq -e --argjson n "$jobs_before" 'length == $n + 1 and .[-1].state == "done" and
+			.[-1].to_node == 0' "$tmp/jobs.json" >/dev/null
+}
+jobs_before=$(domain_jobs | jq length)
+check "c: virsh metadata --set <placement node=\"0\"/>" \
+	virsh metadata "$dom" --uri "$ns_placement" --key memmig --set '<placement node="0"/>' --live
+check "c: the placement made one job, which finished" wait_for 20 placement_job_done
+check "c: the status element says result=\"OK\"" wait_for 10 status_ok
+echo "status: $(cat "$tmp/status.xml")"
+sleep 1	# the status write must not have asked for another move
+check "c: writing the status made no other job" placement_job_done
+registered "$dom"
+check "c: memmigd reports placement 0" entry_is .placement 0
+
+# ---- a) unregistered on destroy ----
+virsh destroy "$dom" >/dev/null
+domains=
+not_registered() {
+	mcli domains --json >"$tmp/domains.json" 2>/dev/null &&
+		! jq -e --arg n "$dom" '.[] | select(.name == $n)' "$tmp/domains.json" >/dev/null
+}
+check "a: unregistered on destroy" wait_for 5 not_registered
+
+# ---- d) memmigd down: the domain starts all the same ----
+kill "$daemon" && wait "$daemon"
+daemon=
+dom2=$dom-down
+domain_xml "$dom2" >"$tmp/$dom2.xml"
+domains=$dom2
+t0=$(date +%s%N)
+check "d: the domain starts with memmigd down" virsh create "$tmp/$dom2.xml"
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "domain $dom2 started in $ms ms with memmigd down"
+check "d: ... quickly (${ms} ms < 5000)" [ "$ms" -lt 5000 ]
+check "d: the hook said memmigd was unreachable" grep -q "$dom2 started: .*exited" "$tmp/hook.log"
+check "d: the domain runs" sh -c "[ \"\$(timeout 10 '$virsh' -c '$uri' domstate '$dom2')\" = running ]"
+virsh destroy "$dom2" >/dev/null
+domains=
+
+if [ "$fails" -gt 0 ]; then
+	for f in jobs.json status.xml memmigd.log hook.log; do
+		[ -f "$tmp/$f" ] && { echo "--- $f:"; tail -n 30 "$tmp/$f"; }
+	done
+fi
+summary
