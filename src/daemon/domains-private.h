@@ -60,8 +60,8 @@ int domains_pidfile_resolve(const char *dir, const char *name, int *pid);
 /* <placement node="N"/> (a prefix and xmlns attributes allowed); 0 or
  * -EINVAL. */
 int domains_placement_parse(const char *xml, int *node);
-/* <status node="N" result="OK" bytes="B" time="ISO 8601 UTC"/>; 0 or
- * -ENOSPC. */
+/* <status node="N" result="OK" bytes="B" time="ISO 8601 UTC"/> (no node
+ * when node < 0); 0 or -ENOSPC. */
 int domains_status_format(char *buf, size_t len, int node, int result,
 			  unsigned long long bytes, time_t when);
 const char *domains_errno_name(int err, char *buf, size_t len);

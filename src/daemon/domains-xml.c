@@ -156,15 +156,18 @@ const char *domains_errno_name(int err, char *buf, size_t len)
 int domains_status_format(char *buf, size_t len, int node, int result,
 			  unsigned long long bytes, time_t when)
 {
-	char ebuf[32], tbuf[32];
+	char ebuf[32], tbuf[32], nbuf[24];
 	struct tm tm;
 	int n;
 
 	if (!gmtime_r(&when, &tm) ||
 	    !strftime(tbuf, sizeof(tbuf), "%Y-%m-%dT%H:%M:%SZ", &tm))
 		return -EINVAL;
-	n = snprintf(buf, len,
-		     "<status node=\"%d\" result=\"%s\" bytes=\"%llu\" time=\"%s\"/>",
-		     node, domains_errno_name(result, ebuf, sizeof(ebuf)), bytes, tbuf);
+	/* node < 0: the placement element named none we could read */
+	nbuf[0] = '\0';
+	if (node >= 0)
+		snprintf(nbuf, sizeof(nbuf), " node=\"%d\"", node);
+	n = snprintf(buf, len, "<status%s result=\"%s\" bytes=\"%llu\" time=\"%s\"/>",
+		     nbuf, domains_errno_name(result, ebuf, sizeof(ebuf)), bytes, tbuf);
 	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
 }

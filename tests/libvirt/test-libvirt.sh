@@ -9,7 +9,8 @@
 #     target node, none failed) and the guest keeps counting;
 #  c) a <placement node="N"/> element set in the live metadata makes a job,
 #     whose outcome memmigd writes back as the status element, once;
-#  d) with memmigd down, the domain still starts at once.
+#  d) with memmigd down, the domain still starts at once;
+#  e) libvirtd restarts: memmigd reconnects and still follows placements.
 # Starts libvirtd (and virtlogd) when they do not run, and stops what it
 # started.  libvirtd reads the hook directory when it starts: a running
 # libvirtd that found no qemu hook then is restarted (and left running).
@@ -273,6 +274,21 @@ sleep 1	# the status write must not have asked for another move
 check "c: writing the status made no other job" placement_job_done
 registered "$dom"
 check "c: memmigd reports placement 0" entry_is .placement 0
+
+# ---- e) libvirtd restarts: memmigd reconnects and still hears placements ----
+connected() {
+	[ "$(grep -c 'libvirt: connected to' "$tmp/memmigd.log")" -ge "$1" ]
+}
+lv_pid=$(pidof libvirtd)
+kill "$lv_pid"
+wait_for 20 sh -c "! kill -0 $lv_pid 2>/dev/null" || die "libvirtd did not stop"
+"$libvirtd" -d || die "libvirtd -d failed"
+[ -z "$started_libvirtd" ] && echo "libvirtd restarted by the test: it keeps running afterwards"
+wait_for 20 libvirt_up || die "libvirtd does not answer after its restart"
+check "e: memmigd reconnected to the restarted libvirtd" wait_for 20 connected 2
+jobs_before=$(domain_jobs | jq length)
+virsh metadata "$dom" --uri "$ns_placement" --key memmig --set '<placement node="0"/>' --live
+check "e: a placement after the restart made a job, which finished" wait_for 20 placement_job_done
 
 # ---- a) unregistered on destroy ----
 virsh destroy "$dom" >/dev/null

@@ -224,6 +224,9 @@ static void test_status_format(void)
 	CU_ASSERT_EQUAL(domains_status_format(buf, sizeof(buf), 0, -EPERM, 0, 86400), 0);
 	CU_ASSERT_STRING_EQUAL(buf, "<status node=\"0\" result=\"EPERM\" bytes=\"0\" "
 			       "time=\"1970-01-02T00:00:00Z\"/>");
+	CU_ASSERT_EQUAL(domains_status_format(buf, sizeof(buf), -1, -EINVAL, 0, 0), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "<status result=\"EINVAL\" bytes=\"0\" "
+			       "time=\"1970-01-01T00:00:00Z\"/>");
 	CU_ASSERT_EQUAL(domains_status_format(buf, 20, 0, 0, 0, 0), -ENOSPC);
 }
 
