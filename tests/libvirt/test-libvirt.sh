@@ -10,7 +10,9 @@
 #  c) a <placement node="N"/> element set in the live metadata makes a job,
 #     whose outcome memmigd writes back as the status element, once;
 #  d) with memmigd down, the domain still starts at once;
-#  e) libvirtd restarts: memmigd reconnects and still follows placements.
+#  e) libvirtd restarts: memmigd reconnects and still follows placements;
+#  f) memmigd started after a domain finds it through libvirtd (no hook
+#     call), and drops it when it stops.
 # Starts libvirtd (and virtlogd) when they do not run, and stops what it
 # started.  libvirtd reads the hook directory when it starts: a running
 # libvirtd that found no qemu hook then is restarted (and left running).
@@ -214,6 +216,10 @@ registered() {
 	mcli domains --json >"$tmp/domains.json" 2>/dev/null &&
 		jq -e --arg n "$1" '.[] | select(.name == $n)' "$tmp/domains.json" >"$tmp/entry.json"
 }
+gone() {
+	mcli domains --json >"$tmp/domains.json" 2>/dev/null &&
+		! jq -e --arg n "$1" '.[] | select(.name == $n)' "$tmp/domains.json" >/dev/null
+}
 entry_is() {
 	local got
 
@@ -293,11 +299,7 @@ check "e: a placement after the restart made a job, which finished" wait_for 20 
 # ---- a) unregistered on destroy ----
 virsh destroy "$dom" >/dev/null
 domains=
-not_registered() {
-	mcli domains --json >"$tmp/domains.json" 2>/dev/null &&
-		! jq -e --arg n "$dom" '.[] | select(.name == $n)' "$tmp/domains.json" >/dev/null
-}
-check "a: unregistered on destroy" wait_for 5 not_registered
+check "a: unregistered on destroy" wait_for 5 gone "$dom"
 
 # ---- d) memmigd down: the domain starts all the same ----
 kill "$daemon" && wait "$daemon"
@@ -312,8 +314,16 @@ echo "domain $dom2 started in $ms ms with memmigd down"
 check "d: ... quickly (${ms} ms < 5000)" [ "$ms" -lt 5000 ]
 check "d: the hook said memmigd was unreachable" grep -q "$dom2 started: .*exited" "$tmp/hook.log"
 check "d: the domain runs" sh -c "[ \"\$(timeout 10 '$virsh' -c '$uri' domstate '$dom2')\" = running ]"
+
+# ---- f) memmigd finds a running domain through libvirtd, without the hook ----
+start_memmigd
+check "f: memmigd found $dom2 through libvirtd" wait_for 10 registered "$dom2"
+check "f: ... with QEMU's pid" entry_is .pid "$(cat "/run/libvirt/qemu/$dom2.pid")"
+check "f: ... and its nodeset" entry_is .nodeset 0
+check "f: ... from libvirt" entry_is .source libvirt
 virsh destroy "$dom2" >/dev/null
 domains=
+check "f: dropped when the domain stops" wait_for 10 gone "$dom2"
 
 if [ "$fails" -gt 0 ]; then
 	for f in jobs.json status.xml memmigd.log hook.log; do
