@@ -375,10 +375,14 @@ int domains_libvirt_start(struct domains *d, const char *uri,
 		ret = -ENOMEM;
 		goto fail_timers;
 	}
-	ret = -pthread_create(&lv->thread, NULL, watcher, lv);
-	if (ret)
-		goto fail_timers;
+	/* Set before the thread runs: its callbacks may end in
+	 * domains_job_done(), which reads it. */
 	*out = lv;
+	ret = -pthread_create(&lv->thread, NULL, watcher, lv);
+	if (ret) {
+		*out = NULL;
+		goto fail_timers;
+	}
 	return 0;
 
 fail_timers:
