@@ -284,8 +284,15 @@ struct json_object *domains_list_json(struct domains *d)
 	struct json_object *a = json_object_new_array();
 
 	pthread_mutex_lock(&d->lock);
-	for (unsigned int i = 0; i < d->n; i++)
-		json_object_array_add(a, ent_json(&d->ents[i]));
+	for (unsigned int i = 0; i < d->n;) {
+		/* Never list a QEMU that is gone (stopped while libvirtd was
+		 * unreachable, or without its hook running). */
+		if (!alive(&d->ents[i])) {
+			drop(d, &d->ents[i]);
+			continue;
+		}
+		json_object_array_add(a, ent_json(&d->ents[i++]));
+	}
 	pthread_mutex_unlock(&d->lock);
 	return a;
 }

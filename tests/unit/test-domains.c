@@ -111,9 +111,12 @@ static void test_dead_pid(void)
 	if (!pid)
 		_exit(0);
 	CU_ASSERT_EQUAL(domains_register(d, "dead", NULL, pid, NULL), 0);
+	CU_ASSERT_EQUAL(domains_register(d, "dead2", NULL, pid, NULL), 0);
 	/* A zombie: still in /proc, but not a QEMU that runs. */
 	usleep(100 * 1000);
 	CU_ASSERT_EQUAL(domains_resolve(d, "dead", &got), -ENOENT);
+	CU_ASSERT_PTR_NULL(entry("dead2"));	/* not listed either */
+	CU_ASSERT_EQUAL(domains_unregister(d, "dead2"), -ENOENT);
 	waitpid(pid, NULL, 0);
 	CU_ASSERT_PTR_NULL(entry("dead"));
 	CU_ASSERT_EQUAL(domains_register(d, "dead", NULL, pid, NULL), -ESRCH);
