@@ -137,11 +137,12 @@ int auth_may_move(const struct client_cred *c, int procfd, int pid,
 			return -EPERM;
 		}
 	/*
-	 * /proc/PID's owner is the process's euid/egid only while it is
-	 * dumpable; otherwise the kernel shows root (task_dump_owner()).
-	 * The uids are not 0 here, so root as owner means not dumpable.
+	 * The files in /proc/PID (not the directory itself) belong to the
+	 * process's euid/egid only while it is dumpable; otherwise to root
+	 * (task_dump_owner()).  The uids are not 0 here, so root as owner
+	 * means not dumpable.
 	 */
-	if (fstat(procfd, &st)) {
+	if (fstatat(procfd, "status", &st, 0)) {
 		snprintf(msg, len, "pid %d: %s", pid, strerror(errno));
 		return -ESRCH;
 	}
