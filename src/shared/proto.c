@@ -353,7 +353,9 @@ int proto_request_parse(const char *line, size_t len, struct proto_request *req,
 	}
 	end = json_tokener_get_parse_end(tok);
 	json_tokener_free(tok);
-	end += strspn(line + end, " \t\r");
+	/* The line is not NUL-terminated: bounded by len, not strspn(). */
+	while (end < len && (line[end] == ' ' || line[end] == '\t' || line[end] == '\r'))
+		end++;
 	if (end < len) {
 		rc = fail(err, errlen, EBADMSG, "more after the JSON value at offset %zu", end);
 	} else if (!json_object_is_type(o, json_type_object)) {
