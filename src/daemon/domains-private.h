@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "daemon/domains.h"
+#include "daemon/memmigd.h"	/* mlog() */
 
 #define DOMAINS_MAX		1024	/* entries: the hook cannot grow us without bound */
 #define DOMAINS_XML_MAX		4096	/* a metadata element we are willing to read */
@@ -24,9 +25,6 @@ enum domain_source {
 	DOMAIN_SOURCE_HOOK,
 	DOMAIN_SOURCE_LIBVIRT,
 };
-
-/* Logs to stderr (the journal under systemd), as the rest of memmigd. */
-void domains_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- registry (domains.c), for the watcher ---- */
 /*

@@ -41,17 +41,6 @@ struct domains {
 	struct domains_libvirt *lv;	/* NULL: no watcher */
 };
 
-void domains_log(const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "memmigd: %s\n", buf);
-}
-
 static struct domain_ent *find(struct domains *d, const char *name)
 {
 	for (unsigned int i = 0; i < d->n; i++)
@@ -214,7 +203,7 @@ int domains_resolve(struct domains *d, const char *name, int *pid)
 		if (alive(e)) {
 			p = e->pid;
 		} else {
-			domains_log("domain %s: pid %d is gone, forgetting it",
+			mlog(LOG_LVL_INFO, "domain %s: pid %d is gone, forgetting it",
 				    name, e->pid);
 			drop(d, e);
 		}
@@ -335,7 +324,7 @@ int domains_new(const char *uri, domains_move_fn move, void *opaque,
 		/* The default URI on a build without libvirt: the hook still
 		 * registers domains; an explicit URI is an error. */
 		if (ret == -EOPNOTSUPP && !*uri) {
-			domains_log("built without libvirt: domains come from the hook only");
+			mlog(LOG_LVL_INFO, "built without libvirt: domains come from the hook only");
 		} else if (ret) {
 			domains_free(d);
 			return ret;

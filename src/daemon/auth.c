@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Who may move whose memory: the rule move_pages(2) applies through
+ * ptrace_may_access(PTRACE_MODE_READ_REALCREDS), applied for the client by
+ * the root daemon.  Root may move anything.  Another client needs the
+ * target's real, effective and saved uid and gid (all six equal to its
+ * own), a dumpable target, and the target's permitted capabilities within
+ * its own permitted ones (cap_ptrace_access_check() with REALCREDS).
+ *
+ * The client's CAP_SYS_PTRACE is not honoured, unlike in the kernel: from
+ * here it cannot be told whether it holds in the target's user namespace,
+ * and a container's root would otherwise move the host's processes.  For
+ * the same reason a client outside our user namespace counts as having no
+ * capabilities at all.
+ *
+ * The target is read through one fd on /proc/PID: once that process ends,
+ * reads through the fd fail (ESRCH) even if its pid is reused, so a check
+ * can never pass on one process and apply to another.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/memmigd.h"
+
+struct proc_ids {
+	uid_t uid[4];		/* real, effective, saved, fs */
+	gid_t gid[4];
+	uint64_t cap_prm;
+};
+
+/* /proc/PID/status through dirfd: Uid, Gid, CapPrm. */
+static int read_status(int dirfd, struct proc_ids *ids)
+{
+	char buf[4096], *p;
+	unsigned int found = 0;
+	ssize_t n;
+	int fd = openat(dirfd, "status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n ? -errno : -ESRCH;
+	buf[n] = 0;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (sscanf(p, "Uid: %u %u %u %u", &ids->uid[0], &ids->uid[1],
+			   &ids->uid[2], &ids->uid[3]) == 4)
+			found |= 1;
+		else if (sscanf(p, "Gid: %u %u %u %u", &ids->gid[0], &ids->gid[1],
+				&ids->gid[2], &ids->gid[3]) == 4)
+			found |= 2;
+		else if (sscanf(p, "CapPrm: %" SCNx64, &ids->cap_prm) == 1)
+			found |= 4;
+	}
+	return found == 7 ? 0 : -EIO;
+}
+
+static bool same_userns(int pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+	if (stat(path, &a) || stat("/proc/self/ns/user", &b))
+		return false;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+int auth_peer(int fd, struct client_cred *out)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+	struct proc_ids ids;
+	int dirfd;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len))
+		return -errno;
+	*out = (struct client_cred){ .pid = uc.pid, .uid = uc.uid, .gid = uc.gid };
+	/* Read now, while the client has just connected; a client whose
+	 * capabilities cannot be read has none. */
+	dirfd = auth_target_open(uc.pid);
+	if (dirfd < 0)
+		return 0;
+	if (!read_status(dirfd, &ids) && same_userns(uc.pid))
+		out->cap_prm = ids.cap_prm;
+	close(dirfd);
+	return 0;
+}
+
+int auth_target_open(int pid)
+{
+	char path[32];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	return fd;
+}
+
+bool auth_target_alive(int procfd)
+{
+	struct proc_ids ids;
+
+	return read_status(procfd, &ids) == 0;
+}
+
+int auth_may_move(const struct client_cred *c, int procfd, int pid,
+		  char *msg, size_t len)
+{
+	struct proc_ids ids;
+	struct stat st;
+	int rc;
+
+	rc = read_status(procfd, &ids);
+	if (rc) {
+		snprintf(msg, len, "pid %d: %s", pid, strerror(-rc));
+		return rc;
+	}
+	if (c->uid == 0)
+		return 0;
+	for (int i = 0; i < 3; i++)
+		if (ids.uid[i] != c->uid || ids.gid[i] != c->gid) {
+			snprintf(msg, len, "uid %u gid %u may not move pid %d (uid %u/%u/%u gid %u/%u/%u): "
+				 "the same rule as move_pages(2)", c->uid, c->gid, pid,
+				 ids.uid[0], ids.uid[1], ids.uid[2], ids.gid[0], ids.gid[1], ids.gid[2]);
+			return -EPERM;
+		}
+	/*
+	 * The files in /proc/PID (not the directory itself) belong to the
+	 * process's euid/egid only while it is dumpable; otherwise to root
+	 * (task_dump_owner()).  The uids are not 0 here, so root as owner
+	 * means not dumpable.
+	 */
+	if (fstatat(procfd, "status", &st, 0)) {
+		snprintf(msg, len, "pid %d: %s", pid, strerror(errno));
+		return -ESRCH;
+	}
+	if (st.st_uid != ids.uid[1] || st.st_gid != ids.gid[1]) {
+		snprintf(msg, len, "pid %d is not dumpable: only root may move it", pid);
+		return -EPERM;
+	}
+	if (ids.cap_prm & ~c->cap_prm) {
+		snprintf(msg, len, "pid %d has capabilities %#" PRIx64 " that uid %u lacks: "
+			 "only root may move it", pid, ids.cap_prm & ~c->cap_prm, c->uid);
+		return -EPERM;
+	}
+	/* The checks passed on the process behind procfd, which still lives. */
+	if (!auth_target_alive(procfd)) {
+		snprintf(msg, len, "pid %d: %s", pid, strerror(ESRCH));
+		return -ESRCH;
+	}
+	return 0;
+}

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* A client connection's buffers: lines in, replies out. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/conn.h"
+
+struct conn *conn_new(int fd, const struct client_cred *cred)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	/* calloc: the kernel fills it through io_uring, which valgrind does
+	 * not see; zeroed memory keeps it from calling the bytes undefined. */
+	c->in = calloc(1, PROTO_MAX_LINE);
+	if (!c->in) {
+		free(c);
+		return NULL;
+	}
+	c->fd = fd;
+	c->cred = *cred;
+	c->recv_io = (struct loop_io){ IO_RECV, c };
+	c->send_io = (struct loop_io){ IO_SEND, c };
+	return c;
+}
+
+void conn_free(struct conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->in);
+	free(c->out);
+	free(c);
+}
+
+size_t conn_out_pending(const struct conn *c)
+{
+	return c->out_len - c->out_off;
+}
+
+int conn_queue(struct conn *c, struct json_object *reply)
+{
+	size_t len;
+	char *line = reply ? proto_reply_line(reply, &len) : NULL;
+	int rc = 0;
+
+	json_object_put(reply);
+	if (!line)
+		return -ENOMEM;
+	/* Sent bytes are dropped before the buffer grows. */
+	if (c->out_off && c->out_len + len > c->out_cap) {
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+	}
+	if (c->out_len + len > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 4096;
+		char *p;
+
+		while (cap < c->out_len + len)
+			cap *= 2;
+		p = realloc(c->out, cap);
+		if (!p) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		c->out = p;
+		c->out_cap = cap;
+	}
+	memcpy(c->out + c->out_len, line, len);
+	c->out_len += len;
+out:
+	free(line);
+	return rc;
+}
+
+void conn_process(struct memmigd *d, struct conn *c)
+{
+	size_t start = 0;
+
+	while (!c->closing && conn_out_pending(c) < CONN_OUT_HIGH) {
+		char *nl = memchr(c->in + c->scan, '\n', c->in_len - c->scan);
+		struct json_object *reply;
+
+		if (!nl) {
+			c->scan = c->in_len;
+			break;
+		}
+		reply = ops_handle(d, &c->cred, c->in + start, (size_t)(nl - c->in) - start);
+		if (conn_queue(c, reply))
+			c->closing = true;	/* a reply lost: the order would break */
+		start = c->scan = (size_t)(nl - c->in) + 1;
+	}
+	memmove(c->in, c->in + start, c->in_len - start);
+	c->in_len -= start;
+	c->scan -= start;
+	if (c->in_len == PROTO_MAX_LINE && c->scan == c->in_len) {
+		conn_queue(c, proto_reply_error(NULL, EMSGSIZE,
+			"a line longer than %d bytes: closing the connection",
+			PROTO_MAX_LINE));
+		c->in_len = c->scan = 0;
+		c->closing = true;
+	}
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A client connection: its input split into lines, its replies queued in
+ * order.  The loop (loop.c) moves the bytes; conn.c knows what they mean.
+ */
+#ifndef MEMMIGD_CONN_H
+#define MEMMIGD_CONN_H
+
+#include "daemon/memmigd.h"
+
+/* Replies waiting beyond this stop the reading of requests, so that a
+ * client that does not read cannot make the daemon buffer without end. */
+#define CONN_OUT_HIGH	(256 * 1024)
+
+enum io_kind { IO_ACCEPT, IO_SIGNAL, IO_WAKE, IO_RECV, IO_SEND, IO_CANCEL };
+
+/* What an io_uring completion belongs to: its user_data points at one. */
+struct loop_io {
+	enum io_kind kind;
+	struct conn *conn;
+};
+
+struct conn {
+	int fd;
+	struct client_cred cred;
+	char *in;			/* PROTO_MAX_LINE bytes */
+	size_t in_len, scan;		/* in[0..scan) has no newline */
+	char *out;
+	size_t out_len, out_off, out_cap;	/* out[out_off..out_len) unsent */
+	bool recv_busy, send_busy;	/* an SQE in flight */
+	bool eof;			/* no more reading */
+	bool closing;			/* close once the replies are out */
+	bool cancelling;		/* the recv is being cancelled */
+	struct loop_io recv_io, send_io;
+	struct conn *next, *prev;
+};
+
+struct conn *conn_new(int fd, const struct client_cred *cred);
+void conn_free(struct conn *c);
+size_t conn_out_pending(const struct conn *c);
+/* Queues a reply line; takes the reference. */
+int conn_queue(struct conn *c, struct json_object *reply);
+/* Answers the complete lines received while the replies are not backed
+ * up; a line over PROTO_MAX_LINE gets EMSGSIZE and closes the connection
+ * (the rest of it cannot be told from the next request). */
+void conn_process(struct memmigd *d, struct conn *c);
+
+#endif

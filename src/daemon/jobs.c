@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The job table.  A job is checked and planned by pidmove_new() before it
+ * is accepted, then runs pidmove_run() on a worker thread of its own.  At
+ * most max_jobs_per_node jobs run per target node; the others wait in
+ * FIFO order ("queued") and the worker that ends starts the next one for
+ * its node.  Jobs belong to the daemon, not to the connection that asked:
+ * a client that goes away leaves its jobs running, and anyone with its uid
+ * (or root) can follow or cancel them.
+ *
+ * Locking: one mutex over the table.  Workers take it only to start and to
+ * end; domains_job_done() is called without it (on the loop thread, in
+ * jobs_reap()) because the libvirt thread calls into jobs with the
+ * domains' lock held.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/memmigd.h"
+#include "daemon/jobs-private.h"
+
+static void wake(struct jobs *j)
+{
+	uint64_t one = 1;
+
+	/* The counter only saturates after 2^64 - 2 wakes the loop missed. */
+	if (write(j->wake_fd, &one, sizeof(one)) < 0)
+		mlog(LOG_LVL_WARN, "waking the loop: %s", strerror(errno));
+}
+
+/* Called with the lock held; m is freed by the caller, unlocked. */
+static void job_end(struct jobs *j, struct job *job, int result, const char *why)
+{
+	if (job->m)
+		pidmove_get_progress(job->m, &job->last);
+	job->result = result;
+	job->state = result == 0 ? JOB_DONE : result == -ECANCELED ? JOB_CANCELLED : JOB_FAILED;
+	if (why)
+		snprintf(job->message, sizeof(job->message), "%s", why);
+	else if (result == -ECANCELED)
+		snprintf(job->message, sizeof(job->message),
+			 "cancelled: what moved stays moved, the rest is where it was");
+	else if (result)
+		snprintf(job->message, sizeof(job->message), "%s", strerror(-result));
+	else
+		snprintf(job->message, sizeof(job->message), "moved %llu of %llu bytes in %.3f s",
+			 (unsigned long long)job->last.bytes_done,
+			 (unsigned long long)job->last.bytes_total, job->last.elapsed_s);
+	j->active--;
+	job->notify = job->domain[0] != 0;
+	/* The process's handle is not needed once the job ended. */
+	close(job->procfd);
+	job->procfd = -1;
+}
+
+static void *worker(void *arg);
+
+/* Lock held: a queued job takes a slot of its node and a thread. */
+static void job_start(struct jobs *j, struct job *job)
+{
+	int rc;
+
+	job->state = JOB_RUNNING;
+	j->running_on[job->to_node]++;
+	rc = pthread_create(&job->thread, NULL, worker, job);
+	if (!rc) {
+		job->thread_started = true;
+		return;
+	}
+	mlog(LOG_LVL_ERR, "job %llu: no thread: %s", (unsigned long long)job->id, strerror(rc));
+	j->running_on[job->to_node]--;
+	job_end(j, job, -rc, "memmigd could not start a thread for it");
+	pidmove_free(job->m);
+	job->m = NULL;
+	wake(j);
+}
+
+/* Lock held: the oldest queued jobs of a node while it has free slots. */
+static void promote(struct jobs *j, int node)
+{
+	for (struct job *job = j->head; job && !j->stopping; job = job->next)
+		if (job->state == JOB_QUEUED && job->to_node == node) {
+			if (j->running_on[node] >= j->per_node)
+				break;
+			job_start(j, job);
+		}
+}
+
+static void *worker(void *arg)
+{
+	struct job *job = arg;
+	struct jobs *j = job->jobs;
+	struct json_object *report = NULL;
+	struct pidmove *m;
+	int rc = -ESRCH;
+
+	/* A queued job may have waited: its process must still be the one
+	 * that was checked, not a new one with its pid. */
+	if (auth_target_alive(job->procfd)) {
+		mlog(LOG_LVL_INFO, "job %llu: moving pid %d to node %d",
+		     (unsigned long long)job->id, job->pid, job->to_node);
+		rc = pidmove_run(job->m);
+		report = pidmove_report_json(job->m);
+	}
+	pthread_mutex_lock(&j->lock);
+	m = job->m;
+	job_end(j, job, rc, NULL);
+	job->m = NULL;
+	job->report = report;
+	j->running_on[job->to_node]--;
+	promote(j, job->to_node);
+	mlog(LOG_LVL_INFO, "job %llu: %s", (unsigned long long)job->id, job->message);
+	job->thread_ended = true;
+	pthread_mutex_unlock(&j->lock);
+	pidmove_free(m);
+	wake(j);
+	return NULL;
+}
+
+int jobs_new(struct memmig_ctx *ctx, struct domains *dom, unsigned int per_node,
+	     unsigned int max, int wake_fd, struct jobs **out)
+{
+	struct jobs *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return -ENOMEM;
+	pthread_mutex_init(&j->lock, NULL);
+	j->ctx = ctx;
+	j->dom = dom;
+	j->per_node = per_node;
+	j->max = max;
+	j->wake_fd = wake_fd;
+	j->next_id = 1;
+	*out = j;
+	return 0;
+}
+
+bool jobs_full(struct jobs *j)
+{
+	bool full;
+
+	pthread_mutex_lock(&j->lock);
+	full = j->active >= j->max;
+	pthread_mutex_unlock(&j->lock);
+	return full;
+}
+
+int jobs_submit(struct jobs *j, struct pidmove *m, const struct job_spec *spec,
+		struct json_object **job_json)
+{
+	struct job *job = calloc(1, sizeof(*job));
+	int rc = 0;
+
+	pthread_mutex_lock(&j->lock);
+	if (!job)
+		rc = -ENOMEM;
+	else if (j->stopping)
+		rc = -ESHUTDOWN;
+	else if (j->active >= j->max)
+		rc = -EBUSY;
+	if (rc) {
+		pthread_mutex_unlock(&j->lock);
+		free(job);
+		pidmove_free(m);
+		close(spec->procfd);
+		return rc;
+	}
+	*job = (struct job){
+		.jobs = j, .id = j->next_id++, .state = JOB_QUEUED, .pid = spec->pid,
+		.to_node = spec->to_node, .strategy = spec->strategy,
+		.threads = spec->threads, .uid = spec->uid, .procfd = spec->procfd,
+		.m = m,
+	};
+	if (spec->domain)
+		snprintf(job->domain, sizeof(job->domain), "%s", spec->domain);
+	pidmove_get_progress(m, &job->last);
+	if (j->tail)
+		j->tail->next = job;
+	else
+		j->head = job;
+	j->tail = job;
+	j->active++;
+	if (j->running_on[job->to_node] < j->per_node)
+		job_start(j, job);
+	mlog(LOG_LVL_INFO, "job %llu: pid %d%s%s to node %d for uid %u: %s",
+	     (unsigned long long)job->id, job->pid, job->domain[0] ? " domain " : "",
+	     job->domain, job->to_node, job->uid, job_state_name(job->state));
+	if (job_json)
+		*job_json = job_to_json(job);
+	pthread_mutex_unlock(&j->lock);
+	return 0;
+}
+
+static struct job *find(struct jobs *j, uint64_t id)
+{
+	for (struct job *job = j->head; job; job = job->next)
+		if (job->id == id)
+			return job;
+	return NULL;
+}
+
+static bool visible(const struct job *job, uid_t uid)
+{
+	return uid == 0 || job->uid == uid;
+}
+
+struct json_object *jobs_list_json(struct jobs *j, uid_t uid)
+{
+	struct json_object *a = json_object_new_array();
+
+	pthread_mutex_lock(&j->lock);
+	for (struct job *job = j->head; job; job = job->next)
+		if (visible(job, uid))
+			json_object_array_add(a, job_to_json(job));
+	pthread_mutex_unlock(&j->lock);
+	return a;
+}
+
+/* Lock held: the job if the client may see it. */
+static int lookup(struct jobs *j, uint64_t id, uid_t uid, struct job **out)
+{
+	struct job *job = find(j, id);
+
+	if (!job)
+		return -ESRCH;
+	if (!visible(job, uid))
+		return -EPERM;
+	*out = job;
+	return 0;
+}
+
+int jobs_get_json(struct jobs *j, uint64_t id, uid_t uid, struct json_object **out)
+{
+	struct job *job;
+	int rc;
+
+	pthread_mutex_lock(&j->lock);
+	rc = lookup(j, id, uid, &job);
+	if (!rc)
+		*out = job_to_json(job);
+	pthread_mutex_unlock(&j->lock);
+	return rc;
+}
+
+/* Lock held.  A queued job ends now; a running one after its units. */
+static void cancel_locked(struct jobs *j, struct job *job, const char *why)
+{
+	if (job->state == JOB_QUEUED) {
+		job_end(j, job, -ECANCELED, why);
+		pidmove_free(job->m);
+		job->m = NULL;
+		wake(j);
+	} else if (job->state == JOB_RUNNING && !job->cancel_requested) {
+		job->cancel_requested = true;
+		pidmove_cancel(job->m);
+	}
+}
+
+int jobs_cancel(struct jobs *j, uint64_t id, uid_t uid, struct json_object **out)
+{
+	struct job *job;
+	int rc;
+
+	pthread_mutex_lock(&j->lock);
+	rc = lookup(j, id, uid, &job);
+	if (!rc) {
+		mlog(LOG_LVL_INFO, "job %llu: cancel (uid %u)", (unsigned long long)id, uid);
+		cancel_locked(j, job, "cancelled before it started: nothing moved");
+		*out = job_to_json(job);
+	}
+	pthread_mutex_unlock(&j->lock);
+	return rc;
+}
+
+static bool finished(const struct job *job)
+{
+	return job->state >= JOB_DONE;
+}
+
+/* Lock held: whether nothing refers to the job any more. */
+static bool droppable(const struct job *job)
+{
+	return finished(job) && !job->notify && (!job->thread_started || job->joined);
+}
+
+static void job_free(struct job *job)
+{
+	pidmove_free(job->m);
+	json_object_put(job->report);
+	if (job->procfd >= 0)
+		close(job->procfd);
+	free(job);
+}
+
+/* Lock held: the oldest finished jobs beyond the newest KEEP_FINISHED. */
+static void prune(struct jobs *j)
+{
+	unsigned int nfinished = 0;
+	struct job **p, *prev = NULL;
+
+	for (struct job *job = j->head; job; job = job->next)
+		nfinished += finished(job);
+	for (p = &j->head; *p && nfinished > MEMMIGD_KEEP_FINISHED;) {
+		struct job *job = *p;
+
+		if (!droppable(job)) {
+			prev = job;
+			p = &job->next;
+			continue;
+		}
+		*p = job->next;
+		if (j->tail == job)
+			j->tail = prev;
+		job_free(job);
+		nfinished--;
+	}
+}
+
+/* The first domain job whose end libvirt has not heard of, copied out. */
+static bool take_notify(struct jobs *j, struct job *copy)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&j->lock);
+	for (struct job *job = j->head; job && !found; job = job->next)
+		if (job->notify) {
+			job->notify = false;
+			*copy = *job;
+			found = true;
+		}
+	pthread_mutex_unlock(&j->lock);
+	return found;
+}
+
+void jobs_reap(struct jobs *j)
+{
+	struct job done;
+
+	pthread_mutex_lock(&j->lock);
+	/* A worker sets thread_ended last and no longer needs the lock. */
+	for (struct job *job = j->head; job; job = job->next)
+		if (job->thread_ended && !job->joined) {
+			pthread_join(job->thread, NULL);
+			job->joined = true;
+		}
+	pthread_mutex_unlock(&j->lock);
+	while (take_notify(j, &done))
+		domains_job_done(j->dom, done.domain, done.to_node, done.result,
+				 (unsigned long long)done.last.bytes_done);
+	pthread_mutex_lock(&j->lock);
+	prune(j);
+	pthread_mutex_unlock(&j->lock);
+}
+
+void jobs_shutdown(struct jobs *j)
+{
+	unsigned int running = 0;
+
+	pthread_mutex_lock(&j->lock);
+	j->stopping = true;
+	for (struct job *job = j->head; job; job = job->next) {
+		running += job->state == JOB_RUNNING;
+		cancel_locked(j, job, "cancelled: memmigd stopped before it started");
+	}
+	pthread_mutex_unlock(&j->lock);
+	if (running)
+		mlog(LOG_LVL_INFO, "waiting for %u running job%s to stop after their units",
+		     running, running == 1 ? "" : "s");
+	/* Joined unlocked: the workers take the lock to end. */
+	for (;;) {
+		struct job *job = NULL;
+
+		pthread_mutex_lock(&j->lock);
+		for (job = j->head; job; job = job->next)
+			if (job->thread_started && !job->joined)
+				break;
+		pthread_mutex_unlock(&j->lock);
+		if (!job)
+			break;
+		pthread_join(job->thread, NULL);
+		pthread_mutex_lock(&j->lock);
+		job->joined = true;
+		pthread_mutex_unlock(&j->lock);
+	}
+	jobs_reap(j);
+}
+
+void jobs_free(struct jobs *j)
+{
+	if (!j)
+		return;
+	while (j->head) {
+		struct job *job = j->head;
+
+		j->head = job->next;
+		job_free(job);
+	}
+	pthread_mutex_destroy(&j->lock);
+	free(j);
+}

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The event loop: one io_uring for everything the daemon waits on --
+ * accept on the socket, recv and send on each client, a read on a
+ * signalfd (SIGTERM, SIGINT) and a read on the workers' eventfd.  Each
+ * SQE's user_data points at a struct loop_io that says what completed.
+ *
+ * A connection is freed only when none of its SQEs is in flight, since
+ * the kernel writes into its buffers until the completion arrives.
+ *
+ * SIGTERM: stop accepting and remove the socket, cancel every job and
+ * wait for the workers (each 2 MB unit finishes: nothing is left half
+ * moved), send the replies still queued (2 s at most), close, return.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include "daemon/conn.h"
+
+#define LOOP_ENTRIES	512
+#define STOP_GRACE_S	2
+
+struct loop {
+	struct memmigd *d;
+	struct io_uring ring;
+	int sig_fd;
+	struct signalfd_siginfo si;
+	uint64_t wakes;
+	struct loop_io accept_io, sig_io, wake_io, cancel_io;
+	bool accept_busy, sig_busy, wake_busy;
+	unsigned int cancels_busy;
+	struct conn *conns;
+	unsigned int nconns;
+	bool stopping;
+	time_t stop_deadline;
+};
+
+static struct io_uring_sqe *get_sqe(struct loop *l)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
+
+	/* Full: hand the queued SQEs to the kernel to make room. */
+	while (!sqe) {
+		io_uring_submit(&l->ring);
+		sqe = io_uring_get_sqe(&l->ring);
+	}
+	return sqe;
+}
+
+static void arm_accept(struct loop *l)
+{
+	struct io_uring_sqe *sqe = get_sqe(l);
+
+	io_uring_prep_accept(sqe, l->d->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	io_uring_sqe_set_data(sqe, &l->accept_io);
+	l->accept_busy = true;
+}
+
+static void arm_read(struct loop *l, int fd, void *buf, unsigned int len,
+		     struct loop_io *io, bool *busy)
+{
+	struct io_uring_sqe *sqe = get_sqe(l);
+
+	io_uring_prep_read(sqe, fd, buf, len, 0);
+	io_uring_sqe_set_data(sqe, io);
+	*busy = true;
+}
+
+static void cancel(struct loop *l, void *target)
+{
+	struct io_uring_sqe *sqe = get_sqe(l);
+
+	io_uring_prep_cancel(sqe, target, 0);
+	io_uring_sqe_set_data(sqe, &l->cancel_io);
+	l->cancels_busy++;
+}
+
+static void conn_close(struct loop *l, struct conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		l->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	l->nconns--;
+	mlog(LOG_LVL_DEBUG, "client pid %d uid %u: closed", c->cred.pid, c->cred.uid);
+	conn_free(c);
+}
+
+/* After any event of a connection: what it waits for next, or its end. */
+static void conn_step(struct loop *l, struct conn *c)
+{
+	struct io_uring_sqe *sqe;
+
+	if (!c->closing && !c->eof)
+		conn_process(l->d, c);
+	if (conn_out_pending(c) && !c->send_busy) {
+		sqe = get_sqe(l);
+		io_uring_prep_send(sqe, c->fd, c->out + c->out_off, conn_out_pending(c),
+				   MSG_NOSIGNAL);
+		io_uring_sqe_set_data(sqe, &c->send_io);
+		c->send_busy = true;
+	}
+	if (c->closing || c->eof) {
+		if (c->recv_busy && !c->cancelling) {
+			cancel(l, &c->recv_io);
+			c->cancelling = true;
+		}
+		if (!c->recv_busy && !c->send_busy && !conn_out_pending(c))
+			conn_close(l, c);
+		return;
+	}
+	if (!c->recv_busy && conn_out_pending(c) < CONN_OUT_HIGH) {
+		sqe = get_sqe(l);
+		io_uring_prep_recv(sqe, c->fd, c->in + c->in_len, PROTO_MAX_LINE - c->in_len, 0);
+		io_uring_sqe_set_data(sqe, &c->recv_io);
+		c->recv_busy = true;
+	}
+}
+
+static void on_accept(struct loop *l, int res)
+{
+	static const char busy[] = "{\"ok\":false,\"error\":\"EBUSY\",\"errno\":16,"
+				   "\"message\":\"too many clients\"}\n";
+	struct client_cred cred;
+	struct conn *c;
+	int rc;
+
+	l->accept_busy = false;
+	if (l->stopping)
+		goto out;
+	if (res < 0) {
+		mlog(LOG_LVL_WARN, "accept: %s", strerror(-res));
+		/* EMFILE and the like would come back at once: breathe. */
+		if (res != -EINTR && res != -ECONNABORTED)
+			usleep(100 * 1000);
+		goto rearm;
+	}
+	if (l->nconns >= MEMMIGD_MAX_CLIENTS) {
+		/* Best effort: the line fits any socket buffer. */
+		if (send(res, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			mlog(LOG_LVL_DEBUG, "telling a client it is one too many: %s",
+			     strerror(errno));
+		close(res);
+		goto rearm;
+	}
+	rc = auth_peer(res, &cred);
+	c = rc ? NULL : conn_new(res, &cred);
+	if (!c) {
+		mlog(LOG_LVL_WARN, "new client: %s", strerror(rc ? -rc : ENOMEM));
+		close(res);
+		goto rearm;
+	}
+	c->next = l->conns;
+	if (c->next)
+		c->next->prev = c;
+	l->conns = c;
+	l->nconns++;
+	mlog(LOG_LVL_DEBUG, "client pid %d uid %u: connected", cred.pid, cred.uid);
+	conn_step(l, c);
+rearm:
+	arm_accept(l);
+out:
+	return;
+}
+
+static void on_recv(struct loop *l, struct conn *c, int res)
+{
+	c->recv_busy = false;
+	c->cancelling = false;
+	if (res > 0)
+		c->in_len += (size_t)res;
+	else if (res != -EINTR)
+		c->eof = true;
+	if (res < 0 && res != -ECANCELED && res != -EINTR) {
+		/* The client is gone: nobody will read the replies. */
+		c->out_off = c->out_len = 0;
+	}
+	/* Lines already received are still answered after EOF ("half a
+	 * line then disconnect" gets nothing: it is not a request). */
+	if (res >= 0 && !c->closing)
+		conn_process(l->d, c);
+	conn_step(l, c);
+}
+
+static void on_send(struct loop *l, struct conn *c, int res)
+{
+	c->send_busy = false;
+	if (res < 0) {
+		c->out_off = c->out_len = 0;
+		c->closing = true;
+	} else {
+		c->out_off += (size_t)res;
+		if (c->out_off == c->out_len)
+			c->out_off = c->out_len = 0;
+	}
+	conn_step(l, c);
+}
+
+static void begin_stop(struct loop *l, int sig)
+{
+	mlog(LOG_LVL_INFO, "%s: stopping", strsignal(sig));
+	l->stopping = true;
+	sock_remove(l->d->opts.socket);
+	if (l->accept_busy)
+		cancel(l, &l->accept_io);
+	io_uring_submit(&l->ring);
+	/* Blocks until each running job finished its units. */
+	jobs_shutdown(l->d->jobs);
+	l->stop_deadline = time(NULL) + STOP_GRACE_S;
+	for (struct conn *c = l->conns, *next; c; c = next) {
+		next = c->next;
+		c->closing = true;
+		conn_step(l, c);
+	}
+}
+
+/* Clients that did not read their last replies in time. */
+static void stop_late(struct loop *l)
+{
+	for (struct conn *c = l->conns; c; c = c->next)
+		if (c->send_busy && !c->cancelling) {
+			shutdown(c->fd, SHUT_RDWR);
+			cancel(l, &c->send_io);
+			c->cancelling = true;
+		}
+}
+
+static void handle(struct loop *l, struct io_uring_cqe *cqe)
+{
+	struct loop_io *io = io_uring_cqe_get_data(cqe);
+	int res = cqe->res;
+
+	switch (io->kind) {
+	case IO_ACCEPT:
+		on_accept(l, res);
+		break;
+	case IO_SIGNAL:
+		l->sig_busy = false;
+		if (res == (int)sizeof(l->si) && !l->stopping)
+			begin_stop(l, (int)l->si.ssi_signo);
+		if (!l->stopping)
+			arm_read(l, l->sig_fd, &l->si, sizeof(l->si), &l->sig_io, &l->sig_busy);
+		break;
+	case IO_WAKE:
+		l->wake_busy = false;
+		jobs_reap(l->d->jobs);
+		if (!l->stopping)
+			arm_read(l, l->d->wake_fd, &l->wakes, sizeof(l->wakes), &l->wake_io,
+				 &l->wake_busy);
+		break;
+	case IO_RECV:
+		on_recv(l, io->conn, res);
+		break;
+	case IO_SEND:
+		on_send(l, io->conn, res);
+		break;
+	case IO_CANCEL:
+		l->cancels_busy--;
+		break;
+	}
+}
+
+static bool finished(struct loop *l)
+{
+	if (!l->stopping || l->nconns || l->accept_busy)
+		return false;
+	/* Last, the reads on the signalfd and the eventfd. */
+	if (l->sig_busy || l->wake_busy) {
+		if (l->cancels_busy == 0) {
+			if (l->sig_busy)
+				cancel(l, &l->sig_io);
+			if (l->wake_busy)
+				cancel(l, &l->wake_io);
+		}
+		return false;
+	}
+	return l->cancels_busy == 0;
+}
+
+static int loop_setup(struct loop *l, struct memmigd *d)
+{
+	sigset_t set;
+	int rc;
+
+	*l = (struct loop){ .d = d, .sig_fd = -1 };
+	l->accept_io.kind = IO_ACCEPT;
+	l->sig_io.kind = IO_SIGNAL;
+	l->wake_io.kind = IO_WAKE;
+	l->cancel_io.kind = IO_CANCEL;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	l->sig_fd = signalfd(-1, &set, SFD_CLOEXEC);
+	if (l->sig_fd < 0)
+		return -errno;
+	rc = io_uring_queue_init(LOOP_ENTRIES, &l->ring, 0);
+	if (rc) {
+		mlog(LOG_LVL_ERR, "io_uring: %s", strerror(-rc));
+		close(l->sig_fd);
+		return rc;
+	}
+	arm_accept(l);
+	arm_read(l, l->sig_fd, &l->si, sizeof(l->si), &l->sig_io, &l->sig_busy);
+	arm_read(l, d->wake_fd, &l->wakes, sizeof(l->wakes), &l->wake_io, &l->wake_busy);
+	return 0;
+}
+
+int loop_run(struct memmigd *d)
+{
+	struct __kernel_timespec tick = { .tv_nsec = 200 * 1000 * 1000 };
+	struct loop l;
+	int rc = loop_setup(&l, d);
+
+	if (rc)
+		return rc;
+	mlog(LOG_LVL_INFO, "listening on %s", d->opts.socket);
+	while (!finished(&l)) {
+		struct io_uring_cqe *cqe;
+		unsigned int head, n = 0;
+
+		rc = io_uring_submit_and_wait_timeout(&l.ring, &cqe, 1,
+						      l.stopping ? &tick : NULL, NULL);
+		if (rc < 0 && rc != -ETIME && rc != -EINTR) {
+			mlog(LOG_LVL_ERR, "io_uring: %s", strerror(-rc));
+			break;
+		}
+		io_uring_for_each_cqe(&l.ring, head, cqe) {
+			handle(&l, cqe);
+			n++;
+		}
+		io_uring_cq_advance(&l.ring, n);
+		if (l.stopping && time(NULL) >= l.stop_deadline)
+			stop_late(&l);
+	}
+	io_uring_queue_exit(&l.ring);
+	close(l.sig_fd);
+	while (l.conns)
+		conn_close(&l, l.conns);
+	return rc < 0 && rc != -ETIME && rc != -EINTR ? rc : 0;
+}

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * memmigd: runs memory migrations for processes that do not link
+ * libmemmig, on requests over a UNIX socket (docs/protocol.md,
+ * docs/memmigd.8).
+ *
+ * Exit codes: 0 stopped by SIGTERM/SIGINT, 1 could not start or failed,
+ * 2 bad options or configuration.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "daemon/memmigd.h"
+
+enum { EXIT_RUN_FAILED = 1, EXIT_USAGE = 2 };
+
+static const struct option long_opts[] = {
+	{ "socket", required_argument, NULL, 's' },
+	{ "group", required_argument, NULL, 'g' },
+	{ "config", required_argument, NULL, 'c' },
+	{ "foreground", no_argument, NULL, 'f' },
+	{ "max-jobs-per-node", required_argument, NULL, 'N' },
+	{ "max-jobs", required_argument, NULL, 'J' },
+	{ "libvirt-uri", required_argument, NULL, 'u' },
+	{ "no-libvirt", no_argument, NULL, 'L' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: memmigd [OPTIONS]\n"
+		"Moves processes' memory between NUMA nodes on request over a UNIX socket.\n\n"
+		"  -s, --socket PATH           the socket (default %s)\n"
+		"  -g, --group NAME            the socket's group (mode 0660)\n"
+		"  -c, --config FILE           settings (default %s; may be missing)\n"
+		"  -f, --foreground            do not detach; under systemd\n"
+		"      --max-jobs-per-node N   jobs running at once per target node (default 2)\n"
+		"      --max-jobs N            jobs queued or running (default 64)\n"
+		"      --libvirt-uri URI       libvirt connection (default qemu:///system)\n"
+		"      --no-libvirt            no libvirt: domains only from the hook\n"
+		"  -v, --verbose               debug messages\n"
+		"  -h, --help, -V, --version\n"
+		"Logs go to stderr.  Exit codes: 0 stopped by SIGTERM or SIGINT, 1 failed,\n"
+		"2 bad options or configuration.  See memmigd(8).\n",
+		PROTO_SOCKET_DEFAULT, MEMMIGD_CONFIG_DEFAULT);
+}
+
+/* The configuration file first, then the command line over it. */
+static int parse_args(int argc, char **argv, struct memmigd_opts *o)
+{
+	static const char *const keys[128] = {
+		['s'] = "socket", ['g'] = "group", ['N'] = "max-jobs-per-node",
+		['J'] = "max-jobs", ['u'] = "libvirt-uri",
+	};
+	bool config_given = false;
+	char err[512];
+	int c;
+
+	opts_defaults(o);
+	while ((c = getopt_long(argc, argv, "s:g:c:fvhV", long_opts, NULL)) != -1) {
+		if (c == 'c') {
+			snprintf(o->config, sizeof(o->config), "%s", optarg);
+			config_given = true;
+		} else if (c == 'h') {
+			usage(stdout);
+			exit(0);
+		} else if (c == 'V') {
+			printf("memmigd %s (protocol %d)\n", PACKAGE_VERSION, PROTO_VERSION);
+			exit(0);
+		} else if (c == '?') {
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "memmigd: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (config_load(o, o->config, !config_given, err, sizeof(err))) {
+		fprintf(stderr, "memmigd: %s\n", err);
+		return -EINVAL;
+	}
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "s:g:c:fvhV", long_opts, NULL)) != -1) {
+		if (c == 'f')
+			o->foreground = true;
+		else if (c == 'v')
+			o->verbose = 1;
+		else if (c == 'L')
+			o->no_libvirt = true;
+		else if (c < 128 && keys[c] && opts_set(o, keys[c], optarg, err, sizeof(err))) {
+			fprintf(stderr, "memmigd: --%s\n", err);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Without --foreground: fork, the parent exits once the socket listens
+ * (so that whoever started memmigd may connect at once), the child leaves
+ * the session.  stdin and stdout go to /dev/null; stderr stays, since
+ * that is where memmigd logs.
+ */
+static int detach(void)
+{
+	pid_t pid = fork();
+	int fd;
+
+	if (pid < 0)
+		return -errno;
+	if (pid > 0)
+		_exit(0);
+	if (setsid() < 0)
+		return -errno;
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	close(fd);
+	return chdir("/") ? -errno : 0;
+}
+
+/* Signals: SIGTERM and SIGINT through the loop's signalfd, blocked in
+ * every thread (workers inherit the mask); SIGPIPE and SIGHUP ignored. */
+static void setup_signals(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+}
+
+/* 256 clients, a /proc fd per active job and libmemmig's own fds. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int start(struct memmigd *d)
+{
+	const char *uri = NULL;
+	int rc;
+
+	rc = memmig_ctx_new(&d->ctx);
+	if (rc) {
+		mlog(LOG_LVL_ERR, "libmemmig: %s", strerror(-rc));
+		return rc;
+	}
+	memmig_ctx_set_log_fn(d->ctx, log_memmig, NULL);
+	d->wake_fd = eventfd(0, EFD_CLOEXEC);
+	if (d->wake_fd < 0)
+		return -errno;
+#ifdef HAVE_LIBVIRT
+	if (!d->opts.no_libvirt)
+		uri = d->opts.libvirt_uri;
+#endif
+	rc = domains_new(uri, ops_domain_move, d, &d->domains);
+	if (!rc)
+		rc = jobs_new(d->ctx, d->domains, d->opts.max_jobs_per_node, d->opts.max_jobs,
+			      d->wake_fd, &d->jobs);
+	if (rc)
+		mlog(LOG_LVL_ERR, "starting: %s", strerror(-rc));
+	return rc;
+}
+
+static void stop(struct memmigd *d)
+{
+	/* The watcher first: it submits jobs. */
+	domains_free(d->domains);
+	jobs_free(d->jobs);
+	if (d->wake_fd >= 0)
+		close(d->wake_fd);
+	if (d->listen_fd >= 0)
+		close(d->listen_fd);
+	memmig_ctx_unref(d->ctx);
+}
+
+int main(int argc, char **argv)
+{
+	struct memmigd d = { .listen_fd = -1, .wake_fd = -1 };
+	int rc;
+
+	if (parse_args(argc, argv, &d.opts))
+		return EXIT_USAGE;
+	log_setup(d.opts.verbose);
+	setup_signals();
+	raise_fd_limit();
+	if (geteuid() != 0)
+		mlog(LOG_LVL_WARN, "not running as root: only this user's processes can be moved");
+	rc = sock_listen(d.opts.socket, d.opts.group, &d.listen_fd);
+	if (rc)
+		return EXIT_RUN_FAILED;
+	/* Threads and the ring come after the fork: neither survives one. */
+	if (!d.opts.foreground && (rc = detach())) {
+		mlog(LOG_LVL_ERR, "detaching: %s", strerror(-rc));
+		sock_remove(d.opts.socket);
+		return EXIT_RUN_FAILED;
+	}
+	rc = start(&d);
+	if (!rc)
+		rc = loop_run(&d);
+	if (rc)
+		sock_remove(d.opts.socket);
+	else
+		mlog(LOG_LVL_INFO, "stopped");
+	stop(&d);
+	return rc ? EXIT_RUN_FAILED : 0;
+}

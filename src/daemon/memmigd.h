@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * memmigd's parts and how they meet.  One thread runs the io_uring loop
+ * (loop.c) and every request (ops.c); each running job has a worker thread
+ * (jobs.c) that wakes the loop through an eventfd when it ends; the
+ * libvirt watcher (domains.c) submits jobs from a thread of its own.
+ */
+#ifndef MEMMIGD_H
+#define MEMMIGD_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include <json-c/json.h>
+
+#include "memmig.h"
+#include "daemon/domains.h"
+#include "shared/pidmove.h"
+#include "shared/proto.h"
+
+#define MEMMIGD_CONFIG_DEFAULT	"/etc/memmig/memmigd.conf"
+#define MEMMIGD_MAX_CLIENTS	256
+#define MEMMIGD_KEEP_FINISHED	64	/* finished jobs still listed */
+
+/* ---- options and configuration (options.c, config.c) ---- */
+struct memmigd_opts {
+	char socket[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char group[64];			/* "": root's group */
+	char config[256];
+	char libvirt_uri[256];
+	bool foreground;
+	bool no_libvirt;
+	unsigned int max_jobs_per_node;	/* running at once per target node */
+	unsigned int max_jobs;		/* queued + running */
+	int verbose;
+};
+
+void opts_defaults(struct memmigd_opts *o);
+/* One "key = value" setting, the same keys as the long options;
+ * 0 or -EINVAL with a message in err. */
+int opts_set(struct memmigd_opts *o, const char *key, const char *value,
+	     char *err, size_t errlen);
+/* Reads a configuration file; a missing one is fine when missing_ok.
+ * 0 or -errno, with "file:line: what" in err. */
+int config_load(struct memmigd_opts *o, const char *path, bool missing_ok,
+		char *err, size_t errlen);
+
+/* ---- logging (log.c): to stderr, for the journal ---- */
+enum { LOG_LVL_ERR = 3, LOG_LVL_WARN = 4, LOG_LVL_INFO = 6, LOG_LVL_DEBUG = 7 };
+void log_setup(int verbose);
+void mlog(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_memmig(struct memmig_ctx *ctx, void *userdata, int priority,
+		const char *file, int line, const char *fn, const char *format,
+		va_list args);
+
+/* ---- the socket (sock.c) ---- */
+int sock_listen(const char *path, const char *group, int *out);
+void sock_remove(const char *path);
+
+/* ---- authorization (auth.c) ---- */
+struct client_cred {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	uint64_t cap_prm;	/* 0 when outside our user namespace */
+};
+
+int auth_peer(int fd, struct client_cred *out);
+/* An fd on /proc/PID, the handle on that process (not a later one with
+ * its pid); -ESRCH. */
+int auth_target_open(int pid);
+/* 0 or -EPERM (msg says why) or -ESRCH: the move_pages(2) rule. */
+int auth_may_move(const struct client_cred *c, int procfd, int pid,
+		  char *msg, size_t len);
+/* Whether the process behind procfd still exists. */
+bool auth_target_alive(int procfd);
+
+/* ---- jobs (jobs.c, job-json.c) ---- */
+struct jobs;
+
+struct job_spec {
+	int pid;
+	const char *domain;	/* NULL: by pid */
+	int to_node;
+	int strategy;
+	unsigned int threads;
+	uid_t uid;		/* the owner */
+	int procfd;		/* taken over by jobs_submit() */
+};
+
+int jobs_new(struct memmig_ctx *ctx, struct domains *dom, unsigned int per_node,
+	     unsigned int max, int wake_fd, struct jobs **out);
+/* Whether another job would go over the limit (checked again on submit). */
+bool jobs_full(struct jobs *j);
+/* Takes m and spec->procfd in every case; *job_json (may be NULL) gets the
+ * job.  -EBUSY over the limit, -ESHUTDOWN while stopping. */
+int jobs_submit(struct jobs *j, struct pidmove *m, const struct job_spec *spec,
+		struct json_object **job_json);
+struct json_object *jobs_list_json(struct jobs *j, uid_t uid);
+/* -ESRCH no such job, -EPERM not the client's. */
+int jobs_get_json(struct jobs *j, uint64_t id, uid_t uid, struct json_object **out);
+int jobs_cancel(struct jobs *j, uint64_t id, uid_t uid, struct json_object **out);
+/* On the loop thread after a wake: joins ended workers, drops old jobs. */
+void jobs_reap(struct jobs *j);
+/* Cancels every job and waits for the workers: each unit finishes. */
+void jobs_shutdown(struct jobs *j);
+void jobs_free(struct jobs *j);
+
+/* ---- the daemon (main.c) and requests (ops.c) ---- */
+struct memmigd {
+	struct memmigd_opts opts;
+	struct memmig_ctx *ctx;
+	struct domains *domains;
+	struct jobs *jobs;
+	int listen_fd;
+	int wake_fd;			/* eventfd: workers wake the loop */
+};
+
+/* One request line: the reply (new reference). */
+struct json_object *ops_handle(struct memmigd *d, const struct client_cred *c,
+			       const char *line, size_t len);
+/* domains_move_fn: a move asked for by the libvirt watcher, as root. */
+int ops_domain_move(void *opaque, const char *name, int pid, int to_node);
+
+/* ---- connections (conn.c) and the loop (loop.c) ---- */
+struct conn;
+int loop_run(struct memmigd *d);
+
+#endif

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The operations of docs/protocol.md: one handler per op, found through a
+ * table, each turning a parsed request into its reply.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "daemon/memmigd.h"
+#include "shared/nodes-json.h"
+
+typedef struct json_object *(*op_fn)(struct memmigd *d, const struct client_cred *c,
+				     const struct proto_request *req);
+
+static struct json_object *op_version(struct memmigd *d, const struct client_cred *c,
+				      const struct proto_request *req)
+{
+	struct json_object *o = proto_reply_ok(req);
+	bool libvirt = false;
+
+#ifdef HAVE_LIBVIRT
+	libvirt = !d->opts.no_libvirt;
+#endif
+	json_object_object_add(o, "version", json_object_new_string(PACKAGE_VERSION));
+	json_object_object_add(o, "protocol", json_object_new_int(PROTO_VERSION));
+	json_object_object_add(o, "libvirt", json_object_new_boolean(libvirt));
+	return o;
+}
+
+static struct json_object *op_nodes(struct memmigd *d, const struct client_cred *c,
+				    const struct proto_request *req)
+{
+	struct json_object *o, *nodes;
+	int rc = nodes_json(d->ctx, &nodes);
+
+	if (rc)
+		return proto_reply_error(req, rc, "reading the nodes: %s", strerror(-rc));
+	o = proto_reply_ok(req);
+	json_object_object_foreach(nodes, key, val)
+		json_object_object_add(o, key, json_object_get(val));
+	json_object_put(nodes);
+	return o;
+}
+
+/* Why pidmove_new() refused, in the client's words. */
+static void move_error(int rc, int pid, int to_node, char *msg, size_t len)
+{
+	switch (rc) {
+	case -ESRCH:
+		snprintf(msg, len, "no process %d", pid);
+		break;
+	case -ENOENT:
+		snprintf(msg, len, "no node %d with memory", to_node);
+		break;
+	case -EFAULT:
+		snprintf(msg, len, "a range is not mapped in pid %d", pid);
+		break;
+	case -EINVAL:
+		snprintf(msg, len, "pid %d: a range is unaligned, empty or not movable", pid);
+		break;
+	default:
+		snprintf(msg, len, "pid %d: %s", pid, strerror(-rc));
+	}
+}
+
+/*
+ * Checks a move for a client and queues it: 0 with *job, or -errno with
+ * msg.  The process is pinned by an fd on /proc/PID from the permission
+ * check to the job's start, so that a pid reused meanwhile fails (ESRCH)
+ * instead of moving someone else's memory.
+ */
+static int submit_move(struct memmigd *d, const struct client_cred *c, int pid,
+		       const char *domain, const struct proto_request *req,
+		       struct json_object **job, char *msg, size_t len)
+{
+	struct pidmove_req pr = {
+		.pid = pid, .ranges = req->nranges ? req->ranges : NULL,
+		.nranges = req->nranges, .to_node = req->to_node,
+		.strategy = MEMMIG_STRATEGY_KERNEL, .threads = req->threads,
+	};
+	struct job_spec spec = {
+		.pid = pid, .domain = domain, .to_node = req->to_node,
+		.strategy = pr.strategy, .threads = req->threads, .uid = c->uid,
+	};
+	struct pidmove *m;
+	int rc;
+
+	if (req->strategy == MEMMIG_STRATEGY_COPY) {
+		snprintf(msg, len, "the copy strategy only moves the caller's own memory: "
+			 "memmigd moves another process's with \"kernel\"");
+		return -EINVAL;
+	}
+	spec.procfd = auth_target_open(pid);
+	if (spec.procfd < 0) {
+		move_error(spec.procfd, pid, req->to_node, msg, len);
+		return spec.procfd;
+	}
+	rc = auth_may_move(c, spec.procfd, pid, msg, len);
+	if (!rc && jobs_full(d->jobs)) {
+		snprintf(msg, len, "too many jobs: %u queued or running", d->opts.max_jobs);
+		rc = -EBUSY;
+	}
+	if (rc) {
+		close(spec.procfd);
+		return rc;
+	}
+	rc = pidmove_new(d->ctx, &pr, &m);
+	if (!rc && !auth_target_alive(spec.procfd)) {
+		pidmove_free(m);
+		rc = -ESRCH;
+	}
+	if (rc) {
+		close(spec.procfd);
+		move_error(rc, pid, req->to_node, msg, len);
+		return rc;
+	}
+	rc = jobs_submit(d->jobs, m, &spec, job);
+	if (rc)
+		snprintf(msg, len, rc == -EBUSY ? "too many jobs: %u queued or running" :
+			 "memmigd is stopping", d->opts.max_jobs);
+	return rc;
+}
+
+static struct json_object *op_move(struct memmigd *d, const struct client_cred *c,
+				   const struct proto_request *req)
+{
+	struct json_object *o, *job;
+	const char *domain = req->domain[0] ? req->domain : NULL;
+	char msg[512];
+	int pid = req->pid, rc;
+
+	if (domain && domains_resolve(d->domains, domain, &pid))
+		return proto_reply_error(req, ENOENT, "no domain \"%s\"", domain);
+	rc = submit_move(d, c, pid, domain, req, &job, msg, sizeof(msg));
+	if (rc)
+		return proto_reply_error(req, rc, "%s", msg);
+	o = proto_reply_ok(req);
+	json_object_object_add(o, "job", job);
+	return o;
+}
+
+int ops_domain_move(void *opaque, const char *name, int pid, int to_node)
+{
+	struct proto_request req = { .op = PROTO_OP_MOVE, .pid = pid, .to_node = to_node,
+				     .strategy = MEMMIG_STRATEGY_KERNEL };
+	struct client_cred root = { .pid = getpid() };
+	char msg[512];
+	int rc;
+
+	snprintf(req.domain, sizeof(req.domain), "%s", name);
+	rc = submit_move(opaque, &root, pid, name, &req, NULL, msg, sizeof(msg));
+	if (rc)
+		mlog(LOG_LVL_ERR, "domain %s: %s", name, msg);
+	return rc;
+}
+
+static struct json_object *op_jobs(struct memmigd *d, const struct client_cred *c,
+				   const struct proto_request *req)
+{
+	struct json_object *o = proto_reply_ok(req);
+
+	json_object_object_add(o, "jobs", jobs_list_json(d->jobs, c->uid));
+	return o;
+}
+
+static struct json_object *job_reply(const struct proto_request *req, int rc,
+				     struct json_object *job, uid_t uid)
+{
+	struct json_object *o;
+
+	if (rc == -ESRCH)
+		return proto_reply_error(req, rc, "no job %llu", (unsigned long long)req->job);
+	if (rc == -EPERM)
+		return proto_reply_error(req, rc, "job %llu is not uid %u's",
+					 (unsigned long long)req->job, uid);
+	o = proto_reply_ok(req);
+	json_object_object_add(o, "job", job);
+	return o;
+}
+
+static struct json_object *op_job(struct memmigd *d, const struct client_cred *c,
+				  const struct proto_request *req)
+{
+	struct json_object *job = NULL;
+	int rc = jobs_get_json(d->jobs, req->job, c->uid, &job);
+
+	return job_reply(req, rc, job, c->uid);
+}
+
+static struct json_object *op_cancel(struct memmigd *d, const struct client_cred *c,
+				     const struct proto_request *req)
+{
+	struct json_object *job = NULL;
+	int rc = jobs_cancel(d->jobs, req->job, c->uid, &job);
+
+	return job_reply(req, rc, job, c->uid);
+}
+
+static struct json_object *op_register(struct memmigd *d, const struct client_cred *c,
+				       const struct proto_request *req)
+{
+	int rc = domains_register(d->domains, req->domain, req->uuid, req->pid, req->nodeset);
+
+	if (rc)
+		return proto_reply_error(req, rc, "register %s: %s", req->domain, strerror(-rc));
+	mlog(LOG_LVL_INFO, "domain %s registered: pid %d, nodeset %s", req->domain, req->pid,
+	     req->nodeset[0] ? req->nodeset : "-");
+	return proto_reply_ok(req);
+}
+
+static struct json_object *op_unregister(struct memmigd *d, const struct client_cred *c,
+					 const struct proto_request *req)
+{
+	int rc = domains_unregister(d->domains, req->domain);
+
+	if (rc)
+		return proto_reply_error(req, rc, "no domain \"%s\"", req->domain);
+	mlog(LOG_LVL_INFO, "domain %s unregistered", req->domain);
+	return proto_reply_ok(req);
+}
+
+static struct json_object *op_domains(struct memmigd *d, const struct client_cred *c,
+				      const struct proto_request *req)
+{
+	struct json_object *o = proto_reply_ok(req);
+
+	json_object_object_add(o, "domains", domains_list_json(d->domains));
+	return o;
+}
+
+static const struct {
+	op_fn fn;
+	bool root_only;
+} op_table[] = {
+	[PROTO_OP_VERSION] = { op_version, false },
+	[PROTO_OP_NODES] = { op_nodes, false },
+	[PROTO_OP_MOVE] = { op_move, false },
+	[PROTO_OP_JOBS] = { op_jobs, false },
+	[PROTO_OP_JOB] = { op_job, false },
+	[PROTO_OP_CANCEL] = { op_cancel, false },
+	[PROTO_OP_REGISTER] = { op_register, true },
+	[PROTO_OP_UNREGISTER] = { op_unregister, true },
+	[PROTO_OP_DOMAINS] = { op_domains, false },
+};
+
+struct json_object *ops_handle(struct memmigd *d, const struct client_cred *c,
+			       const char *line, size_t len)
+{
+	struct proto_request *req = malloc(sizeof(*req));	/* 4 KiB of ranges */
+	struct json_object *o;
+	char err[256];
+	int rc;
+
+	if (!req)
+		return proto_reply_error(NULL, ENOMEM, "out of memory");
+	rc = proto_request_parse(line, len, req, err, sizeof(err));
+	if (rc)
+		o = proto_reply_error(req, rc, "%s", err);
+	else if (op_table[req->op].root_only && c->uid != 0)
+		o = proto_reply_error(req, EPERM, "only root may do that");
+	else
+		o = op_table[req->op].fn(d, c, req);
+	free(req);
+	return o;
+}

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Moves through memmigd of memhog, a process that does not link
+ * libmemmig, checked by memhog's own checksum after each: a whole
+ * process, one range, a queued job cancelled, a running one cancelled, a
+ * client that disconnects mid-job (the job goes on), and SIGTERM during a
+ * job (memmigd exits 0, removes its socket, memhog's data intact).
+ *
+ * This machine may have one node: moving to node 0 then moves nothing,
+ * but the path -- plan, placement query, move_pages, report -- is the
+ * same; the multi-node tier moves pages for real.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client.h"
+
+#define WAIT_MS 120000
+
+static bool job_ok(struct json_object *job)
+{
+	return job && !strcmp(tc_str(job, "state"), "done") && !strcmp(tc_str(job, "result"), "OK");
+}
+
+static void move_whole(struct tc_conn *c, struct tc_hog *h)
+{
+	struct json_object *r, *job, *rep;
+
+	r = tc_call(c, "{\"op\":\"move\",\"pid\":%d,\"to_node\":0,\"tag\":3}", h->pid);
+	CHECK(!strcmp(tc_error(r), "OK"), "move: %s %s", tc_error(r), tc_str(r, "message"));
+	job = tc_get(r, "job");
+	CHECK(tc_int(r, "tag") == 3, "tag");
+	CHECK(tc_int(job, "pid") == h->pid, "job pid");
+	CHECK(!strcmp(tc_str(job, "strategy"), "kernel"), "auto is kernel: %s", tc_str(job, "strategy"));
+	CHECK(tc_int(job, "uid") == (int64_t)getuid(), "job uid");
+	CHECK(tc_get(job, "domain") == NULL, "no domain");
+	CHECK(tc_int(job, "bytes_total") >= (int64_t)(h->anon_len + h->memfd_len),
+	      "bytes_total %lld covers memhog's memory", (long long)tc_int(job, "bytes_total"));
+	job = tc_wait_job(c, tc_int(job, "id"), WAIT_MS);
+	CHECK(job_ok(job), "whole move: %s %s %s", tc_str(job, "state"), tc_str(job, "result"),
+	      tc_str(job, "message"));
+	rep = tc_get(job, "report");
+	CHECK(rep && tc_int(rep, "pid") == h->pid && tc_int(rep, "result") == 0 &&
+	      tc_int(rep, "pages_failed") == 0, "report: %s",
+	      rep ? json_object_to_json_string(rep) : "none");
+	CHECK(tc_int(job, "bytes_done") == tc_int(job, "bytes_total"), "all bytes done");
+	CHECK(tc_hog_verify(h), "memhog's data after the whole move");
+	json_object_put(job);
+	json_object_put(r);
+}
+
+static void move_range(struct tc_conn *c, struct tc_hog *h)
+{
+	struct json_object *r, *job;
+
+	r = tc_call(c, "{\"op\":\"move\",\"pid\":%d,\"to_node\":0,\"strategy\":\"kernel\","
+		    "\"threads\":2,\"ranges\":[{\"addr\":\"0x%llx\",\"len\":%llu},"
+		    "{\"addr\":%llu,\"len\":\"0x%llx\"}]}", h->pid,
+		    (unsigned long long)h->anon, (unsigned long long)h->anon_len,
+		    (unsigned long long)h->memfd, (unsigned long long)h->memfd_len);
+	CHECK(!strcmp(tc_error(r), "OK"), "range move: %s %s", tc_error(r), tc_str(r, "message"));
+	job = tc_get(r, "job");
+	CHECK(tc_int(job, "bytes_total") == (int64_t)(h->anon_len + h->memfd_len),
+	      "bytes_total %lld is the two ranges", (long long)tc_int(job, "bytes_total"));
+	CHECK(tc_int(job, "threads") == 2, "threads 2");
+	job = tc_wait_job(c, tc_int(job, "id"), WAIT_MS);
+	CHECK(job_ok(job), "range move: %s %s", tc_str(job, "state"), tc_str(job, "message"));
+	CHECK(tc_hog_verify(h), "memhog's data after the range move");
+	json_object_put(job);
+	json_object_put(r);
+}
+
+/* With one job per node, a second one queues; cancelled, it ends at once. */
+static void cancel_jobs(struct tc_conn *c, struct tc_hog *h)
+{
+	struct json_object *r1, *r2, *r, *j1, *j2;
+	char buf[256];
+	int n;
+
+	n = snprintf(buf, sizeof(buf),
+		     "{\"op\":\"move\",\"pid\":%d,\"to_node\":0,\"threads\":1}\n"
+		     "{\"op\":\"move\",\"pid\":%d,\"to_node\":0,\"threads\":1}\n", h->pid, h->pid);
+	CHECK(!tc_write(c, buf, (size_t)n), "two moves");
+	r1 = tc_read(c, WAIT_MS);
+	r2 = tc_read(c, WAIT_MS);
+	j1 = tc_get(r1, "job");
+	j2 = tc_get(r2, "job");
+	CHECK(j1 && j2, "two jobs: %s %s", tc_error(r1), tc_error(r2));
+	/* The first can only be done already if it moved 320 MiB in the
+	 * time the daemon took to parse one line. */
+	CHECK(!strcmp(tc_str(j2, "state"), "queued") ||
+	      !strcmp(tc_str(j1, "state"), "done"), "second job %s while the first is %s",
+	      tc_str(j2, "state"), tc_str(j1, "state"));
+	r = tc_call(c, "{\"op\":\"cancel\",\"job\":%lld}", (long long)tc_int(j2, "id"));
+	CHECK(!strcmp(tc_error(r), "OK"), "cancel queued: %s", tc_error(r));
+	if (!strcmp(tc_str(j2, "state"), "queued")) {
+		struct json_object *job = tc_get(r, "job");
+
+		CHECK(!strcmp(tc_str(job, "state"), "cancelled") &&
+		      !strcmp(tc_str(job, "result"), "ECANCELED"), "queued job cancelled at once: %s %s",
+		      tc_str(job, "state"), tc_str(job, "result"));
+	}
+	json_object_put(r);
+	r = tc_call(c, "{\"op\":\"cancel\",\"job\":%lld}", (long long)tc_int(j1, "id"));
+	CHECK(!strcmp(tc_error(r), "OK"), "cancel running: %s", tc_error(r));
+	json_object_put(r);
+	r = tc_wait_job(c, tc_int(j1, "id"), WAIT_MS);
+	/* Either it stopped after its units, or it had finished first. */
+	CHECK(!strcmp(tc_str(r, "state"), "cancelled") ? !strcmp(tc_str(r, "result"), "ECANCELED") :
+	      job_ok(r), "cancelled running job: %s %s", tc_str(r, "state"), tc_str(r, "result"));
+	printf("running job after cancel: %s (%lld of %lld bytes)\n", tc_str(r, "state"),
+	       (long long)tc_int(r, "bytes_done"), (long long)tc_int(r, "bytes_total"));
+	json_object_put(r);
+	/* Cancelling a finished job is not an error. */
+	r = tc_call(c, "{\"op\":\"cancel\",\"job\":%lld}", (long long)tc_int(j1, "id"));
+	CHECK(!strcmp(tc_error(r), "OK"), "cancel finished: %s", tc_error(r));
+	json_object_put(r);
+	CHECK(tc_hog_verify(h), "memhog's data after the cancels");
+	json_object_put(r1);
+	json_object_put(r2);
+}
+
+/* The job belongs to the daemon: it goes on without its client. */
+static void disconnect(struct tc_daemon *d, struct tc_hog *h)
+{
+	struct tc_conn *c = tc_connect(d->sock), *c2;
+	struct json_object *r = tc_call(c, "{\"op\":\"move\",\"pid\":%d,\"to_node\":0}", h->pid);
+	int64_t id = tc_int(tc_get(r, "job"), "id");
+
+	CHECK(id > 0, "move then disconnect: %s", tc_error(r));
+	tc_close(c);
+	json_object_put(r);
+	c2 = tc_connect(d->sock);
+	r = tc_wait_job(c2, id, WAIT_MS);
+	CHECK(job_ok(r), "job of a gone client: %s %s", tc_str(r, "state"), tc_str(r, "message"));
+	json_object_put(r);
+	/* And a client gone before it even read the reply. */
+	c = tc_connect(d->sock);
+	snprintf(c->buf, sizeof(c->buf), "{\"op\":\"move\",\"pid\":%d,\"to_node\":0}\n", h->pid);
+	tc_write(c, c->buf, strlen(c->buf));
+	tc_close(c);
+	r = tc_call(c2, "{\"op\":\"jobs\"}");
+	CHECK(json_object_array_length(tc_get(r, "jobs")) >= 5, "jobs listed: %zu",
+	      json_object_array_length(tc_get(r, "jobs")));
+	json_object_put(r);
+	tc_close(c2);
+	CHECK(tc_hog_verify(h), "memhog's data after disconnects");
+}
+
+static void sigterm(struct tc_hog *h)
+{
+	static const char *const opts[] = { "--max-jobs-per-node", "1", NULL };
+	struct tc_daemon d;
+	struct tc_conn *c;
+	struct json_object *r;
+	int rc;
+
+	if (tc_daemon_start(&d, opts)) {
+		CHECK(0, "second daemon");
+		return;
+	}
+	c = tc_connect(d.sock);
+	for (int i = 0; i < 3; i++) {
+		r = tc_call(c, "{\"op\":\"move\",\"pid\":%d,\"to_node\":0,\"threads\":1}", h->pid);
+		CHECK(!strcmp(tc_error(r), "OK"), "move before SIGTERM: %s", tc_error(r));
+		json_object_put(r);
+	}
+	rc = tc_daemon_stop(&d);
+	CHECK(rc == 0, "memmigd exit status %d after SIGTERM during jobs", rc);
+	CHECK(tc_closed(c, 5000), "client closed by the stop");
+	tc_close(c);
+	CHECK(tc_hog_verify(h), "memhog's data after SIGTERM");
+}
+
+int main(void)
+{
+	static const char *const opts[] = { "--max-jobs-per-node", "1", NULL };
+	struct tc_daemon d;
+	struct tc_hog h;
+	struct tc_conn *c;
+	int rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (tc_hog_start(&h, 256, 64, (uid_t)-1, (gid_t)-1))
+		return 1;
+	if (tc_daemon_start(&d, opts)) {
+		tc_hog_stop(&h);
+		return 1;
+	}
+	CHECK(tc_hog_verify(&h), "memhog's data before");
+	c = tc_connect(d.sock);
+	move_whole(c, &h);
+	move_range(c, &h);
+	cancel_jobs(c, &h);
+	tc_close(c);
+	disconnect(&d, &h);
+	rc = tc_daemon_stop(&d);
+	CHECK(rc == 0, "memmigd exit status %d", rc);
+	sigterm(&h);
+	CHECK(tc_hog_stop(&h), "memhog exits clean");
+	return tc_summary();
+}
