@@ -148,6 +148,7 @@ wait_for() {
 }
 
 # ---- libvirtd with the hook, memmigd ----
+mkdir -p "${hook%/*}" || die "cannot create ${hook%/*}"
 cat >"$hook" <<HOOK
 #!/bin/sh
 # memmig's test-libvirt.sh: the hook, pointed at the test's memmigd.
