@@ -14,7 +14,7 @@ static void domains_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: memmig-cli domains [list] [--json]\n"
-		"       memmig-cli domains register --name NAME --uuid UUID --pid PID\n"
+		"       memmig-cli domains register --name NAME --pid PID [--uuid UUID]\n"
 		"                                   [--nodeset SET]\n"
 		"       memmig-cli domains unregister --name NAME\n"
 		"Lists the libvirt domains memmigd knows (from the hook or libvirtd),\n"
@@ -122,9 +122,9 @@ static int change(const char *op, const struct dom_args *a)
 	struct json_object *reply;
 	int rc;
 
-	if (!a->name || (!strcmp(op, "register") && (!a->uuid || !a->pid))) {
+	if (!a->name || (!strcmp(op, "register") && !a->pid)) {
 		cli_error("domains %s: --name%s required\n", op,
-			  strcmp(op, "register") ? " is" : ", --uuid and --pid are");
+			  strcmp(op, "register") ? " is" : " and --pid are");
 		return CLI_EXIT_USAGE;
 	}
 	if (strlen(a->name) >= sizeof(req.domain) ||
@@ -136,7 +136,8 @@ static int change(const char *op, const struct dom_args *a)
 	if (!strcmp(op, "register")) {
 		req.op = PROTO_OP_REGISTER;
 		req.pid = (int)a->pid;
-		strcpy(req.uuid, a->uuid);
+		if (a->uuid)
+			strcpy(req.uuid, a->uuid);
 		if (a->nodeset)
 			strcpy(req.nodeset, a->nodeset);
 	}
