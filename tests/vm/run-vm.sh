@@ -26,7 +26,7 @@ log=$vmdir/console.log
 initrd=$vmdir/initramfs.cpio.gz
 pmem=$vmdir/pmem0.img
 timeout_s=${VM_TIMEOUT:-600}
-all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-hwpoison guest-dax"
+all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-daemon guest-hwpoison guest-dax"
 tests=${VM_TESTS:-$all_tests}
 
 skip() {
@@ -69,6 +69,7 @@ builddir_elf() {
 }
 cli=$(builddir_elf src/cli/memmig-cli)
 memhog=$(builddir_elf tests/helpers/memhog)
+memmigd=$(builddir_elf src/daemon/memmigd)
 libmemmig=$(ls "$top_builddir"/src/lib/.libs/libmemmig.so.* 2>/dev/null | head -n 1)
 [ -n "$libmemmig" ] || skip "src/lib/.libs/libmemmig.so.* is not built (a --disable-shared build?)"
 
@@ -115,6 +116,7 @@ cp "$srcdir/tests/vm/guest-init.sh" "$root/init"
 chmod 755 "$root/init"
 add_elf "$cli" /bin/memmig-cli || exit 1
 add_elf "$memhog" /bin/memhog || exit 1
+add_elf "$memmigd" /sbin/memmigd || exit 1
 # The library under test, whatever ldd found (an installed copy?).
 cp -L "$libmemmig" "$root/lib/$(objdump -p "$libmemmig" | sed -n 's/^ *SONAME *//p')"
 for p in bash jq migratepages numactl; do
@@ -137,6 +139,7 @@ for t in $tests; do
 	guest-dax) prog=tests/vm/guest-dax ;;
 	test-move-pid) script=tests/migrate/test-move-pid.sh prog= ;;
 	guest-move-pid) script=tests/vm/guest-move-pid.sh prog= ;;
+	guest-daemon) script=tests/vm/guest-daemon.sh prog= ;;
 	*) echo "run-vm.sh: unknown test '$t' (known: $all_tests)"; exit 1 ;;
 	esac
 	if [ -n "$prog" ]; then

@@ -1,0 +1,124 @@
+#!/bin/bash
+# In the multi-node guest (run-vm.sh): memmigd moves an outside process's
+# memory between nodes for real, as jobs -- to the CPU-less node 2 and back
+# -- and /proc/PID/numa_maps (the kernel's own view) agrees; with one job
+# per node at a time, a second job to the same node waits in the queue; and
+# SIGTERM in the middle of a job stops memmigd cleanly with every page on
+# one node or the other and the bytes intact.
+set -u
+cli=${MEMMIG_CLI:-memmig-cli}
+daemon=${MEMMIGD:-memmigd}
+memhog=${MEMHOG:-memhog}
+anon_mib=128 memfd_mib=32
+# shellcheck source=../testlib.sh
+. "$(dirname "$0")/../testlib.sh"
+nodes=$(cat /sys/devices/system/node/has_memory 2>/dev/null)
+[ "$nodes" = 0-2 ] || { echo "SKIP: needs memory on nodes 0-2, not '$nodes'"; exit 77; }
+command -v "$daemon" >/dev/null || { echo "FAIL: $daemon is not in the guest"; exit 1; }
+
+sock=$tmp/memmigd.sock
+start_daemon() {
+	"$daemon" --foreground --socket "$sock" --no-libvirt --max-jobs-per-node 1 \
+		--config /dev/null 2>>"$tmp/daemon.log" &
+	dpid=$!
+	for _ in $(seq 100); do
+		[ -S "$sock" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+mc() { "$cli" --socket "$sock" "$@"; }
+# A top-level member of the JSON in $tmp/out: json KEY
+json() {
+	sed -n "s/^  \"$1\": *\"\{0,1\}\([-0-9A-Za-z.]*\)\"\{0,1\},\{0,1\}$/\1/p" "$tmp/out"
+}
+# The N<node>=<pages> fields of the numa_maps line of a mapping
+placement() {
+	awk -v a="${1#0x}" '$1 == a {
+		s = ""
+		for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) s = s (s ? " " : "") $i
+		print s; exit }' "/proc/$hog/numa_maps"
+}
+# Pages of a mapping on any node: the sum of its N<node>= fields
+placed_pages() {
+	placement "$1" | tr ' ' '\n' | sed 's/^N[0-9]*=//' | awk '{ s += $1 } END { print s + 0 }'
+}
+last_count=0
+check_alive() {
+	local v
+	v=$(verify)
+	check "$1: data intact ($v)" test "${v% *}" = "verify ok"
+	check "$1: still running" test "${v##* }" -gt "$last_count"
+	last_count=${v##* }
+}
+
+check "memmigd starts" start_daemon
+"$memhog" "$anon_mib" "$memfd_mib" >"$tmp/hog.out" &
+hog=$!
+check "memhog ready" wait_line '^ready' >/dev/null
+read -r _ anon_addr anon_len < <(grep '^anon' "$tmp/hog.out")
+read -r _ memfd_addr memfd_len < <(grep '^memfd' "$tmp/hog.out")
+anon_pages=$((anon_len / 4096)) memfd_pages=$((memfd_len / 4096))
+check_alive "start"
+
+for node in 2 0; do
+	mc move --pid "$hog" --to-node "$node" --wait --json >"$tmp/out" 2>"$tmp/err"
+	check "memmigd: move to node $node" test $? -eq 0
+	check "node $node: via memmigd" test "$(json via)" = memmigd
+	check "node $node: nothing failed" test "$(json pages_failed)" = 0
+	a=$(placement "$anon_addr") m=$(placement "$memfd_addr")
+	echo "  job $(json job) to node $node: $(json bytes_moved) bytes in $(json seconds) s;" \
+		"numa_maps anon [$a] memfd [$m]"
+	check "node $node: numa_maps: anon on N$node" test "$a" = "N$node=$anon_pages"
+	check "node $node: numa_maps: memfd on N$node" test "$m" = "N$node=$memfd_pages"
+	check_alive "node $node"
+done
+
+# One job per node at a time: the second job to node 1 queues behind the
+# first, then runs; both end done.
+mc move --pid "$hog" --to-node 1 --range "$anon_addr-$(printf '0x%x' $((anon_addr + anon_len)))" \
+	--threads 1 --json >"$tmp/out" 2>"$tmp/err"
+j1=$(json id)
+mc move --pid "$hog" --to-node 1 --range "$memfd_addr-$(printf '0x%x' $((memfd_addr + memfd_len)))" \
+	--json >"$tmp/out" 2>"$tmp/err"
+j2=$(json id) s2=$(json state)
+mc status "$j1" --json >"$tmp/out"
+s1=$(json state)
+echo "  job $j1 $s1, job $j2 $s2 (one job per node)"
+if [ "$s1" = running ]; then
+	check "the second job to node 1 waits in the queue" test "$s2" = queued
+fi
+for j in "$j1" "$j2"; do
+	for _ in $(seq 300); do
+		mc status "$j" --json >"$tmp/out" 2>/dev/null
+		[ "$(json state)" = done ] && break
+		sleep 0.1
+	done
+	check "job $j done" test "$(json state)" = done
+done
+check "queued jobs: anon on N1" test "$(placement "$anon_addr")" = "N1=$anon_pages"
+check "queued jobs: memfd on N1" test "$(placement "$memfd_addr")" = "N1=$memfd_pages"
+check_alive "queued jobs"
+
+# SIGTERM during a job: memmigd cancels it, waits for the units in flight
+# and exits 0; every page is on node 1 or 2, none lost, bytes intact.
+mc move --pid "$hog" --to-node 2 --threads 1 --json >"$tmp/out" 2>"$tmp/err"
+sleep 0.3
+kill -TERM "$dpid"
+wait "$dpid"
+check "memmigd exits 0 on SIGTERM" test $? -eq 0
+dpid=
+check "socket removed" test ! -e "$sock"
+a=$(placement "$anon_addr") m=$(placement "$memfd_addr")
+echo "  after SIGTERM: anon [$a] memfd [$m]"
+check "SIGTERM: every anon page on a node" test "$(placed_pages "$anon_addr")" -eq "$anon_pages"
+check "SIGTERM: every memfd page on a node" test "$(placed_pages "$memfd_addr")" -eq "$memfd_pages"
+check "SIGTERM: no page left on node 0" sh -c "! echo '$a $m' | grep -q N0="
+grep -i 'cancel\|SIGTERM\|stop' "$tmp/daemon.log" | sed 's/^/  memmigd: /' | head -5
+check_alive "after SIGTERM"
+
+kill -TERM "$hog"
+wait "$hog"
+check "memhog exits clean" test $? -eq 0
+hog=
+summary
