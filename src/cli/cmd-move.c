@@ -290,6 +290,7 @@ static struct json_object *move_request(const struct move_args *a)
 /* Polls the job until it ends; Ctrl-C asks memmigd to cancel it. */
 static int follow(struct cli_conn *c, int64_t id, struct json_object **job)
 {
+	unsigned int wait_us = 10 * 1000;
 	bool cancel_sent = false;
 
 	for (;;) {
@@ -317,7 +318,11 @@ static int follow(struct cli_conn *c, int64_t id, struct json_object **job)
 			     (uint64_t)cli_json_int(j, "bytes_total", 0),
 			     cli_json_double(j, "rate", 0));
 		json_object_put(reply);
-		usleep(stop_requested && !cancel_sent ? 0 : 200 * 1000);
+		/* Short jobs end soon after they start: poll often at first. */
+		if (!(stop_requested && !cancel_sent))
+			usleep(wait_us);
+		if (wait_us < 200 * 1000)
+			wait_us *= 2;
 	}
 }
 

@@ -74,6 +74,28 @@ for node in 2 0; do
 	check_alive "node $node"
 done
 
+# Beside the peer, the same pages both ways: numactl's migratepages and a
+# memmigd job (wall time of memmig-cli move --wait, and the job's own).
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+t0=$EPOCHREALTIME
+migratepages "$hog" 0 2
+t1=$EPOCHREALTIME
+check "migratepages 0 2: anon on N2" test "$(placement "$anon_addr")" = "N2=$anon_pages"
+mc move --pid "$hog" --to-node 0 --wait --json >"$tmp/out" 2>"$tmp/err"
+t2=$EPOCHREALTIME
+check "memmigd back to node 0: anon on N0" test "$(placement "$anon_addr")" = "N0=$anon_pages"
+job_back=$(json seconds)
+mc move --pid "$hog" --to-node 2 --wait --json >"$tmp/out" 2>"$tmp/err"
+t3=$EPOCHREALTIME
+job_there=$(json seconds)
+migratepages "$hog" 2 0
+t4=$EPOCHREALTIME
+check "migratepages 2 0: anon on N0" test "$(placement "$anon_addr")" = "N0=$anon_pages"
+echo "  $(((anon_pages + memfd_pages) / 256)) MiB 0->2: migratepages $(secs "$t0" "$t1") s," \
+	"memmigd $(secs "$t2" "$t3") s wall (job $job_there s);" \
+	"2->0: migratepages $(secs "$t3" "$t4") s, memmigd $(secs "$t1" "$t2") s wall (job $job_back s)"
+check_alive "beside migratepages"
+
 # One job per node at a time: the second job to node 1 queues behind the
 # first, then runs; both end done.
 mc move --pid "$hog" --to-node 1 --range "$anon_addr-$(printf '0x%x' $((anon_addr + anon_len)))" \
