@@ -54,6 +54,25 @@ verify() {
 	grep '^verify' "$tmp/hog.out" | tail -n 1
 }
 
+# check_alive WHAT: memhog's bytes are intact and its loop counter went on
+# since the last call
+last_count=0
+check_alive() {
+	local v
+	v=$(verify)
+	check "$1: data intact ($v)" test "${v% *}" = "verify ok"
+	check "$1: still running" test "${v##* }" -gt "$last_count"
+	last_count=${v##* }
+}
+
+# memhog_stop: SIGTERM; memhog exits 0 when its last check passed
+memhog_stop() {
+	kill -TERM "$hog"
+	wait "$hog"
+	check "memhog exits clean" test $? -eq 0
+	hog=
+}
+
 # The closing line, and the exit status: 0 when nothing failed.
 summary() {
 	echo "$passes passed, $fails failed"

@@ -44,10 +44,18 @@ const struct cli_cmd *cli_cmd_find(const struct cli_cmd *const *table,
 void cli_cmd_list(FILE *f, const struct cli_cmd *const *table);
 
 /*
- * Options of a command that takes only --json and --help: CLI_EXIT_OK,
- * CLI_EXIT_USAGE (usage printed), or -1 when --help printed the usage.
+ * Options of a command that takes only --json and --help, and nargs
+ * arguments (argv[optind]...): CLI_EXIT_OK, CLI_EXIT_USAGE (usage
+ * printed), or -1 when --help printed the usage.
  */
-int cli_parse_json_only(int argc, char **argv, void (*usage)(FILE *), bool *json);
+int cli_parse_json_args(int argc, char **argv, void (*usage)(FILE *), bool *json,
+			int nargs);
+
+static inline int cli_parse_json_only(int argc, char **argv,
+				      void (*usage)(FILE *), bool *json)
+{
+	return cli_parse_json_args(argc, argv, usage, json, 0);
+}
 
 /* Messages go to stderr, prefixed with "memmig-cli: ". */
 void cli_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
@@ -82,7 +90,7 @@ int cli_move_exit(const char *cmd, struct json_object *rep);
 struct job_cmd {
 	const char *name;	/* the command */
 	const char *op;		/* its protocol op */
-	const char *what;	/* its help */
+	void (*usage)(FILE *f);
 };
 int cli_job_cmd_run(const struct job_cmd *jc, int argc, char **argv);
 /* memmigd's jobs (a JSON array) as a table. */

@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* memmig-cli status JOB: a memmigd job's progress, and its report. */
+#include <stdio.h>
+
 #include "cli.h"
 
-static const struct job_cmd status_cmd = {
-	"status", "job", "Shows a memmigd job: its progress, and its report once it ended.",
-};
+static void status_usage(FILE *f)
+{
+	fprintf(f, "Usage: memmig-cli status JOB [--json]\n"
+		   "Shows a memmigd job: its progress, and its report once it ended.\n");
+}
+
+static const struct job_cmd status_cmd = { "status", "job", status_usage };
 
 static int status_run(struct memmig_ctx *ctx, int argc, char **argv)
 {

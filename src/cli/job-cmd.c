@@ -10,52 +10,17 @@
 #include "cli.h"
 #include "client.h"
 
-static void job_usage(const struct job_cmd *jc, FILE *f)
-{
-	fprintf(f, "Usage: memmig-cli %s JOB [--json]\n%s\n", jc->name, jc->what);
-}
-
-static int parse(const struct job_cmd *jc, int argc, char **argv, bool *json,
-		 long *id)
-{
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-
-	*json = false;
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-		if (c == 'h') {
-			job_usage(jc, stdout);
-			return -1;
-		}
-		if (c != 'j') {
-			job_usage(jc, stderr);
-			return CLI_EXIT_USAGE;
-		}
-		*json = true;
-	}
-	if (optind + 1 != argc) {
-		cli_error("%s: one job number, please\n", jc->name);
-		job_usage(jc, stderr);
-		return CLI_EXIT_USAGE;
-	}
-	if (cli_parse_int(jc->name, argv[optind], 1, INT64_MAX, id) < 0)
-		return CLI_EXIT_USAGE;
-	return CLI_EXIT_OK;
-}
-
 int cli_job_cmd_run(const struct job_cmd *jc, int argc, char **argv)
 {
 	struct json_object *req, *reply, *job, *rep, *list;
 	bool json;
 	long id;
-	int rc = parse(jc, argc, argv, &json, &id);
+	int rc = cli_parse_json_args(argc, argv, jc->usage, &json, 1);
 
 	if (rc)
 		return rc < 0 ? CLI_EXIT_OK : rc;
+	if (cli_parse_int(jc->name, argv[optind], 1, INT64_MAX, &id) < 0)
+		return CLI_EXIT_USAGE;
 	req = cli_request(jc->op);
 	json_object_object_add(req, "job", json_object_new_int64(id));
 	rc = cli_daemon_call(jc->name, req, &reply);

@@ -24,7 +24,8 @@ void cli_cmd_list(FILE *f, const struct cli_cmd *const *table)
 		fprintf(f, "  %-12s %s\n", (*table)->name, (*table)->summary);
 }
 
-int cli_parse_json_only(int argc, char **argv, void (*usage)(FILE *), bool *json)
+int cli_parse_json_args(int argc, char **argv, void (*usage)(FILE *), bool *json,
+			int nargs)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
@@ -47,8 +48,13 @@ int cli_parse_json_only(int argc, char **argv, void (*usage)(FILE *), bool *json
 			return CLI_EXIT_USAGE;
 		}
 	}
-	if (optind < argc) {
-		cli_error("%s: unexpected argument '%s'\n", argv[0], argv[optind]);
+	if (argc - optind != nargs) {
+		if (argc - optind > nargs)
+			cli_error("%s: unexpected argument '%s'\n", argv[0],
+				  argv[optind + nargs]);
+		else
+			cli_error("%s: an argument is missing\n", argv[0]);
+		usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
 	return CLI_EXIT_OK;

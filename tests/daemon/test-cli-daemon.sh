@@ -125,10 +125,7 @@ kill "$nhog"
 fourth=$(verify)
 check "root's data intact" test "${fourth% *}" = "verify ok"
 
-kill -TERM "$hog"
-wait "$hog"
-check "memhog exits clean" test $? -eq 0
-hog=
+memhog_stop
 stop_daemon
 check "memmigd removed its socket" test ! -e "$sock"
 summary

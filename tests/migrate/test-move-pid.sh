@@ -58,8 +58,5 @@ check "gone pid message" grep -q "No such process" "$tmp/err"
 fourth=$(verify)
 check "data intact after errors" test "${fourth% *}" = "verify ok"
 
-kill -TERM "$hog"
-wait "$hog"
-check "memhog exits clean" test $? -eq 0
-hog=
+memhog_stop
 summary

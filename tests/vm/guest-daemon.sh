@@ -43,14 +43,6 @@ placement() {
 placed_pages() {
 	placement "$1" | tr ' ' '\n' | sed 's/^N[0-9]*=//' | awk '{ s += $1 } END { print s + 0 }'
 }
-last_count=0
-check_alive() {
-	local v
-	v=$(verify)
-	check "$1: data intact ($v)" test "${v% *}" = "verify ok"
-	check "$1: still running" test "${v##* }" -gt "$last_count"
-	last_count=${v##* }
-}
 
 check "memmigd starts" start_daemon
 "$memhog" "$anon_mib" "$memfd_mib" >"$tmp/hog.out" &
@@ -139,8 +131,5 @@ check "SIGTERM: no page left on node 0" sh -c "! echo '$a $m' | grep -q N0="
 grep -i 'cancel\|SIGTERM\|stop' "$tmp/daemon.log" | sed 's/^/  memmigd: /' | head -5
 check_alive "after SIGTERM"
 
-kill -TERM "$hog"
-wait "$hog"
-check "memhog exits clean" test $? -eq 0
-hog=
+memhog_stop
 summary

@@ -49,14 +49,6 @@ move() {
 	[ "$rc" -eq 0 ] || { echo "  memmig-cli move $* exited $rc"; cat "$tmp/err" "$tmp/out"; }
 	return "$rc"
 }
-last_count=0
-check_alive() {
-	local v
-	v=$(verify)
-	check "$1: data intact ($v)" test "${v% *}" = "verify ok"
-	check "$1: still running" test "${v##* }" -gt "$last_count"
-	last_count=${v##* }
-}
 
 "$memhog" "$anon_mib" "$memfd_mib" >"$tmp/hog.out" &
 hog=$!
@@ -129,8 +121,5 @@ else
 fi
 check_alive "after SIGTERM"
 
-kill -TERM "$hog"
-wait "$hog"
-check "memhog exits clean" test $? -eq 0
-hog=
+memhog_stop
 summary
