@@ -34,7 +34,8 @@ static void wake(struct jobs *j)
 }
 
 /* Called with the lock held; m is freed by the caller, unlocked. */
-static void job_end(struct jobs *j, struct job *job, int result, const char *why)
+static void job_end(struct jobs *j, struct job *job, int result, const char *why,
+		    uint64_t moved)
 {
 	if (job->m)
 		pidmove_get_progress(job->m, &job->last);
@@ -48,9 +49,12 @@ static void job_end(struct jobs *j, struct job *job, int result, const char *why
 	else if (result)
 		snprintf(job->message, sizeof(job->message), "%s", strerror(-result));
 	else
-		snprintf(job->message, sizeof(job->message), "moved %llu of %llu bytes in %.3f s",
-			 (unsigned long long)job->last.bytes_done,
-			 (unsigned long long)job->last.bytes_total, job->last.elapsed_s);
+		snprintf(job->message, sizeof(job->message),
+			 "moved %llu of %llu bytes to node %d in %.3f s%s",
+			 (unsigned long long)moved,
+			 (unsigned long long)job->last.bytes_total, job->to_node,
+			 job->last.elapsed_s, moved < job->last.bytes_total ?
+			 ": the rest was on the node already, or not present" : "");
 	j->active--;
 	job->notify = job->domain[0] != 0;
 	/* The process's handle is not needed once the job ended. */
@@ -59,6 +63,16 @@ static void job_end(struct jobs *j, struct job *job, int result, const char *why
 }
 
 static void *worker(void *arg);
+
+/* The report's bytes_moved: what really changed node. */
+static uint64_t report_moved(struct json_object *report)
+{
+	struct json_object *v;
+
+	if (!report || !json_object_object_get_ex(report, "bytes_moved", &v))
+		return 0;
+	return (uint64_t)json_object_get_int64(v);
+}
 
 /* Lock held: a queued job takes a slot of its node and a thread. */
 static void job_start(struct jobs *j, struct job *job)
@@ -74,7 +88,7 @@ static void job_start(struct jobs *j, struct job *job)
 	}
 	mlog(LOG_LVL_ERR, "job %llu: no thread: %s", (unsigned long long)job->id, strerror(rc));
 	j->running_on[job->to_node]--;
-	job_end(j, job, -rc, "memmigd could not start a thread for it");
+	job_end(j, job, -rc, "memmigd could not start a thread for it", 0);
 	pidmove_free(job->m);
 	job->m = NULL;
 	wake(j);
@@ -109,7 +123,7 @@ static void *worker(void *arg)
 	}
 	pthread_mutex_lock(&j->lock);
 	m = job->m;
-	job_end(j, job, rc, NULL);
+	job_end(j, job, rc, NULL, report_moved(report));
 	job->m = NULL;
 	job->report = report;
 	j->running_on[job->to_node]--;
@@ -251,7 +265,7 @@ int jobs_get_json(struct jobs *j, uint64_t id, uid_t uid, struct json_object **o
 static void cancel_locked(struct jobs *j, struct job *job, const char *why)
 {
 	if (job->state == JOB_QUEUED) {
-		job_end(j, job, -ECANCELED, why);
+		job_end(j, job, -ECANCELED, why, 0);
 		pidmove_free(job->m);
 		job->m = NULL;
 		wake(j);
