@@ -18,7 +18,17 @@ static void print_row(struct json_object *j)
 	int64_t total = cli_json_int(j, "bytes_total", 0);
 	int64_t done = cli_json_int(j, "bytes_done", 0);
 	const char *dom = cli_json_str(j, "domain", NULL);
+	double rate = cli_json_double(j, "rate", 0);
+	struct json_object *rep;
 	char target[48], pct[16];
+
+	/* Once it ended: what changed node, not what was checked. */
+	if (json_object_object_get_ex(j, "report", &rep) &&
+	    json_object_is_type(rep, json_type_object)) {
+		double s = cli_json_double(rep, "seconds", 0);
+
+		rate = s > 0 ? (double)cli_json_int(rep, "bytes_moved", 0) / s : 0;
+	}
 
 	if (dom)
 		snprintf(target, sizeof(target), "domain %.32s", dom);
@@ -30,7 +40,7 @@ static void print_row(struct json_object *j)
 	       (long long)cli_json_int(j, "id", 0), cli_json_str(j, "state", "?"),
 	       target, (long long)cli_json_int(j, "to_node", -1),
 	       cli_json_str(j, "strategy", "?"), pct,
-	       cli_json_double(j, "rate", 0) / 1e9, cli_json_double(j, "elapsed_s", 0),
+	       rate / 1e9, cli_json_double(j, "elapsed_s", 0),
 	       cli_json_str(j, "result", "-"));
 }
 
