@@ -54,6 +54,27 @@ verify() {
 	grep '^verify' "$tmp/hog.out" | tail -n 1
 }
 
+# memhog_start ANON_MIB MEMFD_MIB: starts memhog as $hog, waits until it
+# is ready, and sets anon_addr, anon_len, memfd_addr, memfd_len and the
+# 4 KiB page counts anon_pages and memfd_pages
+memhog_start() {
+	"$memhog" "$1" "$2" >"$tmp/hog.out" &
+	hog=$!
+	check "memhog ready" wait_line '^ready' >/dev/null
+	read -r _ anon_addr anon_len < <(grep '^anon' "$tmp/hog.out")
+	read -r _ memfd_addr memfd_len < <(grep '^memfd' "$tmp/hog.out")
+	anon_pages=$((anon_len / 4096)) memfd_pages=$((memfd_len / 4096))
+}
+
+# placement ADDR: the N<node>=<pages> fields of the numa_maps line of
+# memhog's mapping at ADDR ("N2=16384"), the kernel's own view
+placement() {
+	awk -v a="${1#0x}" '$1 == a {
+		s = ""
+		for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) s = s (s ? " " : "") $i
+		print s; exit }' "/proc/$hog/numa_maps"
+}
+
 # check_alive WHAT: memhog's bytes are intact and its loop counter went on
 # since the last call
 last_count=0

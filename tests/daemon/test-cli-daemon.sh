@@ -33,10 +33,7 @@ check "memmigd listens" test -S "$sock"
 check "socket mode 0660" test "$(stat -c %a "$sock")" = 660
 check "socket group nogroup" test "$(stat -c %G "$sock")" = nogroup
 
-"$memhog" 96 32 >"$tmp/hog.out" &
-hog=$!
-check "memhog ready" wait_line '^ready' >/dev/null
-read -r _ anon_addr anon_len < <(grep '^anon' "$tmp/hog.out")
+memhog_start 96 32
 first=$(verify)
 check "data intact before" test "${first% *}" = "verify ok"
 

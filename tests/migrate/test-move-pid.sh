@@ -11,10 +11,7 @@ memhog=${MEMHOG:-tests/helpers/memhog}
 
 command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
 
-"$memhog" 128 64 >"$tmp/hog.out" &
-hog=$!
-check "memhog ready" wait_line '^ready' >/dev/null
-read -r _ anon_addr anon_len < <(grep '^anon' "$tmp/hog.out")
+memhog_start 128 64
 first=$(verify)
 check "data intact before" test "${first% *}" = "verify ok"
 

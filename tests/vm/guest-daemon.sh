@@ -32,25 +32,13 @@ mc() { "$cli" --socket "$sock" "$@"; }
 json() {
 	sed -n "s/^  \"$1\": *\"\{0,1\}\([-0-9A-Za-z.]*\)\"\{0,1\},\{0,1\}$/\1/p" "$tmp/out"
 }
-# The N<node>=<pages> fields of the numa_maps line of a mapping
-placement() {
-	awk -v a="${1#0x}" '$1 == a {
-		s = ""
-		for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) s = s (s ? " " : "") $i
-		print s; exit }' "/proc/$hog/numa_maps"
-}
 # Pages of a mapping on any node: the sum of its N<node>= fields
 placed_pages() {
 	placement "$1" | tr ' ' '\n' | sed 's/^N[0-9]*=//' | awk '{ s += $1 } END { print s + 0 }'
 }
 
 check "memmigd starts" start_daemon
-"$memhog" "$anon_mib" "$memfd_mib" >"$tmp/hog.out" &
-hog=$!
-check "memhog ready" wait_line '^ready' >/dev/null
-read -r _ anon_addr anon_len < <(grep '^anon' "$tmp/hog.out")
-read -r _ memfd_addr memfd_len < <(grep '^memfd' "$tmp/hog.out")
-anon_pages=$((anon_len / 4096)) memfd_pages=$((memfd_len / 4096))
+memhog_start "$anon_mib" "$memfd_mib"
 check_alive "start"
 
 for node in 2 0; do

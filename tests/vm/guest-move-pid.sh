@@ -26,15 +26,6 @@ json_node() {
 		$0 ~ "^ *\"" f "\":" && cur == n { print val($0); found = 1; exit }
 		END { if (!found) print 0 }' "$tmp/out"
 }
-# The N<node>=<pages> fields of the numa_maps line of a mapping: "N2=16384"
-placement() {
-	local start=${1#0x}
-
-	awk -v a="$start" '$1 == a {
-		s = ""
-		for (i = 2; i <= NF; i++) if ($i ~ /^N[0-9]+=/) s = s (s ? " " : "") $i
-		print s; exit }' "/proc/$hog/numa_maps"
-}
 # MemFree of each node, for the log: "N0 301 MiB N1 ..."
 nodes_free() {
 	local n out=
@@ -50,12 +41,7 @@ move() {
 	return "$rc"
 }
 
-"$memhog" "$anon_mib" "$memfd_mib" >"$tmp/hog.out" &
-hog=$!
-check "memhog ready" wait_line '^ready' >/dev/null
-read -r _ anon_addr anon_len < <(grep '^anon' "$tmp/hog.out")
-read -r _ memfd_addr memfd_len < <(grep '^memfd' "$tmp/hog.out")
-anon_pages=$((anon_len / 4096)) memfd_pages=$((memfd_len / 4096))
+memhog_start "$anon_mib" "$memfd_mib"
 echo "memhog $hog: anon $anon_addr [$(placement "$anon_addr")]," \
 	"memfd $memfd_addr [$(placement "$memfd_addr")]"
 check_alive "start"
