@@ -68,6 +68,8 @@ int cli_parse_int(const char *opt, const char *arg, long min, long max, long *ou
 int cli_parse_size_list(const char *opt, const char *arg, size_t **out,
 			size_t *count);
 
+/* Memory sizes for people, rounded: "512.0 MiB", "7.84 GiB", "168 B". */
+const char *cli_human(uint64_t v, char *buf, size_t len);
 /* "2 MiB", "168 B", or "never" for MEMMIG_SIZE_NEVER. */
 const char *cli_size(size_t v, char *buf, size_t len);
 

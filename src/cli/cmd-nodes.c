@@ -51,24 +51,6 @@ static const char *cpulist(struct json_object *arr, char *buf, size_t len)
 	return buf;
 }
 
-/* Memory sizes for people: "512.0 MiB", "7.84 GiB". */
-static const char *human(uint64_t v, char *buf, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double d = (double)v;
-	unsigned int u = 0;
-
-	while (d >= 1024 && u < 5) {
-		d /= 1024;
-		u++;
-	}
-	if (!u)
-		snprintf(buf, len, "%llu B", (unsigned long long)v);
-	else
-		snprintf(buf, len, d < 10 ? "%.2f %s" : "%.1f %s", d, units[u]);
-	return buf;
-}
-
 /* null ("none") is "-". */
 static const char *int_or_dash(struct json_object *o, const char *key,
 			       char *buf, size_t len)
@@ -103,8 +85,8 @@ static void print_nodes_text(struct json_object *nodes)
 		       (long long)cli_json_int(o, "id", -1),
 		       cli_json_str(o, "kind", "?"),
 		       cpulist(member(o, "cpus"), cpus, sizeof(cpus)),
-		       human((uint64_t)cli_json_int(o, "mem_total", 0), tot, sizeof(tot)),
-		       human((uint64_t)cli_json_int(o, "mem_free", 0), fr, sizeof(fr)),
+		       cli_human((uint64_t)cli_json_int(o, "mem_total", 0), tot, sizeof(tot)),
+		       cli_human((uint64_t)cli_json_int(o, "mem_free", 0), fr, sizeof(fr)),
 		       int_or_dash(o, "tier", tier, sizeof(tier)),
 		       int_or_dash(o, "nearest_cpu_node", near, sizeof(near)));
 	}
@@ -143,8 +125,8 @@ static void print_dax_text(struct json_object *dax)
 
 		printf("%-12s %6s %11s %11s %6s  %s\n", cli_json_str(d, "dev", "?"),
 		       int_or_dash(d, "region", region, sizeof(region)),
-		       human((uint64_t)cli_json_int(d, "size", 0), size, sizeof(size)),
-		       human((uint64_t)cli_json_int(d, "align", 0), align, sizeof(align)),
+		       cli_human((uint64_t)cli_json_int(d, "size", 0), size, sizeof(size)),
+		       cli_human((uint64_t)cli_json_int(d, "align", 0), align, sizeof(align)),
 		       int_or_dash(d, "target_node", node, sizeof(node)),
 		       cli_json_str(d, "mode", "?"));
 	}

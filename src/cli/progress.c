@@ -11,18 +11,6 @@ bool cli_progress_wanted(void)
 	return isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
 }
 
-static void human(double v, char *buf, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	unsigned int u = 0;
-
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-}
-
 void cli_progress(uint64_t done, uint64_t total, double rate)
 {
 	const int width = 28;
@@ -33,8 +21,8 @@ void cli_progress(uint64_t done, uint64_t total, double rate)
 		return;
 	if (fill > width)
 		fill = width;
-	human((double)done, d, sizeof(d));
-	human((double)total, t, sizeof(t));
+	cli_human(done, d, sizeof(d));
+	cli_human(total, t, sizeof(t));
 	if (rate > 0 && total >= done) {
 		unsigned long s = (unsigned long)((double)(total - done) / rate + 0.5);
 
