@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static int fails;
@@ -31,6 +32,21 @@ static inline uint64_t guest_csum(const void *p, size_t len)
 	for (size_t i = 0; i < len / 8; i++)
 		h = (h ^ w[i]) * 1099511628211ULL;
 	return h;
+}
+
+/*
+ * Anonymous memory at a 2 MB boundary, as a VMM maps guest RAM: THP, and
+ * device DAX targets, need it, and the kernel aligns large anonymous
+ * mappings itself only from 6.7 on.  The slack stays mapped.
+ */
+static inline void *guest_map_2m(size_t len)
+{
+	uint8_t *p = mmap(NULL, len + (2UL << 20), PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return MAP_FAILED;
+	return (void *)(((uintptr_t)p + (2UL << 20) - 1) & ~((2UL << 20) - 1));
 }
 
 static sigjmp_buf probe_env;

@@ -214,7 +214,8 @@ int dax_live_cases(struct memmig_ctx *ctx, const char *target, const char *dir)
 	int fd;
 
 	fails = 0;
-	ram = mmap(NULL, L_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* Device DAX takes the range at its 2 MB alignment. */
+	ram = guest_map_2m(L_LEN);
 	CHECK(ram != MAP_FAILED, "mmap");
 	if (ram != MAP_FAILED)
 		live_case(ctx, "DRAM -> DAX", ram, -1, target, -1);

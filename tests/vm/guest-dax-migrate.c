@@ -161,13 +161,10 @@ static uint64_t file_csum(const char *path, uint64_t offset, size_t len)
 /* An anonymous 2 MB-aligned region with THP, filled, on a CPU's node. */
 static uint8_t *region_new(uint64_t seed)
 {
-	uint8_t *p = mmap(NULL, LEN + (2UL << 20), PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint8_t *al;
+	uint8_t *al = guest_map_2m(LEN);
 
-	if (p == MAP_FAILED)
+	if (al == MAP_FAILED)
 		return NULL;
-	al = (uint8_t *)(((uintptr_t)p + (2UL << 20) - 1) & ~((2UL << 20) - 1));
 	madvise(al, LEN, MADV_HUGEPAGE);
 	for (size_t i = 0; i < LEN / 8; i++)
 		((uint64_t *)al)[i] = word(seed, i);
