@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <numaif.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "migrate-private.h"
@@ -95,6 +96,17 @@ static int flush_batch(struct memmig_job *job, struct batch *b,
 		       struct memmig_unit *units, size_t nunits, const size_t *at)
 {
 	long rc = b->n ? move_batch(job, b) : 0;
+
+	/*
+	 * Pages the kernel could not migrate are often busy only for a
+	 * moment (locked by a racing fault, under I/O): one more call before
+	 * they count as failed.  Pages already moved are no-ops in it, and
+	 * whatever it answers, the query below says where each page is.
+	 */
+	if (rc > 0) {
+		sched_yield();
+		rc = move_batch(job, b) ? 1 : 0;
+	}
 
 	if (rc < 0) {
 		/* The call failed as a whole: every page of it failed so. */
