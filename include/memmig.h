@@ -715,8 +715,30 @@ struct memmig_live_opts {
 	unsigned int max_rounds;	/* pre-copy rounds after the first
 					 * full copy; 0: 30 */
 	int dirty_method;		/* enum memmig_dirty_method */
-	unsigned int flags;		/* none yet: 0 */
+	unsigned int flags;		/* MEMMIG_LIVE_* */
 };
+
+/*
+ * Pre-copy that cannot bring what is left under the budget (the guest
+ * dirties memory as fast as it is copied, or the pause's fixed part alone
+ * is over budget) stops anyway, within the round limit, and pauses
+ * longer than the budget: the report says why (stop_reason).  With this
+ * flag it fails instead, -ETIMEDOUT, and the guest stays on its memory.
+ */
+#define MEMMIG_LIVE_FAIL_OVER_BUDGET	(1u << 0)
+
+/* Why pre-copy ended (memmig_live_report.stop_reason). */
+enum memmig_live_stop {
+	MEMMIG_LIVE_STOP_NONE = 0,	/* it did not end: failed or cancelled */
+	MEMMIG_LIVE_STOP_CONVERGED,	/* what is left fits the budget */
+	MEMMIG_LIVE_STOP_CLEAN,		/* nothing left to copy */
+	MEMMIG_LIVE_STOP_STALLED,	/* the dirty set stopped shrinking: the
+					 * guest writes as fast as memmig copies */
+	MEMMIG_LIVE_STOP_OVERHEAD,	/* the pause without its copy (stop,
+					 * harvest, swap) is over budget */
+	MEMMIG_LIVE_STOP_ROUND_LIMIT,	/* max_rounds */
+};
+MEMMIG_EXPORT const char *memmig_live_stop_name(int reason);
 
 /* Validates opts and takes the slot; nothing is allocated yet. */
 MEMMIG_EXPORT int memmig_live_new(struct memmig_vm *vm,
@@ -745,7 +767,8 @@ struct memmig_live_report {
 	uint64_t bytes;		/* the range */
 	uint64_t bytes_copied;	/* every round and the pause */
 	unsigned int rounds;	/* copy rounds: the full one, then dirty ones */
-	int converged;		/* 0: the round limit forced the pause */
+	int converged;		/* 1: what was left fit the budget (or
+				 * nothing was); 0: see stop_reason */
 	uint64_t pause_bytes;	/* copied while paused */
 	double prepare_s;	/* destination allocation and prefault */
 	double precopy_s;	/* from tracking on to the pause */
@@ -760,6 +783,12 @@ struct memmig_live_report {
 	double copy_gbps;	/* the copy rate the pause was sized with */
 	uint64_t pages_poisoned;	/* unreadable: never copied, marked */
 	unsigned int poisoned_ranges;	/* memmig_live_get_poisoned() */
+	int stop_reason;	/* enum memmig_live_stop */
+	double dirty_gbps;	/* the guest's dirty rate over the last
+				 * pre-copy round, 1e9 bytes/s */
+	uint64_t stop_dirty_bytes;	/* dirty when pre-copy ended */
+	double pause_expected_s;	/* what the pause was sized to take */
+	double pause_budget_s;		/* the budget it had */
 };
 MEMMIG_EXPORT int memmig_live_get_report(const struct memmig_live *live,
 					 struct memmig_live_report *out);

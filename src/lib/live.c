@@ -23,6 +23,9 @@
 
 #define DEFAULT_BUDGET_NS 5000000ULL
 #define DEFAULT_ROUNDS 30
+/* Rounds in a row without a new low of the dirty set: pre-copy is not
+ * converging, and more rounds only add time. */
+#define STALL_ROUNDS 3
 /* Pages re-protected and copied per step: 32 MiB.  Small enough that a
  * page re-protected early is not rewritten long before its copy, large
  * enough that the ioctl is noise. */
@@ -42,6 +45,22 @@ const char *memmig_dirty_method_name(int method)
 	if (method < 0 || method > MEMMIG_DIRTY_SOFT_DIRTY)
 		return NULL;
 	return method_names[method];
+}
+
+static const char *const stop_names[] = {
+	[MEMMIG_LIVE_STOP_NONE] = "none",
+	[MEMMIG_LIVE_STOP_CONVERGED] = "converged",
+	[MEMMIG_LIVE_STOP_CLEAN] = "clean",
+	[MEMMIG_LIVE_STOP_STALLED] = "stalled",
+	[MEMMIG_LIVE_STOP_OVERHEAD] = "overhead",
+	[MEMMIG_LIVE_STOP_ROUND_LIMIT] = "round-limit",
+};
+
+const char *memmig_live_stop_name(int reason)
+{
+	if (reason < 0 || reason > MEMMIG_LIVE_STOP_ROUND_LIMIT)
+		return NULL;
+	return stop_names[reason];
 }
 
 /* AUTO: the rings if the VMM has them (KVM then refuses the log), else
@@ -82,7 +101,8 @@ static int opts_check(struct memmig_live *l, bool rings)
 	struct memmig_live_opts *o = &l->opts;
 	uint64_t size = l->slot.size;
 
-	if ((o->target_node >= 0) == (o->target_path != NULL) || o->flags)
+	if ((o->target_node >= 0) == (o->target_path != NULL) ||
+	    (o->flags & ~MEMMIG_LIVE_FAIL_OVER_BUDGET))
 		return -EINVAL;
 	if (o->target_node >= 0 && memmig_node_free(o->target_node) < 0)
 		return -ENOENT;
@@ -301,22 +321,61 @@ static void round_done(struct memmig_live *l, uint64_t bytes, double t0)
 	     l->nrounds - 1, (unsigned long long)bytes, r->seconds * 1e3);
 }
 
-/* Would the pause fit the budget if it came now? */
-static bool fits_pause(struct memmig_live *l)
+/* What the pause would take if it came now: the copy of what is dirty at
+ * the measured rate, and the rest of the last pause (stop, harvest, swap). */
+static double pause_expected(struct memmig_live *l)
 {
 	/* Until a round was timed: a rate no machine is slower than. */
 	double gbps = l->rep.copy_gbps > 0 ? l->rep.copy_gbps : 1.0;
-	double copy_s = dirty_bytes(l) / (gbps * 1e9);
 
-	return copy_s + l->vm->pause_overhead_s <= l->opts.pause_budget_ns * 1e-9;
+	return dirty_bytes(l) / (gbps * 1e9) + l->vm->pause_overhead_s;
 }
 
-/* Rounds until what is dirty fits the pause, or the round limit. */
+/*
+ * Whether pre-copy ends after this harvest, and why.  It goes on only
+ * while rounds still shrink what the pause would copy.
+ */
+struct precopy_watch {
+	uint64_t low;		/* the smallest dirty set seen */
+	unsigned int since_low;	/* rounds since it was seen */
+	double harvested_at;
+};
+
+static int precopy_stop(struct memmig_live *l, struct precopy_watch *w)
+{
+	uint64_t dirty = dirty_bytes(l);
+	double now = memmig_now(), budget = l->opts.pause_budget_ns * 1e-9;
+
+	if (now > w->harvested_at)
+		l->rep.dirty_gbps = dirty / (now - w->harvested_at) / 1e9;
+	w->harvested_at = now;
+	if (!dirty)
+		return MEMMIG_LIVE_STOP_CLEAN;
+	if (pause_expected(l) <= budget)
+		return MEMMIG_LIVE_STOP_CONVERGED;
+	if (dirty < w->low) {
+		w->low = dirty;
+		w->since_low = 0;
+	} else if (++w->since_low >= STALL_ROUNDS) {
+		return l->vm->pause_overhead_s > budget ? MEMMIG_LIVE_STOP_OVERHEAD :
+							  MEMMIG_LIVE_STOP_STALLED;
+	}
+	if (l->nrounds > l->opts.max_rounds)
+		return MEMMIG_LIVE_STOP_ROUND_LIMIT;
+	return MEMMIG_LIVE_STOP_NONE;
+}
+
+/*
+ * Rounds until what is dirty fits the pause, or until more rounds cannot
+ * help.  A pause over budget is reported, or refused with
+ * MEMMIG_LIVE_FAIL_OVER_BUDGET (-ETIMEDOUT).
+ */
 static int precopy(struct memmig_live *l)
 {
-	double t = memmig_now();
+	struct precopy_watch w = { .low = UINT64_MAX, .harvested_at = memmig_now() };
+	double t = w.harvested_at;
 	uint64_t bytes;
-	int rc;
+	int rc, why;
 
 	rc = copy_dirty(l, false, l->prim, &bytes);
 	if (rc < 0)
@@ -328,19 +387,30 @@ static int precopy(struct memmig_live *l)
 		rc = memmig_dirty_harvest(l);
 		if (rc < 0)
 			return rc;
-		/* Nothing dirty: more rounds cannot make the pause shorter. */
-		if (fits_pause(l) || !dirty_bytes(l)) {
-			l->rep.converged = 1;
-			return 0;
-		}
-		if (l->nrounds > l->opts.max_rounds)
-			return 0;
+		why = precopy_stop(l, &w);
+		if (why != MEMMIG_LIVE_STOP_NONE)
+			break;
 		t = memmig_now();
 		rc = copy_dirty(l, false, -1, &bytes);
 		if (rc < 0)
 			return rc;
 		round_done(l, bytes, t);
 	}
+	l->rep.stop_reason = why;
+	l->rep.converged = why == MEMMIG_LIVE_STOP_CONVERGED || why == MEMMIG_LIVE_STOP_CLEAN;
+	l->rep.stop_dirty_bytes = dirty_bytes(l);
+	l->rep.pause_expected_s = pause_expected(l);
+	if (!l->rep.converged)
+		info(l->vm->ctx, "slot %u: pre-copy %s after %u rounds: %llu bytes dirty, "
+		     "dirtied at %.3f GB/s, copied at %.3f GB/s, pause %.1f ms "
+		     "(fixed part %.1f ms) for a budget of %.1f ms\n", l->slot.slot,
+		     memmig_live_stop_name(why), l->nrounds,
+		     (unsigned long long)l->rep.stop_dirty_bytes, l->rep.dirty_gbps,
+		     l->rep.copy_gbps, l->rep.pause_expected_s * 1e3,
+		     l->vm->pause_overhead_s * 1e3, l->rep.pause_budget_s * 1e3);
+	if (!l->rep.converged && (l->opts.flags & MEMMIG_LIVE_FAIL_OVER_BUDGET))
+		return -ETIMEDOUT;
+	return 0;
 }
 
 /* vCPUs stopped: the last pages, the swap.  Returns the first error. */
@@ -430,6 +500,7 @@ int memmig_live_run(struct memmig_live *l)
 	l->ran = true;
 	l->rep.bytes = l->npages * VM_PAGE;
 	l->rep.dirty_method = l->method;
+	l->rep.pause_budget_s = l->opts.pause_budget_ns * 1e-9;
 	rc = l->prepared ? 0 : prepare(l);
 	if (!rc)
 		rc = claim_vm(l, true);
