@@ -6,6 +6,12 @@
  * page against where the guest is, and the guest checks each page again as
  * it passes.  Zero lost or torn writes, and none seen by the guest.  Exits
  * 77 only without /dev/kvm.
+ *
+ * On a host with /dev/kvm it runs at the host's scale.  The multi-node
+ * tier (tests/vm/run-vm.sh) runs it too, in a guest with three NUMA nodes
+ * whose KVM is nested in QEMU's TCG (MEMMIG_TEST_TIER=1): guests 8 to 16
+ * times smaller and a 200 ms pause budget there, as TCG copies at about
+ * 0.25 GB/s; and there it moves guests across real nodes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,11 +25,32 @@
 #include <unistd.h>
 
 #include "../unit/cunit-main.h"
+#include "../helpers/numa-maps.h"
 #include "examples/minivmm/embed.h"
 
 #define MiB (1ULL << 20)
 
 static struct memmig_ctx *ctx;
+
+/* Guest sizes, migrations per case and the pause budget. */
+struct scale {
+	const char *where;
+	uint64_t small, mid, big;
+	int migrations;
+	uint64_t budget_ns;	/* 0: the library's default (5 ms) */
+	uint32_t small_ring;	/* dirty ring entries that the guest fills */
+};
+
+static struct scale sc = {
+	.where = "host", .small = 256 * MiB, .mid = 128 * MiB, .big = 1024 * MiB,
+	.migrations = 5, .small_ring = 512,
+};
+
+static const struct scale tier_scale = {
+	.where = "multi-node tier (KVM nested in TCG)", .small = 32 * MiB,
+	.mid = 32 * MiB, .big = 64 * MiB, .migrations = 2, .budget_ns = 200000000,
+	.small_ring = 256,	/* KVM's least: the emulated guest writes slowly */
+};
 
 struct guest {
 	struct minivmm *vmm;
@@ -98,11 +125,14 @@ static double migrate_n(struct guest *g, struct memmig_live_opts *o, int n,
 			CUNIT_FAILF("%s #%d: %s", what, i, strerror(-rc));
 			return worst;
 		}
-		printf("  %s #%d: %llu MiB %.1f ms, prepare %.1f ms, %u rounds, pause "
-		       "%.3f ms (%llu KiB), %s, pass %u page %u, lost %llu torn %llu\n",
+		printf("  %s #%d: %llu MiB %.1f ms, prepare %.1f ms, %u rounds (%s), pause "
+		       "%.3f ms (%llu KiB; stop %.3f harvest %.3f copy %.3f swap %.3f), %s, "
+		       "pass %u page %u, lost %llu torn %llu\n",
 		       what, i, (unsigned long long)(r->bytes / MiB), r->total_s * 1e3,
-		       r->prepare_s * 1e3, r->rounds, r->pause_s * 1e3,
-		       (unsigned long long)(r->pause_bytes >> 10),
+		       r->prepare_s * 1e3, r->rounds, memmig_live_stop_name(r->stop_reason),
+		       r->pause_s * 1e3, (unsigned long long)(r->pause_bytes >> 10),
+		       r->pause_stop_s * 1e3, r->pause_harvest_s * 1e3, r->pause_copy_s * 1e3,
+		       r->pause_swap_s * 1e3,
 		       memmig_dirty_method_name(r->dirty_method),
 		       m.check.pass, m.check.pos,
 		       (unsigned long long)m.check.lost, (unsigned long long)m.check.torn);
@@ -121,12 +151,17 @@ static double migrate_n(struct guest *g, struct memmig_live_opts *o, int n,
 	return worst;
 }
 
-static struct memmig_live_opts to_node0(int method)
+static struct memmig_live_opts to_node(int node, int method)
 {
 	return (struct memmig_live_opts){
-		.sz = sizeof(struct memmig_live_opts), .target_node = 0,
-		.dirty_method = method,
+		.sz = sizeof(struct memmig_live_opts), .target_node = node,
+		.dirty_method = method, .pause_budget_ns = sc.budget_ns,
 	};
+}
+
+static struct memmig_live_opts to_node0(int method)
+{
+	return to_node(0, method);
 }
 
 static void run_log(uint64_t mem, int method, const char *what)
@@ -136,38 +171,38 @@ static void run_log(uint64_t mem, int method, const char *what)
 	double worst;
 
 	if (guest_up(&g, mem, MINIVMM_BACKING_ANON, 0) == 0) {
-		worst = migrate_n(&g, &o, 5, what);
+		worst = migrate_n(&g, &o, sc.migrations, what);
 		printf("  %s: worst pause %.3f ms\n", what, worst);
 		check_logging_off(&g);
 	}
 	guest_down(&g);
 }
 
-static void test_256m_log_clear(void)
+static void test_small_log_clear(void)
 {
-	run_log(256 * MiB, MEMMIG_DIRTY_AUTO, "256M log-clear");
+	run_log(sc.small, MEMMIG_DIRTY_AUTO, "small log-clear");
 }
 
-static void test_1g_log_clear(void)
+static void test_big_log_clear(void)
 {
-	run_log(1024 * MiB, MEMMIG_DIRTY_LOG_CLEAR, "1G log-clear");
+	run_log(sc.big, MEMMIG_DIRTY_LOG_CLEAR, "big log-clear");
 }
 
-static void test_256m_log(void)
+static void test_small_log(void)
 {
-	run_log(256 * MiB, MEMMIG_DIRTY_LOG, "256M log");
+	run_log(sc.small, MEMMIG_DIRTY_LOG, "small log");
 }
 
-/* A small ring (512 entries; the emulated guest logs ~66 per page) fills
- * in every migration: KVM_EXIT_DIRTY_RING_FULL. */
+/* A small ring (512 entries, 256 in the tier) fills in every migration:
+ * KVM_EXIT_DIRTY_RING_FULL. */
 static void test_ring(void)
 {
 	struct memmig_live_opts o = to_node0(MEMMIG_DIRTY_AUTO);
 	struct minivmm_stats st;
 	struct guest g;
 
-	if (guest_up(&g, 256 * MiB, MINIVMM_BACKING_ANON, 512) == 0) {
-		migrate_n(&g, &o, 5, "256M ring");
+	if (guest_up(&g, sc.small, MINIVMM_BACKING_ANON, sc.small_ring) == 0) {
+		migrate_n(&g, &o, sc.migrations, "small ring");
 		minivmm_get_stats(g.vmm, &st);
 		CU_ASSERT(st.ring_full_exits > 0);
 		printf("  ring-full exits: %llu\n", (unsigned long long)st.ring_full_exits);
@@ -177,13 +212,13 @@ static void test_ring(void)
 	guest_down(&g);
 }
 
-static void test_1g_ring(void)
+static void test_big_ring(void)
 {
 	struct memmig_live_opts o = to_node0(MEMMIG_DIRTY_RING);
 	struct guest g;
 
-	if (guest_up(&g, 1024 * MiB, MINIVMM_BACKING_ANON, 65536) == 0)
-		migrate_n(&g, &o, 5, "1G ring");
+	if (guest_up(&g, sc.big, MINIVMM_BACKING_ANON, 65536) == 0)
+		migrate_n(&g, &o, sc.migrations, "big ring");
 	guest_down(&g);
 }
 
@@ -194,13 +229,14 @@ static void test_memfd(void)
 	struct memmig_vm_slot before = { .sz = sizeof(before) }, after = before;
 	struct guest g;
 
-	if (guest_up(&g, 128 * MiB, MINIVMM_BACKING_MEMFD, 0) == 0) {
+	if (guest_up(&g, sc.mid, MINIVMM_BACKING_MEMFD, 0) == 0) {
 		CU_ASSERT_EQUAL(memmig_vm_get_slot(g.vm, 0, &before), 0);
-		migrate_n(&g, &o, 3, "128M memfd");
+		migrate_n(&g, &o, 1, "mid memfd");
 		CU_ASSERT_EQUAL(memmig_vm_get_slot(g.vm, 0, &after), 0);
 		CU_ASSERT(after.hva != before.hva);
 		CU_ASSERT(after.fd >= 0);
-		o.length = 64 * MiB;	/* a file backs its slot whole */
+		migrate_n(&g, &o, sc.migrations - 1, "mid memfd again");
+		o.length = sc.mid / 2;	/* a file backs its slot whole */
 		CU_ASSERT_EQUAL(memmig_vm_migrate(g.vm, &o, NULL), -EOPNOTSUPP);
 		check_logging_off(&g);
 	}
@@ -216,14 +252,14 @@ static void test_file_tier(void)
 	struct guest g;
 
 	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
-	if (guest_up(&g, 128 * MiB, MINIVMM_BACKING_ANON, 0) == 0) {
+	if (guest_up(&g, sc.mid, MINIVMM_BACKING_ANON, 0) == 0) {
 		o.target_node = -1;
 		o.target_path = dir;
-		migrate_n(&g, &o, 2, "128M to file tier");
+		migrate_n(&g, &o, 2, "mid to file tier");
 		CU_ASSERT_EQUAL(memmig_vm_get_slot(g.vm, 0, &s), 0);
 		CU_ASSERT(s.fd >= 0);
 		o = to_node0(MEMMIG_DIRTY_AUTO);
-		migrate_n(&g, &o, 1, "128M file tier to node 0");
+		migrate_n(&g, &o, 1, "mid file tier to node 0");
 	}
 	guest_down(&g);
 	rmdir(dir);
@@ -235,10 +271,10 @@ static void test_range(void)
 	struct memmig_live_opts o = to_node0(MEMMIG_DIRTY_AUTO);
 	struct guest g;
 
-	o.offset = 64 * MiB + 4096 * 3;
-	o.length = 32 * MiB;
-	if (guest_up(&g, 128 * MiB, MINIVMM_BACKING_ANON, 0) == 0)
-		migrate_n(&g, &o, 3, "32M range of 128M");
+	o.offset = sc.mid / 2 + 4096 * 3;
+	o.length = sc.mid / 4;
+	if (guest_up(&g, sc.mid, MINIVMM_BACKING_ANON, 0) == 0)
+		migrate_n(&g, &o, sc.migrations, "a quarter of mid");
 	guest_down(&g);
 }
 
@@ -265,9 +301,9 @@ static void test_cancel(void)
 	struct guest g;
 	pthread_t t;
 
-	/* The first round copies 1 GiB (tens of ms at the very least): the
-	 * cancel lands in it.  The destination is ready before. */
-	if (guest_up(&g, 1024 * MiB, MINIVMM_BACKING_ANON, 0) == 0) {
+	/* The first round copies the big guest (tens of ms at the very
+	 * least): the cancel lands in it.  The destination is ready before. */
+	if (guest_up(&g, sc.big, MINIVMM_BACKING_ANON, 0) == 0) {
 		memmig_vm_get_slot(g.vm, 0, &before);
 		CU_ASSERT_EQUAL_FATAL(memmig_live_new(g.vm, &o, &c.live), 0);
 		CU_ASSERT_EQUAL_FATAL(memmig_live_prepare(c.live), 0);
@@ -299,7 +335,7 @@ static void test_dest_alloc_fails(void)
 	struct memmig_live_report r = { .sz = sizeof(r) };
 	struct guest g;
 
-	if (guest_up(&g, 128 * MiB, MINIVMM_BACKING_ANON, 0) == 0) {
+	if (guest_up(&g, sc.mid, MINIVMM_BACKING_ANON, 0) == 0) {
 		memmig_vm_get_slot(g.vm, 0, &before);
 		memmig_ctx_set_fault(ctx, MEMMIG_FAULT_DEST_ALLOC, 1, ENOMEM, 0);
 		CU_ASSERT_EQUAL(memmig_vm_migrate(g.vm, &o, &r), -ENOMEM);
@@ -354,7 +390,7 @@ static void test_bad_input(void)
 	o = to_node0(MEMMIG_DIRTY_RING);
 	CU_ASSERT_EQUAL(memmig_live_new(g.vm, &o, &l), -ENXIO);
 	o = to_node0(MEMMIG_DIRTY_AUTO);
-	o.flags = 1;
+	o.flags = 1u << 9;
 	CU_ASSERT_EQUAL(memmig_live_new(g.vm, &o, &l), -EINVAL);
 	o = to_node0(MEMMIG_DIRTY_AUTO);
 	o.offset = 32 * MiB;
@@ -516,6 +552,166 @@ static void test_mark_dirty(void)
 	guest_down(&g);
 }
 
+/* Nodes with memory in the order a guest tours them: the first with CPUs,
+ * the CPU-less ones (CXL-like), the other CPU nodes, back to the first.
+ * Returns how many targets (0 on one node). */
+static int node_tour(int *targets, int max)
+{
+	struct memmig_node_info n = { .sz = sizeof(n) };
+	struct memmig_topo *topo;
+	int first = -1, k = 0, cnt;
+
+	if (memmig_topo_new(ctx, &topo))
+		return 0;
+	cnt = memmig_topo_node_count(topo);
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < cnt && k < max - 1; i++) {
+			if (memmig_topo_get_node(topo, i, &n))
+				continue;
+			if (first < 0 && n.ncpus) {
+				first = n.id;
+				continue;
+			}
+			if (n.id != first && (pass == 0) == (n.ncpus == 0))
+				targets[k++] = n.id;
+		}
+	memmig_topo_unref(topo);
+	if (first < 0 || !k)
+		return 0;
+	targets[k++] = first;
+	return k;
+}
+
+/*
+ * Across real nodes, with each way of tracking: the guest's RAM tours the
+ * nodes (0 -> 2 -> 1 -> 0 in the tier), and after each move the VMM's
+ * /proc/self/numa_maps has every page of the slot on the target.
+ */
+static void tour(int method, uint32_t ring, const char *what)
+{
+	struct memmig_live_opts o = to_node0(method);
+	struct minivmm_slot s;
+	int targets[8], n = node_tour(targets, 8);
+	char name[64];
+	struct guest g;
+
+	if (n == 0) {
+		printf("(one node here: the multi-node tier runs this) ");
+		return;
+	}
+	if (guest_up(&g, sc.small, MINIVMM_BACKING_ANON, ring) == 0) {
+		for (int i = 0; i < n; i++) {
+			uint64_t on;
+
+			o.target_node = targets[i];
+			snprintf(name, sizeof(name), "%s to node %d", what, targets[i]);
+			migrate_n(&g, &o, 1, name);
+			minivmm_get_slot(g.vmm, &s);
+			on = numa_maps_pages(s.hva, s.size, targets[i]);
+			printf("  numa_maps: %llu of %llu pages on node %d\n",
+			       (unsigned long long)on, (unsigned long long)(s.size / 4096),
+			       targets[i]);
+			if (on != s.size / 4096)
+				CUNIT_FAILF("%s: numa_maps has %llu of %llu pages on node %d",
+					    name, (unsigned long long)on,
+					    (unsigned long long)(s.size / 4096), targets[i]);
+		}
+		if (!ring)	/* with rings KVM has no log to ask */
+			check_logging_off(&g);
+	}
+	guest_down(&g);
+}
+
+static void test_tour_log(void)
+{
+	tour(MEMMIG_DIRTY_LOG, 0, "log");
+}
+
+static void test_tour_log_clear(void)
+{
+	tour(MEMMIG_DIRTY_LOG_CLEAR, 0, "log-clear");
+}
+
+static void test_tour_ring(void)
+{
+	tour(MEMMIG_DIRTY_RING, 4096, "ring");
+}
+
+/* Device emulation that rewrites all of guest RAM all the time (as a
+ * device doing DMA would): every page is always dirty. */
+struct dirtier {
+	struct memmig_vm *vm;
+	uint64_t len;
+	bool stop;
+};
+
+static void *dirtier_run(void *arg)
+{
+	struct dirtier *d = arg;
+
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		memmig_vm_mark_dirty(d->vm, 0, d->len);
+		usleep(500);	/* a round takes longer: it sees all dirty */
+	}
+	return NULL;
+}
+
+/*
+ * A guest whose memory is dirtied faster than it can be copied (the VMM
+ * marks all of it dirty, always): pre-copy cannot converge at any budget.
+ * It ends within the round limit and says why, with the rates.
+ * MEMMIG_LIVE_FAIL_OVER_BUDGET refuses the long pause (-ETIMEDOUT, never
+ * paused, the guest whole on its memory); without it the pause comes,
+ * over budget, and nothing is lost.
+ */
+static void test_over_budget(void)
+{
+	struct memmig_live_opts o = to_node0(MEMMIG_DIRTY_AUTO);
+	struct memmig_live_report r = { .sz = sizeof(r) };
+	struct dirtier d = { 0 };
+	struct guest g;
+	pthread_t t;
+	int rc;
+
+	o.flags = MEMMIG_LIVE_FAIL_OVER_BUDGET;
+	o.pause_budget_ns = 1000000;	/* less than one copy of the guest */
+	if (guest_up(&g, sc.small, MINIVMM_BACKING_ANON, 0) != 0) {
+		guest_down(&g);
+		return;
+	}
+	d = (struct dirtier){ .vm = g.vm, .len = sc.small };
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, dirtier_run, &d), 0);
+	rc = memmig_vm_migrate(g.vm, &o, &r);
+	printf("  refused: %d, %u rounds in %.1f ms, stopped %s with %llu bytes dirty, "
+	       "dirtied at %.3f GB/s, copied at %.3f GB/s, pause of %.1f ms expected for "
+	       "a budget of %.1f ms\n", rc, r.rounds, r.total_s * 1e3,
+	       memmig_live_stop_name(r.stop_reason), (unsigned long long)r.stop_dirty_bytes,
+	       r.dirty_gbps, r.copy_gbps, r.pause_expected_s * 1e3, r.pause_budget_s * 1e3);
+	CU_ASSERT_EQUAL(rc, -ETIMEDOUT);
+	CU_ASSERT_EQUAL(r.result, -ETIMEDOUT);
+	CU_ASSERT_EQUAL(r.converged, 0);
+	CU_ASSERT_EQUAL(r.stop_reason, MEMMIG_LIVE_STOP_STALLED);
+	CU_ASSERT(r.rounds >= 2 && r.rounds <= 31);
+	CU_ASSERT_EQUAL(r.stop_dirty_bytes, sc.small);
+	CU_ASSERT(r.dirty_gbps > 0 && r.copy_gbps > 0);
+	CU_ASSERT(r.pause_expected_s > r.pause_budget_s);
+	CU_ASSERT_EQUAL(r.pause_s, 0);
+	check_logging_off(&g);
+	check_guest_whole(&g, "after a refused pause");
+	o.flags = 0;
+	rc = memmig_vm_migrate(g.vm, &o, &r);
+	printf("  allowed: %d, %u rounds, stopped %s, pause %.1f ms (%llu KiB)\n", rc,
+	       r.rounds, memmig_live_stop_name(r.stop_reason), r.pause_s * 1e3,
+	       (unsigned long long)(r.pause_bytes >> 10));
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT_EQUAL(r.stop_reason, MEMMIG_LIVE_STOP_STALLED);
+	CU_ASSERT_EQUAL(r.pause_bytes, sc.small);
+	__atomic_store_n(&d.stop, true, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	check_guest_whole(&g, "after an over-budget pause");
+	guest_down(&g);
+}
+
 static int suite_init(void)
 {
 	return memmig_ctx_new(&ctx) ? -1 : 0;
@@ -531,11 +727,15 @@ int main(void)
 {
 	static CU_TestInfo tests[] = {
 		{ "bad input is refused", test_bad_input },
-		{ "256 MiB guest, dirty log + clear, 5 migrations", test_256m_log_clear },
-		{ "1 GiB guest, dirty log + clear, 5 migrations", test_1g_log_clear },
-		{ "256 MiB guest, dirty log, 5 migrations", test_256m_log },
-		{ "256 MiB guest, dirty ring, 5 migrations", test_ring },
-		{ "1 GiB guest, dirty ring, 5 migrations", test_1g_ring },
+		{ "small guest, dirty log + clear", test_small_log_clear },
+		{ "big guest, dirty log + clear", test_big_log_clear },
+		{ "small guest, dirty log", test_small_log },
+		{ "small guest, dirty ring that fills", test_ring },
+		{ "big guest, dirty ring", test_big_ring },
+		{ "node tour, dirty log, numa_maps", test_tour_log },
+		{ "node tour, dirty log + clear, numa_maps", test_tour_log_clear },
+		{ "node tour, dirty ring, numa_maps", test_tour_ring },
+		{ "over budget: bounded, reported, refused on request", test_over_budget },
 		{ "memfd RAM: memslot re-added", test_memfd },
 		{ "file tier and back", test_file_tier },
 		{ "a range of a slot", test_range },
@@ -549,8 +749,18 @@ int main(void)
 		CU_SUITE_INFO_NULL,
 	};
 
+	const char *tier = getenv("MEMMIG_TEST_TIER");
+
 	if (access("/dev/kvm", R_OK | W_OK))
-		return cunit_skip("no usable /dev/kvm on this machine");
+		return cunit_skip("no usable /dev/kvm on this machine (the multi-node tier "
+				  "runs these tests in its guest: make check-vm)");
+	if (tier && !strcmp(tier, "1"))
+		sc = tier_scale;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("scale: %s: guests of %llu, %llu and %llu MiB, %d migrations a case, "
+	       "pause budget %.0f ms%s\n", sc.where, (unsigned long long)(sc.small / MiB),
+	       (unsigned long long)(sc.mid / MiB), (unsigned long long)(sc.big / MiB),
+	       sc.migrations, sc.budget_ns ? sc.budget_ns / 1e6 : 5.0,
+	       sc.budget_ns ? "" : " (the default)");
 	return cunit_main(suites);
 }

@@ -7,13 +7,21 @@
  * port I/O.  A guest with CR4.MCE clear is shut down by KVM (triple
  * fault), as hardware would.  Exits 77 only without /dev/kvm or without
  * KVM_CAP_MCE.
+ *
+ * The multi-node tier (tests/vm/run-vm.sh) runs it too, with KVM nested in
+ * TCG, under a kernel with CONFIG_MEMORY_FAILURE (MEMMIG_TEST_TIER=1):
+ * there a real MADV_HWPOISON of guest RAM makes KVM itself signal the vCPU
+ * thread.  On a host it would take a page from the kernel for good: the
+ * case runs only in the tier.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -42,6 +50,7 @@
 			 MCI_STATUS_MISCV | MCI_STATUS_ADDRV | MCI_STATUS_S)
 
 static struct memmig_ctx *ctx;
+static bool in_tier;
 
 struct guest {
 	struct minivmm *vmm;
@@ -325,6 +334,46 @@ out:
 	guest_down(&g);
 }
 
+/*
+ * A real memory error: MADV_HWPOISON runs the kernel's memory-failure path
+ * on a page of guest RAM, as for a machine check the host took.  When the
+ * guest reads the page, KVM finds it poisoned and sends the vCPU thread
+ * SIGBUS BUS_MCEERR_AR with its host address (nothing forged here), and
+ * the guest gets its action-required machine check at that page.
+ */
+static void test_real_hwpoison(void)
+{
+	const uint64_t gpa = 0xa000;
+	struct minivmm_slot s;
+	struct minivmm_mce m;
+	struct guest g;
+
+	if (!in_tier) {
+		printf("(a real MADV_HWPOISON retires a page of the host's for good: "
+		       "the multi-node tier runs this) ");
+		return;
+	}
+	if (guest_up(&g, MINIVMM_GUEST_MCE, 0))
+		goto out;
+	minivmm_get_slot(g.vmm, &s);
+	if (madvise((uint8_t *)s.hva + gpa, 4096, MADV_HWPOISON)) {
+		CUNIT_FAILF("MADV_HWPOISON on guest RAM: %s (the tier's kernel has "
+			    "CONFIG_MEMORY_FAILURE)", strerror(errno));
+		goto out;
+	}
+	((volatile struct minivmm_state *)((uint8_t *)s.hva + MINIVMM_STATE_OFFSET))->touch =
+		(uint32_t)gpa;
+	if (!wait_report(&g, 1, &m)) {
+		print_mce("KVM's own SIGBUS for a poisoned page", &m);
+		CU_ASSERT_EQUAL(m.addr, gpa);
+		CU_ASSERT_EQUAL(m.status & ~MCI_STATUS_MCACOD, MCI_COMMON | MCI_STATUS_AR);
+		CU_ASSERT_EQUAL(m.status & MCI_STATUS_MCACOD, 0x134);
+		check_runs_on(&g);
+	}
+out:
+	guest_down(&g);
+}
+
 /* Only guest RAM the VMM registered; only known flags. */
 static void test_bad_input(void)
 {
@@ -365,6 +414,7 @@ static CU_TestInfo tests[] = {
 	{ "bank count: fewest, clamped", test_banks },
 	{ "CR4.MCE clear: triple fault", test_no_cr4_mce },
 	{ "KVM's SIGBUS on the vCPU thread becomes #MC", test_sigbus },
+	{ "a real MADV_HWPOISON: KVM's own SIGBUS becomes #MC", test_real_hwpoison },
 	{ "a page lost in a live migration: told to the guest", test_lost_in_migration },
 	{ "bad gpa, flags and vm", test_bad_input },
 	CU_TEST_INFO_NULL,
@@ -393,11 +443,12 @@ static const char *skip_reason(void)
 
 int main(void)
 {
-	const char *why = skip_reason();
+	const char *why = skip_reason(), *tier = getenv("MEMMIG_TEST_TIER");
 	int rc;
 
 	if (why)
 		return cunit_skip(why);
+	in_tier = tier && !strcmp(tier, "1");
 	if (memmig_ctx_new(&ctx) < 0)
 		return CUNIT_EXIT_ERROR;
 	rc = cunit_main(suites);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../unit/cunit-main.h"
+#include "../helpers/numa-maps.h"
 
 #define MiB (1UL << 20)
 #define UNIT (2 * MiB)
@@ -76,33 +77,6 @@ static uint8_t *map_memfd(size_t len, uint64_t seed)
 		return NULL;
 	fill(p, len, seed);
 	return p;
-}
-
-/*
- * 4 KiB pages of [addr, addr + len) on node, as the kernel's numa_maps
- * counts them: the sum of "N<node>=" over the mappings that start in the
- * range (a swap splits a range into several mappings), in units of the
- * line's kernelpagesize_kB (2048 for hugetlbfs).
- */
-static uint64_t numa_maps_pages(const void *addr, size_t len, int node)
-{
-	uintptr_t from = (uintptr_t)addr, to = from + len;
-	char line[1024], key[16];
-	uint64_t total = 0;
-	FILE *f = fopen("/proc/self/numa_maps", "re");
-
-	snprintf(key, sizeof(key), " N%d=", node);
-	while (f && fgets(line, sizeof(line), f)) {
-		uintptr_t start = strtoull(line, NULL, 16);
-		char *n = strstr(line, key), *k = strstr(line, "kernelpagesize_kB=");
-		uint64_t kb = k ? strtoull(k + strlen("kernelpagesize_kB="), NULL, 10) : 4;
-
-		if (start >= from && start < to && n)
-			total += strtoull(n + strlen(key), NULL, 10) * (kb / 4);
-	}
-	if (f)
-		fclose(f);
-	return total;
 }
 
 static struct memmig_region *region_of(void *p, size_t len)

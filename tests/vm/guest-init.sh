@@ -16,6 +16,8 @@ ln -sf /proc/self/fd/1 /dev/stdout
 ln -sf /proc/self/fd/2 /dev/stderr
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/tmp TMPDIR=/tmp
 export LD_LIBRARY_PATH=/lib MEMMIG_CLI=/bin/memmig-cli MEMHOG=/bin/memhog
+# Tests that run on hosts too take the tier's scale and cases here.
+export MEMMIG_TEST_TIER=1
 # Kernel messages go to the log after each test, not into the middle of
 # the test's own lines.
 dmesg -n 1
@@ -34,7 +36,7 @@ for n in /sys/devices/system/node/node[0-9]*; do
 	echo "  ${n##*/}: cpus [$(cat "$n/cpulist")] distance [$(cat "$n/distance")]" \
 		"$(grep MemTotal "$n/meminfo" | sed 's/.*MemTotal: *//')"
 done
-# The emulated NVDIMM, for the DAX tests (drivers are modules in Debian).
+# KVM and the emulated NVDIMM's drivers (modules in Debian's kernel).
 if [ -f /lib/modules/load.list ]; then
 	while read -r m; do
 		insmod "/lib/modules/$m" || echo "  insmod $m failed"
@@ -42,6 +44,8 @@ if [ -f /lib/modules/load.list ]; then
 	echo "  pmem: $(ls /sys/bus/nd/devices 2>/dev/null | tr '\n' ' ')" \
 		"$(ls /dev/pmem* 2>/dev/null | tr '\n' ' ')"
 fi
+echo "  kvm: $(if [ -c /dev/kvm ]; then echo /dev/kvm; else echo none; fi)" \
+	"$(dmesg | grep -o 'Nested Paging enabled' | head -n 1)"
 dmesg -c >/tmp/boot-dmesg
 # A kernel warning during boot taints the kernel: show it.
 grep -A 12 -E 'WARNING:|BUG:' /tmp/boot-dmesg | sed 's/^/boot: /'

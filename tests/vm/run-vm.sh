@@ -26,7 +26,7 @@ log=$vmdir/console.log
 initrd=$vmdir/initramfs.cpio.gz
 pmem=$vmdir/pmem0.img
 timeout_s=${VM_TIMEOUT:-600}
-all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-daemon guest-hwpoison guest-dax"
+all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-daemon guest-hwpoison guest-dax test-live test-mce"
 tests=${VM_TESTS:-$all_tests}
 
 skip() {
@@ -137,6 +137,8 @@ for t in $tests; do
 	test-multinode) prog=tests/migrate/test-multinode ;;
 	guest-hwpoison) prog=tests/vm/guest-hwpoison ;;
 	guest-dax) prog=tests/vm/guest-dax ;;
+	test-live) prog=tests/kvm/test-live ;;
+	test-mce) prog=tests/kvm/test-mce ;;
 	test-move-pid) script=tests/migrate/test-move-pid.sh prog= ;;
 	guest-move-pid) script=tests/vm/guest-move-pid.sh prog= ;;
 	guest-daemon) script=tests/vm/guest-daemon.sh prog= ;;
@@ -171,32 +173,35 @@ for x in ${VM_EXTRA:-}; do
 	fi
 done
 
-# The NVDIMM drivers (modules in Debian's kernel), dependencies first.
+# Modules of the guest's kernel (Debian builds these drivers as modules),
+# dependencies first; the guest's /init loads them in this order.
 nvdimm=${VM_NVDIMM:-1}
 moddir=/lib/modules/$kver
-if [ "$nvdimm" = 1 ] && [ -f "$moddir/modules.dep" ]; then
-	mod_deps() {
-		sed -n "s|^$1: *||p" "$moddir/modules.dep"
-	}
-	mod_add() {
-		local d
+mod_add() {
+	local d
 
-		grep -qx "$1" "$root/lib/modules/load.list" 2>/dev/null && return 0
-		for d in $(mod_deps "$1"); do
-			mod_add "$d"
-		done
-		mkdir -p "$root/lib/modules/${1%/*}"
-		cp "$moddir/$1" "$root/lib/modules/$1" && echo "$1" >>"$root/lib/modules/load.list"
-	}
+	grep -qx "$1" "$root/lib/modules/load.list" 2>/dev/null && return 0
+	for d in $(sed -n "s|^$1: *||p" "$moddir/modules.dep"); do
+		mod_add "$d"
+	done
+	mkdir -p "$root/lib/modules/${1%/*}"
+	cp "$moddir/$1" "$root/lib/modules/$1" && echo "$1" >>"$root/lib/modules/load.list"
+}
+if [ -f "$moddir/modules.dep" ]; then
 	mkdir -p "$root/lib/modules"
-	for m in acpi/nfit/nfit nvdimm/nd_pmem dax/device_dax dax/dax_pmem dax/kmem; do
-		[ -f "$moddir/kernel/drivers/$m.ko" ] && mod_add "kernel/drivers/$m.ko"
-	done
-	# ext4 for the DAX test, and the crc32c its checksums ask the crypto
-	# API for (no modprobe in the guest to load it on demand).
-	for m in crypto/crc32c_generic fs/ext4/ext4; do
-		[ -f "$moddir/kernel/$m.ko" ] && mod_add "kernel/$m.ko"
-	done
+	# KVM: TCG's "max" CPU has SVM with nested paging, so kvm-amd gives the
+	# guest a working /dev/kvm whatever this machine's CPU and KVM are.
+	[ -f "$moddir/kernel/arch/x86/kvm/kvm-amd.ko" ] && mod_add kernel/arch/x86/kvm/kvm-amd.ko
+	if [ "$nvdimm" = 1 ]; then
+		for m in acpi/nfit/nfit nvdimm/nd_pmem dax/device_dax dax/dax_pmem dax/kmem; do
+			[ -f "$moddir/kernel/drivers/$m.ko" ] && mod_add "kernel/drivers/$m.ko"
+		done
+		# ext4 for the DAX test, and the crc32c its checksums ask the
+		# crypto API for (no modprobe in the guest to load it on demand).
+		for m in crypto/crc32c_generic fs/ext4/ext4; do
+			[ -f "$moddir/kernel/$m.ko" ] && mod_add "kernel/$m.ko"
+		done
+	fi
 fi
 
 (cd "$root" && find . | "${cpio[@]}") | gzip -1 >"$initrd" || exit 1
