@@ -2,9 +2,10 @@
 /*
  * memmig-cli demo: live migrations of a running guest's RAM.  minivmm (the
  * example VMM) runs a guest that rewrites all of its memory without pause;
- * its RAM moves between nodes -- on a one-node machine to the same node
- * and to a file-backed tier in turn -- and every page is checked after
- * each move.  Without /dev/kvm a host thread plays the guest, in-process.
+ * its RAM moves between a DRAM node and a CPU-less (CXL-like) memory
+ * node where the host has one, else between two nodes -- on a one-node
+ * machine to the same node and to a file-backed tier in turn -- and every
+ * page is checked after each move.  Without /dev/kvm a host thread plays the guest, in-process.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,6 +24,7 @@ struct demo {
 	const char *tier;
 	bool json, no_kvm, nodes_only;
 	int nodes[2], nnodes;
+	int kinds[2];		/* enum memmig_node_kind of each */
 	double raw_s;		/* one copy of mem bytes, for scale */
 	bool kvm;
 };
@@ -33,8 +35,9 @@ static void demo_usage(FILE *f)
 		   "                       [--budget-ms MS] [--no-kvm] [--nodes-only] [--json]\n"
 		   "Runs a guest that rewrites all of its RAM (examples/minivmm) and\n"
 		   "migrates the RAM live N times (default 5) while it runs: between\n"
-		   "nodes where there are several, else to the same node and to a\n"
-		   "file-backed tier (DIR, default /dev/shm) in turn.  After each\n"
+		   "a DRAM node and a CPU-less (CXL-like) memory node where there is\n"
+		   "one, else between two nodes; on one node, to the same node and to\n"
+		   "a file-backed tier (DIR, default /dev/shm) in turn.  After each\n"
 		   "migration every page is checked (--nodes-only: no file tier).\n"
 		   "Without /dev/kvm (or with\n"
 		   "--no-kvm) a host thread writes the memory instead of a guest.\n"
@@ -101,20 +104,45 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 	return CLI_EXIT_OK;
 }
 
-/* Two nodes with memory to move between, or the one there is. */
+/*
+ * What memmig is for: the first node with CPUs, where the guest runs, and
+ * a CPU-less memory node (a CXL expander) where there is one, else the
+ * next node; on one node, that one.
+ */
 static int demo_nodes(struct memmig_ctx *ctx, struct demo *d)
 {
 	struct memmig_node_info n = { .sz = sizeof(n) };
 	struct memmig_topo *topo;
-	int rc = memmig_topo_new(ctx, &topo);
+	int rc = memmig_topo_new(ctx, &topo), second = -1;
 
 	if (rc < 0)
 		return rc;
-	for (int i = 0; i < memmig_topo_node_count(topo) && d->nnodes < 2; i++)
-		if (memmig_topo_get_node(topo, i, &n) == 0)
+	for (int i = 0; i < memmig_topo_node_count(topo); i++) {
+		if (memmig_topo_get_node(topo, i, &n))
+			continue;
+		if (!d->nnodes && n.kind == MEMMIG_NODE_DRAM) {
+			d->kinds[0] = n.kind;
 			d->nodes[d->nnodes++] = n.id;
+		} else if (second < 0 || (n.kind == MEMMIG_NODE_CPULESS &&
+					  d->kinds[1] != MEMMIG_NODE_CPULESS)) {
+			second = n.id;
+			d->kinds[1] = n.kind;
+		}
+	}
 	memmig_topo_unref(topo);
+	if (!d->nnodes && second >= 0) {	/* no CPU node: memory only */
+		d->nodes[0] = second;
+		d->kinds[0] = d->kinds[1];
+		second = -1;
+	}
+	if (d->nnodes && second >= 0)
+		d->nodes[d->nnodes++] = second;
 	return d->nnodes ? 0 : -ENOENT;
+}
+
+static const char *kind_name(int kind)
+{
+	return kind == MEMMIG_NODE_CPULESS ? "CPU-less memory" : "DRAM";
 }
 
 /* One copy of the guest's size between prefaulted buffers, the median of
@@ -171,6 +199,8 @@ static struct json_object *migration_json(const char *target,
 			       json_object_new_double(raw_s > 0 ? r->total_s / raw_s : 0));
 	json_object_object_add(o, "rounds", json_object_new_int((int)r->rounds));
 	json_object_object_add(o, "converged", json_object_new_boolean(r->converged));
+	json_object_object_add(o, "stop_reason",
+			       json_object_new_string(memmig_live_stop_name(r->stop_reason)));
 	json_object_object_add(o, "bytes_copied", json_object_new_int64((int64_t)r->bytes_copied));
 	json_object_object_add(o, "pause_ms", json_object_new_double(r->pause_s * 1e3));
 	json_object_object_add(o, "pause_bytes", json_object_new_int64((int64_t)r->pause_bytes));
@@ -196,6 +226,21 @@ static void migration_text(long i, const char *target, const struct minivmm_migr
 	       memmig_dirty_method_name(r->dirty_method),
 	       minivmm_migration_ok(m) ? "verified" : "FAILED",
 	       (unsigned long long)m->check.lost);
+}
+
+/* The nodes it moves between: [{"id": 0, "kind": "DRAM"}, ...]. */
+static struct json_object *nodes_json(const struct demo *d)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (int i = 0; i < d->nnodes; i++) {
+		struct json_object *n = json_object_new_object();
+
+		json_object_object_add(n, "id", json_object_new_int(d->nodes[i]));
+		json_object_object_add(n, "kind", json_object_new_string(kind_name(d->kinds[i])));
+		json_object_array_add(a, n);
+	}
+	return a;
 }
 
 /* Starts the guest: under KVM, or as a host thread when there is none. */
@@ -245,7 +290,8 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 		       memmig_size_format(d->mem, size, sizeof(size)),
 		       d->kvm ? "KVM, examples/minivmm" : "host thread, in-process");
 		if (d->nnodes > 1)
-			printf("moving it between nodes %d and %d\n", d->nodes[0], d->nodes[1]);
+			printf("moving it between node %d (%s) and node %d (%s)\n", d->nodes[0],
+			       kind_name(d->kinds[0]), d->nodes[1], kind_name(d->kinds[1]));
 		else if (d->nodes_only)
 			printf("one NUMA node: to node %d each time\n", d->nodes[0]);
 		else
@@ -279,6 +325,7 @@ out:
 		json_object_object_add(o, "guest", json_object_new_string(
 				d->kvm ? "kvm" : "thread"));
 		json_object_object_add(o, "raw_copy_seconds", json_object_new_double(d->raw_s));
+		json_object_object_add(o, "nodes", nodes_json(d));
 		json_object_object_add(o, "migrations", list);
 		cli_json_print(o);
 	} else {

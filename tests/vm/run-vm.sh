@@ -26,7 +26,7 @@ log=$vmdir/console.log
 initrd=$vmdir/initramfs.cpio.gz
 pmem=$vmdir/pmem0.img
 timeout_s=${VM_TIMEOUT:-600}
-all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-daemon guest-hwpoison guest-dax test-live test-mce"
+all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-daemon guest-hwpoison guest-dax test-live test-mce guest-demo"
 tests=${VM_TESTS:-$all_tests}
 
 skip() {
@@ -142,6 +142,7 @@ for t in $tests; do
 	test-move-pid) script=tests/migrate/test-move-pid.sh prog= ;;
 	guest-move-pid) script=tests/vm/guest-move-pid.sh prog= ;;
 	guest-daemon) script=tests/vm/guest-daemon.sh prog= ;;
+	guest-demo) script=tests/vm/guest-demo.sh prog= ;;
 	*) echo "run-vm.sh: unknown test '$t' (known: $all_tests)"; exit 1 ;;
 	esac
 	if [ -n "$prog" ]; then
