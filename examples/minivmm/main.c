@@ -141,11 +141,11 @@ static void print_migration(unsigned int i, const struct minivmm_migration *m)
 	const struct memmig_live_report *r = &m->rep;
 
 	printf("migration %u: %llu MiB in %.1f ms (%.2f GB/s), prepare %.1f ms, "
-	       "%u rounds, pause %.3f ms (%llu KiB; stop %.3f harvest %.3f copy %.3f swap %.3f), %s: %s, lost %llu, "
-	       "torn %llu, "
-	       "guest errors %llu\n",
+	       "%u rounds (%s), pause %.3f ms (%llu KiB; stop %.3f harvest %.3f copy %.3f "
+	       "swap %.3f), %s: %s, lost %llu, torn %llu, guest errors %llu\n",
 	       i, (unsigned long long)(r->bytes >> 20), r->total_s * 1e3, r->gbps,
-	       r->prepare_s * 1e3, r->rounds, r->pause_s * 1e3,
+	       r->prepare_s * 1e3, r->rounds, memmig_live_stop_name(r->stop_reason),
+	       r->pause_s * 1e3,
 	       (unsigned long long)(r->pause_bytes >> 10), r->pause_stop_s * 1e3,
 	       r->pause_harvest_s * 1e3, r->pause_copy_s * 1e3,
 	       r->pause_swap_s * 1e3, memmig_dirty_method_name(r->dirty_method),
