@@ -4,7 +4,10 @@
 #include <numa.h>
 #include <numaif.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "memmig.h"
 #include "nodemem.h"
@@ -93,4 +96,30 @@ long long memmig_node_free(int node)
 	if (numa_node_size64(node, &free_b) <= 0)
 		return -ENOENT;
 	return free_b;
+}
+
+long long memmig_node_reserve(int node)
+{
+	FILE *f = fopen("/proc/zoneinfo", "re");
+	long long pages = 0;
+	bool found = false;
+	int cur = -1;
+	char line[256];
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long v;
+		int n;
+
+		if (sscanf(line, "Node %d, zone", &n) == 1) {
+			cur = n;
+			found |= n == node;
+		} else if (cur == node && !strchr(line, ':') &&
+			   sscanf(line, " high %llu", &v) == 1) {
+			pages += (long long)v;	/* a zone's high watermark */
+		}
+	}
+	fclose(f);
+	return found ? pages * sysconf(_SC_PAGESIZE) : -ENOENT;
 }

@@ -28,5 +28,11 @@ int memmig_populate(void *addr, size_t len);
 int memmig_bind(void *addr, size_t len, int node, unsigned int flags);
 /* Free bytes on a node now, or -ENOENT if it has no memory. */
 long long memmig_node_free(int node);
+/*
+ * What the kernel keeps free on a node (its zones' high watermarks, from
+ * /proc/zoneinfo): an allocation bound to the node fails near there, well
+ * before the node's free memory is 0.  Bytes, or -errno.
+ */
+long long memmig_node_reserve(int node);
 
 #endif

@@ -79,12 +79,16 @@ static long move_batch(struct memmig_job *job, struct batch *b)
  * move_pages() stops at the first unit it could not migrate and returns how
  * many pages it did not move, leaving the status array unwritten: ask
  * where each page is instead.  Those not on the target failed for lack of
- * memory when the target is (nearly) full, else because they were busy.
+ * memory when the target is full -- down to what the kernel keeps free
+ * there, plus a unit (a THP that could not be had: Linux 6.12 answers so
+ * where 6.1 fails the call with ENOMEM) -- else because they were busy.
  */
 static void batch_requery(struct memmig_job *job, struct batch *b)
 {
 	long long free_b = memmig_node_free(job->target);
-	int why = free_b >= 0 && free_b < 2 * (long long)MEMMIG_UNIT_SIZE ? -ENOMEM : -EBUSY;
+	long long keep = memmig_node_reserve(job->target);
+	int why = free_b >= 0 && free_b < (keep > 0 ? keep : 0) + 2 * (long long)MEMMIG_UNIT_SIZE ?
+		  -ENOMEM : -EBUSY;
 	long rc = memmig_sys_move_pages(job->pid, b->n, b->pages, NULL, b->status, 0);
 
 	for (size_t i = 0; i < b->n; i++)
