@@ -20,6 +20,7 @@
 #include "live-private.h"
 #include "migrate-private.h"
 #include "nodemem.h"
+#include "procmaps.h"
 
 #define DEFAULT_BUDGET_NS 5000000ULL
 #define DEFAULT_ROUNDS 30
@@ -63,14 +64,41 @@ const char *memmig_live_stop_name(int reason)
 	return stop_names[reason];
 }
 
-/* AUTO: the rings if the VMM has them (KVM then refuses the log), else
- * the log with CLEAR where KVM has it. */
-static int method_resolve(struct memmig_vm *vm, int want, bool rings)
+/*
+ * The slot's memory is DAX.  The kernel's DAX write-fault path does not
+ * handle userfaultfd write protection: on Linux 6.12 a thread writing a
+ * write-protected fsdax page faults forever (insert_pfn() warns, the fault
+ * retries).  Soft-dirty bits work there.
+ */
+static bool slot_on_dax(const struct memmig_live *l)
 {
+	struct memmig_vma *v = NULL;
+	size_t n = 0;
+	bool dax;
+
+	if (memmig_vmas_read(0, &v, &n))
+		return false;
+	dax = memmig_vmas_backing(v, n, (uintptr_t)l->slot.hva, l->slot.size) ==
+	      MEMMIG_BACKING_DAX;
+	free(v);
+	return dax;
+}
+
+/* AUTO: the rings if the VMM has them (KVM then refuses the log), else
+ * the log with CLEAR where KVM has it; without KVM, userfaultfd write
+ * protection, else (before Linux 6.7, or on DAX) soft-dirty bits. */
+static int method_resolve(const struct memmig_live *l, int want, bool rings)
+{
+	struct memmig_vm *vm = l->vm;
+
 	if (vm->fd < 0) {
+		bool dax = slot_on_dax(l);
+
+		if (want == MEMMIG_DIRTY_UFFD_WP && dax)
+			return -EOPNOTSUPP;
 		if (want == MEMMIG_DIRTY_AUTO)
-			want = memmig_dirty_uffd_supported() ? MEMMIG_DIRTY_UFFD_WP :
-							       MEMMIG_DIRTY_SOFT_DIRTY;
+			want = memmig_dirty_uffd_supported() && !dax ? MEMMIG_DIRTY_UFFD_WP :
+								       MEMMIG_DIRTY_SOFT_DIRTY;
 		if (want == MEMMIG_DIRTY_SOFT_DIRTY && !memmig_dirty_softdirty_supported())
 			return -EOPNOTSUPP;
 		return want == MEMMIG_DIRTY_UFFD_WP || want == MEMMIG_DIRTY_SOFT_DIRTY ?
@@ -121,7 +149,7 @@ static int opts_check(struct memmig_live *l, bool rings)
 		o->pause_budget_ns = DEFAULT_BUDGET_NS;
 	if (!o->max_rounds)
 		o->max_rounds = DEFAULT_ROUNDS;
-	l->method = method_resolve(l->vm, o->dirty_method, rings);
+	l->method = method_resolve(l, o->dirty_method, rings);
 	return l->method < 0 ? l->method : 0;
 }
 
