@@ -26,6 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../helpers/hwpoison.h"
 #include "../unit/cunit-main.h"
 #include "examples/minivmm/embed.h"
 
@@ -347,6 +348,7 @@ static void test_real_hwpoison(void)
 	struct minivmm_slot s;
 	struct minivmm_mce m;
 	struct guest g;
+	int rc, code;
 
 	if (!in_tier) {
 		printf("(a real MADV_HWPOISON retires a page of the host's for good: "
@@ -356,11 +358,13 @@ static void test_real_hwpoison(void)
 	if (guest_up(&g, MINIVMM_GUEST_MCE, 0))
 		goto out;
 	minivmm_get_slot(g.vmm, &s);
-	if (madvise((uint8_t *)s.hva + gpa, 4096, MADV_HWPOISON)) {
+	rc = hwpoison_page((uint8_t *)s.hva + gpa, &code);
+	if (rc) {
 		CUNIT_FAILF("MADV_HWPOISON on guest RAM: %s (the tier's kernel has "
-			    "CONFIG_MEMORY_FAILURE)", strerror(errno));
+			    "CONFIG_MEMORY_FAILURE)", strerror(-rc));
 		goto out;
 	}
+	printf("\n    SIGBUS to this thread at the injection: si_code %d ", code);
 	((volatile struct minivmm_state *)((uint8_t *)s.hva + MINIVMM_STATE_OFFSET))->touch =
 		(uint32_t)gpa;
 	if (!wait_report(&g, 1, &m)) {

@@ -11,6 +11,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../helpers/hwpoison.h"
+
 static int fails;
 
 /* Records a failure with its reason and goes on. */

@@ -3,6 +3,10 @@
 #ifndef MEMMIG_GUEST_DAX_MIGRATE_H
 #define MEMMIG_GUEST_DAX_MIGRATE_H
 
+#include <stdbool.h>
+
+#include <memmig.h>
+
 /*
  * DRAM to a file of dir (a DAX mount) and back, to node 2, and to a tmpfs
  * file (the MAP_SYNC fallback).  Returns the number of failed checks
@@ -11,6 +15,11 @@
 int dax_migrate_fsdax(const char *dir);
 /* The same through device DAX: dev is /dev/daxX.Y. */
 int dax_migrate_devdax(const char *dev);
+
+/* Whether memmig can leave poison markers (UFFDIO_POISON, Linux 6.6): the
+ * copy of a page that could not be read then faults as a memory error;
+ * without them the page stays where it was. */
+bool dax_poison_markers(struct memmig_ctx *ctx);
 
 /* guest-dax-table.c: the DAX region's descriptor table and poisoned pages;
  * the number of failed checks. */

@@ -8,7 +8,8 @@
  * device memory), and another page is recorded poisoned in the table by
  * hand, as an earlier migration would have.  The region moves to node 2:
  *  - the page the table knew is not read (no machine check, not even a
- *    SIGBUS): reported EHWPOISON, left where it is;
+ *    SIGBUS): reported EHWPOISON, left where it is -- or, where the kernel
+ *    has poison markers (UFFDIO_POISON), a marker in its copy's place;
  *  - the injected one: the kernel signals the processes that map it at
  *    once (SIGBUS); if the page then faults, the copy finds
  *    it and the table marks it poisoned.  (Linux 6.1 on fsdax maps it
@@ -37,17 +38,6 @@
 #define T_PAGE 4096UL
 #define KNOWN 37	/* poisoned in the table beforehand */
 #define HIT 1100	/* MADV_HWPOISON */
-
-/* The kernel signals the processes that map a failed DAX page at once
- * (Linux 6.1 sends the injecting one BUS_MCEERR_AR): noted, not fatal. */
-static volatile sig_atomic_t ao_code;
-
-static void on_ao(int sig, siginfo_t *si, void *uc)
-{
-	(void)sig;
-	(void)uc;
-	ao_code = si->si_code;
-}
 
 static void check_table(struct memmig_desc_table *t, uint64_t base, int hit_state)
 {
@@ -160,7 +150,6 @@ static void hugetlb_table(struct memmig_ctx *ctx)
 int dax_table_case(struct memmig_ctx *ctx, const char *dir)
 {
 	struct sigaction sa = { .sa_sigaction = guest_on_sigbus, .sa_flags = SA_SIGINFO }, old;
-	struct sigaction ao = { .sa_sigaction = on_ao, .sa_flags = SA_SIGINFO };
 	struct memmig_region_desc d = { .sz = sizeof(d), .len = T_LEN };
 	struct memmig_migrate_opts o = { .sz = sizeof(o), .target_node = 2 };
 	struct memmig_desc_table_info info = { .sz = sizeof(info) };
@@ -169,7 +158,8 @@ int dax_table_case(struct memmig_ctx *ctx, const char *dir)
 	struct memmig_region *r = NULL;
 	const struct memmig_desc *desc;
 	uint64_t *w, sums[T_LEN / T_PAGE];
-	int fd, rc, hit_code, hit_state = -1;
+	int fd, rc, hit_code, ao_code, hit_state = -1;
+	bool markers = dax_poison_markers(ctx);
 	char path[256];
 
 	fails = 0;
@@ -211,13 +201,13 @@ int dax_table_case(struct memmig_ctx *ctx, const char *dir)
 	CHECK(memmig_desc_set_state(t, KNOWN, MEMMIG_DESC_POISONED, NULL) == 0,
 	      "marking the known page");
 
-	sigaction(SIGBUS, &ao, &old);
-	errno = 0;
-	rc = madvise((uint8_t *)w + HIT * T_PAGE, T_PAGE, MADV_HWPOISON);
-	sigaction(SIGBUS, &sa, NULL);
+	/* The kernel signals the processes that map a failed DAX page at
+	 * once (the injecting one gets BUS_MCEERR_AR): noted, not fatal. */
+	rc = hwpoison_page((uint8_t *)w + HIT * T_PAGE, &ao_code);
+	sigaction(SIGBUS, &sa, &old);
 	hit_code = rc ? 0 : guest_probe((uint8_t *)w + HIT * T_PAGE);
 	printf("MADV_HWPOISON on a DAX page: %s (signal si_code %d); reading it: "
-	       "si_code %d\n", rc ? strerror(errno) : "done", ao_code, hit_code);
+	       "si_code %d\n", rc ? strerror(-rc) : "done", ao_code, hit_code);
 	if (hit_code == BUS_MCEERR_AR || hit_code == BUS_ADRERR)
 		hit_state = MEMMIG_DESC_POISONED;
 
@@ -228,10 +218,17 @@ int dax_table_case(struct memmig_ctx *ctx, const char *dir)
 	       (unsigned long long)memmig_report_errno_pages(rep, EFAULT));
 	CHECK(rc == 0, "memmig_migrate: %d", rc);
 	CHECK(memmig_report_errno_pages(rep, EHWPOISON) >= 1, "the known page not reported");
-	/* The known page was never read: its bytes are the file's, mapped. */
-	CHECK(guest_probe((uint8_t *)w + KNOWN * T_PAGE) == 0 &&
-	      guest_csum((uint8_t *)w + KNOWN * T_PAGE, T_PAGE) == sums[KNOWN],
-	      "the known page is not the file's any more");
+	/* The known page was never read.  With poison markers its copy is
+	 * one (a memory error when read); without, it stays mapped from the
+	 * file, with the file's bytes. */
+	rc = guest_probe((uint8_t *)w + KNOWN * T_PAGE);
+	printf("the known page after: si_code %d (%s)\n", rc,
+	       markers ? "a poison marker" : "the file's page, left where it was");
+	if (markers)
+		CHECK(rc == BUS_MCEERR_AR, "the known page's copy is no poison marker: %d", rc);
+	else
+		CHECK(rc == 0 && guest_csum((uint8_t *)w + KNOWN * T_PAGE, T_PAGE) == sums[KNOWN],
+		      "the known page is not the file's any more");
 	for (size_t p = 0; p < T_LEN / T_PAGE; p++) {
 		if (p == KNOWN || (p == HIT && hit_state >= 0))
 			continue;

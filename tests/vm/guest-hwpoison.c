@@ -79,7 +79,7 @@ static int poison_case(struct memmig_ctx *ctx, int strategy)
 	int status[NPAGES];
 	long hc0, hc1;
 	uint8_t *p;
-	int rc, found;
+	int rc, found, code;
 
 	printf("== %s strategy\n", strategy == MEMMIG_STRATEGY_COPY ? "copy" : "kernel");
 	/* 4 KiB pages: the failure is per page, not per THP. */
@@ -99,14 +99,16 @@ static int poison_case(struct memmig_ctx *ctx, int strategy)
 		return skip("the pages were allocated on node 2 already");
 
 	hc0 = hardware_corrupted_kb();
-	if (madvise(p + BAD * PAGE, PAGE, MADV_HWPOISON)) {
-		if (errno == EINVAL)
-			return skip("MADV_HWPOISON: EINVAL (kernel without CONFIG_MEMORY_FAILURE)");
-		printf("FAIL: madvise(MADV_HWPOISON): %s\n", strerror(errno));
+	rc = hwpoison_page(p + BAD * PAGE, &code);
+	if (rc == -EINVAL)
+		return skip("MADV_HWPOISON: EINVAL (kernel without CONFIG_MEMORY_FAILURE)");
+	if (rc) {
+		printf("FAIL: madvise(MADV_HWPOISON): %s\n", strerror(-rc));
 		return 1;
 	}
 	hc1 = hardware_corrupted_kb();
-	printf("HardwareCorrupted: %ld kB -> %ld kB\n", hc0, hc1);
+	printf("HardwareCorrupted: %ld kB -> %ld kB; SIGBUS at the injection: si_code %d\n",
+	       hc0, hc1, code);
 	CHECK(hc1 >= hc0 + (long)(PAGE / 1024), "HardwareCorrupted did not grow by a page");
 	rc = guest_probe(p + BAD * PAGE);
 	CHECK(rc == BUS_MCEERR_AR, "reading the poisoned page before: si_code %d, not "

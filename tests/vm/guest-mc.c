@@ -99,8 +99,7 @@ static int mc_anon(struct memmig_ctx *ctx)
 	fill(src);
 	memcpy(ref, src, MC_LEN);
 	for (int k = 0; k < 2; k++)
-		CHECK(madvise(src + bad[k], MC_PAGE, MADV_HWPOISON) == 0,
-		      "MADV_HWPOISON: %s", strerror(errno));
+		CHECK(hwpoison_page(src + bad[k], NULL) == 0, "MADV_HWPOISON failed");
 	memset(dst, MC_FILL, MC_LEN);
 	left = memmig_copy_mc(ctx, dst, src, MC_LEN, &o);
 	printf("  not copied: %zd bytes\n", left);
@@ -131,8 +130,7 @@ static int mc_memfd(struct memmig_ctx *ctx)
 	if (fd < 0 || ftruncate(fd, MC_LEN) || !(src = map(fd)) || !dst)
 		return 1;
 	fill(src);
-	CHECK(madvise(src + bad, MC_PAGE, MADV_HWPOISON) == 0, "MADV_HWPOISON: %s",
-	      strerror(errno));
+	CHECK(hwpoison_page(src + bad, NULL) == 0, "MADV_HWPOISON failed");
 	memset(dst, MC_FILL, MC_LEN);
 	left = memmig_copy_mc(ctx, dst, src, MC_LEN, &o);
 	printf("  not copied: %zd bytes\n", left);
