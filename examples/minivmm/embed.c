@@ -142,6 +142,23 @@ int minivmm_wait_progress(struct minivmm *vmm, int timeout_ms)
 /* The guest must go on writing on its new memory within this. */
 #define PROGRESS_TIMEOUT_MS 10000
 
+int minivmm_up(struct memmig_ctx *ctx, const struct minivmm_opts *o,
+	       struct minivmm **vmm, struct memmig_vm **vm)
+{
+	int rc;
+
+	*vmm = NULL;
+	*vm = NULL;
+	rc = minivmm_create(o, vmm);
+	if (!rc)
+		rc = minivmm_embed(ctx, *vmm, vm);
+	if (!rc)
+		rc = minivmm_start(*vmm);
+	if (!rc)
+		rc = minivmm_wait_progress(*vmm, PROGRESS_TIMEOUT_MS);
+	return rc;
+}
+
 int minivmm_migrate(struct memmig_vm *vm, struct minivmm *vmm,
 		    const struct memmig_live_opts *opts, struct minivmm_migration *out)
 {

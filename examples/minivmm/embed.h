@@ -47,6 +47,15 @@ int minivmm_migrate(struct memmig_vm *vm, struct minivmm *vmm,
 		    struct minivmm_migration *out);
 /* Returns once the guest wrote another page: 0 or -ETIMEDOUT. */
 int minivmm_wait_progress(struct minivmm *vmm, int timeout_ms);
+/*
+ * A guest that writes, handed to memmig: minivmm_create(), minivmm_embed(),
+ * minivmm_start(), then minivmm_wait_progress() for its first write.  0,
+ * or -ENODEV without /dev/kvm (with o->vcpu MINIVMM_VCPU_KVM), or the
+ * first error; *vmm and *vm are then whatever was made, for the caller to
+ * release.
+ */
+int minivmm_up(struct memmig_ctx *ctx, const struct minivmm_opts *o,
+	       struct minivmm **vmm, struct memmig_vm **vm);
 /* Nothing lost, torn or seen wrong by the guest. */
 int minivmm_migration_ok(const struct minivmm_migration *m);
 

@@ -161,19 +161,14 @@ static int run(const struct args *a)
 	struct minivmm *vmm = NULL;
 	int rc, failed = 0;
 
-	rc = minivmm_create(&a->vm, &vmm);
+	rc = memmig_ctx_new(&ctx);
+	if (!rc)
+		rc = minivmm_up(ctx, &a->vm, &vmm, &vm);
 	if (rc == -ENODEV) {
 		printf("minivmm: no /dev/kvm on this machine\n");
+		memmig_ctx_unref(ctx);
 		return 77;
 	}
-	if (!rc)
-		rc = memmig_ctx_new(&ctx);
-	if (!rc)
-		rc = minivmm_embed(ctx, vmm, &vm);
-	if (!rc)
-		rc = minivmm_start(vmm);
-	if (!rc)
-		rc = minivmm_wait_progress(vmm, 10000);
 	for (unsigned int i = 1; !rc && i <= a->migrations; i++) {
 		struct minivmm_migration m;
 

@@ -251,21 +251,15 @@ static int demo_guest(struct memmig_ctx *ctx, struct demo *d, struct minivmm **v
 	int rc = -ENODEV;
 
 	if (!d->no_kvm)
-		rc = minivmm_create(&o, vmm);
-	d->kvm = rc == 0;
+		rc = minivmm_up(ctx, &o, vmm, vm);
+	d->kvm = rc != -ENODEV;
 	if (rc == -ENODEV) {
 		if (!d->no_kvm && !d->json)
 			printf("no usable /dev/kvm: a host thread writes the memory "
 			       "instead of a guest\n");
 		o.vcpu = MINIVMM_VCPU_THREAD;
-		rc = minivmm_create(&o, vmm);
+		rc = minivmm_up(ctx, &o, vmm, vm);
 	}
-	if (!rc)
-		rc = minivmm_embed(ctx, *vmm, vm);
-	if (!rc)
-		rc = minivmm_start(*vmm);
-	if (!rc)
-		rc = minivmm_wait_progress(*vmm, 10000);
 	return rc;
 }
 

@@ -65,14 +65,7 @@ static int guest_up(struct guest *g, uint64_t mem, int backing, uint32_t ring)
 	struct minivmm_opts o = { .mem = mem, .backing = backing, .dirty_ring = ring };
 	int rc;
 
-	memset(g, 0, sizeof(*g));
-	rc = minivmm_create(&o, &g->vmm);
-	if (!rc)
-		rc = minivmm_embed(ctx, g->vmm, &g->vm);
-	if (!rc)
-		rc = minivmm_start(g->vmm);
-	if (!rc)
-		rc = minivmm_wait_progress(g->vmm, 10000);
+	rc = minivmm_up(ctx, &o, &g->vmm, &g->vm);
 	if (rc)
 		CUNIT_FAILF("guest of %llu MiB: %s", (unsigned long long)(mem / MiB),
 			    strerror(-rc));

@@ -246,23 +246,17 @@ static void kvm_case(struct memmig_ctx *ctx, const char *target)
 		.sz = sizeof(o), .target_node = -1, .target_path = target,
 		.pause_budget_ns = 250000000,	/* TCG copies at ~0.25 GB/s */
 	};
-	struct memmig_vm *vm = NULL;
-	struct minivmm *vmm = NULL;
+	struct memmig_vm *vm;
+	struct minivmm *vmm;
 	struct minivmm_slot s;
 	int rc;
 
 	printf("== live, a KVM guest: DRAM -> %s -> node 2\n", target);
-	rc = minivmm_create(&vo, &vmm);
+	rc = minivmm_up(ctx, &vo, &vmm, &vm);
 	if (rc == -ENODEV) {
 		printf("no /dev/kvm in this guest: the KVM case is not run\n");
 		return;
 	}
-	if (!rc)
-		rc = minivmm_embed(ctx, vmm, &vm);
-	if (!rc)
-		rc = minivmm_start(vmm);
-	if (!rc)
-		rc = minivmm_wait_progress(vmm, 10000);
 	CHECK(rc == 0, "KVM guest: %s", strerror(-rc));
 	if (!rc && kvm_move(vm, vmm, &o, "to DAX")) {
 		minivmm_get_slot(vmm, &s);
