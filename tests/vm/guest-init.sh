@@ -19,8 +19,10 @@ export LD_LIBRARY_PATH=/lib MEMMIG_CLI=/bin/memmig-cli MEMHOG=/bin/memhog
 # Tests that run on hosts too take the tier's scale and cases here.
 export MEMMIG_TEST_TIER=1
 # Kernel messages go to the log after each test, not into the middle of
-# the test's own lines.
-dmesg -n 1
+# the test's own lines (MEMMIG_CONSOLE_LOGLEVEL=N on the kernel command
+# line, run-vm.sh's VM_LOGLEVEL, shows them as they come: for a guest that
+# hangs).
+dmesg -n "${MEMMIG_CONSOLE_LOGLEVEL:-1}"
 cd /tmp || exit 1
 
 # Automatic NUMA balancing migrates pages back to the node of the CPU that
@@ -54,6 +56,7 @@ grep -A 12 -E 'WARNING:|BUG:' /tmp/boot-dmesg | sed 's/^/boot: /'
 while IFS='|' read -r name cmd; do
 	[ -n "$name" ] || continue
 	echo "MEMMIG-TEST-START $name"
+	t0=$(date +%s)
 	case $cmd in
 	skip\ *)
 		echo "SKIP: ${cmd#skip }"
@@ -66,6 +69,7 @@ while IFS='|' read -r name cmd; do
 	esac
 	dmesg -c | sed 's/^/kernel: /'
 	echo
+	echo "MEMMIG-TEST-TIME $name $(($(date +%s) - t0))"
 	echo "MEMMIG-TEST $name $rc"
 done </tests.list
 echo "MEMMIG-VM-DONE"

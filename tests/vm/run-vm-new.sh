@@ -1,0 +1,23 @@
+#!/bin/bash
+# The multi-node tier a second time, under a newer kernel than Debian 12's
+# 6.1 (linux-image-6.12-amd64, from bookworm-security), for the paths 6.1
+# does not reach: poison markers (UFFDIO_POISON, 6.6) in migrations and in
+# a KVM guest's live migration, userfaultfd write protection with
+# PAGEMAP_SCAN (6.7), move_pages answering a full node with a count of
+# THPs it could not move, and MADV_HWPOISON signalling its caller at once.
+# KVM is nested here too.  The console log is tests/vm/console-new.log.
+#
+# Exit: as run-vm.sh; 77 when no newer kernel is installed, saying so.
+# Environment: as run-vm.sh; VM_KERNEL_NEW (the kernel), VM_TESTS (default:
+# the tests above).
+set -u
+srcdir=${srcdir:-$(dirname "$0")/../..}
+. "$srcdir/tests/vm/vm-host.sh"
+if ! kernel=$(vm_kernel_new); then
+	echo "SKIP: multi-node tier, newer kernel: none besides $(vm_kernel || echo none)" \
+		"(apt-get install linux-image-6.12-amd64)"
+	exit 77
+fi
+VM_KERNEL=$kernel VM_TAG=-new \
+VM_TESTS=${VM_TESTS:-"test-multinode guest-hwpoison guest-dax test-mce guest-demo"} \
+	exec bash "$srcdir/tests/vm/run-vm.sh"
