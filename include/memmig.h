@@ -310,7 +310,17 @@ struct memmig_node_info {
 	int tier;		/* kernel memory tier (memory_tierN), -1 if none */
 	int nearest_cpu_node;	/* this node if it has CPUs, else the nearest
 				 * node with CPUs by distance, -1 if none */
+	unsigned int flags;	/* MEMMIG_NODE_F_* */
+	char dax_dev[32];	/* the DAX device onlined as this node's memory
+				 * ("dax1.0"), or "" */
 };
+
+/* The node's memory is device DAX onlined as system RAM (the kmem driver:
+ * daxctl reconfigure-device --mode=system-ram). */
+#define MEMMIG_NODE_F_DAX_KMEM	(1u << 0)
+/* ... of a CXL memory device: the DAX device sits under the kernel's CXL
+ * bus (a CXL region, as cxl create-region makes it). */
+#define MEMMIG_NODE_F_CXL	(1u << 1)
 
 struct memmig_dax_info {
 	size_t sz;
@@ -321,7 +331,11 @@ struct memmig_dax_info {
 	int mode;		/* 0 devdax, 1 onlined as system RAM */
 	int region_id;		/* the DAX region (daxctl's "region"), -1 if
 				 * unknown */
+	unsigned int flags;	/* MEMMIG_DAX_F_* */
 };
+
+/* The device is CXL memory: it sits under the kernel's CXL bus. */
+#define MEMMIG_DAX_F_CXL	(1u << 0)
 
 struct memmig_topo;
 

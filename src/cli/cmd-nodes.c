@@ -13,7 +13,8 @@ static void nodes_usage(FILE *f)
 {
 	fprintf(f, "Usage: memmig-cli nodes [--json]\n"
 		   "Shows the NUMA nodes with memory (kind, CPUs, total and free\n"
-		   "memory, kernel memory tier, nearest node with CPUs), the node\n"
+		   "memory, kernel memory tier, nearest node with CPUs, and the\n"
+		   "device DAX its memory came from: CXL where it is), the node\n"
 		   "distances and the DAX devices.  In --json, null stands for\n"
 		   "\"none\" (no tier, no CPU node, unknown target node).\n");
 }
@@ -76,19 +77,23 @@ static void print_nodes_text(struct json_object *nodes)
 	size_t n = json_object_array_length(nodes);
 	char cpus[64], tot[32], fr[32], tier[24], near[24], key[24];
 
-	printf("%4s  %-8s %-16s %11s %11s %5s %8s\n", "node", "kind", "cpus",
-	       "total", "free", "tier", "nearest");
+	printf("%4s  %-8s %-16s %11s %11s %5s %8s  %s\n", "node", "kind", "cpus",
+	       "total", "free", "tier", "nearest", "memory");
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *o = json_object_array_get_idx(nodes, i);
+		const char *dax = cli_json_str(o, "dax", NULL);
+		struct json_object *cxl = member(o, "cxl");
 
-		printf("%4lld  %-8s %-16s %11s %11s %5s %8s\n",
+		printf("%4lld  %-8s %-16s %11s %11s %5s %8s  %s%s%s\n",
 		       (long long)cli_json_int(o, "id", -1),
 		       cli_json_str(o, "kind", "?"),
 		       cpulist(member(o, "cpus"), cpus, sizeof(cpus)),
 		       cli_human((uint64_t)cli_json_int(o, "mem_total", 0), tot, sizeof(tot)),
 		       cli_human((uint64_t)cli_json_int(o, "mem_free", 0), fr, sizeof(fr)),
 		       int_or_dash(o, "tier", tier, sizeof(tier)),
-		       int_or_dash(o, "nearest_cpu_node", near, sizeof(near)));
+		       int_or_dash(o, "nearest_cpu_node", near, sizeof(near)),
+		       cxl && json_object_get_boolean(cxl) ? "CXL, " : "",
+		       dax ? "device DAX " : "-", dax ? dax : "");
 	}
 	printf("\ndistances (10 = local):\n%4s ", "node");
 	for (size_t j = 0; j < n; j++)
@@ -123,12 +128,15 @@ static void print_dax_text(struct json_object *dax)
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *d = json_object_array_get_idx(dax, i);
 
-		printf("%-12s %6s %11s %11s %6s  %s\n", cli_json_str(d, "dev", "?"),
+		struct json_object *cxl = member(d, "cxl");
+
+		printf("%-12s %6s %11s %11s %6s  %s%s\n", cli_json_str(d, "dev", "?"),
 		       int_or_dash(d, "region", region, sizeof(region)),
 		       cli_human((uint64_t)cli_json_int(d, "size", 0), size, sizeof(size)),
 		       cli_human((uint64_t)cli_json_int(d, "align", 0), align, sizeof(align)),
 		       int_or_dash(d, "target_node", node, sizeof(node)),
-		       cli_json_str(d, "mode", "?"));
+		       cli_json_str(d, "mode", "?"),
+		       cxl && json_object_get_boolean(cxl) ? ", CXL" : "");
 	}
 }
 

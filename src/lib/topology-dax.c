@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* DAX devices for the topology snapshot, through libdaxctl. */
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <daxctl/libdaxctl.h>
 
@@ -19,6 +22,37 @@ dax_log(struct daxctl_ctx *dctx, int priority, const char *file, int line,
 	if (ctx && ctx->log_fn && priority <= memmig_ctx_get_log_priority(ctx))
 		ctx->log_fn(ctx, ctx->log_data, priority, file, line, fn,
 			    format, args);
+}
+
+/*
+ * Whether a DAX device is CXL memory, as sysfs shows it: one of the devices
+ * above it (the CXL root, the nvdimm bridge of a CXL pmem region) is on
+ * the kernel's CXL bus.
+ */
+static bool dax_on_cxl(const char *name)
+{
+	char path[PATH_MAX], link[PATH_MAX], *real, *slash;
+	bool cxl = false;
+
+	snprintf(path, sizeof(path), "/sys/bus/dax/devices/%s", name);
+	real = realpath(path, NULL);
+	while (real && !cxl && (slash = strrchr(real, '/')) && slash > real &&
+	       strcmp(real, "/sys/devices")) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "%s/subsystem", real);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			const char *bus;
+
+			link[n] = '\0';
+			bus = strrchr(link, '/');
+			cxl = !strcmp(bus ? bus + 1 : link, "cxl");
+		}
+		*slash = '\0';
+	}
+	free(real);
+	return cxl;
 }
 
 static void dax_info_fill(struct memmig_ctx *ctx, struct daxctl_region *region,
@@ -39,6 +73,7 @@ static void dax_info_fill(struct memmig_ctx *ctx, struct daxctl_region *region,
 	/* A memory object exists only while the kmem driver owns the device. */
 	d->mode = daxctl_dev_get_memory(dev) ? 1 : 0;
 	d->region_id = daxctl_region_get_id(region);
+	d->flags = name && dax_on_cxl(name) ? MEMMIG_DAX_F_CXL : 0;
 }
 
 /* Appends one device, growing the array geometrically. */
@@ -85,9 +120,10 @@ int memmig_topo_dax_scan(struct memmig_ctx *ctx, struct memmig_dax_info **out,
 	daxctl_region_foreach(dctx, region) {
 		daxctl_dev_foreach(region, dev) {
 			dax_info_fill(ctx, region, dev, &d);
-			dbg(ctx, "%s: region %d size %llu align %llu node %d mode %d\n",
+			dbg(ctx, "%s: region %d size %llu align %llu node %d mode %d%s\n",
 			    d.dev, d.region_id, (unsigned long long)d.size,
-			    (unsigned long long)d.align, d.target_node, d.mode);
+			    (unsigned long long)d.align, d.target_node, d.mode,
+			    d.flags & MEMMIG_DAX_F_CXL ? " cxl" : "");
 			rc = dax_push(&v, &n, &cap, &d);
 			if (rc < 0)
 				goto out;

@@ -283,6 +283,28 @@ static void topo_read_tiers(struct memmig_topo *topo)
 	closedir(dir);
 }
 
+/* Nodes whose memory is device DAX onlined as system RAM, and which of
+ * them are CXL memory. */
+static void topo_link_dax(struct memmig_topo *topo)
+{
+	for (unsigned int d = 0; d < topo->ndax; d++) {
+		const struct memmig_dax_info *dax = &topo->dax[d];
+
+		if (!dax->mode || dax->target_node < 0)
+			continue;
+		for (unsigned int i = 0; i < topo->nnodes; i++) {
+			struct memmig_node_info *info = &topo->nodes[i].info;
+
+			if (info->id != dax->target_node)
+				continue;
+			info->flags |= MEMMIG_NODE_F_DAX_KMEM;
+			if (dax->flags & MEMMIG_DAX_F_CXL)
+				info->flags |= MEMMIG_NODE_F_CXL;
+			snprintf(info->dax_dev, sizeof(info->dax_dev), "%s", dax->dev);
+		}
+	}
+}
+
 /* Kind, and for CPU-less nodes the closest node with CPUs (lowest id on a
  * tie: nodes are sorted).  Only nodes in the snapshot count, so that the
  * answer can be looked up with the other calls. */
@@ -350,12 +372,15 @@ int memmig_topo_new(struct memmig_ctx *ctx, struct memmig_topo **out)
 	rc = memmig_topo_dax_scan(ctx, &topo->dax, &topo->ndax);
 	if (rc < 0)
 		goto fail;
+	topo_link_dax(topo);
 	for (unsigned int i = 0; i < topo->nnodes; i++) {
 		const struct memmig_node_info *info = &topo->nodes[i].info;
 
-		dbg(ctx, "node %d: %u cpus, %llu bytes, tier %d, nearest %d\n",
+		dbg(ctx, "node %d: %u cpus, %llu bytes, tier %d, nearest %d%s%s%s\n",
 		    info->id, info->ncpus, (unsigned long long)info->mem_total,
-		    info->tier, info->nearest_cpu_node);
+		    info->tier, info->nearest_cpu_node,
+		    info->flags & MEMMIG_NODE_F_CXL ? ", CXL memory" : "",
+		    info->dax_dev[0] ? ", onlined from " : "", info->dax_dev);
 	}
 	*out = topo;
 	return 0;

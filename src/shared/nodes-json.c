@@ -47,6 +47,8 @@ static int json_node(const struct memmig_topo *topo, unsigned int idx,
 	json_object_object_add(o, "mem_free", json_object_new_int64((int64_t)n.mem_free));
 	json_object_object_add(o, "tier", json_id(n.tier));
 	json_object_object_add(o, "nearest_cpu_node", json_id(n.nearest_cpu_node));
+	json_object_object_add(o, "cxl", json_object_new_boolean(!!(n.flags & MEMMIG_NODE_F_CXL)));
+	json_object_object_add(o, "dax", n.dax_dev[0] ? json_object_new_string(n.dax_dev) : NULL);
 	for (int j = 0; j < count; j++) {
 		struct memmig_node_info m = { .sz = sizeof(m) };
 
@@ -78,6 +80,7 @@ static int json_dax(const struct memmig_topo *topo, unsigned int idx,
 	json_object_object_add(o, "target_node", json_id(d.target_node));
 	json_object_object_add(o, "mode", json_object_new_string(
 		d.mode ? "system-ram" : "devdax"));
+	json_object_object_add(o, "cxl", json_object_new_boolean(!!(d.flags & MEMMIG_DAX_F_CXL)));
 	json_object_array_add(dax, o);
 	return 0;
 }

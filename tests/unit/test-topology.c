@@ -9,10 +9,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "memmig.h"
 #include "cunit-main.h"
@@ -354,6 +356,83 @@ static void test_dax(void)
 	CU_ASSERT_EQUAL(memmig_topo_get_dax(topo, (unsigned int)n, &d), -EINVAL);
 }
 
+/*
+ * Whether a DAX device is CXL memory, found another way than the library:
+ * a directory on its sysfs path is a device that /sys/bus/cxl lists.
+ */
+static bool sysfs_dax_cxl(const char *dev)
+{
+	char path[PATH_MAX], *real, *tok, *save = NULL;
+	bool cxl = false;
+
+	snprintf(path, sizeof(path), DAX_SYSFS "/%s", dev);
+	real = realpath(path, NULL);
+	for (tok = real ? strtok_r(real, "/", &save) : NULL; tok && !cxl;
+	     tok = strtok_r(NULL, "/", &save)) {
+		snprintf(path, sizeof(path), "/sys/bus/cxl/devices/%s", tok);
+		cxl = access(path, F_OK) == 0;
+	}
+	free(real);
+	return cxl;
+}
+
+/*
+ * CXL memory: each DAX device is CXL exactly when sysfs puts it under a
+ * CXL device, and a node is device DAX's (and CXL's) exactly when a device
+ * in system-ram mode targets it.  In the multi-node tier, which makes a
+ * node of CXL memory and keeps a CXL device DAX (MEMMIG_CXL_NODE and
+ * MEMMIG_CXL_DAX), those must be found.
+ */
+static void test_cxl(void)
+{
+	const char *want_node = getenv("MEMMIG_CXL_NODE"), *want_dax = getenv("MEMMIG_CXL_DAX");
+	const char *want_dev = want_dax && strrchr(want_dax, '/') ?
+			       strrchr(want_dax, '/') + 1 : want_dax;
+	int ndax = memmig_topo_dax_count(topo), nnodes = memmig_topo_node_count(topo);
+	bool found_node = false, found_dax = false;
+
+	for (int i = 0; i < nnodes; i++) {
+		struct memmig_node_info n = { .sz = sizeof(n) };
+		unsigned int flags = 0;
+		char dev[32] = "";
+
+		CU_ASSERT_EQUAL_FATAL(memmig_topo_get_node(topo, (unsigned int)i, &n), 0);
+		for (int j = 0; j < ndax; j++) {
+			struct memmig_dax_info d = { .sz = sizeof(d) };
+
+			memmig_topo_get_dax(topo, (unsigned int)j, &d);
+			if (d.mode != 1 || d.target_node != n.id)
+				continue;
+			flags |= MEMMIG_NODE_F_DAX_KMEM |
+				 (sysfs_dax_cxl(d.dev) ? MEMMIG_NODE_F_CXL : 0);
+			snprintf(dev, sizeof(dev), "%s", d.dev);
+		}
+		if (n.flags != flags || strcmp(n.dax_dev, dev))
+			CUNIT_FAILF("node %d: flags %#x dax '%s', want %#x '%s'", n.id,
+				    n.flags, n.dax_dev, flags, dev);
+		if (n.flags & MEMMIG_NODE_F_CXL)
+			printf("\n    node %d: CXL memory, from %s, tier %d ", n.id, n.dax_dev,
+			       n.tier);
+		found_node |= want_node && atoi(want_node) == n.id &&
+			      (n.flags & MEMMIG_NODE_F_CXL);
+	}
+	for (int j = 0; j < ndax; j++) {
+		struct memmig_dax_info d = { .sz = sizeof(d) };
+		bool cxl;
+
+		memmig_topo_get_dax(topo, (unsigned int)j, &d);
+		cxl = sysfs_dax_cxl(d.dev);
+		if (!!(d.flags & MEMMIG_DAX_F_CXL) != cxl)
+			CUNIT_FAILF("%s: flags %#x, sysfs says %sCXL", d.dev, d.flags,
+				    cxl ? "" : "not ");
+		found_dax |= want_dev && !strcmp(want_dev, d.dev) && cxl;
+	}
+	if (want_node)
+		CU_ASSERT(found_node);
+	if (want_dev)
+		CU_ASSERT(found_dax);
+}
+
 /* ---- API contract ---- */
 
 static void test_errors(void)
@@ -463,6 +542,7 @@ static CU_TestInfo kernel_tests[] = {
 	{ "tiers equal memory_tiering nodelists", test_tiers },
 	{ "kind and nearest CPU node", test_nearest },
 	{ "DAX devices equal /sys/bus/dax", test_dax },
+	{ "CXL memory: DAX devices and the nodes they became", test_cxl },
 	CU_TEST_INFO_NULL,
 };
 
