@@ -2,10 +2,11 @@
 /*
  * memmig-cli demo: live migrations of a running guest's RAM.  minivmm (the
  * example VMM) runs a guest that rewrites all of its memory without pause;
- * its RAM moves between a DRAM node and a CPU-less (CXL-like) memory
- * node where the host has one, else between two nodes -- on a one-node
- * machine to the same node and to a file-backed tier in turn -- and every
- * page is checked after each move.  Without /dev/kvm a host thread plays the guest, in-process.
+ * its RAM moves between a DRAM node and a node of CXL memory, or a
+ * CPU-less memory node, where the host has one, else between two nodes --
+ * on a one-node machine to the same node and to a file-backed tier in turn
+ * -- and every page is checked after each move.  Without /dev/kvm a host
+ * thread plays the guest, in-process.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,7 +25,7 @@ struct demo {
 	const char *tier;
 	bool json, no_kvm, nodes_only;
 	int nodes[2], nnodes;
-	int kinds[2];		/* enum memmig_node_kind of each */
+	int ranks[2];		/* enum demo_rank of each */
 	double raw_s;		/* one copy of mem bytes, for scale */
 	bool kvm;
 };
@@ -35,12 +36,12 @@ static void demo_usage(FILE *f)
 		   "                       [--budget-ms MS] [--no-kvm] [--nodes-only] [--json]\n"
 		   "Runs a guest that rewrites all of its RAM (examples/minivmm) and\n"
 		   "migrates the RAM live N times (default 5) while it runs: between\n"
-		   "a DRAM node and a CPU-less (CXL-like) memory node where there is\n"
-		   "one, else between two nodes; on one node, to the same node and to\n"
-		   "a file-backed tier (DIR, default /dev/shm) in turn.  After each\n"
-		   "migration every page is checked (--nodes-only: no file tier).\n"
-		   "Without /dev/kvm (or with\n"
-		   "--no-kvm) a host thread writes the memory instead of a guest.\n"
+		   "a DRAM node and a node of CXL memory (or a CPU-less node) where\n"
+		   "there is one, else between two nodes; on one node, to the same\n"
+		   "node and to a file-backed tier (DIR, default /dev/shm) in turn.\n"
+		   "After each migration every page is checked (--nodes-only: no\n"
+		   "file tier).  Without /dev/kvm (or with --no-kvm) a host thread\n"
+		   "writes the memory instead of a guest.\n"
 		   "Exit: 0 every migration verified, 1 otherwise.\n");
 }
 
@@ -104,16 +105,38 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 	return CLI_EXIT_OK;
 }
 
+/* How well a node shows what memmig is for, as the second node. */
+enum demo_rank { RANK_OTHER, RANK_CPULESS, RANK_CXL };
+
+static enum demo_rank node_rank(const struct memmig_node_info *n)
+{
+	if (n->flags & MEMMIG_NODE_F_CXL)
+		return RANK_CXL;
+	return n->kind == MEMMIG_NODE_CPULESS ? RANK_CPULESS : RANK_OTHER;
+}
+
+static const char *rank_name(enum demo_rank r)
+{
+	static const char *const names[] = {
+		[RANK_OTHER] = "DRAM", [RANK_CPULESS] = "CPU-less memory",
+		[RANK_CXL] = "CXL memory",
+	};
+
+	return names[r];
+}
+
 /*
  * What memmig is for: the first node with CPUs, where the guest runs, and
- * a CPU-less memory node (a CXL expander) where there is one, else the
- * next node; on one node, that one.
+ * a node of CXL memory where there is one, else a CPU-less memory node
+ * (a CXL expander as the firmware shows it), else the next node; on one
+ * node, that one.
  */
 static int demo_nodes(struct memmig_ctx *ctx, struct demo *d)
 {
 	struct memmig_node_info n = { .sz = sizeof(n) };
 	struct memmig_topo *topo;
 	int rc = memmig_topo_new(ctx, &topo), second = -1;
+	enum demo_rank best = RANK_OTHER;
 
 	if (rc < 0)
 		return rc;
@@ -121,28 +144,24 @@ static int demo_nodes(struct memmig_ctx *ctx, struct demo *d)
 		if (memmig_topo_get_node(topo, i, &n))
 			continue;
 		if (!d->nnodes && n.kind == MEMMIG_NODE_DRAM) {
-			d->kinds[0] = n.kind;
+			d->ranks[0] = RANK_OTHER;
 			d->nodes[d->nnodes++] = n.id;
-		} else if (second < 0 || (n.kind == MEMMIG_NODE_CPULESS &&
-					  d->kinds[1] != MEMMIG_NODE_CPULESS)) {
+		} else if (second < 0 || node_rank(&n) > best) {
 			second = n.id;
-			d->kinds[1] = n.kind;
+			best = node_rank(&n);
 		}
 	}
 	memmig_topo_unref(topo);
 	if (!d->nnodes && second >= 0) {	/* no CPU node: memory only */
 		d->nodes[0] = second;
-		d->kinds[0] = d->kinds[1];
+		d->ranks[0] = best;
 		second = -1;
 	}
-	if (d->nnodes && second >= 0)
+	if (d->nnodes && second >= 0) {
+		d->ranks[1] = best;
 		d->nodes[d->nnodes++] = second;
+	}
 	return d->nnodes ? 0 : -ENOENT;
-}
-
-static const char *kind_name(int kind)
-{
-	return kind == MEMMIG_NODE_CPULESS ? "CPU-less memory" : "DRAM";
 }
 
 /* One copy of the guest's size between prefaulted buffers, the median of
@@ -237,7 +256,7 @@ static struct json_object *nodes_json(const struct demo *d)
 		struct json_object *n = json_object_new_object();
 
 		json_object_object_add(n, "id", json_object_new_int(d->nodes[i]));
-		json_object_object_add(n, "kind", json_object_new_string(kind_name(d->kinds[i])));
+		json_object_object_add(n, "kind", json_object_new_string(rank_name(d->ranks[i])));
 		json_object_array_add(a, n);
 	}
 	return a;
@@ -285,7 +304,7 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 		       d->kvm ? "KVM, examples/minivmm" : "host thread, in-process");
 		if (d->nnodes > 1)
 			printf("moving it between node %d (%s) and node %d (%s)\n", d->nodes[0],
-			       kind_name(d->kinds[0]), d->nodes[1], kind_name(d->kinds[1]));
+			       rank_name(d->ranks[0]), d->nodes[1], rank_name(d->ranks[1]));
 		else if (d->nodes_only)
 			printf("one NUMA node: to node %d each time\n", d->nodes[0]);
 		else
