@@ -241,6 +241,9 @@ static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 		cli_error("move: --domain needs memmigd, which knows the domains\n");
 		return CLI_EXIT_FAIL;
 	}
+	/* Before the plan, which takes a while on a big process: a SIGTERM
+	 * during it cancels the move cleanly too. */
+	catch_stop();
 	rc = pidmove_new(ctx, &a->req, &r.m);
 	if (rc < 0) {
 		cli_error("move: pid %d: %s\n", a->req.pid, rc == -EINVAL &&
@@ -249,7 +252,6 @@ static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 			  "(a VMM embedding libmemmig)" : strerror(-rc));
 		return CLI_EXIT_FAIL;
 	}
-	catch_stop();
 	rc = pthread_create(&th, NULL, local_thread, &r);
 	if (rc) {
 		pidmove_free(r.m);

@@ -93,6 +93,11 @@ check_alive "after migratepages"
 # the target, the rest where it was, memhog's bytes intact.
 "$cli" move --pid "$hog" --to-node 2 --workers 1 >"$tmp/out" 2>"$tmp/err" &
 mover=$!
+# Once it said how it runs (in-process), it takes SIGTERM as a cancel.
+for _ in $(seq 100); do
+	grep -q 'in-process' "$tmp/err" && break
+	sleep 0.05
+done
 sleep 0.3
 kill -TERM "$mover" 2>/dev/null
 wait "$mover"
