@@ -48,6 +48,16 @@ if [ -f /lib/modules/load.list ]; then
 fi
 echo "  kvm: $(if [ -c /dev/kvm ]; then echo /dev/kvm; else echo none; fi)" \
 	"$(dmesg | grep -o 'Nested Paging enabled' | head -n 1)"
+# The CXL devices: a node of CXL memory and a device DAX (guest-cxl.sh),
+# named to the tests in MEMMIG_CXL_NODE and MEMMIG_CXL_DAX.
+if [ -x /cxl.sh ]; then
+	/cxl.sh /tmp/cxl.env
+	set -a
+	. /tmp/cxl.env
+	set +a
+fi
+# The nodes as memmig sees them (kind, tier, the device DAX behind each).
+memmig-cli nodes 2>/dev/null | sed -n '1,/^$/p' | sed '/^$/d; s/^/  /'
 dmesg -c >/tmp/boot-dmesg
 # A kernel warning during boot taints the kernel: show it.
 grep -A 12 -E 'WARNING:|BUG:' /tmp/boot-dmesg | sed 's/^/boot: /'

@@ -18,6 +18,8 @@ if ! kernel=$(vm_kernel_new); then
 		"(apt-get install linux-image-6.12-amd64)"
 	exit 77
 fi
-VM_KERNEL=$kernel VM_TAG=-new \
+# The CXL devices stay with the stock boot, which runs the CXL cases: QEMU
+# emulates each access to CXL memory, and time is short.
+VM_KERNEL=$kernel VM_TAG=-new VM_CXL=${VM_CXL:-0} \
 VM_TESTS=${VM_TESTS:-"test-multinode guest-hwpoison guest-dax test-mce guest-demo"} \
 	exec bash "$srcdir/tests/vm/run-vm.sh"

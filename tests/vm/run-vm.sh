@@ -20,7 +20,8 @@
 # balancing on in the guest; off by default, see guest-init.sh),
 # VM_LOGLEVEL=N (kernel messages up to level N on the console as they come,
 # not only after each test: for a guest that hangs), VM_ACCEL (QEMU's
-# -accel, default tcg,thread=single).
+# -accel, default tcg,thread=single), VM_CXL=0 (no CXL devices; on by
+# default with the NVDIMM, whose drivers they need).
 set -u
 export LC_ALL=C
 top_builddir=${top_builddir:-.}
@@ -86,8 +87,8 @@ fi
 
 # ---- the initramfs ----
 root=$(mktemp -d "${TMPDIR:-/tmp}/memmig-vm.XXXXXX") || exit 1
-trap 'rm -rf "$root"; rm -f "$pmem"' EXIT
-[ "${VM_KEEP:-0}" = 1 ] && trap 'echo "initramfs tree kept in $root"; rm -f "$pmem"' EXIT
+trap 'rm -rf "$root"; rm -f "$pmem" ${cxlfiles:-}' EXIT
+[ "${VM_KEEP:-0}" = 1 ] && trap 'echo "initramfs tree kept in $root"; rm -f "$pmem" ${cxlfiles:-}' EXIT
 mkdir -p "$root"/{bin,sbin,lib,lib64,usr/bin,usr/sbin,proc,sys,dev,tmp,t,etc}
 
 # Copies an ELF and the shared libraries it needs (all into /lib, which the
@@ -118,13 +119,14 @@ add_elf() {
 cp "$busybox" "$root/bin/busybox"
 ln -s busybox "$root/bin/sh"
 cp "$srcdir/tests/vm/guest-init.sh" "$root/init"
-chmod 755 "$root/init"
+cp "$srcdir/tests/vm/guest-cxl.sh" "$root/cxl.sh"
+chmod 755 "$root/init" "$root/cxl.sh"
 add_elf "$cli" /bin/memmig-cli || exit 1
 add_elf "$memhog" /bin/memhog || exit 1
 add_elf "$memmigd" /sbin/memmigd || exit 1
 # The library under test, whatever ldd found (an installed copy?).
 cp -L "$libmemmig" "$root/lib/$(objdump -p "$libmemmig" | sed -n 's/^ *SONAME *//p')"
-for p in bash jq migratepages numactl; do
+for p in bash jq migratepages numactl cxl ndctl daxctl; do
 	b=$(command -v $p) && add_elf "$b" /usr/bin/$p
 done
 [ -e "$root/usr/bin/bash" ] && ln -s ../usr/bin/bash "$root/bin/bash"
@@ -219,6 +221,10 @@ if [ -f "$moddir/modules.dep" ]; then
 		for m in acpi/nfit/nfit nvdimm/nd_pmem dax/device_dax dax/dax_pmem dax/kmem; do
 			wanted="$wanted kernel/drivers/$m"
 		done
+		# CXL memory devices, and their pmem on the nvdimm bus.
+		for m in cxl/cxl_acpi cxl/cxl_pci cxl/cxl_mem cxl/cxl_pmem; do
+			wanted="$wanted kernel/drivers/$m"
+		done
 		# ext4 for the DAX test, and the crc32c its checksums ask the
 		# crypto API for (no modprobe in the guest to load it on demand).
 		wanted="$wanted kernel/crypto/crc32c_generic kernel/fs/ext4/ext4"
@@ -235,11 +241,42 @@ machine=q35
 mem=(-m 1536M)
 nv=()
 if [ "$nvdimm" = 1 ]; then
-	# 256 MiB of emulated pmem (sparse file) for the DAX tests.
+	# 256 MiB of emulated pmem (sparse file) for the DAX tests, fresh for
+	# every boot: one left by a killed run can hold a namespace's info
+	# block, and the guest would find no /dev/pmem0.
+	rm -f "$pmem"
 	machine=q35,nvdimm=on
 	mem=(-m 1536M,slots=2,maxmem=3G)
 	nv=(-object "memory-backend-file,id=nv0,share=on,mem-path=$pmem,size=256M"
 	    -device nvdimm,memdev=nv0,id=nvdimm0,node=0)
+fi
+# Two CXL Type-3 memory devices, each behind its own host bridge and fixed
+# memory window: the guest's CXL stack makes the first a NUMA node of CXL
+# memory (guest-cxl.sh: region, devdax namespace, system-ram) and keeps the
+# second as device DAX.  Persistent memory to QEMU 7.2, with a label area
+# each; sparse files, fresh for every boot.  Each host bridge has a second,
+# empty root port: with one, Linux treats its decoder as a passthrough and
+# does not program it, and QEMU 7.2 then routes no access to the device
+# (every word read back 0).  QEMU emulates each access to CXL memory:
+# about 13 MB/s here, so the tests keep their CXL cases small.
+cxl=()
+if [ "${VM_CXL:-$nvdimm}" = 1 ]; then
+	machine=$machine,cxl=on
+	for i in 0 1; do
+		size=$((i == 0 ? 512 : 256))
+		for f in mem lsa; do
+			rm -f "$vmdir/cxl-$f$i$tag.img"
+			cxlfiles="${cxlfiles:-} $vmdir/cxl-$f$i$tag.img"
+		done
+		cxl+=(-object "memory-backend-file,id=cxl-mem$i,share=on,mem-path=$vmdir/cxl-mem$i$tag.img,size=${size}M"
+		      -object "memory-backend-file,id=cxl-lsa$i,share=on,mem-path=$vmdir/cxl-lsa$i$tag.img,size=1M"
+		      -device "pxb-cxl,bus_nr=$((12 + 100 * i)),bus=pcie.0,id=cxl.$i"
+		      -device "cxl-rp,port=0,bus=cxl.$i,id=cxl-rp$i,chassis=$i,slot=$((2 + i))"
+		      -device "cxl-rp,port=1,bus=cxl.$i,id=cxl-rp${i}b,chassis=$i,slot=$((4 + i))"
+		      -device "cxl-type3,bus=cxl-rp$i,memdev=cxl-mem$i,lsa=cxl-lsa$i,id=cxl-dev$i")
+		fmw="${fmw:+$fmw,}cxl-fmw.$i.targets.0=cxl.$i,cxl-fmw.$i.size=4G"
+	done
+	cxl+=(-M "$fmw")
 fi
 start=$(date +%s)
 # One TCG thread for both vCPUs: with a thread each (MTTCG, QEMU 7.2), the
@@ -256,7 +293,7 @@ timeout -k 10 "$timeout_s" "$qemu" -machine "$machine" -accel "${VM_ACCEL:-tcg,t
 	-numa node,nodeid=2,memdev=m2 \
 	-numa dist,src=0,dst=1,val=21 -numa dist,src=0,dst=2,val=30 \
 	-numa dist,src=1,dst=2,val=25 \
-	"${nv[@]}" \
+	"${nv[@]}" "${cxl[@]}" \
 	-kernel "$kernel" -initrd "$initrd" \
 	-append "console=ttyS0 panic=-1 quiet MEMMIG_TEST_TIMEOUT=$((timeout_s / 2)) MEMMIG_NUMA_BALANCING=${VM_NUMA_BALANCING:-0} MEMMIG_CONSOLE_LOGLEVEL=${VM_LOGLEVEL:-1}" \
 	-nodefaults -display none -serial stdio -monitor none -no-reboot \
