@@ -94,6 +94,58 @@ memhog_stop() {
 	hog=
 }
 
+# cxl_round_trip NAME MOVE...: a small memhog's memory (1 MiB anonymous,
+# 1 MiB memfd) to the node of CXL memory (MEMMIG_CXL_NODE, from
+# guest-cxl.sh) and back to node 0 with MOVE (a memmig-cli move, given
+# --pid, --range, --to-node, --wait, --json); /proc/PID/numa_maps and its
+# bytes checked after each.  Small: QEMU 7.2 emulates each access to CXL
+# memory (page migration there ran at about 1 MB/s).  Its two ranges, not
+# the whole process: that would take the C library's pages, which every
+# process runs, to CXL memory with it, and QEMU runs no code from there at
+# any useful speed.  Nothing without a CXL node.
+cxl_round_trip() {
+	local name=$1 node a m last=$last_count
+
+	shift
+	[ -n "${MEMMIG_CXL_NODE:-}" ] || { echo "  ($name: no node of CXL memory here)"; return 0; }
+	memhog_start 1 1
+	last_count=0
+	for node in "$MEMMIG_CXL_NODE" 0; do
+		check "$name: to node $node" quiet "$@" --pid "$hog" --to-node "$node" \
+			--range "$anon_addr-$(printf '0x%x' $((anon_addr + anon_len)))" \
+			--range "$memfd_addr-$(printf '0x%x' $((memfd_addr + memfd_len)))" \
+			--wait --json
+		a=$(placement "$anon_addr") m=$(placement "$memfd_addr")
+		echo "  $name: to node $node: numa_maps anon [$a] memfd [$m]"
+		check "$name: anon on N$node" test "$a" = "N$node=$anon_pages"
+		check "$name: memfd on N$node" test "$m" = "N$node=$memfd_pages"
+		check_alive "$name, node $node"
+	done
+	memhog_stop
+	last_count=$last
+}
+
+# quiet COMMAND...: its output to $tmp/out and $tmp/err
+quiet() {
+	"$@" >"$tmp/out" 2>"$tmp/err"
+}
+
+# need_nodes N...: exits 77 unless each node has memory (has_memory is a
+# list like 0-3,5)
+need_nodes() {
+	local have n r
+
+	have=$(tr ',' '\n' </sys/devices/system/node/has_memory 2>/dev/null |
+		while IFS=- read -r a b; do seq "$a" "${b:-$a}"; done)
+	for n in "$@"; do
+		echo "$have" | grep -qx "$n" || {
+			echo "SKIP: needs memory on nodes $*, has_memory is" \
+				"'$(cat /sys/devices/system/node/has_memory 2>/dev/null)'"
+			exit 77
+		}
+	done
+}
+
 # The closing line, and the exit status: 0 when nothing failed.
 summary() {
 	echo "$passes passed, $fails failed"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # In the multi-node guest (run-vm.sh): memmigd moves an outside process's
-# memory between nodes for real, as jobs -- to the CPU-less node 2 and back
-# -- and /proc/PID/numa_maps (the kernel's own view) agrees; with one job
+# memory between nodes for real, as jobs -- to the CPU-less node 2 and back,
+# and a small process to the node of CXL memory and back where the tier has
+# one (guest-cxl.sh) -- and /proc/PID/numa_maps (the kernel's own view) agrees; with one job
 # per node at a time, a second job to the same node waits in the queue; and
 # SIGTERM in the middle of a job stops memmigd cleanly with every page on
 # one node or the other and the bytes intact.
@@ -12,8 +13,7 @@ memhog=${MEMHOG:-memhog}
 anon_mib=128 memfd_mib=32
 # shellcheck source=../testlib.sh
 . "$(dirname "$0")/../testlib.sh"
-nodes=$(cat /sys/devices/system/node/has_memory 2>/dev/null)
-[ "$nodes" = 0-2 ] || { echo "SKIP: needs memory on nodes 0-2, not '$nodes'"; exit 77; }
+need_nodes 0 1 2
 command -v "$daemon" >/dev/null || { echo "FAIL: $daemon is not in the guest"; exit 1; }
 
 sock=$tmp/memmigd.sock
@@ -38,6 +38,7 @@ placed_pages() {
 }
 
 check "memmigd starts" start_daemon
+cxl_round_trip "CXL via memmigd" mc move
 memhog_start "$anon_mib" "$memfd_mib"
 check_alive "start"
 

@@ -158,15 +158,16 @@ static uint64_t file_csum(const char *path, uint64_t offset, size_t len)
 	return h;
 }
 
-/* An anonymous 2 MB-aligned region with THP, filled, on a CPU's node. */
-static uint8_t *region_new(uint64_t seed)
+/* An anonymous 2 MB-aligned region of len bytes with THP, filled, on a
+ * CPU's node. */
+static uint8_t *region_new(uint64_t seed, size_t len)
 {
-	uint8_t *al = guest_map_2m(LEN);
+	uint8_t *al = guest_map_2m(len);
 
 	if (al == MAP_FAILED)
 		return NULL;
-	madvise(al, LEN, MADV_HUGEPAGE);
-	for (size_t i = 0; i < LEN / 8; i++)
+	madvise(al, len, MADV_HUGEPAGE);
+	for (size_t i = 0; i < len / 8; i++)
 		((uint64_t *)al)[i] = word(seed, i);
 	return al;
 }
@@ -184,10 +185,10 @@ static struct memmig_ctx *ctx_new(void)
 
 /* A DAX target: mapped with MAP_SYNC (fsdax) or as device DAX; the region
  * now is DAX. */
-static void check_on_dax(struct memmig_ctx *ctx, const char *what, void *p,
+static void check_on_dax(struct memmig_ctx *ctx, const char *what, void *p, size_t len,
 			 const char *said)
 {
-	int b = backing_of(ctx, p, LEN);
+	int b = backing_of(ctx, p, len);
 
 	CHECK(strstr(logbuf, said), "%s: the library did not say \"%s\"", what, said);
 	CHECK(!strstr(logbuf, "not on a DAX"), "%s: fell back to msync on DAX", what);
@@ -195,54 +196,55 @@ static void check_on_dax(struct memmig_ctx *ctx, const char *what, void *p,
 	CHECK(b == MEMMIG_BACKING_DAX, "%s: backing %d after, not DAX", what, b);
 }
 
-static void check_on_node(struct memmig_ctx *ctx, const char *what, void *p, int node)
+static void check_on_node(struct memmig_ctx *ctx, const char *what, void *p, size_t len,
+			  int node)
 {
-	size_t on = pages_on(p, LEN, node);
-	int b = backing_of(ctx, p, LEN);
+	size_t on = pages_on(p, len, node);
+	int b = backing_of(ctx, p, len);
 
-	printf("pages on node %d: %zu of %lu; backing %d\n", node, on, LEN / PAGE, b);
-	CHECK(on == LEN / PAGE, "%s: %zu pages on node %d", what, on, node);
+	printf("pages on node %d: %zu of %lu; backing %d\n", node, on, len / PAGE, b);
+	CHECK(on == len / PAGE, "%s: %zu pages on node %d", what, on, node);
 	CHECK(b == MEMMIG_BACKING_ANON, "%s: backing %d after, not anonymous", what, b);
 }
 
-/* The round trip through target, a DAX file or device DAX. */
+/* The round trip of len bytes through target, a DAX file or device DAX. */
 static void round_trip(struct memmig_ctx *ctx, const char *target, const char *said,
-		       uint64_t off2)
+		       uint64_t off2, size_t len)
 {
 	uint64_t seed = 0x6d656d6d69672d31ULL, sum;
-	uint8_t *p = region_new(seed);
+	uint8_t *p = region_new(seed, len);
 	char what[160];
 
 	CHECK(p != NULL, "mmap: %s", strerror(errno));
 	if (!p)
 		return;
-	sum = guest_csum(p, LEN);
+	sum = guest_csum(p, len);
 	printf("region %p +%lu MiB, pages on node 0: %zu, node 1: %zu\n", (void *)p,
-	       LEN >> 20, pages_on(p, LEN, 0), pages_on(p, LEN, 1));
+	       len >> 20, pages_on(p, len, 0), pages_on(p, len, 1));
 
 	snprintf(what, sizeof(what), "DRAM -> %s", target);
-	if (!step(ctx, what, p, LEN, -1, target, 0)) {
-		check_on_dax(ctx, what, p, said);
-		CHECK(file_csum(target, 0, LEN) == sum, "%s: pread of the target differs", what);
+	if (!step(ctx, what, p, len, -1, target, 0)) {
+		check_on_dax(ctx, what, p, len, said);
+		CHECK(file_csum(target, 0, len) == sum, "%s: pread of the target differs", what);
 	}
-	if (!step(ctx, "DAX -> node 0 DRAM", p, LEN, 0, NULL, 0))
-		check_on_node(ctx, "DAX -> node 0", p, 0);
+	if (!step(ctx, "DAX -> node 0 DRAM", p, len, 0, NULL, 0))
+		check_on_node(ctx, "DAX -> node 0", p, len, 0);
 	snprintf(what, sizeof(what), "DRAM -> %s at offset %#llx", target,
 		 (unsigned long long)off2);
-	if (!step(ctx, what, p, LEN, -1, target, off2))
-		check_on_dax(ctx, what, p, said);
-	if (!step(ctx, "DAX -> node 2 DRAM", p, LEN, 2, NULL, 0))
-		check_on_node(ctx, "DAX -> node 2", p, 2);
-	CHECK(guest_csum(p, LEN) == sum, "the region's bytes at the end");
-	munmap(p, LEN);
+	if (!step(ctx, what, p, len, -1, target, off2))
+		check_on_dax(ctx, what, p, len, said);
+	if (!step(ctx, "DAX -> node 2 DRAM", p, len, 2, NULL, 0))
+		check_on_node(ctx, "DAX -> node 2", p, len, 2);
+	CHECK(guest_csum(p, len) == sum, "the region's bytes at the end");
+	munmap(p, len);
 
 	/* Durable: nothing of the target is mapped any more. */
-	CHECK(file_csum(target, 0, LEN) == sum, "pread of %s at 0 after munmap", target);
-	CHECK(file_csum(target, off2, LEN) == sum, "pread of %s at %#llx after munmap",
+	CHECK(file_csum(target, 0, len) == sum, "pread of %s at 0 after munmap", target);
+	CHECK(file_csum(target, off2, len) == sum, "pread of %s at %#llx after munmap",
 	      target, (unsigned long long)off2);
 	printf("%s: both copies read back after munmap (pread, or a new mapping "
 	       "of device DAX): %s\n", target,
-	       file_csum(target, 0, LEN) == sum && file_csum(target, off2, LEN) == sum ?
+	       file_csum(target, 0, len) == sum && file_csum(target, off2, len) == sum ?
 	       "intact" : "DIFFERENT");
 }
 
@@ -425,12 +427,12 @@ int dax_migrate_fsdax(const char *dir)
 	other_process(ctx, dir);
 	snprintf(path, sizeof(path), "%s/dram-to-dax.data", dir);
 	/* Not 2 MB congruent with the first copy: 4 KiB faults on DAX. */
-	round_trip(ctx, path, "MAP_SYNC (DAX)", LEN + PAGE);
+	round_trip(ctx, path, "MAP_SYNC (DAX)", LEN + PAGE, LEN);
 	unlink(path);
 
 	/* tmpfs: MAP_SYNC fails; memmig says so and uses msync. */
 	snprintf(path, sizeof(path), "/tmp/dram-to-tmpfs.data");
-	p = region_new(0x746d7066732d3031ULL);
+	p = region_new(0x746d7066732d3031ULL, LEN);
 	CHECK(p != NULL, "mmap");
 	if (p) {
 		sum = guest_csum(p, LEN);
@@ -451,15 +453,16 @@ int dax_migrate_fsdax(const char *dir)
 	return fails;
 }
 
-int dax_migrate_devdax(const char *dev)
+int dax_migrate_devdax(const char *dev, size_t len, bool live)
 {
 	struct memmig_ctx *ctx = ctx_new();
 
 	fails = 0;
 	if (!ctx)
 		return 1;
-	round_trip(ctx, dev, "device DAX", 64UL << 20);
-	fails += dax_live_cases(ctx, dev, NULL);
+	round_trip(ctx, dev, "device DAX", 64UL << 20, len);
+	if (live)
+		fails += dax_live_cases(ctx, dev, NULL);
 	memmig_ctx_unref(ctx);
 	return fails;
 }

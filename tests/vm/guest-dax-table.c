@@ -39,9 +39,15 @@
 #define KNOWN 37	/* poisoned in the table beforehand */
 #define HIT 1100	/* MADV_HWPOISON */
 
-static void check_table(struct memmig_desc_table *t, uint64_t base, int hit_state)
+/*
+ * After a migration: the known page (-1: none) poisoned, the hit page (-1:
+ * none) in hit_state when that is set, every other page clean and through
+ * in flight (generation 2 or more), at its device offset.
+ */
+static void check_table(struct memmig_desc_table *t, uint64_t base, long known, long hit,
+			int hit_state)
 {
-	uint64_t clean = 0, moved_on = 0;
+	uint64_t clean = 0, moved_on = 0, want = T_LEN / T_PAGE;
 
 	for (uint64_t i = 0; i < T_LEN / T_PAGE; i++) {
 		const struct memmig_desc *d;
@@ -51,21 +57,23 @@ static void check_table(struct memmig_desc_table *t, uint64_t base, int hit_stat
 			CHECK(0, "descriptor %llu", (unsigned long long)i);
 			return;
 		}
-		if (i == KNOWN) {
+		if ((long)i == known) {
 			CHECK(s == MEMMIG_DESC_POISONED, "the known page: state %d", s);
+			want--;
 			continue;
 		}
-		if (i == HIT && hit_state >= 0) {
+		if ((long)i == hit && hit_state >= 0) {
 			CHECK(s == hit_state, "the hit page: state %d, want %d", s, hit_state);
+			want--;
 			continue;
 		}
 		clean += s == MEMMIG_DESC_CLEAN;
 		moved_on += d->generation >= 2 && d->offset == base + i * T_PAGE;
 	}
 	printf("table after: %llu pages clean, %llu with generation >= 2 at their "
-	       "file offset\n", (unsigned long long)clean, (unsigned long long)moved_on);
-	CHECK(clean == moved_on && clean >= T_LEN / T_PAGE - 2,
-	      "pages not clean, or not through in flight");
+	       "device offset, of %llu\n", (unsigned long long)clean,
+	       (unsigned long long)moved_on, (unsigned long long)want);
+	CHECK(clean == moved_on && clean == want, "pages not clean, or not through in flight");
 }
 
 static size_t on_node2(void *p)
@@ -147,6 +155,30 @@ static void hugetlb_table(struct memmig_ctx *ctx)
 	hugepages(before);
 }
 
+/* Fills the table's 8 MiB with a pattern of its own and keeps each page's
+ * checksum. */
+static void table_fill(uint64_t *w, uint64_t salt, uint64_t *sums)
+{
+	for (size_t i = 0; i < T_LEN / 8; i++)
+		w[i] = i * 0x9e3779b97f4a7c15ULL ^ salt;
+	for (size_t p = 0; p < T_LEN / T_PAGE; p++)
+		sums[p] = guest_csum((uint8_t *)w + p * T_PAGE, T_PAGE);
+}
+
+/* A new table: one descriptor a page from offset 8 MiB, heads of 2 MB
+ * compounds, all clean. */
+static void check_fresh_table(struct memmig_desc_table *t,
+			      const struct memmig_desc_table_info *info)
+{
+	const struct memmig_desc *desc;
+
+	CHECK(info->count == T_LEN / T_PAGE && info->base == T_LEN, "table geometry");
+	CHECK(!memmig_desc_get(t, 512, &desc) && (desc->flags & MEMMIG_DESC_HEAD) &&
+	      desc->offset == T_LEN + 512 * T_PAGE &&
+	      memmig_desc_get_state(t, 512) == MEMMIG_DESC_CLEAN,
+	      "descriptor 512: not a clean head at its offset");
+}
+
 int dax_table_case(struct memmig_ctx *ctx, const char *dir)
 {
 	struct sigaction sa = { .sa_sigaction = guest_on_sigbus, .sa_flags = SA_SIGINFO }, old;
@@ -156,7 +188,6 @@ int dax_table_case(struct memmig_ctx *ctx, const char *dir)
 	struct memmig_desc_table *t = NULL;
 	struct memmig_report *rep = NULL;
 	struct memmig_region *r = NULL;
-	const struct memmig_desc *desc;
 	uint64_t *w, sums[T_LEN / T_PAGE];
 	int fd, rc, hit_code, ao_code, hit_state = -1;
 	bool markers = dax_poison_markers(ctx);
@@ -174,10 +205,7 @@ int dax_table_case(struct memmig_ctx *ctx, const char *dir)
 	CHECK(w != MAP_FAILED, "MAP_SYNC: %s", strerror(errno));
 	if (fd < 0 || w == MAP_FAILED)
 		return fails;
-	for (size_t i = 0; i < T_LEN / 8; i++)
-		w[i] = i * 0x9e3779b97f4a7c15ULL ^ 0x7461626c65ULL;
-	for (size_t p = 0; p < T_LEN / T_PAGE; p++)
-		sums[p] = guest_csum((uint8_t *)w + p * T_PAGE, T_PAGE);
+	table_fill(w, 0x7461626c65ULL, sums);
 
 	d.addr = (uintptr_t)w;
 	rc = memmig_region_new(ctx, &d, &r);
@@ -193,11 +221,7 @@ int dax_table_case(struct memmig_ctx *ctx, const char *dir)
 	       "initialized\n", (unsigned long long)info.count,
 	       (unsigned long long)info.base, info.node,
 	       (unsigned long long)info.chunks_ready, (unsigned long long)info.chunks);
-	CHECK(info.count == T_LEN / T_PAGE && info.base == T_LEN, "table geometry");
-	CHECK(!memmig_desc_get(t, 512, &desc) && (desc->flags & MEMMIG_DESC_HEAD) &&
-	      desc->offset == T_LEN + 512 * T_PAGE &&
-	      memmig_desc_get_state(t, 512) == MEMMIG_DESC_CLEAN,
-	      "descriptor 512: not a clean head at its offset");
+	check_fresh_table(t, &info);
 	CHECK(memmig_desc_set_state(t, KNOWN, MEMMIG_DESC_POISONED, NULL) == 0,
 	      "marking the known page");
 
@@ -241,7 +265,7 @@ int dax_table_case(struct memmig_ctx *ctx, const char *dir)
 	       T_LEN / T_PAGE - 1 - (hit_state >= 0));
 	CHECK(on_node2(w) == T_LEN / T_PAGE - 1 - (hit_state >= 0),
 	      "not every readable page is on node 2");
-	check_table(t, T_LEN, hit_state);
+	check_table(t, T_LEN, KNOWN, HIT, hit_state);
 	sigaction(SIGBUS, &old, NULL);
 out:
 	memmig_report_unref(rep);
@@ -250,5 +274,57 @@ out:
 	munmap(w, T_LEN);
 	close(fd);
 	unlink(path);
+	return fails;
+}
+
+int dax_devdax_table_case(struct memmig_ctx *ctx, const char *dev)
+{
+	struct memmig_region_desc d = { .sz = sizeof(d), .len = T_LEN };
+	struct memmig_migrate_opts o = { .sz = sizeof(o), .target_node = 2 };
+	struct memmig_desc_table_info info = { .sz = sizeof(info) };
+	struct memmig_desc_table *t = NULL;
+	struct memmig_report *rep = NULL;
+	struct memmig_region *r = NULL;
+	uint64_t *w, sums[T_LEN / T_PAGE];
+	int fd, rc;
+	size_t bad = 0;
+
+	fails = 0;
+	printf("== the descriptor table of %s's region -> node 2\n", dev);
+	fd = open(dev, O_RDWR | O_CLOEXEC);
+	/* At device offset 8 MiB: the table's offsets are the device's. */
+	w = fd < 0 ? MAP_FAILED : mmap(NULL, T_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, T_LEN);
+	CHECK(w != MAP_FAILED, "%s: %s", dev, strerror(errno));
+	if (w == MAP_FAILED) {
+		if (fd >= 0)
+			close(fd);
+		return fails;
+	}
+	table_fill(w, 0x63786c64ULL, sums);
+	d.addr = (uintptr_t)w;
+	rc = memmig_region_new(ctx, &d, &r);
+	CHECK(rc == 0, "region: %s", strerror(-rc));
+	if (!rc)
+		rc = memmig_region_get_table(r, &t);
+	CHECK(rc == 0, "the device DAX region has no descriptor table: %d", rc);
+	if (!rc) {
+		memmig_desc_table_get_info(t, &info);
+		printf("table: %llu descriptors, base %#llx\n", (unsigned long long)info.count,
+		       (unsigned long long)info.base);
+		check_fresh_table(t, &info);
+		rc = memmig_migrate(r, &o, &rep);
+		printf("memmig_migrate: %d\n", rc);
+		CHECK(rc == 0, "memmig_migrate: %d (%s)", rc, strerror(-rc));
+		for (size_t p = 0; p < T_LEN / T_PAGE; p++)
+			bad += guest_csum((uint8_t *)w + p * T_PAGE, T_PAGE) != sums[p];
+		printf("pages on node 2: %zu of %lu, %zu with other bytes\n", on_node2(w),
+		       T_LEN / T_PAGE, bad);
+		CHECK(on_node2(w) == T_LEN / T_PAGE && !bad, "not all on node 2 intact");
+		check_table(t, T_LEN, -1, -1, -1);
+	}
+	memmig_report_unref(rep);
+	memmig_region_unref(r);
+	munmap(w, T_LEN);
+	close(fd);
 	return fails;
 }

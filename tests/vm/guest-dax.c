@@ -11,7 +11,9 @@
  * libmemmig registers the DAX mapping as a region of backing DAX.  Then
  * the migrations of guest-dax-migrate.c: DRAM to a DAX file and back, to
  * node 2, a tmpfs file's MAP_SYNC fallback; and, the file system
- * unmounted, the namespace made devdax and the same through /dev/dax0.0.
+ * unmounted, the namespace made devdax and the same through /dev/dax0.0;
+ * then the same on the tier's CXL device DAX ($MEMMIG_CXL_DAX), with its
+ * region's descriptor table.
  * Usage: guest-dax [DIR] (DIR: only the file-system part).  Exits 0 pass, 1 fail, 77 skip (not root, no
  * /dev/pmem0, no mkfs.ext4 or ext4 in the guest, no fsdax).
  */
@@ -19,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,8 +121,16 @@ static int format_and_mount(void)
 	int status, err;
 	pid_t pid;
 
-	if (stat(DEV, &st) < 0 || !S_ISBLK(st.st_mode))
+	if (stat(DEV, &st) < 0 || !S_ISBLK(st.st_mode)) {
+		/* The NVDIMM is there but its namespace is something else:
+		 * the tier's pmem file was not fresh.  Not a missing resource. */
+		if (!stat("/sys/bus/nd/devices/namespace0.0", &st)) {
+			printf("FAIL: namespace0.0 exists but " DEV " does not (a namespace "
+			       "left in the NVDIMM's file by an earlier boot?)\n");
+			return 1;
+		}
 		return skip(DEV " does not exist (VM_NVDIMM=0, or nd_pmem did not load)");
+	}
 	if (make_fsdax(why, sizeof(why)))
 		return skip(why);
 	/* DAX needs the block size to be the page size; mkfs.ext4 would pick
@@ -198,11 +209,49 @@ static void show_dax_topology(void)
 		CHECK(n >= 1, "libdaxctl lists no DAX device");
 		for (int i = 0; i < n && !memmig_topo_get_dax(topo, (unsigned int)i, &di); i++)
 			printf("  %s: region %d, size %llu, align %llu, target node %d, "
-			       "mode %s\n", di.dev, di.region_id,
+			       "mode %s%s\n", di.dev, di.region_id,
 			       (unsigned long long)di.size, (unsigned long long)di.align,
-			       di.target_node, di.mode ? "system-ram" : "devdax");
+			       di.target_node, di.mode ? "system-ram" : "devdax",
+			       di.flags & MEMMIG_DAX_F_CXL ? ", CXL" : "");
 		memmig_topo_unref(topo);
 	}
+	memmig_ctx_unref(ctx);
+}
+
+/*
+ * The CXL memory device the tier keeps as device DAX (guest-cxl.sh):
+ * libmemmig's topology calls it CXL memory, and the migrations to and from
+ * it and its region's descriptor table are those of the NVDIMM's (the live
+ * ones run against the CXL node, in test-live).
+ */
+static void cxl_devdax(void)
+{
+	const char *dev = getenv("MEMMIG_CXL_DAX");
+	struct memmig_dax_info di = { .sz = sizeof(di) };
+	struct memmig_topo *topo;
+	struct memmig_ctx *ctx;
+	bool cxl = false;
+
+	if (!dev) {
+		printf("== CXL device DAX: none in this guest (VM_CXL=0, or no CXL tools)\n");
+		return;
+	}
+	printf("== CXL device DAX: %s\n", dev);
+	if (memmig_ctx_new(&ctx))
+		return;
+	if (!memmig_topo_new(ctx, &topo)) {
+		for (int i = 0; !memmig_topo_get_dax(topo, (unsigned int)i, &di); i++)
+			if (!strcmp(di.dev, strrchr(dev, '/') + 1))
+				cxl = di.flags & MEMMIG_DAX_F_CXL;
+		memmig_topo_unref(topo);
+	}
+	printf("libmemmig topology: %s is %sCXL memory\n", dev, cxl ? "" : "not ");
+	CHECK(cxl, "%s: not CXL to libmemmig", dev);
+	/* Small, and not the live cases: QEMU 7.2 emulates each access to
+	 * CXL memory (about 13 MB/s, and zeroing it far slower), and a writer
+	 * at full speed there takes minutes. */
+	fails += dax_migrate_devdax(dev, 4UL << 20, false);
+	fails += dax_devdax_table_case(ctx, dev);
 	memmig_ctx_unref(ctx);
 }
 
@@ -219,7 +268,7 @@ static void devdax(void)
 	}
 	printf("namespace0.0: fsdax -> devdax (dax0.0), /dev/dax0.0 ready\n");
 	show_dax_topology();
-	fails += dax_migrate_devdax("/dev/dax0.0");
+	fails += dax_migrate_devdax("/dev/dax0.0", 32UL << 20, true);
 }
 
 static uint64_t pattern(size_t i)
@@ -358,6 +407,7 @@ int main(int argc, char **argv)
 		CHECK(umount(MNT) == 0, "umount " MNT ": %s", strerror(errno));
 		devdax();
 	}
+	cxl_devdax();
 	printf("%s\n", fails ? "FAILED" : "ok: MAP_SYNC on ext4 -o dax, migrations "
 	       "to and from DAX, bytes intact");
 	return fails ? 1 : 0;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # In the multi-node guest (run-vm.sh): memmig-cli move --pid moves an outside
 # process's anonymous and memfd memory between nodes for real -- to the
-# CPU-less node 2, to 1, back to 0 -- while it keeps running with its bytes
+# CPU-less node 2, to 1, back to 0, and a small process to the node of CXL
+# memory and back where the tier has one (guest-cxl.sh) -- while it keeps running with its bytes
 # intact; /proc/PID/numa_maps (the kernel's own view) agrees; and numactl's
 # migratepages and memmig agree on where the pages are.  Parses the JSON
 # with sed/awk (no jq needed).
@@ -11,8 +12,7 @@ memhog=${MEMHOG:-memhog}
 anon_mib=64 memfd_mib=32
 # shellcheck source=../testlib.sh
 . "$(dirname "$0")/../testlib.sh"
-nodes=$(cat /sys/devices/system/node/has_memory 2>/dev/null)
-[ "$nodes" = 0-2 ] || { echo "SKIP: needs memory on nodes 0-2, not '$nodes'"; exit 77; }
+need_nodes 0 1 2
 
 # A top-level number of the report: json KEY
 json() {
@@ -113,4 +113,5 @@ fi
 check_alive "after SIGTERM"
 
 memhog_stop
+cxl_round_trip "CXL" "$cli" move
 summary
