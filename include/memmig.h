@@ -264,7 +264,10 @@ struct memmig_mc_opts {
  * Returns the number of bytes NOT copied, as the kernel's
  * copy_mc_to_kernel() does (0: all of them), or a negative errno for bad
  * arguments (those of memmig_copy_run()).  opts may be NULL.
- * A SIGBUS on the destination is not caught.
+ * A SIGBUS on the destination is not caught.  The calling thread may
+ * block SIGBUS (a VMM reading it from a signalfd): it is unblocked for the
+ * copy, and a SIGBUS sent to the thread meanwhile is queued to it again
+ * after, blocked, as it came.
  */
 MEMMIG_EXPORT ssize_t memmig_copy_mc(struct memmig_ctx *ctx, void *dst,
 				     const void *src, size_t len,

@@ -7,7 +7,10 @@
  *    mapping, where the kernel's read of the file still succeeds;
  * and the handler chain: the application's SIGBUS handler, installed
  * before or after memmig's guard, still gets the faults that are not
- * memmig's, and the default action still kills.
+ * memmig's, and the default action still kills.  Then the signal setups of
+ * real VMMs: SIGBUS blocked (QEMU's threads) and read from a signalfd, a
+ * memory error reported at its page's address, and an application handler
+ * that leaves a copy with siglongjmp.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -346,11 +351,13 @@ static void test_bad_args(void)
 
 static sigjmp_buf app_env;
 static volatile sig_atomic_t app_calls, app_code;
+static void *volatile app_addr;
 
 static void app_sigbus(int sig, siginfo_t *si, void *uc)
 {
 	app_calls++;
 	app_code = si->si_code;
+	app_addr = si->si_addr;
 	siglongjmp(app_env, 1);
 }
 
@@ -445,6 +452,231 @@ static void test_chain_default(void)
 	run_chain(APP_NONE, "no application handler");
 }
 
+/* ---- the signal setups of real VMMs, each in a child of its own ---- */
+
+/* Exit 0 expected; anything else, a signal above all, is a failure. */
+static void run_child(int (*fn)(void), const char *what)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (!pid) {
+		alarm(30);	/* a jump into a dead frame may loop */
+		_exit(fn());
+	}
+	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status))
+		CUNIT_FAILF("%s: killed by signal %d", what, WTERMSIG(status));
+	else if (WEXITSTATUS(status))
+		CUNIT_FAILF("%s: exit %d", what, WEXITSTATUS(status));
+}
+
+static void bus_block(void)
+{
+	sigset_t bus;
+
+	sigemptyset(&bus);
+	sigaddset(&bus, SIGBUS);
+	pthread_sigmask(SIG_BLOCK, &bus, NULL);
+}
+
+static bool bus_blocked(void)
+{
+	sigset_t cur;
+
+	return !pthread_sigmask(SIG_BLOCK, NULL, &cur) && sigismember(&cur, SIGBUS) == 1;
+}
+
+/* check_holed_copy() for a child: 0 when the copy did right. */
+static int holed_copy_ok(struct holed *h, const struct memmig_mc_opts *o,
+			 const struct bad_log *b)
+{
+	ssize_t left = memmig_copy_mc(ctx, h->dst, h->src, SRC_LEN, o);
+
+	return left == (ssize_t)HOLE_LEN && b->off == HOLE_OFF && b->len == HOLE_LEN &&
+	       b->err == -EFAULT && !b->gap && find_bad(h->dst, 0, HOLE_OFF) == SIZE_MAX &&
+	       find_bad(h->dst, HOLE_OFF + HOLE_LEN, SRC_LEN) == SIZE_MAX ? 0 : 1;
+}
+
+/* QEMU's threads block SIGBUS: a fault with it blocked killed the process. */
+static int blocked_child(void)
+{
+	struct bad_log b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1, .bad = on_bad,
+				    .opaque = &b };
+	struct holed h;
+
+	bus_block();
+	if (holed_make(&h) < 0)
+		return 10;
+	if (holed_copy_ok(&h, &o, &b))
+		return 11;
+	return bus_blocked() ? 0 : 12;	/* the mask given back */
+}
+
+static void test_blocked(void)
+{
+	run_child(blocked_child, "SIGBUS blocked in the copying thread");
+}
+
+/* ... and read from a signalfd: a SIGBUS sent to the thread during the
+ * copy (here from the bad() callback) is the application's, and waits
+ * there for it. */
+struct sent_log {
+	struct bad_log b;
+	bool sent;
+};
+
+static void on_bad_send(void *opaque, uint64_t off, uint64_t len, int err)
+{
+	struct sent_log *s = opaque;
+
+	on_bad(&s->b, off, len, err);
+	if (!s->sent) {
+		s->sent = true;
+		syscall(SYS_tgkill, getpid(), gettid(), SIGBUS);
+	}
+}
+
+static int signalfd_child(void)
+{
+	struct sent_log s = { .b = { .lock = PTHREAD_MUTEX_INITIALIZER } };
+	struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1, .bad = on_bad_send,
+				    .opaque = &s };
+	struct signalfd_siginfo fi;
+	sigset_t bus;
+	struct holed h;
+	int sfd;
+
+	bus_block();
+	sigemptyset(&bus);
+	sigaddset(&bus, SIGBUS);
+	sfd = signalfd(-1, &bus, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sfd < 0 || holed_make(&h) < 0)
+		return 10;
+	if (holed_copy_ok(&h, &o, &s.b))
+		return 11;
+	if (!bus_blocked())
+		return 12;
+	if (read(sfd, &fi, sizeof(fi)) != sizeof(fi) || fi.ssi_signo != SIGBUS ||
+	    fi.ssi_code != SI_TKILL || fi.ssi_pid != (uint32_t)getpid())
+		return 13;	/* the sent signal did not reach the signalfd */
+	if (read(sfd, &fi, sizeof(fi)) >= 0 || errno != EAGAIN)
+		return 14;	/* nor memmig's own faults */
+	return 0;
+}
+
+static void test_signalfd(void)
+{
+	run_child(signalfd_child, "SIGBUS blocked and read from a signalfd");
+}
+
+/*
+ * A consumed memory error is reported with its page's address and
+ * si_addr_lsb, not the byte read: a copy whose source starts inside the
+ * page must still take it as its own.  The signal is made as the kernel's
+ * machine-check path sends it, by the faulting thread itself: reading the
+ * (PROT_NONE) page raises SIGSEGV, whose handler queues the SIGBUS to its
+ * own thread and opens the page; the SIGBUS comes at the read.
+ */
+static uint8_t *mce_page;
+
+static void mce_segv(int sig, siginfo_t *si, void *uc)
+{
+	siginfo_t mce = { .si_signo = SIGBUS, .si_code = BUS_MCEERR_AR };
+
+	mce.si_addr = mce_page;
+	mce.si_addr_lsb = 12;
+	syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), SIGBUS, &mce);
+	mprotect(mce_page, PAGE, PROT_READ | PROT_WRITE);
+}
+
+static int mce_child(void)
+{
+	struct sigaction sa = { .sa_sigaction = mce_segv, .sa_flags = SA_SIGINFO };
+	struct bad_log b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1, .bad = on_bad,
+				    .opaque = &b };
+	uint8_t *buf = map_anon(2 * PAGE), dst[1000];
+	ssize_t left;
+
+	if (!buf)
+		return 10;
+	mce_page = buf + PAGE;
+	fill(buf, 2 * PAGE, 0);
+	memset(dst, DST_FILL, sizeof(dst));
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGBUS);	/* it comes after the handler */
+	if (sigaction(SIGSEGV, &sa, NULL) || mprotect(mce_page, PAGE, PROT_NONE))
+		return 11;
+	left = memmig_copy_mc(ctx, dst, mce_page + 100, sizeof(dst), &o);
+	if (left != (ssize_t)sizeof(dst))
+		return 20;	/* the memory error was not taken as the copy's */
+	if (b.calls != 1 || b.off != 0 || b.len != sizeof(dst) || b.err != -EHWPOISON)
+		return 21;
+	for (size_t i = 0; i < sizeof(dst); i++)
+		if (dst[i] != DST_FILL)
+			return 22;	/* made up */
+	return 0;
+}
+
+static void test_mce_page_address(void)
+{
+	run_child(mce_child, "a memory error at the page's address");
+}
+
+/* The application's handler takes a fault on the destination (not
+ * memmig's) and leaves the copy with siglongjmp: the guard of that copy
+ * must be gone, not left armed on a dead frame.  The copy runs 64 KiB
+ * below the frame jumped back to, so that the signal frames after it do
+ * not overwrite the dead one and hide a jump into it. */
+static __attribute__((noinline)) void copy_deep(uint8_t *dst, const uint8_t *src)
+{
+	volatile uint8_t pad[64 * 1024];
+
+	pad[0] = 1;
+	memmig_copy_mc(ctx, dst, src, SRC_LEN, NULL);
+	pad[1] = pad[0];
+}
+
+static int escape_child(void)
+{
+	int fd = memfd_create("mcsafe-dst", MFD_CLOEXEC);
+	uint8_t *bad_dst;
+	struct holed h;
+
+	app_install();
+	if (fd < 0 || holed_make(&h) < 0)
+		return 10;
+	/* Past the end of an empty file: every write faults. */
+	bad_dst = mmap(NULL, SRC_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (bad_dst == MAP_FAILED)
+		return 11;
+	if (!sigsetjmp(app_env, 1)) {
+		copy_deep(bad_dst, h.src);
+		return 12;	/* the destination did not fault, or a jump came back */
+	}
+	if (app_calls != 1 || app_code != BUS_ADRERR)
+		return 13;
+	/* The application's own read of a vanished page of that source: its
+	 * handler's, not a jump into the copy that is gone. */
+	if (app_touch(h.src + HOLE_OFF) != 2 || app_addr != h.src + HOLE_OFF)
+		return 14;
+	/* And the next copy is guarded as before. */
+	if (memmig_copy_mc(ctx, h.dst, h.src, SRC_LEN, NULL) != (ssize_t)HOLE_LEN ||
+	    app_calls != 2)
+		return 15;
+	return 0;
+}
+
+static void test_escape(void)
+{
+	run_child(escape_child, "the application's handler leaves a copy with siglongjmp");
+}
+
 static int suite_init(void)
 {
 	return memmig_ctx_new(&ctx);
@@ -467,6 +699,10 @@ static CU_TestInfo mc_tests[] = {
 	{ "chain: application handler first", test_chain_app_before },
 	{ "chain: application handler after", test_chain_app_after },
 	{ "chain: default action still kills", test_chain_default },
+	{ "SIGBUS blocked in the copying thread", test_blocked },
+	{ "SIGBUS blocked and read from a signalfd", test_signalfd },
+	{ "a memory error reported at its page's address", test_mce_page_address },
+	{ "the application's handler leaves with siglongjmp", test_escape },
 	CU_TEST_INFO_NULL,
 };
 
