@@ -37,11 +37,26 @@ struct memmig_ctx;
  * environment overrides (see memmig_tuning_from_env()).
  */
 MEMMIG_EXPORT int memmig_ctx_new(struct memmig_ctx **out);
+
+enum memmig_ctx_flags {
+	/* No MEMMIG_* environment variable and no calibration file: the
+	 * CPU's own thresholds and the default log priority.  For a VMM
+	 * that must not depend on the environment it was started in. */
+	MEMMIG_CTX_NO_ENV = 1u << 0,
+	/* A bad value in the environment or the calibration file is logged
+	 * and ignored (the context is made without it), not an error. */
+	MEMMIG_CTX_LENIENT = 1u << 1,
+};
+/* memmig_ctx_new() with flags (enum memmig_ctx_flags); -EINVAL for
+ * unknown ones.  memmig_ctx_new() fails on a bad value (-EINVAL, or
+ * -ESTALE for a $MEMMIG_CALIBRATION file of another CPU model). */
+MEMMIG_EXPORT int memmig_ctx_new_flags(struct memmig_ctx **out, unsigned int flags);
 MEMMIG_EXPORT struct memmig_ctx *memmig_ctx_ref(struct memmig_ctx *ctx);
 MEMMIG_EXPORT void memmig_ctx_unref(struct memmig_ctx *ctx);
 
 /* syslog priorities; the default is LOG_ERR, or $MEMMIG_LOG (a number or a
- * name: err, warning, info, debug). */
+ * name: err, warning, info, debug).  A NULL ctx: nothing is set, and the
+ * priority read is -EINVAL. */
 typedef void (*memmig_log_fn)(struct memmig_ctx *ctx, void *userdata,
 			      int priority, const char *file, int line,
 			      const char *fn, const char *format, va_list args);
@@ -156,7 +171,8 @@ MEMMIG_EXPORT int memmig_tuning_default(const struct memmig_cpu_info *cpu,
 /*
  * Applies the environment on top of *t: MEMMIG_COPY_MOVSB_MIN,
  * MEMMIG_COPY_MOVSQ_MIN, MEMMIG_COPY_NT_MIN (sizes up to 1T, with optional
- * K/M/G suffix, or "never") and MEMMIG_COPY_NT_PRIM (a primitive name).  -EINVAL leaves *t
+ * K/M/G suffix, or "never") and MEMMIG_COPY_NT_PRIM (a primitive name).
+ * -EINVAL (a value that is no size, too big, or no NT primitive) leaves *t
  * unchanged and names the bad variable through the context's log.
  */
 MEMMIG_EXPORT int memmig_tuning_from_env(struct memmig_ctx *ctx,
@@ -289,7 +305,7 @@ MEMMIG_EXPORT int memmig_mc_guard_install(void);
  * (Linux 6.6).  Page aligned; anonymous, shmem or hugetlb memory; the
  * current contents are dropped.  -EOPNOTSUPP where the kernel or the
  * mapping cannot (other file mappings, DAX): the caller then keeps the
- * range reported as lost.
+ * range reported as lost.  -EFAULT where part of the range is not mapped.
  */
 MEMMIG_EXPORT int memmig_poison_mark(struct memmig_ctx *ctx, void *addr,
 				     size_t len);
@@ -511,7 +527,9 @@ MEMMIG_EXPORT int memmig_job_get_progress(struct memmig_job *job,
 MEMMIG_EXPORT int memmig_job_cancel(struct memmig_job *job);
 /*
  * Waits for the end; returns the job's result: 0, -ECANCELED, -ENOMEM
- * (the target ran out: the report says which ranges moved), or another
+ * (the target ran out: the report says which ranges moved), -EFAULT (a
+ * part of the region was unmapped since it was registered: the rest moved,
+ * and the report names those pages as failed with EFAULT), or another
  * -errno.  *report (if not NULL) gets a reference to the report.
  */
 MEMMIG_EXPORT int memmig_job_wait(struct memmig_job *job,
@@ -544,7 +562,9 @@ struct memmig_report_summary {
 	double total_s;		/* the job, wall clock, placement queries
 				 * included */
 	double gbps;		/* bytes_moved / total_s, 1e9 bytes/s */
-	uint64_t pages_failed;	/* 4 KiB pages the kernel did not move */
+	uint64_t pages_failed;	/* 4 KiB pages that did not move (a zero
+				 * page or an absent one is not a failure;
+				 * an unmapped one is) */
 	uint64_t pages_verified_on_target; /* move_pages(nodes = NULL) after */
 };
 

@@ -17,21 +17,34 @@ __attribute__((format(printf, 7, 0))) static void log_stderr(struct memmig_ctx *
 	vfprintf(stderr, format, args);
 }
 
-/* Calibration first, then the environment, so that an override always wins. */
-static int ctx_tuning_init(struct memmig_ctx *ctx)
+/* A bad value: an error, or with MEMMIG_CTX_LENIENT a warning. */
+static int ctx_bad(struct memmig_ctx *ctx, unsigned int flags, const char *what, int rc)
 {
-	const char *path = getenv("MEMMIG_CALIBRATION");
+	if (!(flags & MEMMIG_CTX_LENIENT))
+		return rc;
+	warn(ctx, "%s ignored (MEMMIG_CTX_LENIENT)\n", what);
+	return 0;
+}
+
+/* Calibration first, then the environment, so that an override always wins. */
+static int ctx_tuning_init(struct memmig_ctx *ctx, unsigned int flags)
+{
+	const char *path = flags & MEMMIG_CTX_NO_ENV ? NULL : getenv("MEMMIG_CALIBRATION");
 	struct memmig_tuning t = { .sz = sizeof(t) };
 	int rc;
 
 	memmig_tuning_default(&ctx->cpu, &t);
+	if (flags & MEMMIG_CTX_NO_ENV)
+		goto apply;
 	if (path && *path) {
 		rc = memmig_tuning_load(ctx, path, &t);
 		if (rc < 0) {
 			err(ctx, "MEMMIG_CALIBRATION=%s: %s\n", path,
 			    rc == -ESTALE ? "made on another CPU model" :
 					    strerror(-rc));
-			return rc;
+			rc = ctx_bad(ctx, flags, "the calibration file", rc);
+			if (rc < 0)
+				return rc;
 		}
 	} else {
 		/* The system file is optional and may predate a CPU change. */
@@ -41,8 +54,12 @@ static int ctx_tuning_init(struct memmig_ctx *ctx)
 			     memmig_tuning_default_path(), rc);
 	}
 	rc = memmig_tuning_from_env(ctx, &t);
-	if (rc < 0)
-		return rc;
+	if (rc < 0) {
+		rc = ctx_bad(ctx, flags, "the MEMMIG_COPY_* environment", rc);
+		if (rc < 0)
+			return rc;
+	}
+apply:
 	memmig_ctx_apply_tuning(ctx, &t);
 	return 0;
 }
@@ -63,11 +80,16 @@ void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 
 int memmig_ctx_new(struct memmig_ctx **out)
 {
+	return memmig_ctx_new_flags(out, 0);
+}
+
+int memmig_ctx_new_flags(struct memmig_ctx **out, unsigned int flags)
+{
 	struct memmig_ctx *ctx;
 	const char *env;
 	int rc;
 
-	if (!out)
+	if (!out || (flags & ~(MEMMIG_CTX_NO_ENV | MEMMIG_CTX_LENIENT)))
 		return -EINVAL;
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
@@ -76,7 +98,7 @@ int memmig_ctx_new(struct memmig_ctx **out)
 	pthread_mutex_init(&ctx->lock, NULL);
 	ctx->log_fn = log_stderr;
 	ctx->log_priority = LOG_ERR;
-	env = getenv("MEMMIG_LOG");
+	env = flags & MEMMIG_CTX_NO_ENV ? NULL : getenv("MEMMIG_LOG");
 	if (env && *env) {
 		int prio = memmig_log_priority_parse(env);
 
@@ -90,9 +112,12 @@ int memmig_ctx_new(struct memmig_ctx **out)
 	for (int p = 0; p < MEMMIG_PRIM_COUNT; p++)
 		if (memmig_prim_supported(&ctx->cpu, p))
 			ctx->prims_ok |= 1u << p;
-	rc = ctx_tuning_init(ctx);
-	if (!rc)
+	rc = ctx_tuning_init(ctx, flags);
+	if (!rc && !(flags & MEMMIG_CTX_NO_ENV)) {
 		rc = memmig_fault_from_env(ctx);
+		if (rc < 0)
+			rc = ctx_bad(ctx, flags, "MEMMIG_FAULT", rc);
+	}
 	if (rc < 0) {
 		pthread_mutex_destroy(&ctx->lock);
 		free(ctx);

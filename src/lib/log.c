@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Logging through the context's callback; the default one writes stderr. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,16 +46,19 @@ int memmig_log_priority_parse(const char *s)
 void memmig_ctx_set_log_fn(struct memmig_ctx *ctx, memmig_log_fn fn,
 			   void *userdata)
 {
+	if (!ctx)
+		return;
 	ctx->log_fn = fn;
 	ctx->log_data = userdata;
 }
 
 void memmig_ctx_set_log_priority(struct memmig_ctx *ctx, int priority)
 {
-	ctx->log_priority = priority;
+	if (ctx)
+		ctx->log_priority = priority;
 }
 
 int memmig_ctx_get_log_priority(struct memmig_ctx *ctx)
 {
-	return ctx->log_priority;
+	return ctx ? ctx->log_priority : -EINVAL;
 }

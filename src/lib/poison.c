@@ -61,6 +61,10 @@ int memmig_poison_mark(struct memmig_ctx *ctx, void *addr, size_t len)
 
 	if (!ctx || !len || ((uintptr_t)addr | len) & (page - 1))
 		return -EINVAL;
+	/* Not mapped (msync's ENOMEM, which writes nothing with MS_ASYNC):
+	 * the caller's error, not a kernel that cannot. */
+	if (msync(addr, len, MS_ASYNC) < 0 && errno == ENOMEM)
+		return -EFAULT;
 	fd = uffd_open_poison();
 	if (fd < 0) {
 		dbg(ctx, "UFFDIO_POISON: %d\n", fd);

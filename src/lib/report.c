@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "migrate-private.h"
+#include "procmaps.h"
 
 struct range {
 	uint64_t addr, len;
@@ -123,8 +124,36 @@ static void report_free(struct memmig_report *rep)
 	free(rep);
 }
 
+/*
+ * -EFAULT from the kernel is a zero page (nothing to move) or no mapping
+ * at all: a page unmapped since the region was registered, which did not
+ * move.  The mappings are read once, at the first -EFAULT, and walked in
+ * address order.
+ */
+struct holes {
+	int pid;
+	bool read;
+	struct memmig_vma *v;
+	size_t n, i;
+	uint64_t pages;
+};
+
+static bool page_unmapped(struct holes *h, uint64_t addr)
+{
+	if (!h->read) {
+		h->read = true;
+		if (memmig_vmas_read(h->pid, &h->v, &h->n) < 0)
+			h->v = NULL;	/* cannot tell: a zero page, as before */
+	}
+	if (!h->v)
+		return false;
+	while (h->i < h->n && h->v[h->i].end <= addr)
+		h->i++;
+	return h->i == h->n || h->v[h->i].start > addr;
+}
+
 static int report_pages(struct memmig_report *rep, const struct memmig_job *job,
-			size_t npages)
+			size_t npages, struct holes *h)
 {
 	struct memmig_report_summary *s = &rep->sum;
 	int rc = 0;
@@ -137,9 +166,12 @@ static int report_pages(struct memmig_report *rep, const struct memmig_job *job,
 			s->bytes_moved += 4096;
 			rc = range_add(&rep->moved, &rep->nmoved, addr, 0);
 		} else if (st < 0 && st != MEMMIG_STATUS_UNTOUCHED) {
+			bool hole = st == -EFAULT && page_unmapped(h, addr);
+
+			h->pages += hole;
 			rc = errno_add(rep, -st);
 			/* Not present is nothing to move, not a failure. */
-			if (!rc && (job->ops->status_not_queried ||
+			if (!rc && (hole || job->ops->status_not_queried ||
 				    !memmig_status_nothing(st))) {
 				s->pages_failed++;
 				rc = range_add(&rep->failed, &rep->nfailed, addr, -st);
@@ -154,6 +186,7 @@ static int report_pages(struct memmig_report *rep, const struct memmig_job *job,
 int memmig_report_build(struct memmig_job *job)
 {
 	struct memmig_report *rep = calloc(1, sizeof(*rep));
+	struct holes holes = { .pid = job->pid };
 	struct memmig_report_summary *s;
 	size_t npages = job->len / 4096;
 	int rc;
@@ -176,11 +209,15 @@ int memmig_report_build(struct memmig_job *job)
 	s->total_s = job->total_s;
 	rc = count_nodes(rep, job, npages);
 	if (!rc)
-		rc = report_pages(rep, job, npages);
+		rc = report_pages(rep, job, npages, &holes);
+	free(holes.v);
 	if (rc < 0) {
 		report_free(rep);
 		return rc;
 	}
+	/* Memory the job was given went away under it: it did not do it all. */
+	if (holes.pages && !job->result)
+		job->result = s->result = -EFAULT;
 	s->gbps = s->total_s > 0 ? s->bytes_moved / s->total_s / 1e9 : 0;
 	job->report = rep;
 	return 0;

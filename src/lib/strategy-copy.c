@@ -216,6 +216,10 @@ static int copy_unit(struct memmig_worker *w, struct copy_area *a,
 
 	dst = unit_dest(job, a, u, &reserved, &rc);
 	w->prepare_s += memmig_now() - t;
+	/* A hole in the source (unmapped since the region was registered):
+	 * the kernel moves the unit's other pages and names the missing. */
+	if (!dst && rc == -EFAULT)
+		return memmig_kernel_move_unit(job, u);
 	if (!dst)
 		return rc;
 	t = memmig_now();

@@ -75,7 +75,7 @@ int memmig_tuning_from_env(struct memmig_ctx *ctx, struct memmig_tuning *t)
 			err(ctx, "%s=\"%s\": not a %s\n", keys[k].env, val,
 			    k == K_NT_PRIM ? "non-temporal primitive name" :
 					     "size up to 1T, or never");
-			return rc;
+			return -EINVAL;	/* too big (-ERANGE) too */
 		}
 	}
 	return memmig_struct_out(t, &n, sizeof(n));

@@ -613,12 +613,68 @@ static void test_env_overrides(void)
 	setenv("MEMMIG_COPY_MOVSB_MIN", "12Q", 1);
 	CU_ASSERT_EQUAL(new_ctx(&c), -EINVAL);
 	unset_env();
+	/* Too big is a bad value too, as the header says (was -ERANGE). */
+	setenv("MEMMIG_COPY_NT_MIN", "2T", 1);
+	CU_ASSERT_EQUAL(new_ctx(&c), -EINVAL);
+	unset_env();
 
 	/* Back to normal once unset. */
 	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
 	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
 	CU_ASSERT(tuning_eq(&t, &base));
 	memmig_ctx_unref(c);
+}
+
+/*
+ * A VMM that must not depend on its environment: MEMMIG_CTX_NO_ENV takes
+ * the CPU's thresholds whatever the variables and the calibration file
+ * say; MEMMIG_CTX_LENIENT makes the context without the bad values.
+ */
+static void test_ctx_flags(void)
+{
+	struct memmig_tuning t = { .sz = sizeof(t) }, def = { .sz = sizeof(def) };
+	char stale[PATH_MAX + 64];
+	struct memmig_ctx *c = NULL;
+
+	unset_env();
+	memmig_tuning_default(&cpu, &def);	/* no calibration file either */
+	CU_ASSERT_EQUAL(memmig_ctx_new_flags(&c, 1u << 7), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_ctx_new_flags(NULL, 0), -EINVAL);
+
+	tmp_path(stale, sizeof(stale), "calib-stale-flags");
+	CU_ASSERT_EQUAL(write_file(stale, "cpu = NoSuchVendor 255 255\n"
+					  "movsb_min = 4096\n"), 0);
+	setenv("MEMMIG_CALIBRATION", stale, 1);
+	setenv("MEMMIG_COPY_NT_MIN", "banana", 1);
+	setenv("MEMMIG_FAULT", "nonsense", 1);
+	setenv("MEMMIG_LOG", "debug", 1);
+	CU_ASSERT_EQUAL(new_ctx(&c), -ESTALE);
+
+	CU_ASSERT_EQUAL_FATAL(memmig_ctx_new_flags(&c, MEMMIG_CTX_NO_ENV), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
+	CU_ASSERT(tuning_eq(&t, &def));
+	CU_ASSERT_EQUAL(memmig_ctx_get_log_priority(c), LOG_ERR);
+	memmig_ctx_unref(c);
+
+	/* Lenient: each bad value dropped, the good ones kept. */
+	setenv("MEMMIG_COPY_MOVSQ_MIN", "640", 1);
+	setenv("MEMMIG_LOG", "2", 1);
+	CU_ASSERT_EQUAL_FATAL(memmig_ctx_new_flags(&c, MEMMIG_CTX_LENIENT), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
+	/* The stale file (which stands for the system file) and the bad
+	 * variable's whole set dropped: the CPU's own thresholds. */
+	CU_ASSERT(tuning_eq(&t, &def));
+	CU_ASSERT_EQUAL(memmig_ctx_get_log_priority(c), LOG_CRIT);
+	memmig_ctx_unref(c);
+	unsetenv("MEMMIG_COPY_NT_MIN");
+	CU_ASSERT_EQUAL_FATAL(memmig_ctx_new_flags(&c, MEMMIG_CTX_LENIENT), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
+	CU_ASSERT_EQUAL(t.movsq_min, 640);
+	memmig_ctx_unref(c);
+	unset_env();
+	unsetenv("MEMMIG_FAULT");
+	unsetenv("MEMMIG_LOG");
+	unlink(stale);
 }
 
 /* memmig_tuning_from_env() itself: applied over *t, or *t unchanged. */
@@ -845,6 +901,11 @@ static void test_log(void)
 	CU_ASSERT_EQUAL(cap.calls, 0);
 	memmig_ctx_unref(c);
 
+	/* No context: nothing set, nothing read, no crash. */
+	memmig_ctx_set_log_fn(NULL, NULL, NULL);
+	memmig_ctx_set_log_priority(NULL, LOG_DEBUG);
+	CU_ASSERT_EQUAL(memmig_ctx_get_log_priority(NULL), -EINVAL);
+
 	/* $MEMMIG_LOG sets the initial priority, by name or number. */
 	setenv("MEMMIG_LOG", "debug", 1);
 	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
@@ -879,6 +940,7 @@ static CU_TestInfo tuning_tests[] = {
 	{ "load: comments, spacing, partial files", test_load_partial },
 	{ "environment overrides in ctx_new", test_env_overrides },
 	{ "tuning_from_env", test_tuning_from_env },
+	{ "ctx_new_flags: NO_ENV and LENIENT", test_ctx_flags },
 	{ "MEMMIG_CALIBRATION in ctx_new", test_calibration_env },
 	CU_TEST_INFO_NULL,
 };

@@ -347,6 +347,18 @@ static void test_bad_args(void)
 	CU_ASSERT_EQUAL(memmig_poison_mark(NULL, buf, PAGE), -EINVAL);
 }
 
+/* Not mapped, in part or whole: the caller's -EFAULT, not the kernel's
+ * -EOPNOTSUPP ("cannot"). */
+static void test_poison_unmapped(void)
+{
+	uint8_t *p = map_anon(2 * PAGE);
+
+	CU_ASSERT_FATAL(p && !munmap(p + PAGE, PAGE));
+	CU_ASSERT_EQUAL(memmig_poison_mark(ctx, p, 2 * PAGE), -EFAULT);
+	CU_ASSERT_EQUAL(memmig_poison_mark(ctx, p + PAGE, PAGE), -EFAULT);
+	munmap(p, PAGE);
+}
+
 /* ---- the handler chain, each case in a child of its own ---- */
 
 static sigjmp_buf app_env;
@@ -696,6 +708,7 @@ static CU_TestInfo mc_tests[] = {
 	{ "poison marker moves with mremap", test_marker_moves },
 	{ "a guarded copy inside the bad() callback", test_nested },
 	{ "bad arguments", test_bad_args },
+	{ "poison marks on unmapped memory: -EFAULT", test_poison_unmapped },
 	{ "chain: application handler first", test_chain_app_before },
 	{ "chain: application handler after", test_chain_app_after },
 	{ "chain: default action still kills", test_chain_default },

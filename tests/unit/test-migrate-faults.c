@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -399,11 +400,59 @@ static void test_lost_page_blocked(void)
 		CUNIT_FAILF("SIGBUS blocked: exit %d", WEXITSTATUS(status));
 }
 
+/*
+ * A page unmapped after the region was registered: the job fails, and the
+ * report says which page and why (EFAULT), not "nothing failed".  Every
+ * other page keeps its bytes.
+ */
+static void test_unmapped_page(void)
+{
+	const int strategies[] = { MEMMIG_STRATEGY_COPY, MEMMIG_STRATEGY_KERNEL };
+	const uint64_t hole = 3 * MiB + 5 * PAGE;
+
+	for (int i = 0; i < 2; i++) {
+		struct memmig_migrate_opts o = mt_opts_of(strategies[i], MEMMIG_MIGRATE_FORCE, 1);
+		struct memmig_report_summary s = { .sz = sizeof(s) };
+		struct memmig_report *rep = NULL;
+		struct memmig_region *r = NULL;
+		uint64_t a = 0, l = 0;
+		struct mem m;
+		int e = 0, rc;
+
+		CU_ASSERT_EQUAL_FATAL(mt_mem_new(&m, K_4K, 8 * MiB, true), 0);
+		CU_ASSERT_EQUAL_FATAL(mt_region_of(ctx, 0, m.map, m.len, 0, &r), 0);
+		CU_ASSERT_EQUAL_FATAL(munmap(m.map + hole, PAGE), 0);
+		rc = memmig_migrate(r, &o, &rep);
+		CU_ASSERT_EQUAL_FATAL(memmig_report_get_summary(rep, &s), 0);
+		printf("  %s: rc %d, pages_failed %llu, failed ranges %d\n",
+		       i ? "kernel" : "copy", rc, (unsigned long long)s.pages_failed,
+		       memmig_report_failed_count(rep));
+		CU_ASSERT(rc == -EFAULT || rc == 0);
+		EXPECT_EQ("unmapped page", "pages_failed", s.pages_failed, 1);
+		EXPECT_EQ("unmapped page", "EFAULT pages", memmig_report_errno_pages(rep, EFAULT), 1);
+		/* The copy (forced) moved the rest, the hole's unit too; the
+		 * kernel leaves what is on the target already. */
+		if (strategies[i] == MEMMIG_STRATEGY_COPY)
+			EXPECT_EQ("unmapped page", "bytes_moved", s.bytes_moved, m.len - PAGE);
+		if (memmig_report_failed_count(rep) >= 1) {
+			memmig_report_get_failed(rep, 0, &a, &l, &e);
+			CU_ASSERT(a == (uintptr_t)m.map + hole && l == PAGE && e == EFAULT);
+		}
+		CU_ASSERT(mt_first_bad(m.map, hole, m.seed, 0) < 0);
+		CU_ASSERT(mt_first_bad(m.map + hole + PAGE, m.len - hole - PAGE, m.seed,
+				       (hole + PAGE) / 8) < 0);
+		memmig_report_unref(rep);
+		memmig_region_unref(r);
+		mt_mem_free(&m);
+	}
+}
+
 /* ------------------------------------------------------------------ */
 
 static CU_TestInfo fault_tests[] = {
 	{ "copy: a page lost under its mapping", test_lost_page },
 	{ "copy: the same, SIGBUS blocked (a VMM's thread)", test_lost_page_blocked },
+	{ "a page unmapped after registration: reported", test_unmapped_page },
 	{ "dest_alloc: 5th allocation fails", test_fault_dest_alloc },
 	{ "dest_alloc: sticky, 1 and 2 workers", test_fault_dest_alloc_sticky },
 	{ "dest_alloc: memfd (mbind path)", test_fault_dest_alloc_memfd },
