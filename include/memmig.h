@@ -992,7 +992,8 @@ MEMMIG_EXPORT int memmig_desc_set_state(struct memmig_desc_table *t,
  * Prefaults len bytes on a node ahead of time, so that copy migrations to
  * it take their destination from the reserve instead of paying the
  * kernel's page zeroing during the migration.  Calls add up; len 0 frees
- * the node's reserve.
+ * the node's reserve.  The reserve is charged memory (not MAP_NORESERVE):
+ * it stands in only for sources that are charged too.
  */
 MEMMIG_EXPORT int memmig_ctx_reserve(struct memmig_ctx *ctx, int node,
 				     uint64_t len);

@@ -97,10 +97,18 @@ static int dest_anon(struct memmig_live *l, struct live_dest *d, uint64_t src)
 {
 	int rc = 0;
 
-	d->base = reserve_congruent(d->len, src, &rc);
+	/* The swap puts the copy's mapping in the source's place: it must
+	 * be able to carry every attribute the source has. */
+	rc = memmig_swap_src_keepable(l->vm->ctx, &d->src, src, d->len);
+	if (!rc)
+		d->base = reserve_congruent(d->len, src, &rc);
 	if (!rc && mmap(d->base, d->len, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
 		rc = -errno;
+	/* Charged as the source is (MAP_NORESERVE pieces mapped again). */
+	if (!rc)
+		rc = memmig_swap_account(&d->src, d->base, src, d->len, false,
+					 l->opts.target_node);
 	if (!rc)
 		rc = memmig_bind(d->base, d->len, l->opts.target_node, 0);
 	if (!rc)

@@ -28,14 +28,14 @@ int memmig_bind(void *addr, size_t len, int node, unsigned int flags)
 	return 0;
 }
 
-void *memmig_map_on_node(size_t len, int node, bool thp, int *err)
+void *memmig_map_on_node(size_t len, int node, bool thp, bool noreserve, int *err)
 {
 	size_t span = len + MEMMIG_UNIT_SIZE;
 	uint8_t *p, *aligned;
 	int rc;
 
 	p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-		 MAP_NORESERVE, -1, 0);
+		 (noreserve ? MAP_NORESERVE : 0), -1, 0);
 	if (p == MAP_FAILED) {
 		*err = -errno;
 		return NULL;

@@ -11,10 +11,11 @@
 
 /*
  * Maps len bytes (a multiple of 4 KiB) at a 2 MB-aligned address, bound to
- * node with MPOL_BIND, advised for THP if thp, not yet populated.  Returns
- * the address, or NULL with *err set.
+ * node with MPOL_BIND, advised for THP if thp, with MAP_NORESERVE (no
+ * commit charge) if noreserve, not yet populated.  Returns the address, or
+ * NULL with *err set.
  */
-void *memmig_map_on_node(size_t len, int node, bool thp, int *err);
+void *memmig_map_on_node(size_t len, int node, bool thp, bool noreserve, int *err);
 /*
  * Reserves len bytes (PROT_NONE) at an address congruent with src modulo
  * align (a power of two), for a mapping to be placed there with

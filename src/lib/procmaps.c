@@ -38,6 +38,32 @@ static bool has_flag(const char *vmflags, const char *flag)
 }
 
 /*
+ * The VmFlags a private anonymous copy keeps (memmig_swap_attrs() gives it
+ * them, or they come with any anonymous mapping, or they are userfaultfd
+ * registrations, which the registering party owns) -- every other one,
+ * known or not, is reported in odd, and the copy refuses the mapping.
+ */
+static const char keepable[] =
+	" rd wr ex mr mw me lo lf sr rr dc ac nr wf dd sd hg nh mg um uw ui ";
+
+static void odd_flag(const char *vmflags, char odd[4])
+{
+	char tok[8] = "", key[12];
+	int used;
+
+	odd[0] = '\0';
+	for (const char *p = vmflags; sscanf(p, " %7s%n", tok, &used) == 1; p += used) {
+		snprintf(key, sizeof(key), " %s ", tok);
+		if (!strstr(keepable, key)) {
+			/* Codes are two letters: a longer token is cut. */
+			memcpy(odd, tok, 3);
+			odd[3] = '\0';
+			return;
+		}
+	}
+}
+
+/*
  * Shared mappings of tmpfs (device major 0), memfd and SysV segments are
  * shmem; other shared or private file mappings are page cache.  DAX is
  * asked first: /dev/dax nodes live on devtmpfs, major 0 too.  "sf"
@@ -85,6 +111,12 @@ int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count)
 			cur.dontfork = has_flag(line + 8, "dc");
 			cur.dontdump = has_flag(line + 8, "dd");
 			cur.mergeable = has_flag(line + 8, "mg");
+			cur.lock_onfault = has_flag(line + 8, "lf");
+			cur.wipeonfork = has_flag(line + 8, "wf");
+			cur.seq_read = has_flag(line + 8, "sr");
+			cur.rand_read = has_flag(line + 8, "rr");
+			cur.noreserve = has_flag(line + 8, "nr");
+			odd_flag(line + 8, cur.odd);
 			cur.backing = classify(pid, &cur, line + 8);
 			if (n == cap) {
 				struct memmig_vma *nv;
@@ -99,9 +131,12 @@ int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count)
 			}
 			v[n++] = cur;
 			open_vma = false;
+		} else if (!strncmp(line, "ProtectionKey:", 14)) {
+			cur.pkey = atoi(line + 14);
 		} else if (strchr(line, '-') && line[0] != ' ' &&
 			   parse_header(line, &cur)) {
 			open_vma = true;
+			cur.pkey = 0;
 		}
 		/* A header of over 511 bytes (a long path) continues on the
 		 * next fgets(): its tail parses as nothing and is skipped. */

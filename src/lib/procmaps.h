@@ -22,6 +22,15 @@ struct memmig_vma {
 	bool dontfork;		/* dc: MADV_DONTFORK */
 	bool dontdump;		/* dd: MADV_DONTDUMP */
 	bool mergeable;		/* mg: MADV_MERGEABLE */
+	bool lock_onfault;	/* lf: mlock2(MLOCK_ONFAULT) */
+	bool wipeonfork;	/* wf: MADV_WIPEONFORK */
+	bool seq_read;		/* sr: MADV_SEQUENTIAL */
+	bool rand_read;		/* rr: MADV_RANDOM */
+	bool noreserve;		/* nr: MAP_NORESERVE, no commit charge */
+	int pkey;		/* ProtectionKey: pkey_mprotect(), 0 none */
+	/* The first VmFlags code a private anonymous copy cannot be given
+	 * (gd, ss, sl, dp, ...; one this code does not know), or "". */
+	char odd[4];
 	int backing;		/* enum memmig_backing or MEMMIG_BACKING_SPECIAL */
 	uint64_t offset;	/* in the file, of start */
 	uint64_t inode;

@@ -88,7 +88,9 @@ int memmig_ctx_reserve(struct memmig_ctx *ctx, int node, uint64_t len)
 	 * (MPOL_BIND), which picks the biggest process: likely this one. */
 	if (memmig_node_free(node) < (long long)(n * MEMMIG_UNIT_SIZE + RESERVE_MARGIN))
 		return -ENOMEM;
-	area = memmig_map_on_node(n * MEMMIG_UNIT_SIZE, node, true, &rc);
+	/* Charged, as the memory it stands in for: a swap moves the charge
+	 * with the mapping (MAP_NORESERVE sources do not take from it). */
+	area = memmig_map_on_node(n * MEMMIG_UNIT_SIZE, node, true, false, &rc);
 	if (!area)
 		return rc;
 	rc = memmig_populate(area, n * MEMMIG_UNIT_SIZE);

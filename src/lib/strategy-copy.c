@@ -42,6 +42,9 @@ struct copy_area {
 	uint64_t from, to;	/* the addresses it mirrors */
 	bool *consumed;		/* per unit: its slice was swapped away */
 	const struct memmig_swap_src *src;	/* the job's */
+	bool noreserve;		/* mapped with MAP_NORESERVE: as the first
+				 * unit's source; pieces that differ are
+				 * mapped again (memmig_swap_account) */
 	long long free_seen;	/* the target's free bytes when last read */
 	uint64_t taken;		/* bytes populated since */
 };
@@ -97,6 +100,10 @@ static int copy_setup(struct memmig_job *job)
 	 * (PROT_NONE guards, a later mprotect) would kill it. */
 	if (!rc)
 		rc = memmig_swap_src_readable(job->ctx, src, job->addr, job->len);
+	/* The swap puts the copy's mapping in the source's place: it must be
+	 * able to carry every attribute the source has. */
+	if (!rc)
+		rc = memmig_swap_src_keepable(job->ctx, src, job->addr, job->len);
 	return rc;
 }
 
@@ -117,7 +124,9 @@ static uint8_t *unit_dest(struct memmig_job *job, struct copy_area *a,
 	uint8_t *dst;
 
 	*reserved = false;
-	if (u->len == MEMMIG_UNIT_SIZE && memmig_swap_takes_thp(a->src, u->addr, u->len)) {
+	/* The reserve is charged memory: not for a MAP_NORESERVE source. */
+	if (u->len == MEMMIG_UNIT_SIZE && memmig_swap_takes_thp(a->src, u->addr, u->len) &&
+	    !memmig_swap_noreserve(a->src, u->addr)) {
 		dst = memmig_reserve_take(job->ctx, job->target);
 		if (dst) {
 			*reserved = true;
@@ -132,7 +141,9 @@ static uint8_t *unit_dest(struct memmig_job *job, struct copy_area *a,
 		return NULL;
 	}
 	dst = a->base + (u->addr - a->from);
-	*err = memmig_swap_advise(a->src, u->addr, u->len, dst);
+	*err = memmig_swap_account(a->src, dst, u->addr, u->len, a->noreserve, job->target);
+	if (!*err)
+		*err = memmig_swap_advise(a->src, u->addr, u->len, dst);
 	if (!*err)
 		*err = memmig_populate(dst, u->len);
 	return *err ? NULL : dst;
@@ -277,8 +288,9 @@ static int copy_run_anon(struct memmig_worker *w)
 
 	a.consumed = calloc(w->last - w->first, sizeof(bool));
 	a.src = &((struct copy_job *)job->priv)->src;
-	a.base = a.consumed ? memmig_map_on_node(a.to - a.from, job->target, false, &rc) :
-			      NULL;
+	a.noreserve = memmig_swap_noreserve(a.src, first->addr);
+	a.base = a.consumed ? memmig_map_on_node(a.to - a.from, job->target, false,
+						 a.noreserve, &rc) : NULL;
 	if (!a.base) {
 		free(a.consumed);
 		return rc ? rc : -ENOMEM;

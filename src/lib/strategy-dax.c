@@ -139,7 +139,7 @@ static uint8_t *unit_dest(struct memmig_job *job, const struct memmig_unit *u,
 		return NULL;
 	if (job->to_tier)
 		return job->tier.base + (u->addr - job->addr);
-	dst = memmig_map_on_node(u->len, job->target, false, err);
+	dst = memmig_map_on_node(u->len, job->target, false, true, err);
 	if (!dst)
 		return NULL;
 	*err = memmig_swap_advise(&dj->src, u->addr, u->len, dst);

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include "migrate-private.h"
+#include "nodemem.h"
 #include "swap.h"
 
 int memmig_swap_src_read(struct memmig_swap_src *s)
@@ -33,6 +34,27 @@ int memmig_swap_src_readable(struct memmig_ctx *ctx, const struct memmig_swap_sr
 			 "moves it\n", (unsigned long long)v->start,
 		    (unsigned long long)v->end);
 		return -EACCES;
+	}
+	return 0;
+}
+
+int memmig_swap_src_keepable(struct memmig_ctx *ctx, const struct memmig_swap_src *s,
+			     uint64_t addr, uint64_t len)
+{
+	for (size_t i = 0; i < s->nvmas; i++) {
+		const struct memmig_vma *v = &s->vmas[i];
+
+		if (v->end <= addr || v->start >= addr + len || (!v->odd[0] && !v->pkey))
+			continue;
+		if (v->odd[0])
+			err(ctx, "copy: %#llx-%#llx has VmFlags \"%s\", which a copy cannot "
+				 "be given; the kernel strategy moves it\n",
+			    (unsigned long long)v->start, (unsigned long long)v->end, v->odd);
+		else
+			err(ctx, "copy: %#llx-%#llx has protection key %d, which a copy "
+				 "cannot be given; the kernel strategy moves it\n",
+			    (unsigned long long)v->start, (unsigned long long)v->end, v->pkey);
+		return -EOPNOTSUPP;
 	}
 	return 0;
 }
@@ -94,15 +116,30 @@ bool memmig_swap_takes_thp(const struct memmig_swap_src *s, uint64_t src,
 	return true;
 }
 
+/* madvise(d, l, advice) when the source mapping has it. */
+static int advise_if(bool has, uint8_t *d, uint64_t l, int advice)
+{
+	return has && madvise(d, l, advice) ? -errno : 0;
+}
+
 static int dest_attrs(const struct memmig_vma *v, uint8_t *d, uint64_t l)
 {
 	int prot = (v->readable ? PROT_READ : 0) | (v->writable ? PROT_WRITE : 0) |
 		   (v->executable ? PROT_EXEC : 0);
+	int rc;
 
 	if (prot != (PROT_READ | PROT_WRITE) && mprotect(d, l, prot))
 		return -errno;
-	if (v->locked && mlock(d, l))
+	if (v->locked && (v->lock_onfault ? mlock2(d, l, MLOCK_ONFAULT) : mlock(d, l)))
 		return -errno;
+	/* A child forked after the move must read zeros, as before it. */
+	rc = advise_if(v->wipeonfork, d, l, MADV_WIPEONFORK);
+	if (!rc)
+		rc = advise_if(v->seq_read, d, l, MADV_SEQUENTIAL);
+	if (!rc)
+		rc = advise_if(v->rand_read, d, l, MADV_RANDOM);
+	if (rc)
+		return rc;
 	if (v->dontfork && madvise(d, l, MADV_DONTFORK))
 		return -errno;
 	if (v->dontdump && madvise(d, l, MADV_DONTDUMP))
@@ -110,6 +147,36 @@ static int dest_attrs(const struct memmig_vma *v, uint8_t *d, uint64_t l)
 	if (v->mergeable && madvise(d, l, MADV_MERGEABLE))
 		return -errno;
 	return 0;
+}
+
+int memmig_swap_account(const struct memmig_swap_src *s, uint8_t *dst, uint64_t src,
+			uint64_t len, bool dst_noreserve, int node)
+{
+	uint64_t end = src + len, l;
+	int rc = 0;
+
+	for (uint64_t at = src; !rc && at < end; at += l) {
+		const struct memmig_vma *v = vma_at(s, at);
+		uint8_t *d = dst + (at - src);
+
+		if (!v)
+			return -EFAULT;
+		l = piece_len(v, at, end);
+		if (v->noreserve == dst_noreserve)
+			continue;
+		if (mmap(d, l, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED |
+			 (v->noreserve ? MAP_NORESERVE : 0), -1, 0) == MAP_FAILED)
+			return -errno;
+		rc = memmig_bind(d, l, node, 0);
+	}
+	return rc;
+}
+
+bool memmig_swap_noreserve(const struct memmig_swap_src *s, uint64_t addr)
+{
+	const struct memmig_vma *v = vma_at(s, addr);
+
+	return v && v->noreserve;
 }
 
 int memmig_swap_attrs(const struct memmig_swap_src *s, uint8_t *dst, uint64_t src,

@@ -27,6 +27,20 @@ void memmig_swap_src_free(struct memmig_swap_src *s);
  * a copy would kill the process reading it. */
 int memmig_swap_src_readable(struct memmig_ctx *ctx, const struct memmig_swap_src *s,
 			     uint64_t addr, uint64_t len);
+/* -EOPNOTSUPP (logged) when a mapping of [addr, addr + len) has a VMA flag
+ * or a protection key that a private anonymous copy cannot be given
+ * (struct memmig_vma's odd, pkey): the swap would drop it. */
+int memmig_swap_src_keepable(struct memmig_ctx *ctx, const struct memmig_swap_src *s,
+			     uint64_t addr, uint64_t len);
+/*
+ * Commit charge: the pieces of dst (mapped with MAP_NORESERVE or not, as
+ * dst_noreserve says) whose source mapping differs are mapped again as it
+ * is, and bound to node; the swap moves the copy's mapping, charge and all.
+ */
+int memmig_swap_account(const struct memmig_swap_src *s, uint8_t *dst, uint64_t src,
+			uint64_t len, bool dst_noreserve, int node);
+/* Whether the source mapping at addr has MAP_NORESERVE. */
+bool memmig_swap_noreserve(const struct memmig_swap_src *s, uint64_t addr);
 /* The one source mapping that holds all of [addr, addr + len), or NULL. */
 const struct memmig_vma *memmig_swap_vma(const struct memmig_swap_src *s,
 					 uint64_t addr, uint64_t len);
@@ -39,7 +53,8 @@ bool memmig_swap_takes_thp(const struct memmig_swap_src *s, uint64_t src,
 			   uint64_t len);
 /*
  * memmig_swap_attrs() gives dst the attributes of [src, src + len)
- * (protection, mlock, fork, dump and KSM advice); memmig_swap_in() does
+ * (protection, mlock, fork, wipe-on-fork, dump, access pattern and KSM
+ * advice); memmig_swap_in() does
  * that, then moves it over src: one mremap per source
  * mapping (before Linux 6.17 mremap moves one mapping at a time).
  * Attributes first: a failure there leaves the source whole.

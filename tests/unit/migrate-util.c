@@ -261,8 +261,9 @@ int mt_mem_new(struct mem *m, int kind, uint64_t len, bool touch)
 	m->kind = kind;
 	m->len = len;
 	m->seed = mt_new_seed();
+	/* Charged, as a VMM's guest RAM is (the reserve serves only that). */
 	res = mmap(NULL, len + UNIT, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (res == MAP_FAILED)
 		return -errno;
 	al = (uint8_t *)(((uintptr_t)res + UNIT - 1) & ~(uintptr_t)(UNIT - 1));
