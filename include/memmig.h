@@ -614,7 +614,8 @@ struct memmig_vm_ops {
 	/* Stops every vCPU; returns once none is inside KVM_RUN (its dirty
 	 * writes are then all logged).  0 or -errno.  Required. */
 	int (*pause)(void *opaque);
-	/* Lets them run again.  0 or -errno.  Required. */
+	/* Lets them run again.  0 or -errno (after a swap, the migration
+	 * stands all the same: memmig_live_report.resume_err).  Required. */
 	int (*resume)(void *opaque);
 	/*
 	 * A slot's host memory changed, vCPUs paused: its new host address
@@ -790,7 +791,10 @@ MEMMIG_EXPORT int memmig_live_prepare(struct memmig_live *live);
  * dirtied in rounds until the rest fits the pause budget at the measured
  * copy rate (or the round limit), pauses, copies the rest, swaps the
  * copy in, resumes.  Once.  0, -ECANCELED, or -errno with the guest on
- * its old memory, untouched.
+ * its old memory, untouched.  Once the copy is swapped in (slot_moved()
+ * called), the migration stands: a resume() that fails after it does not
+ * make the call fail; the report has its error in resume_err, and the
+ * vCPUs are as that resume() left them (the VMM's to restart).
  */
 MEMMIG_EXPORT int memmig_live_run(struct memmig_live *live);
 /* From any thread: stops pre-copy; the guest stays on its memory. */
@@ -826,6 +830,8 @@ struct memmig_live_report {
 	uint64_t stop_dirty_bytes;	/* dirty when pre-copy ended */
 	double pause_expected_s;	/* what the pause was sized to take */
 	double pause_budget_s;		/* the budget it had */
+	int resume_err;		/* resume() failed after the swap: its
+				 * -errno (the migration stands); 0 */
 };
 MEMMIG_EXPORT int memmig_live_get_report(const struct memmig_live *live,
 					 struct memmig_live_report *out);

@@ -495,9 +495,16 @@ static int pause_and_swap(struct memmig_live *l)
 	l->rep.resume_s = memmig_now() - t;
 	if (!rc)
 		learn_overhead(vm, l->rep.pause_s - l->rep.pause_copy_s);
-	if (rrc < 0)
+	if (rrc < 0 && !rc) {
+		/* The guest is on the copy (slot_moved() was called): the
+		 * migration stands, and an error would say it did not. */
+		err(vm->ctx, "slot %u: resume after the swap: %d; the guest's memory "
+			     "is moved, its vCPUs are the VMM's to restart\n", l->slot.slot, rrc);
+		l->rep.resume_err = rrc;
+	} else if (rrc < 0) {
 		err(vm->ctx, "slot %u: resume: %d\n", l->slot.slot, rrc);
-	return rc ? rc : rrc;
+	}
+	return rc;
 }
 
 static int claim_vm(struct memmig_live *l, bool on)

@@ -12,7 +12,9 @@
  *    a memfd mapping): the kernel's read recovers every page;
  *  - fd-backed RAM whose file was cut short under the guest: the pages
  *    past its end are reported (-EFAULT), the rest moves;
- *  - a destination that cannot hold a poison marker: no swap at all.
+ *  - a destination that cannot hold a poison marker: no swap at all;
+ * and a VMM whose resume() fails after the swap: the migration stands
+ * (the call succeeds, the report says resume failed), as the header says.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,6 +39,7 @@ struct vmm {
 	uint64_t gpa[8], len[8];
 	int err[8];
 	uint8_t *hva;		/* where the slot is now */
+	int resume_rc;		/* what resume() answers */
 };
 
 static int vmm_pause(void *opaque)
@@ -47,8 +50,10 @@ static int vmm_pause(void *opaque)
 
 static int vmm_resume(void *opaque)
 {
-	((struct vmm *)opaque)->resumes++;
-	return 0;
+	struct vmm *v = opaque;
+
+	v->resumes++;
+	return v->resume_rc;
 }
 
 static void vmm_moved(void *opaque, uint32_t slot, void *old, void *hva, int fd,
@@ -319,6 +324,34 @@ static void test_unmarkable_dest(void)
 	munmap(ram, len);
 }
 
+/*
+ * resume() fails after the swap: the guest is on the new memory already
+ * (slot_moved() said so), so the migration must not read as failed --
+ * "an error leaves the guest on its old memory".  It stands, and the
+ * report has resume's error.
+ */
+static void test_resume_fails(void)
+{
+	const uint64_t len = 8 * MiB;
+	uint8_t *ram = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct memmig_live_report rep;
+	struct vmm v;
+
+	CU_ASSERT_FATAL(ram != MAP_FAILED);
+	fill(ram, len);
+	CU_ASSERT_EQUAL_FATAL(vmm_new(&v, ram, len, -1), 0);
+	v.hva = NULL;
+	v.resume_rc = -EIO;
+	CU_ASSERT_EQUAL(migrate(&v, &rep), 0);
+	CU_ASSERT_EQUAL(rep.resume_err, -EIO);
+	CU_ASSERT_PTR_EQUAL(v.hva, ram);	/* slot_moved() came */
+	CU_ASSERT_EQUAL(v.resumes, 1);
+	CU_ASSERT_EQUAL(bad_pages(ram, len, NULL, 0), 0);
+	memmig_vm_unref(v.vm);
+	munmap(ram, len);
+}
+
 static int suite_init(void)
 {
 	return memmig_ctx_new(&ctx) ? -1 : 0;
@@ -338,6 +371,7 @@ int main(void)
 		{ "fd-backed RAM: the kernel's read recovers", test_fd_kernel_read },
 		{ "fd-backed RAM: the file cut short", test_fd_truncated },
 		{ "no marker possible: the guest stays", test_unmarkable_dest },
+		{ "resume() fails after the swap: the move stands", test_resume_fails },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {
