@@ -497,7 +497,9 @@ struct memmig_progress {
 	size_t sz;
 	int state;		/* enum memmig_job_state */
 	int result;		/* 0 or -errno once done */
-	uint64_t bytes_done;
+	uint64_t bytes_done;	/* units the job got through (copied, for
+				 * the copy strategy: swapped in batches of
+				 * up to 32 units after), moved or failed */
 	uint64_t bytes_total;
 	double rate;		/* bytes/s over the last interval */
 	double elapsed_s;

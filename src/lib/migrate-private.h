@@ -39,6 +39,7 @@ enum memmig_unit_state {
 struct memmig_unit {
 	uint64_t addr, len;
 	bool thp;		/* one transparent huge page */
+	bool counted;		/* in the job's progress already */
 	unsigned char state;
 };
 
@@ -123,9 +124,12 @@ struct memmig_job {
 void memmig_job_fail(struct memmig_job *job, int err);
 /* True once the job was cancelled or failed: workers stop. */
 bool memmig_job_stopping(struct memmig_job *job);
-/* Marks a unit done and counts its bytes for progress. */
+/* Marks a unit done and counts its bytes for progress (once). */
 void memmig_job_unit_done(struct memmig_job *job, struct memmig_unit *u,
 			  unsigned char state);
+/* Counts a unit's bytes for progress once it is copied: its swap comes
+ * with its batch, up to 32 units later. */
+void memmig_job_unit_copied(struct memmig_job *job, struct memmig_unit *u);
 /* Sets the status of every page of the unit. */
 void memmig_job_set_status(struct memmig_job *job, const struct memmig_unit *u,
 			   int s);

@@ -37,11 +37,18 @@ bool memmig_job_stopping(struct memmig_job *job)
 	       __atomic_load_n(&job->error, __ATOMIC_ACQUIRE);
 }
 
+void memmig_job_unit_copied(struct memmig_job *job, struct memmig_unit *u)
+{
+	u->counted = true;
+	__atomic_add_fetch(&job->bytes_done, u->len, __ATOMIC_RELAXED);
+}
+
 void memmig_job_unit_done(struct memmig_job *job, struct memmig_unit *u,
 			  unsigned char state)
 {
 	u->state = state;
-	__atomic_add_fetch(&job->bytes_done, u->len, __ATOMIC_RELAXED);
+	if (!u->counted)
+		__atomic_add_fetch(&job->bytes_done, u->len, __ATOMIC_RELAXED);
 }
 
 void memmig_job_set_status(struct memmig_job *job, const struct memmig_unit *u,

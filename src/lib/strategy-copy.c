@@ -251,6 +251,7 @@ static int copy_unit(struct memmig_worker *w, struct copy_area *a,
 	}
 	b->len += u->len;
 	b->n++;
+	memmig_job_unit_copied(job, u);
 	w->copy_s += memmig_now() - t;
 	return rc;
 }
