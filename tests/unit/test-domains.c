@@ -101,19 +101,49 @@ static void test_register_invalid(void)
 	CU_ASSERT_PTR_NULL(entry("vm"));
 }
 
+/* Waits (up to 5 s) until pid is a zombie. */
+static bool wait_zombie(int pid)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	for (int i = 0; i < 500; i++) {
+		FILE *f = fopen(path, "re");
+		bool z = false;
+
+		if (f && fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+			z = p[1] == ' ' && p[2] == 'Z';
+		if (f)
+			fclose(f);
+		if (z)
+			return true;
+		usleep(10 * 1000);
+	}
+	return false;
+}
+
 /* A registered process that exited (a zombie, then gone) no longer
  * resolves, even though the entry is still there. */
 static void test_dead_pid(void)
 {
-	int pid = fork(), got;
+	int go[2], pid, got;
+	char c;
 
+	/* The child lives until it is registered: it exited first, now and
+	 * then, and could not be (-ESRCH). */
+	CU_ASSERT_FATAL(pipe(go) == 0);
+	pid = fork();
 	CU_ASSERT_FATAL(pid >= 0);
-	if (!pid)
-		_exit(0);
+	if (!pid) {
+		close(go[1]);
+		_exit(read(go[0], &c, 1) < 0);
+	}
+	close(go[0]);
 	CU_ASSERT_EQUAL(domains_register(d, "dead", NULL, pid, NULL), 0);
 	CU_ASSERT_EQUAL(domains_register(d, "dead2", NULL, pid, NULL), 0);
+	close(go[1]);
 	/* A zombie: still in /proc, but not a QEMU that runs. */
-	usleep(100 * 1000);
+	CU_ASSERT(wait_zombie(pid));
 	CU_ASSERT_EQUAL(domains_resolve(d, "dead", &got), -ENOENT);
 	CU_ASSERT_PTR_NULL(entry("dead2"));	/* not listed either */
 	CU_ASSERT_EQUAL(domains_unregister(d, "dead2"), -ENOENT);
