@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,30 @@ static int move_region(struct pidmove *m, struct memmig_region *r)
 	return rc;
 }
 
+#define PF_EXITING_FLAG 0x4u	/* the kernel's PF_EXITING */
+
+/* The process ended, or is ending (its memory may be gone already, which
+ * move_pages answers with EINVAL): /proc/PID/stat's state and flags. */
+static bool process_gone(int pid)
+{
+	char path[64], buf[1024], state = 0, *p;
+	unsigned int flags = 0;
+	FILE *f;
+	bool read;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT || errno == ESRCH;
+	read = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	/* comm may hold anything: the fields follow the last ')'. */
+	p = read ? strrchr(buf, ')') : NULL;
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2)
+		return !read;
+	return state == 'Z' || state == 'X' || (flags & PF_EXITING_FLAG);
+}
+
 int pidmove_run(struct pidmove *m)
 {
 	int rc = 0;
@@ -250,6 +275,11 @@ int pidmove_run(struct pidmove *m)
 		m->regions_done++;
 		pthread_mutex_unlock(&m->lock);
 	}
+	/* The process died under the move: whichever step noticed it first
+	 * (its maps, pagemap, move_pages) answered in its own words (EINVAL,
+	 * EFAULT, ...); what happened is that it is gone. */
+	if (rc < 0 && rc != -ECANCELED && process_gone(m->req.pid))
+		rc = -ESRCH;
 	pthread_mutex_lock(&m->lock);
 	m->elapsed_s = since(&m->t0);
 	m->result = rc;

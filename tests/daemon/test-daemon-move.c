@@ -3,16 +3,20 @@
  * Moves through memmigd of memhog, a process that does not link
  * libmemmig, checked by memhog's own checksum after each: a whole
  * process, one range, a queued job cancelled, a running one cancelled, a
- * client that disconnects mid-job (the job goes on), and SIGTERM during a
- * job (memmigd exits 0, removes its socket, memhog's data intact).
+ * client that disconnects mid-job (the job goes on), a target killed in
+ * the middle of its job (the job ends ESRCH, not some other error), and
+ * SIGTERM during a job (memmigd exits 0, removes its socket, memhog's data
+ * intact).
  *
  * This machine may have one node: moving to node 0 then moves nothing,
  * but the path -- plan, placement query, move_pages, report -- is the
  * same; the multi-node tier moves pages for real.
  */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -149,6 +153,46 @@ static void disconnect(struct tc_daemon *d, struct tc_hog *h)
 	CHECK(tc_hog_verify(h), "memhog's data after disconnects");
 }
 
+/*
+ * The target dies while its job runs (SIGKILL once the job is running):
+ * whichever step notices first (smaps, pagemap, move_pages), the job
+ * says the process is gone -- ESRCH -- not EINVAL or another error.
+ */
+static void killed_target(struct tc_conn *c)
+{
+	for (int i = 0; i < 4; i++) {
+		struct json_object *r, *job = NULL;
+		struct tc_hog h;
+		int64_t id;
+
+		if (tc_hog_start(&h, 512, 64, (uid_t)-1, (gid_t)-1)) {
+			CHECK(0, "a memhog to kill");
+			return;
+		}
+		r = tc_call(c, "{\"op\":\"move\",\"pid\":%d,\"to_node\":0,\"threads\":1}", h.pid);
+		id = tc_int(tc_get(r, "job"), "id");
+		json_object_put(r);
+		/* Killed a little later each time: in planning, mid-move. */
+		for (int k = 0; k < 200 * i + 1; k++) {
+			json_object_put(job);
+			job = tc_call(c, "{\"op\":\"job\",\"job\":%lld}", (long long)id);
+			if (strcmp(tc_str(tc_get(job, "job"), "state"), "queued"))
+				break;
+		}
+		json_object_put(job);
+		usleep(i * 20000);
+		kill(h.pid, SIGKILL);
+		waitpid(h.pid, NULL, 0);
+		fclose(h.out);
+		job = tc_wait_job(c, id, WAIT_MS);
+		printf("  killed after %d ms: %s %s (%s)\n", i * 20, tc_str(job, "state"),
+		       tc_str(job, "result"), tc_str(job, "message"));
+		CHECK(!strcmp(tc_str(job, "result"), "ESRCH") || !strcmp(tc_str(job, "result"), "OK"),
+		      "target killed: %s %s", tc_str(job, "result"), tc_str(job, "message"));
+		json_object_put(job);
+	}
+}
+
 static void sigterm(struct tc_hog *h)
 {
 	static const char *const opts[] = { "--max-jobs-per-node", "1", NULL };
@@ -194,6 +238,7 @@ int main(void)
 	move_whole(c, &h);
 	move_range(c, &h);
 	cancel_jobs(c, &h);
+	killed_target(c);
 	tc_close(c);
 	disconnect(&d, &h);
 	rc = tc_daemon_stop(&d);
