@@ -2,16 +2,18 @@
 /*
  * Who may move whose memory: the rule move_pages(2) applies through
  * ptrace_may_access(PTRACE_MODE_READ_REALCREDS), applied for the client by
- * the root daemon.  Root may move anything.  Another client needs the
+ * the root daemon, with the client's credentials as of its connect()
+ * (SO_PEERCRED).  Root may move anything.  Another client needs the
  * target's real, effective and saved uid and gid (all six equal to its
- * own), a dumpable target, and the target's permitted capabilities within
- * its own permitted ones (cap_ptrace_access_check() with REALCREDS).
+ * own), a dumpable target, and a target without permitted capabilities
+ * (the kernel's cap_ptrace_access_check() lets a caller whose permitted
+ * set covers the target's: memmigd cannot know the client's as of its
+ * connect -- /proc/PID/status says what they are now, after an exec of a
+ * setuid program maybe -- so it counts none).
  *
  * The client's CAP_SYS_PTRACE is not honoured, unlike in the kernel: from
  * here it cannot be told whether it holds in the target's user namespace,
- * and a container's root would otherwise move the host's processes.  For
- * the same reason a client outside our user namespace counts as having no
- * capabilities at all.
+ * and a container's root would otherwise move the host's processes.
  *
  * The target is read through one fd on /proc/PID: once that process ends,
  * reads through the fd fail (ESRCH) even if its pid is reused, so a check
@@ -64,35 +66,16 @@ static int read_status(int dirfd, struct proc_ids *ids)
 	return found == 7 ? 0 : -EIO;
 }
 
-static bool same_userns(int pid)
-{
-	char path[64];
-	struct stat a, b;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
-	if (stat(path, &a) || stat("/proc/self/ns/user", &b))
-		return false;
-	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
 int auth_peer(int fd, struct client_cred *out)
 {
 	struct ucred uc;
 	socklen_t len = sizeof(uc);
-	struct proc_ids ids;
-	int dirfd;
 
+	/* Recorded by the kernel at connect(): nothing of the client's pid
+	 * is read afterwards (it may be another program by now). */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len))
 		return -errno;
 	*out = (struct client_cred){ .pid = uc.pid, .uid = uc.uid, .gid = uc.gid };
-	/* Read now, while the client has just connected; a client whose
-	 * capabilities cannot be read has none. */
-	dirfd = auth_target_open(uc.pid);
-	if (dirfd < 0)
-		return 0;
-	if (!read_status(dirfd, &ids) && same_userns(uc.pid))
-		out->cap_prm = ids.cap_prm;
-	close(dirfd);
 	return 0;
 }
 
@@ -150,9 +133,9 @@ int auth_may_move(const struct client_cred *c, int procfd, int pid,
 		snprintf(msg, len, "pid %d is not dumpable: only root may move it", pid);
 		return -EPERM;
 	}
-	if (ids.cap_prm & ~c->cap_prm) {
-		snprintf(msg, len, "pid %d has capabilities %#" PRIx64 " that uid %u lacks: "
-			 "only root may move it", pid, ids.cap_prm & ~c->cap_prm, c->uid);
+	if (ids.cap_prm) {
+		snprintf(msg, len, "pid %d holds capabilities (%#" PRIx64 "): only root may "
+			 "move it", pid, ids.cap_prm);
 		return -EPERM;
 	}
 	/* The checks passed on the process behind procfd, which still lives. */

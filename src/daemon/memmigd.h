@@ -61,11 +61,12 @@ int sock_listen(const char *path, const char *group, int *out);
 void sock_remove(const char *path);
 
 /* ---- authorization (auth.c) ---- */
+/* The client as it was when it connected (SO_PEERCRED): nothing read
+ * later of its pid, which may have exec'd a setuid program since. */
 struct client_cred {
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
-	uint64_t cap_prm;	/* 0 when outside our user namespace */
 };
 
 int auth_peer(int fd, struct client_cred *out);

@@ -4,14 +4,20 @@
  * cannot move root's memhog (EPERM, and root's memhog's data and job list
  * unchanged), cannot see or cancel root's job, cannot register domains,
  * cannot move its own process once it is not dumpable -- but can move a
- * memhog that runs as nobody, and see and cancel that job.
+ * memhog that runs as nobody, and see and cancel that job.  And a client
+ * that connects as nobody, then execs a setuid program before memmigd
+ * accepts it, is still nobody without capabilities.
  * Needs root (to be root, and to become nobody); skips otherwise.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,6 +109,145 @@ static int as_nobody(pid_t root_hog, int64_t root_job, pid_t own_hog, pid_t secr
 	return (int)tc_fails;
 }
 
+/* A process of nobody's that kept root's capabilities (permitted, not
+ * effective) and is dumpable: only a client with those may move it. */
+static pid_t capable_nobody(void)
+{
+	int p[2];
+	pid_t pid;
+	char b;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		if (prctl(PR_SET_KEEPCAPS, 1) || tc_drop_to(NOBODY, NOBODY) ||
+		    prctl(PR_SET_DUMPABLE, 1) || write(p[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	if (read(p[0], &b, 1) != 1)
+		pid = -1;
+	close(p[0]);
+	return pid;
+}
+
+/* Field n (1: real, 2: effective) of the Uid: line of /proc/PID/status. */
+static long proc_uid(pid_t pid, int n)
+{
+	char path[64], line[256];
+	long u[4] = { -1, -1, -1, -1 };
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Uid: %ld %ld %ld %ld", &u[0], &u[1], &u[2], &u[3]) == 4)
+			break;
+	if (f)
+		fclose(f);
+	return u[n - 1];
+}
+
+static bool stopped(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	bool t = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (f && fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		t = p[2] == 'T';
+	if (f)
+		fclose(f);
+	return t;
+}
+
+static int copy_setuid(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+	struct stat st;
+	int rc = -1;
+
+	if (in < 0 || fstat(in, &st)) {
+		if (in >= 0)
+			close(in);
+		return -1;
+	}
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	if (out >= 0 && sendfile(out, in, NULL, (size_t)st.st_size) == st.st_size &&
+	    !fchmod(out, 04755))
+		rc = 0;
+	if (out >= 0)
+		close(out);
+	close(in);
+	return rc;
+}
+
+/*
+ * The client connects as nobody, then execs a setuid-root program (a
+ * setuid copy of bash, run with -p) before memmigd accepts it -- memmigd
+ * is stopped meanwhile, as a flood of requests would delay it.  What it
+ * may do is what was true at connect: nobody, without capabilities.  A
+ * process of nobody's that holds capabilities stays out of its reach
+ * (memmigd read the client's capabilities at accept, and let it).
+ */
+static void exec_after_connect(void)
+{
+	char bash[160], cmd[512], line[1024] = "";
+	struct json_object *r;
+	pid_t target, child;
+	int out[2];
+	FILE *f;
+
+	target = capable_nobody();
+	snprintf(bash, sizeof(bash), "%s/bash-suid", d.dir);
+	if (target < 0 || copy_setuid("/bin/bash", bash) || pipe(out)) {
+		CHECK(0, "a capable process of nobody's, a setuid bash");
+		return;
+	}
+	kill(d.pid, SIGSTOP);
+	for (int i = 0; i < 500 && !stopped(d.pid); i++)
+		usleep(10000);
+	child = fork();
+	if (child == 0) {
+		struct tc_conn *c;
+
+		dup2(out[1], 1);
+		if (tc_drop_to(NOBODY, NOBODY) || !(c = tc_connect(d.sock)) || dup2(c->fd, 3) != 3)
+			_exit(1);
+		snprintf(cmd, sizeof(cmd), "printf '%%s\\n' '{\"op\":\"move\",\"pid\":%d,"
+			 "\"to_node\":0}' >&3; IFS= read -r l <&3; printf '%%s\\n' \"$l\"", target);
+		execl(bash, "bash", "-p", "-c", cmd, (char *)NULL);
+		_exit(2);
+	}
+	close(out[1]);
+	/* memmigd goes on once the client runs setuid: real uid nobody's
+	 * (after the drop), effective root's (after the exec). */
+	for (int i = 0; i < 500 && (proc_uid(child, 1) != NOBODY || proc_uid(child, 2)); i++)
+		usleep(10000);
+	CHECK(proc_uid(child, 2) == 0 && proc_uid(child, 1) == NOBODY,
+	      "the client runs setuid root before it is accepted");
+	kill(d.pid, SIGCONT);
+	f = fdopen(out[0], "r");
+	if (f && !fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	if (f)
+		fclose(f);
+	waitpid(child, NULL, 0);
+	r = json_tokener_parse(line);
+	printf("setuid after connect: %s", line);
+	CHECK(!strcmp(tc_error(r), "EPERM"), "a client setuid after connect moves a capable "
+	      "process of nobody's: %s", tc_error(r));
+	json_object_put(r);
+	kill(target, SIGKILL);
+	waitpid(target, NULL, 0);
+	unlink(bash);
+}
+
 int main(void)
 {
 	static const char *const opts[] = { "--group", "nogroup", NULL };
@@ -149,6 +294,7 @@ int main(void)
 	CHECK(count_jobs(c, -1) == 2, "root sees both jobs: %d", count_jobs(c, -1));
 	CHECK(tc_hog_verify(&root_hog), "root's memhog's data");
 	CHECK(tc_hog_verify(&own_hog), "nobody's memhog's data");
+	exec_after_connect();
 	tc_close(c);
 	kill(secret, SIGKILL);
 	waitpid(secret, NULL, 0);
