@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -288,6 +289,25 @@ static bool finished(struct loop *l)
 	return l->cancels_busy == 0;
 }
 
+/* Why there is no ring, in terms an operator can act on. */
+static void uring_refused(int rc)
+{
+	char v[16] = "";
+	FILE *f = fopen("/proc/sys/kernel/io_uring_disabled", "re");
+
+	if (f && !fgets(v, sizeof(v), f))
+		v[0] = '\0';
+	if (f)
+		fclose(f);
+	v[strcspn(v, "\n")] = '\0';
+	mlog(LOG_LVL_ERR, "io_uring_setup: %s: memmigd waits on its socket and clients "
+	     "through io_uring, which %s; allow it (sysctl kernel.io_uring_disabled=0, "
+	     "or io_uring_setup in the container's seccomp profile)", strerror(-rc),
+	     v[0] && strcmp(v, "0") ? "this host has off (kernel.io_uring_disabled is set)" :
+	     rc == -EPERM || rc == -ENOSYS ? "a seccomp filter or the kernel refuses here" :
+	     "could not be set up");
+}
+
 static int loop_setup(struct loop *l, struct memmigd *d)
 {
 	sigset_t set;
@@ -306,7 +326,7 @@ static int loop_setup(struct loop *l, struct memmigd *d)
 		return -errno;
 	rc = io_uring_queue_init(LOOP_ENTRIES, &l->ring, 0);
 	if (rc) {
-		mlog(LOG_LVL_ERR, "io_uring: %s", strerror(-rc));
+		uring_refused(rc);
 		close(l->sig_fd);
 		return rc;
 	}
