@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "json-scan.h"
 #include "memmig.h"
 #include "proto.h"
 
@@ -98,6 +99,7 @@ static int get_u64(struct json_object *v, const char *what, uint64_t *out,
 		   char *err, size_t errlen)
 {
 	const char *s, *p;
+	char shown[24];
 	uint64_t x = 0;
 
 	if (json_object_is_type(v, json_type_int)) {
@@ -112,16 +114,17 @@ static int get_u64(struct json_object *v, const char *what, uint64_t *out,
 		return fail(err, errlen, EINVAL, "%s: an integer or a \"0x...\" string, not %s",
 			    what, json_type_to_name(json_object_get_type(v)));
 	s = json_object_get_string(v);
+	utf8_prefix(shown, sizeof(shown), s, 20);
 	if (strncmp(s, "0x", 2) || !s[2] || json_object_get_string_len(v) > 18)
-		return fail(err, errlen, EINVAL, "%s: \"%.20s\" is not a \"0x...\" number of at most 16 digits",
-			    what, s);
+		return fail(err, errlen, EINVAL, "%s: \"%s\" is not a \"0x...\" number of at most 16 digits",
+			    what, shown);
 	for (p = s + 2; *p; p++) {
 		int d = *p >= '0' && *p <= '9' ? *p - '0' :
 			*p >= 'a' && *p <= 'f' ? *p - 'a' + 10 :
 			*p >= 'A' && *p <= 'F' ? *p - 'A' + 10 : -1;
 
 		if (d < 0)
-			return fail(err, errlen, EINVAL, "%s: \"%.20s\" is not hexadecimal", what, s);
+			return fail(err, errlen, EINVAL, "%s: \"%s\" is not hexadecimal", what, shown);
 		x = x << 4 | (uint64_t)d;
 	}
 	*out = x;
@@ -195,8 +198,11 @@ static int parse_ranges(struct json_object *v, struct proto_request *req,
 /* nodeset: a cpuset-style list ("0-1,3"), checked for its characters only. */
 static int check_nodeset(const char *s, char *err, size_t errlen)
 {
+	char shown[44];
+
+	utf8_prefix(shown, sizeof(shown), s, 40);
 	if (strspn(s, "0123456789,-^") != strlen(s))
-		return fail(err, errlen, EINVAL, "nodeset: \"%.40s\" is not a list like \"0-1,3\"", s);
+		return fail(err, errlen, EINVAL, "nodeset: \"%s\" is not a list like \"0-1,3\"", shown);
 	return 0;
 }
 
@@ -225,9 +231,13 @@ static int parse_member(const char *key, struct json_object *v, unsigned int bit
 			return fail(err, errlen, EINVAL, "strategy: a string, not %s",
 				    json_type_to_name(json_object_get_type(v)));
 		req->strategy = proto_strategy_parse(json_object_get_string(v));
-		if (req->strategy < 0)
-			return fail(err, errlen, EINVAL, "strategy: \"auto\", \"kernel\" or \"copy\", not \"%.20s\"",
-				    json_object_get_string(v));
+		if (req->strategy < 0) {
+			char shown[24];
+
+			utf8_prefix(shown, sizeof(shown), json_object_get_string(v), 20);
+			return fail(err, errlen, EINVAL, "strategy: \"auto\", \"kernel\" or \"copy\", "
+				    "not \"%s\"", shown);
+		}
 		return 0;
 	case M_THREADS:
 		rc = get_int(v, key, 1, PROTO_MAX_THREADS, &x, err, errlen);
@@ -259,6 +269,7 @@ static int parse_op(struct json_object *o, struct proto_request *req,
 {
 	struct json_object *v;
 	const char *name;
+	char shown[44];
 
 	if (!json_object_object_get_ex(o, "op", &v))
 		return fail(err, errlen, EINVAL, "no \"op\"");
@@ -271,7 +282,8 @@ static int parse_op(struct json_object *o, struct proto_request *req,
 			req->op = (enum proto_op)i;
 			return 0;
 		}
-	return fail(err, errlen, EOPNOTSUPP, "unknown op \"%.40s\"", name);
+	utf8_prefix(shown, sizeof(shown), name, 40);
+	return fail(err, errlen, EOPNOTSUPP, "unknown op \"%s\"", shown);
 }
 
 static int parse_object(struct json_object *o, struct proto_request *req,
@@ -299,9 +311,13 @@ static int parse_object(struct json_object *o, struct proto_request *req,
 		if (!strcmp(key, "op") || !strcmp(key, "tag"))
 			continue;
 		bit = member_bit(key);
-		if (!(bit & ops[req->op].members))
-			return fail(err, errlen, EINVAL, "op %s has no member \"%.40s\"",
-				    ops[req->op].name, key);
+		if (!(bit & ops[req->op].members)) {
+			char shown[44];
+
+			utf8_prefix(shown, sizeof(shown), key, 40);
+			return fail(err, errlen, EINVAL, "op %s has no member \"%s\"",
+				    ops[req->op].name, shown);
+		}
 		rc = parse_member(key, v, bit, req, err, errlen);
 		if (rc)
 			return rc;
@@ -324,7 +340,7 @@ int proto_request_parse(const char *line, size_t len, struct proto_request *req,
 {
 	struct json_tokener *tok;
 	struct json_object *o;
-	size_t end;
+	size_t end, keys;
 	int rc;
 
 	memset(req, 0, sizeof(*req));
@@ -337,6 +353,12 @@ int proto_request_parse(const char *line, size_t len, struct proto_request *req,
 	if (memchr(line, 0, len))
 		return fail(err, errlen, EBADMSG, "NUL byte at offset %zu",
 			    (size_t)((const char *)memchr(line, 0, len) - line));
+	/* What json-c lets through: bad UTF-8, \u0000, lone surrogates,
+	 * integers it would saturate; and the members, to find one named
+	 * twice (json-c keeps the last). */
+	rc = json_scan(line, len, &keys, err, errlen);
+	if (rc)
+		return rc;
 	tok = json_tokener_new_ex(PROTO_MAX_DEPTH);
 	if (!tok)
 		return fail(err, errlen, ENOMEM, "out of memory");
@@ -361,6 +383,8 @@ int proto_request_parse(const char *line, size_t len, struct proto_request *req,
 	} else if (!json_object_is_type(o, json_type_object)) {
 		rc = fail(err, errlen, EBADMSG, "not a JSON object but %s",
 			  json_type_to_name(json_object_get_type(o)));
+	} else if (json_count_keys(o) != keys) {
+		rc = fail(err, errlen, EBADMSG, "a member is named twice in one object");
 	} else {
 		rc = parse_object(o, req, err, errlen);
 	}
@@ -450,6 +474,8 @@ struct json_object *proto_reply_error(const struct proto_request *req, int err,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* Whatever went into it, cut anywhere: the reply is UTF-8 JSON. */
+	utf8_sanitize(msg);
 	json_object_object_add(o, "ok", json_object_new_boolean(0));
 	if (req && req->has_tag)
 		json_object_object_add(o, "tag", json_object_new_int64(req->tag));

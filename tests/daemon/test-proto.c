@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tests/unit/cunit-main.h"
+#include "shared/json-scan.h"
 #include "shared/proto.h"
 
 static int parse(const char *s, struct proto_request *req, char *err, size_t n)
@@ -85,6 +86,27 @@ static const struct {
 	{ "{\"op\":\"register\",\"name\":\"v\\u0001m\",\"pid\":1}", -EINVAL, "control" },
 	{ "{\"op\":\"job\",\"job\":-1}", -EINVAL, "out of range" },
 	{ "{\"op\":\"job\",\"job\":1,\"tag\":true}", -EINVAL, "tag" },
+	/* Strict UTF-8: overlong '/', a surrogate, beyond U+10FFFF, a lone
+	 * continuation byte, a character cut at the end of the line. */
+	{ "{\"op\":\"register\",\"name\":\"a\xc0\xaf\",\"pid\":1}", -EBADMSG, "UTF-8" },
+	{ "{\"op\":\"register\",\"name\":\"a\xed\xa0\x80\",\"pid\":1}", -EBADMSG, "UTF-8" },
+	{ "{\"op\":\"register\",\"name\":\"a\xf4\x90\x80\x80\",\"pid\":1}", -EBADMSG, "UTF-8" },
+	{ "{\"op\":\"register\",\"name\":\"a\x80\",\"pid\":1}", -EBADMSG, "UTF-8" },
+	{ "{\"op\":\"version\"}\xc3", -EBADMSG, "UTF-8" },
+	/* Escapes json-c takes: NUL, which cut "jobs\u0000version" to
+	 * "jobs"; surrogates without their pair. */
+	{ "{\"op\":\"jobs\\u0000version\"}", -EBADMSG, "\\u0000" },
+	{ "{\"op\":\"job\",\"job\\u0000x\":1}", -EBADMSG, "\\u0000" },
+	{ "{\"op\":\"register\",\"name\":\"\\ud800\",\"pid\":1}", -EBADMSG, "surrogate" },
+	{ "{\"op\":\"register\",\"name\":\"\\udc00\\ud800\",\"pid\":1}", -EBADMSG, "surrogate" },
+	/* Integers json-c would saturate, a tag below INT64_MIN above all. */
+	{ "{\"op\":\"version\",\"tag\":-9223372036854775809}", -EBADMSG, "64 bits" },
+	{ "{\"op\":\"job\",\"job\":18446744073709551616}", -EBADMSG, "64 bits" },
+	/* A member twice: json-c kept the last. */
+	{ "{\"op\":\"job\",\"job\":1,\"job\":2}", -EBADMSG, "twice" },
+	{ "{\"op\":\"cancel\",\"op\":\"job\",\"job\":2}", -EBADMSG, "twice" },
+	{ "{\"op\":\"move\",\"pid\":1,\"to_node\":1,\"ranges\":[{\"addr\":4096,\"addr\":0,"
+	  "\"len\":4096}]}", -EBADMSG, "twice" },
 };
 
 static void test_refuses(void)
@@ -99,6 +121,39 @@ static void test_refuses(void)
 			CUNIT_FAILF("'%s': %d '%s', not %d '%s'", bad[i].line, rc, err,
 				    bad[i].err, bad[i].says);
 	}
+}
+
+/* Messages that quote the request cut it at a character, not in one:
+ * the reply stays UTF-8. */
+static void test_utf8_messages(void)
+{
+	struct proto_request req;
+	char err[256], line[128];
+	struct json_object *o;
+	size_t len;
+	char *reply;
+
+	/* 39 bytes, then a 2-byte character across the 40-byte cut. */
+	snprintf(line, sizeof(line), "{\"op\":\"%s\xc3\xa9\"}",
+		 "abcdefghijklmnopqrstuvwxyzabcdefghijklm");
+	CU_ASSERT_EQUAL(parse(line, &req, err, sizeof(err)), -EOPNOTSUPP);
+	CU_ASSERT(utf8_valid(err, strlen(err), NULL));
+	o = proto_reply_error(NULL, EOPNOTSUPP, "%s", err);
+	reply = proto_reply_line(o, &len);
+	CU_ASSERT(reply && utf8_valid(reply, len, NULL));
+	free(reply);
+	json_object_put(o);
+	/* A message cut in a character, or with bad bytes, is mended. */
+	o = proto_reply_error(NULL, EINVAL, "x\xc3");
+	reply = proto_reply_line(o, &len);
+	CU_ASSERT(reply && utf8_valid(reply, len, NULL) && strstr(reply, "\"message\":\"x\""));
+	free(reply);
+	json_object_put(o);
+	o = proto_reply_error(NULL, EINVAL, "a\xff" "b");
+	reply = proto_reply_line(o, &len);
+	CU_ASSERT(reply && strstr(reply, "\"message\":\"a?b\""));
+	free(reply);
+	json_object_put(o);
 }
 
 static void test_limits(void)
@@ -192,6 +247,7 @@ int main(void)
 	static CU_TestInfo tests[] = {
 		{ "accepts", test_accepts },
 		{ "refuses with a reason", test_refuses },
+		{ "messages stay UTF-8", test_utf8_messages },
 		{ "limits", test_limits },
 		{ "round trips", test_roundtrip },
 		{ "replies and names", test_replies },
