@@ -6,6 +6,8 @@
 #ifndef MEMMIGD_CONN_H
 #define MEMMIGD_CONN_H
 
+#include <time.h>
+
 #include "daemon/memmigd.h"
 
 /* Replies waiting beyond this stop the reading of requests, so that a
@@ -32,6 +34,7 @@ struct conn {
 	bool closing;			/* close once the replies are out */
 	bool cancelling;		/* the recv is being cancelled */
 	struct loop_io recv_io, send_io;
+	time_t last_active;		/* the last bytes in or out */
 	struct conn *next, *prev;
 };
 

@@ -154,20 +154,53 @@ int jobs_new(struct memmig_ctx *ctx, struct domains *dom, unsigned int per_node,
 	return 0;
 }
 
-bool jobs_full(struct jobs *j)
+static bool finished(const struct job *job)
 {
-	bool full;
+	return job->state >= JOB_DONE;
+}
+
+/* Lock held: 0 or -EBUSY, with why. */
+static int admit(struct jobs *j, uid_t uid, char *msg, size_t len)
+{
+	unsigned int root_share = j->max / 8 ? j->max / 8 : 1;
+	unsigned int user_share = j->max / 4 ? j->max / 4 : 1;
+	unsigned int mine = 0;
+
+	if (j->active >= j->max) {
+		snprintf(msg, len, "too many jobs: %u queued or running", j->max);
+		return -EBUSY;
+	}
+	if (uid == 0)
+		return 0;
+	if (j->max > 1 && j->active >= j->max - root_share) {
+		snprintf(msg, len, "too many jobs: the last %u places are root's", root_share);
+		return -EBUSY;
+	}
+	for (struct job *job = j->head; job; job = job->next)
+		mine += job->uid == uid && !finished(job);
+	if (mine >= user_share) {
+		snprintf(msg, len, "too many jobs of uid %u: %u queued or running, at most %u",
+			 uid, mine, user_share);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+int jobs_admit(struct jobs *j, uid_t uid, char *msg, size_t len)
+{
+	int rc;
 
 	pthread_mutex_lock(&j->lock);
-	full = j->active >= j->max;
+	rc = admit(j, uid, msg, len);
 	pthread_mutex_unlock(&j->lock);
-	return full;
+	return rc;
 }
 
 int jobs_submit(struct jobs *j, struct pidmove *m, const struct job_spec *spec,
 		struct json_object **job_json)
 {
 	struct job *job = calloc(1, sizeof(*job));
+	char why[128];
 	int rc = 0;
 
 	pthread_mutex_lock(&j->lock);
@@ -175,8 +208,8 @@ int jobs_submit(struct jobs *j, struct pidmove *m, const struct job_spec *spec,
 		rc = -ENOMEM;
 	else if (j->stopping)
 		rc = -ESHUTDOWN;
-	else if (j->active >= j->max)
-		rc = -EBUSY;
+	else
+		rc = admit(j, spec->uid, why, sizeof(why));
 	if (rc) {
 		pthread_mutex_unlock(&j->lock);
 		free(job);
@@ -291,11 +324,6 @@ int jobs_cancel(struct jobs *j, uint64_t id, uid_t uid, struct json_object **out
 	return rc;
 }
 
-static bool finished(const struct job *job)
-{
-	return job->state >= JOB_DONE;
-}
-
 /* Lock held: whether nothing refers to the job any more. */
 static bool droppable(const struct job *job)
 {
@@ -311,27 +339,47 @@ static void job_free(struct job *job)
 	free(job);
 }
 
-/* Lock held: the oldest finished jobs beyond the newest KEEP_FINISHED. */
-static void prune(struct jobs *j)
+/* Lock held: finished jobs of uid (of every uid: (uid_t)-1). */
+static unsigned int count_finished(struct jobs *j, uid_t uid)
 {
-	unsigned int nfinished = 0;
-	struct job **p, *prev = NULL;
+	unsigned int n = 0;
 
 	for (struct job *job = j->head; job; job = job->next)
-		nfinished += finished(job);
-	for (p = &j->head; *p && nfinished > MEMMIGD_KEEP_FINISHED;) {
-		struct job *job = *p;
+		n += finished(job) && (uid == (uid_t)-1 || job->uid == uid);
+	return n;
+}
 
-		if (!droppable(job)) {
+/* Lock held: drops job (after prev in the list). */
+static void unlink_job(struct jobs *j, struct job *prev, struct job *job)
+{
+	if (prev)
+		prev->next = job->next;
+	else
+		j->head = job->next;
+	if (j->tail == job)
+		j->tail = prev;
+	job_free(job);
+}
+
+/*
+ * Lock held: the oldest finished jobs of each uid beyond the newest
+ * MEMMIGD_KEEP_FINISHED of that uid -- a burst of one user's jobs never
+ * pushes out another's -- and of all beyond MEMMIGD_KEEP_FINISHED_ALL.
+ */
+static void prune(struct jobs *j)
+{
+	unsigned int all = count_finished(j, (uid_t)-1);
+	struct job *prev = NULL;
+
+	for (struct job *job = j->head, *next; job; job = next) {
+		next = job->next;
+		if (droppable(job) && (all > MEMMIGD_KEEP_FINISHED_ALL ||
+				       count_finished(j, job->uid) > MEMMIGD_KEEP_FINISHED)) {
+			unlink_job(j, prev, job);
+			all--;
+		} else {
 			prev = job;
-			p = &job->next;
-			continue;
 		}
-		*p = job->next;
-		if (j->tail == job)
-			j->tail = prev;
-		job_free(job);
-		nfinished--;
 	}
 }
 

@@ -129,11 +129,63 @@ static void conn_step(struct loop *l, struct conn *c)
 	}
 }
 
+/* Best effort, on a connection refused at once: the line fits any socket
+ * buffer. */
+static void refuse(int fd, const char *why)
+{
+	char line[160];
+	int n = snprintf(line, sizeof(line), "{\"ok\":false,\"error\":\"EBUSY\",\"errno\":16,"
+			 "\"message\":\"%s\"}\n", why);
+
+	if (send(fd, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		mlog(LOG_LVL_DEBUG, "telling a client it is one too many: %s", strerror(errno));
+	close(fd);
+}
+
+/*
+ * Room for one more client of uid?  Of MEMMIGD_MAX_CLIENTS, the last
+ * MEMMIGD_ROOT_CLIENTS are root's, and one uid other than root has at most
+ * MEMMIGD_USER_CLIENTS: idle connections of one user lock out neither
+ * root nor the others.
+ */
+static const char *no_room(struct loop *l, uid_t uid)
+{
+	unsigned int mine = 0;
+
+	if (l->nconns >= MEMMIGD_MAX_CLIENTS)
+		return "too many clients";
+	if (uid == 0)
+		return NULL;
+	if (l->nconns >= MEMMIGD_MAX_CLIENTS - MEMMIGD_ROOT_CLIENTS)
+		return "too many clients: the last places are root's";
+	for (struct conn *c = l->conns; c; c = c->next)
+		mine += c->cred.uid == uid;
+	return mine >= MEMMIGD_USER_CLIENTS ? "too many clients of this uid" : NULL;
+}
+
+/* Clients silent for the idle timeout are closed: a connection held open
+ * and unused is a place taken from the others. */
+static void close_idle(struct loop *l)
+{
+	time_t now = time(NULL), limit = (time_t)l->d->opts.idle_timeout_s;
+
+	if (!limit || l->stopping)
+		return;
+	for (struct conn *c = l->conns, *next; c; c = next) {
+		next = c->next;
+		if (!c->closing && now - c->last_active >= limit) {
+			mlog(LOG_LVL_INFO, "client pid %d uid %u: idle for %lld s, closed",
+			     c->cred.pid, c->cred.uid, (long long)(now - c->last_active));
+			c->closing = true;
+			conn_step(l, c);
+		}
+	}
+}
+
 static void on_accept(struct loop *l, int res)
 {
-	static const char busy[] = "{\"ok\":false,\"error\":\"EBUSY\",\"errno\":16,"
-				   "\"message\":\"too many clients\"}\n";
 	struct client_cred cred;
+	const char *why;
 	struct conn *c;
 	int rc;
 
@@ -147,21 +199,24 @@ static void on_accept(struct loop *l, int res)
 			usleep(100 * 1000);
 		goto rearm;
 	}
-	if (l->nconns >= MEMMIGD_MAX_CLIENTS) {
-		/* Best effort: the line fits any socket buffer. */
-		if (send(res, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-			mlog(LOG_LVL_DEBUG, "telling a client it is one too many: %s",
-			     strerror(errno));
-		close(res);
-		goto rearm;
-	}
 	rc = auth_peer(res, &cred);
-	c = rc ? NULL : conn_new(res, &cred);
-	if (!c) {
-		mlog(LOG_LVL_WARN, "new client: %s", strerror(rc ? -rc : ENOMEM));
+	if (rc) {
+		mlog(LOG_LVL_WARN, "new client: %s", strerror(-rc));
 		close(res);
 		goto rearm;
 	}
+	why = no_room(l, cred.uid);
+	if (why) {
+		refuse(res, why);
+		goto rearm;
+	}
+	c = conn_new(res, &cred);
+	if (!c) {
+		mlog(LOG_LVL_WARN, "new client: %s", strerror(ENOMEM));
+		close(res);
+		goto rearm;
+	}
+	c->last_active = time(NULL);
 	c->next = l->conns;
 	if (c->next)
 		c->next->prev = c;
@@ -179,8 +234,10 @@ static void on_recv(struct loop *l, struct conn *c, int res)
 {
 	c->recv_busy = false;
 	c->cancelling = false;
-	if (res > 0)
+	if (res > 0) {
 		c->in_len += (size_t)res;
+		c->last_active = time(NULL);
+	}
 	else if (res != -EINTR)
 		c->eof = true;
 	if (res < 0 && res != -ECANCELED && res != -EINTR) {
@@ -202,6 +259,7 @@ static void on_send(struct loop *l, struct conn *c, int res)
 		c->closing = true;
 	} else {
 		c->out_off += (size_t)res;
+		c->last_active = time(NULL);
 		if (c->out_off == c->out_len)
 			c->out_off = c->out_len = 0;
 	}
@@ -338,7 +396,7 @@ static int loop_setup(struct loop *l, struct memmigd *d)
 
 int loop_run(struct memmigd *d)
 {
-	struct __kernel_timespec tick = { .tv_nsec = 200 * 1000 * 1000 };
+	struct __kernel_timespec tick = { .tv_nsec = 200 * 1000 * 1000 }, second = { .tv_sec = 1 };
 	struct loop l;
 	int rc = loop_setup(&l, d);
 
@@ -349,8 +407,10 @@ int loop_run(struct memmigd *d)
 		struct io_uring_cqe *cqe;
 		unsigned int head, n = 0;
 
-		rc = io_uring_submit_and_wait_timeout(&l.ring, &cqe, 1,
-						      l.stopping ? &tick : NULL, NULL);
+		/* Woken each second while clients may go idle. */
+		rc = io_uring_submit_and_wait_timeout(&l.ring, &cqe, 1, l.stopping ? &tick :
+						      d->opts.idle_timeout_s && l.nconns ?
+						      &second : NULL, NULL);
 		if (rc < 0 && rc != -ETIME && rc != -EINTR) {
 			mlog(LOG_LVL_ERR, "io_uring: %s", strerror(-rc));
 			break;
@@ -362,6 +422,7 @@ int loop_run(struct memmigd *d)
 		io_uring_cq_advance(&l.ring, n);
 		if (l.stopping && time(NULL) >= l.stop_deadline)
 			stop_late(&l);
+		close_idle(&l);
 	}
 	io_uring_queue_exit(&l.ring);
 	close(l.sig_fd);

@@ -32,6 +32,7 @@ static const struct option long_opts[] = {
 	{ "foreground", no_argument, NULL, 'f' },
 	{ "max-jobs-per-node", required_argument, NULL, 'N' },
 	{ "max-jobs", required_argument, NULL, 'J' },
+	{ "idle-timeout", required_argument, NULL, 'I' },
 	{ "libvirt-uri", required_argument, NULL, 'u' },
 	{ "no-libvirt", no_argument, NULL, 'L' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -50,14 +51,16 @@ static void usage(FILE *f)
 		"  -c, --config FILE           settings (default %s; may be missing)\n"
 		"  -f, --foreground            do not detach; under systemd\n"
 		"      --max-jobs-per-node N   jobs running at once per target node (default 2)\n"
-		"      --max-jobs N            jobs queued or running (default 64)\n"
+		"      --max-jobs N            jobs queued or running (default 64); a user\n"
+		"                              other than root gets a quarter, root the last eighth\n"
+		"      --idle-timeout S        close clients silent for S seconds (default %d; 0 never)\n"
 		"      --libvirt-uri URI       libvirt connection (default qemu:///system)\n"
 		"      --no-libvirt            no libvirt: domains only from the hook\n"
 		"  -v, --verbose               debug messages\n"
 		"  -h, --help, -V, --version\n"
 		"Logs go to stderr.  Exit codes: 0 stopped by SIGTERM or SIGINT, 1 failed,\n"
 		"2 bad options or configuration.  See memmigd(8).\n",
-		PROTO_SOCKET_DEFAULT, MEMMIGD_CONFIG_DEFAULT);
+		PROTO_SOCKET_DEFAULT, MEMMIGD_CONFIG_DEFAULT, MEMMIGD_IDLE_TIMEOUT_S);
 }
 
 /* The configuration file first, then the command line over it. */
@@ -65,7 +68,7 @@ static int parse_args(int argc, char **argv, struct memmigd_opts *o)
 {
 	static const char *const keys[128] = {
 		['s'] = "socket", ['g'] = "group", ['N'] = "max-jobs-per-node",
-		['J'] = "max-jobs", ['u'] = "libvirt-uri",
+		['J'] = "max-jobs", ['u'] = "libvirt-uri", ['I'] = "idle-timeout",
 	};
 	bool config_given = false;
 	char err[512];

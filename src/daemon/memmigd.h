@@ -23,7 +23,11 @@
 
 #define MEMMIGD_CONFIG_DEFAULT	"/etc/memmig/memmigd.conf"
 #define MEMMIGD_MAX_CLIENTS	256
-#define MEMMIGD_KEEP_FINISHED	64	/* finished jobs still listed */
+#define MEMMIGD_ROOT_CLIENTS	16	/* of those, kept for root */
+#define MEMMIGD_USER_CLIENTS	64	/* at most, one uid other than root */
+#define MEMMIGD_KEEP_FINISHED	64	/* finished jobs still listed, per uid */
+#define MEMMIGD_KEEP_FINISHED_ALL 1024	/* ... and of all uids */
+#define MEMMIGD_IDLE_TIMEOUT_S	300	/* a client silent this long is closed */
 
 /* ---- options and configuration (options.c, config.c) ---- */
 struct memmigd_opts {
@@ -35,6 +39,7 @@ struct memmigd_opts {
 	bool no_libvirt;
 	unsigned int max_jobs_per_node;	/* running at once per target node */
 	unsigned int max_jobs;		/* queued + running */
+	unsigned int idle_timeout_s;	/* 0: none */
 	int verbose;
 };
 
@@ -94,17 +99,24 @@ struct job_spec {
 
 int jobs_new(struct memmig_ctx *ctx, struct domains *dom, unsigned int per_node,
 	     unsigned int max, int wake_fd, struct jobs **out);
-/* Whether another job would go over the limit (checked again on submit). */
-bool jobs_full(struct jobs *j);
+/*
+ * Whether uid may have one more job (checked again on submit): 0, or
+ * -EBUSY with why in msg.  Of max_jobs queued or running, a uid other than
+ * root has at most a quarter, and all of them together leave an eighth to
+ * root: no user can fill the table.
+ */
+int jobs_admit(struct jobs *j, uid_t uid, char *msg, size_t len);
 /* Takes m and spec->procfd in every case; *job_json (may be NULL) gets the
- * job.  -EBUSY over the limit, -ESHUTDOWN while stopping. */
+ * job.  -EBUSY over a limit, -ESHUTDOWN while stopping. */
 int jobs_submit(struct jobs *j, struct pidmove *m, const struct job_spec *spec,
 		struct json_object **job_json);
 struct json_object *jobs_list_json(struct jobs *j, uid_t uid);
 /* -ESRCH no such job, -EPERM not the client's. */
 int jobs_get_json(struct jobs *j, uint64_t id, uid_t uid, struct json_object **out);
 int jobs_cancel(struct jobs *j, uint64_t id, uid_t uid, struct json_object **out);
-/* On the loop thread after a wake: joins ended workers, drops old jobs. */
+/* On the loop thread after a wake: joins ended workers, drops old jobs
+ * (the oldest finished ones of a uid beyond MEMMIGD_KEEP_FINISHED, so that
+ * one user's jobs never push out another's; of all beyond ..._ALL). */
 void jobs_reap(struct jobs *j);
 /* Cancels every job and waits for the workers: each unit finishes. */
 void jobs_shutdown(struct jobs *j);

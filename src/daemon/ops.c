@@ -101,10 +101,8 @@ static int submit_move(struct memmigd *d, const struct client_cred *c, int pid,
 		return spec.procfd;
 	}
 	rc = auth_may_move(c, spec.procfd, pid, msg, len);
-	if (!rc && jobs_full(d->jobs)) {
-		snprintf(msg, len, "too many jobs: %u queued or running", d->opts.max_jobs);
-		rc = -EBUSY;
-	}
+	if (!rc)
+		rc = jobs_admit(d->jobs, c->uid, msg, len);
 	if (rc) {
 		close(spec.procfd);
 		return rc;
@@ -121,8 +119,8 @@ static int submit_move(struct memmigd *d, const struct client_cred *c, int pid,
 	}
 	rc = jobs_submit(d->jobs, m, &spec, job);
 	if (rc)
-		snprintf(msg, len, rc == -EBUSY ? "too many jobs: %u queued or running" :
-			 "memmigd is stopping", d->opts.max_jobs);
+		snprintf(msg, len, "%s", rc == -EBUSY ? "too many jobs (another client's came first)" :
+			 "memmigd is stopping");
 	return rc;
 }
 

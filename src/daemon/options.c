@@ -17,7 +17,8 @@ void opts_defaults(struct memmigd_opts *o)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
-	*o = (struct memmigd_opts){ .max_jobs_per_node = 2 };
+	*o = (struct memmigd_opts){ .max_jobs_per_node = 2,
+				    .idle_timeout_s = MEMMIGD_IDLE_TIMEOUT_S };
 	/* Each running job uses the daemon's CPUs; more than a few jobs at
 	 * once only queue inside the kernel. */
 	o->max_jobs = cpus > 0 && cpus < 32 ? 64 : 128;
@@ -86,6 +87,8 @@ int opts_set(struct memmigd_opts *o, const char *key, const char *v,
 		return set_uint(&o->max_jobs_per_node, key, v, 1, 64, err, errlen);
 	if (!strcmp(key, "max-jobs"))
 		return set_uint(&o->max_jobs, key, v, 1, 4096, err, errlen);
+	if (!strcmp(key, "idle-timeout"))
+		return set_uint(&o->idle_timeout_s, key, v, 0, 86400, err, errlen);
 	if (!strcmp(key, "no-libvirt"))
 		return set_bool(&o->no_libvirt, key, v, err, errlen);
 	if (!strcmp(key, "foreground"))

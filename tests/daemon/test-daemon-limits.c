@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * memmigd's room is shared among its users, and none of them can take it
+ * all (each case failed before the limits):
+ *  - jobs: a burst of one user's jobs does not push another user's
+ *    finished job out of the list (nobody's 70 jobs pruned root's);
+ *  - queued or running jobs: a user other than root gets a quarter of
+ *    --max-jobs, and root always the last eighth (nobody's pipelined
+ *    requests filled the table and root got EBUSY);
+ *  - connections: a uid other than root holds at most 64, and the last 16
+ *    of 256 places are root's (four users' idle connections locked out
+ *    everyone, root included);
+ *  - idle clients are closed after --idle-timeout; active ones stay.
+ * Needs root (to be root, and to become other users); skips otherwise.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "client.h"
+
+#define NOBODY	65534
+#define NOGROUP	65534
+
+static bool reply_ok(struct json_object *r)
+{
+	return r && !strcmp(tc_error(r), "OK");
+}
+
+/* Root's finished job is still there after 70 of nobody's. */
+static void retention(struct tc_daemon *d)
+{
+	struct tc_hog root_hog, hog;
+	struct tc_conn *c = tc_connect(d->sock);
+	struct json_object *r;
+	int64_t root_job;
+	pid_t child;
+	int status;
+
+	if (!c || tc_hog_start(&root_hog, 4, 1, (uid_t)-1, (gid_t)-1)) {
+		CHECK(0, "retention: set-up");
+		return;
+	}
+	r = tc_call(c, "{\"op\":\"move\",\"pid\":%d,\"to_node\":0}", root_hog.pid);
+	root_job = tc_int(tc_get(r, "job"), "id");
+	json_object_put(r);
+	json_object_put(tc_wait_job(c, root_job, 60000));
+	if (tc_hog_start(&hog, 4, 1, NOBODY, NOGROUP)) {
+		CHECK(0, "nobody's memhog");
+		return;
+	}
+	child = fork();
+	if (child == 0) {
+		struct tc_conn *n;
+		int ok = 0;
+
+		if (tc_drop_to(NOBODY, NOGROUP) || !(n = tc_connect(d->sock)))
+			_exit(255);
+		for (int i = 0; i < 70; i++) {
+			struct json_object *j = tc_call(n, "{\"op\":\"move\",\"pid\":%d,"
+							"\"to_node\":0}", hog.pid);
+
+			if (reply_ok(j)) {
+				ok++;
+				json_object_put(tc_wait_job(n, tc_int(tc_get(j, "job"), "id"), 60000));
+			}
+			json_object_put(j);
+		}
+		_exit(ok > 200 ? 200 : ok);
+	}
+	waitpid(child, &status, 0);
+	printf("nobody's jobs: %d done\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 70, "nobody's 70 jobs ran");
+	r = tc_call(c, "{\"op\":\"job\",\"job\":%lld}", (long long)root_job);
+	CHECK(reply_ok(r), "root's job after nobody's 70: %s %s", tc_error(r),
+	      tc_str(r, "message"));
+	json_object_put(r);
+	tc_close(c);
+	CHECK(tc_hog_stop(&hog) && tc_hog_stop(&root_hog), "memhogs exit clean");
+}
+
+/* nobody pipelines 8 moves at once; it gets 2 (a quarter of 8), and root
+ * still gets one in. */
+static void job_shares(struct tc_daemon *d)
+{
+	struct tc_hog root_hog, hog;
+	struct tc_conn *c = tc_connect(d->sock);
+	struct json_object *r;
+	int out[2], accepted = -1;
+	pid_t child;
+
+	if (!c || pipe(out) || tc_hog_start(&root_hog, 4, 1, (uid_t)-1, (gid_t)-1) ||
+	    tc_hog_start(&hog, 512, 1, NOBODY, NOGROUP)) {
+		CHECK(0, "job shares: set-up");
+		return;
+	}
+	child = fork();
+	if (child == 0) {
+		struct tc_conn *n;
+		char buf[4096] = "";
+		int ok = 0;
+
+		close(out[0]);
+		if (tc_drop_to(NOBODY, NOGROUP) || !(n = tc_connect(d->sock)))
+			_exit(255);
+		for (int i = 0; i < 8; i++)
+			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+				 "{\"op\":\"move\",\"pid\":%d,\"to_node\":0,\"threads\":1}\n", hog.pid);
+		tc_write(n, buf, strlen(buf));
+		for (int i = 0; i < 8; i++) {
+			struct json_object *j = tc_read(n, 30000);
+
+			if (reply_ok(j))
+				ok++;
+			else if (i == 7)
+				printf("nobody's 8th: %s\n", tc_str(j, "message"));
+			json_object_put(j);
+		}
+		/* Root asks while nobody's jobs still run. */
+		if (write(out[1], &ok, sizeof(ok)) != sizeof(ok))
+			_exit(254);
+		pause();
+		_exit(0);
+	}
+	close(out[1]);
+	if (read(out[0], &accepted, sizeof(accepted)) != sizeof(accepted))
+		accepted = -1;
+	close(out[0]);
+	r = tc_call(c, "{\"op\":\"move\",\"pid\":%d,\"to_node\":0}", root_hog.pid);
+	printf("nobody got %d of 8 jobs in; root then: %s %s\n", accepted, tc_error(r),
+	       tc_str(r, "message"));
+	CHECK(accepted >= 1 && accepted <= 2, "nobody's share of 8: %d", accepted);
+	CHECK(reply_ok(r), "root's job beside nobody's: %s", tc_error(r));
+	json_object_put(tc_wait_job(c, tc_int(tc_get(r, "job"), "id"), 60000));
+	json_object_put(r);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	tc_close(c);
+	CHECK(tc_hog_stop(&hog) && tc_hog_stop(&root_hog), "memhogs exit clean");
+}
+
+/* A child as uid: opens up to n connections and asks each for the version;
+ * writes how many were answered (not refused), then holds them. */
+static pid_t hold_conns(struct tc_daemon *d, uid_t uid, int n, int wfd)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int ok = 0;
+
+		if (tc_drop_to(uid, NOGROUP))
+			_exit(1);
+		for (int i = 0; i < n; i++) {
+			struct tc_conn *c = tc_connect(d->sock);
+			struct json_object *r = c ? tc_call(c, "{\"op\":\"version\"}") : NULL;
+
+			ok += reply_ok(r);
+			json_object_put(r);
+		}
+		if (write(wfd, &ok, sizeof(ok)) != sizeof(ok))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+static void conn_shares(struct tc_daemon *d)
+{
+	pid_t kids[4];
+	int p[2], total = 0, most = 0;
+	struct tc_conn *c;
+	struct json_object *r;
+
+	if (pipe(p)) {
+		CHECK(0, "pipe");
+		return;
+	}
+	for (int i = 0; i < 4; i++)
+		kids[i] = hold_conns(d, 60001 + i, 65, p[1]);
+	for (int i = 0; i < 4; i++) {
+		int ok = 0;
+
+		if (read(p[0], &ok, sizeof(ok)) != sizeof(ok))
+			ok = -1;
+		total += ok;
+		most = ok > most ? ok : most;
+	}
+	close(p[0]);
+	close(p[1]);
+	c = tc_connect(d->sock);
+	r = c ? tc_call(c, "{\"op\":\"version\"}") : NULL;
+	printf("four users held %d connections (at most %d each); root: %s\n", total, most,
+	       r ? tc_error(r) : "no connection");
+	CHECK(most <= 64, "one user's connections: %d", most);
+	CHECK(total <= 240, "all users' connections: %d", total);
+	CHECK(reply_ok(r), "root connects beside them: %s", r ? tc_error(r) : "refused");
+	json_object_put(r);
+	tc_close(c);
+	for (int i = 0; i < 4; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+}
+
+/* --idle-timeout 2: a silent client is closed, a talking one stays. */
+static void idle(void)
+{
+	static const char *const opts[] = { "--idle-timeout", "2", NULL };
+	struct tc_daemon d;
+	struct tc_conn *quiet, *busy;
+	bool open = true;
+
+	if (tc_daemon_start(&d, opts)) {
+		CHECK(0, "memmigd --idle-timeout 2");
+		return;
+	}
+	quiet = tc_connect(d.sock);
+	busy = tc_connect(d.sock);
+	for (int i = 0; i < 8 && open; i++) {
+		struct json_object *r = tc_call(busy, "{\"op\":\"version\"}");
+
+		open = reply_ok(r);
+		json_object_put(r);
+		usleep(500 * 1000);
+	}
+	CHECK(open, "a client that talks stays connected");
+	CHECK(tc_closed(quiet, 3000), "a client silent for 4 s is closed");
+	tc_close(quiet);
+	tc_close(busy);
+	CHECK(tc_daemon_stop(&d) == 0, "memmigd exit status");
+}
+
+int main(void)
+{
+	static const char *const opts[] = { "--group", "nogroup", "--max-jobs", "8",
+					    "--max-jobs-per-node", "1", NULL };
+	struct tc_daemon d;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (geteuid() != 0) {
+		printf("SKIP: needs root, to be root and to become other users\n");
+		return TC_SKIP;
+	}
+	if (tc_daemon_start(&d, opts))
+		return 1;
+	retention(&d);
+	job_shares(&d);
+	conn_shares(&d);
+	CHECK(tc_daemon_stop(&d) == 0, "memmigd exit status");
+	idle();
+	return tc_summary();
+}
