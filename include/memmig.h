@@ -463,6 +463,12 @@ enum memmig_strategy {
 enum memmig_migrate_flags {
 	/* copy: copy and swap units already on the target node too */
 	MEMMIG_MIGRATE_FORCE = 1u << 0,
+	/* Only the pages the process alone maps (MPOL_MF_MOVE, never
+	 * MPOL_MF_MOVE_ALL): what an unprivileged caller may move.  Pages
+	 * shared with other processes (a library's text, shared memory)
+	 * stay, reported EACCES.  memmigd sets it for clients other than
+	 * root. */
+	MEMMIG_MIGRATE_OWN_PAGES = 1u << 1,
 };
 
 struct memmig_migrate_opts {

@@ -82,6 +82,9 @@ static int submit_move(struct memmigd *d, const struct client_cred *c, int pid,
 		.pid = pid, .ranges = req->nranges ? req->ranges : NULL,
 		.nranges = req->nranges, .to_node = req->to_node,
 		.strategy = MEMMIG_STRATEGY_KERNEL, .threads = req->threads,
+		/* memmigd's privilege is not the client's: shared pages (libc's,
+		 * every process's) move only for root, as move_pages(2) has it. */
+		.own_pages = c->uid != 0,
 	};
 	struct job_spec spec = {
 		.pid = pid, .domain = domain, .to_node = req->to_node,

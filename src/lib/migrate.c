@@ -292,7 +292,8 @@ static int job_configure(struct memmig_job *job, const struct memmig_migrate_opt
 
 	if ((o->offset | len) % 4096 || o->offset > r->desc.len ||
 	    len > r->desc.len - o->offset || !len ||
-	    (o->flags & ~MEMMIG_MIGRATE_FORCE) || o->strategy < MEMMIG_STRATEGY_AUTO ||
+	    (o->flags & ~(MEMMIG_MIGRATE_FORCE | MEMMIG_MIGRATE_OWN_PAGES)) ||
+	    o->strategy < MEMMIG_STRATEGY_AUTO ||
 	    o->strategy > MEMMIG_STRATEGY_COPY) {
 		err(ctx, "migrate: range %#llx+%#llx is not a page-aligned part of "
 			 "the region, or bad strategy or flags\n",

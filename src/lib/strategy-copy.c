@@ -337,9 +337,11 @@ static int copy_run_shared(struct memmig_worker *w)
 		bool ok = true;
 
 		rc = memmig_fault_hit(job->ctx, MEMMIG_FAULT_DEST_ALLOC);
-		if (!rc)
+		if (!rc && !(job->flags & MEMMIG_MIGRATE_OWN_PAGES))
 			rc = memmig_bind(addr, u->len, job->target,
 					 MPOL_MF_MOVE_ALL | MPOL_MF_STRICT);
+		else if (!rc)
+			rc = -EPERM;	/* as without the privilege: MPOL_MF_MOVE */
 		if (rc == -EPERM)
 			rc = memmig_bind(addr, u->len, job->target,
 					 MPOL_MF_MOVE | MPOL_MF_STRICT);

@@ -56,12 +56,14 @@ static void unit_status(struct memmig_job *job, struct memmig_unit *u,
 
 /*
  * MPOL_MF_MOVE_ALL also moves pages other processes map (shared memory)
- * but needs CAP_SYS_NICE; without it, MPOL_MF_MOVE.
+ * but needs CAP_SYS_NICE; without it, or when the job is to move only the
+ * process's own pages (for an unprivileged client), MPOL_MF_MOVE.
  */
 static long move_batch(struct memmig_job *job, struct batch *b)
 {
 	static int flags = MPOL_MF_MOVE_ALL;
-	int f = __atomic_load_n(&flags, __ATOMIC_RELAXED);
+	int f = job->flags & MEMMIG_MIGRATE_OWN_PAGES ? MPOL_MF_MOVE :
+		__atomic_load_n(&flags, __ATOMIC_RELAXED);
 	long rc = memmig_fault_hit(job->ctx, MEMMIG_FAULT_MOVE_PAGES);
 
 	if (rc)

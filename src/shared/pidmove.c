@@ -207,6 +207,7 @@ static int move_region(struct pidmove *m, struct memmig_region *r)
 	struct memmig_migrate_opts o = {
 		.sz = sizeof(o), .target_node = m->req.to_node,
 		.strategy = m->req.strategy, .workers = m->req.threads,
+		.flags = m->req.own_pages ? MEMMIG_MIGRATE_OWN_PAGES : 0,
 	};
 	struct memmig_report *rep = NULL;
 	struct memmig_job *job;

@@ -21,6 +21,8 @@ struct pidmove_req {
 	int to_node;
 	int strategy;		/* enum memmig_strategy */
 	unsigned int threads;	/* 0: the CPUs this process may use */
+	bool own_pages;		/* MEMMIG_MIGRATE_OWN_PAGES: not the pages
+				 * other processes map too */
 };
 
 struct pidmove_progress {

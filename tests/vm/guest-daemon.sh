@@ -5,7 +5,9 @@
 # one (guest-cxl.sh) -- and /proc/PID/numa_maps (the kernel's own view) agrees; with one job
 # per node at a time, a second job to the same node waits in the queue; and
 # SIGTERM in the middle of a job stops memmigd cleanly with every page on
-# one node or the other and the bytes intact.
+# one node or the other and the bytes intact.  A client other than root
+# moves only what move_pages(2) would let it: the pages its process alone
+# maps, not the C library's text that every process shares.
 set -u
 cli=${MEMMIG_CLI:-memmig-cli}
 daemon=${MEMMIGD:-memmigd}
@@ -121,4 +123,53 @@ grep -i 'cancel\|SIGTERM\|stop' "$tmp/daemon.log" | sed 's/^/  memmigd: /' | hea
 check_alive "after SIGTERM"
 
 memhog_stop
+
+# nobody moves its own process to node 2 through memmigd: its private
+# pages go; the C library's text, which memmigd itself (and every other
+# process) maps too, stays where it was (memmigd used MPOL_MF_MOVE_ALL
+# for everyone, and took it).
+asnobody() { setpriv.util-linux --reuid=65534 --regid=65534 --clear-groups "$@"; }
+# Pages of PID's C library text (r-xp) on node N, from its numa_maps
+libc_text_on() {
+	local a
+	a=$(awk '$2 ~ /^r-xp/ && $6 ~ /libc[.-]/ { split($1, r, "-"); print r[1]; exit }' \
+		"/proc/$1/maps")
+	awk -v a="$a" -v n="N$2=" '$1 == a { for (i = 2; i <= NF; i++)
+		if (index($i, n) == 1) { print substr($i, length(n) + 1); exit } }' \
+		"/proc/$1/numa_maps" | awk '{ s += $1 } END { print s + 0 }'
+}
+nobody_moves() {
+	local dir=/tmp/memmigd-nobody nsock npid h before after rc
+	nsock=$dir/memmigd.sock
+	command -v setpriv.util-linux >/dev/null ||
+		{ echo "FAIL: no setpriv in the guest (util-linux)"; fails=$((fails + 1)); return; }
+	mkdir -p "$dir" && chmod 755 "$dir"
+	"$daemon" --foreground --socket "$nsock" --no-libvirt --config /dev/null \
+		2>>"$tmp/daemon-nobody.log" &
+	npid=$!
+	for _ in $(seq 100); do [ -S "$nsock" ] && break; sleep 0.1; done
+	chgrp 65534 "$nsock"
+	# Not through the function: $! would be a subshell of root's.
+	setpriv.util-linux --reuid=65534 --regid=65534 --clear-groups "$memhog" 8 1 \
+		>"$tmp/hog-nobody.out" &
+	h=$!
+	for _ in $(seq 100); do grep -q '^ready' "$tmp/hog-nobody.out" && break; sleep 0.1; done
+	before=$(libc_text_on "$npid" 2)
+	asnobody "$cli" --socket "$nsock" move --pid "$h" --to-node 2 --wait --json \
+		>"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ "$rc" -eq 0 ] || sed 's/^/  nobody: /' "$tmp/err" "$tmp/hog-nobody.out"
+	after=$(libc_text_on "$npid" 2)
+	read -r _ addr _ < <(grep '^anon' "$tmp/hog-nobody.out")
+	echo "  nobody's move: exit $rc, $(json bytes_moved) bytes, $(json pages_failed) pages" \
+		"not moved; memmigd's C library text on node 2: $before pages before, $after after"
+	check "nobody's job ran" grep -q '"via": *"memmigd"' "$tmp/out"
+	check "nobody's own pages went to node 2" \
+		awk -v a="${addr#0x}" '$1 == a && / N2=/ { f = 1 } END { exit !f }' "/proc/$h/numa_maps"
+	check "the C library's shared text stayed" test "$after" -eq "$before"
+	kill "$h" 2>/dev/null
+	kill -TERM "$npid"
+	wait "$npid" "$h" 2>/dev/null
+}
+nobody_moves
 summary

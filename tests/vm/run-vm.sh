@@ -90,6 +90,10 @@ root=$(mktemp -d "${TMPDIR:-/tmp}/memmig-vm.XXXXXX") || exit 1
 trap 'rm -rf "$root"; rm -f "$pmem" ${cxlfiles:-}' EXIT
 [ "${VM_KEEP:-0}" = 1 ] && trap 'echo "initramfs tree kept in $root"; rm -f "$pmem" ${cxlfiles:-}' EXIT
 mkdir -p "$root"/{bin,sbin,lib,lib64,usr/bin,usr/sbin,proc,sys,dev,tmp,t,etc}
+# The guest's / (mktemp's 0700) must let users other than root in: a test
+# runs a client as nobody.
+chmod 755 "$root"
+chmod 1777 "$root/tmp"
 
 # Copies an ELF and the shared libraries it needs (all into /lib, which the
 # guest's LD_LIBRARY_PATH names; the loader where the binary expects it).
@@ -130,6 +134,9 @@ for p in bash jq migratepages numactl cxl ndctl daxctl; do
 	b=$(command -v $p) && add_elf "$b" /usr/bin/$p
 done
 [ -e "$root/usr/bin/bash" ] && ln -s ../usr/bin/bash "$root/bin/bash"
+# util-linux's setpriv (busybox's cannot change uids): guest-daemon runs a
+# client as nobody.
+b=$(command -v setpriv) && add_elf "$b" /usr/bin/setpriv.util-linux
 # guest-dax formats the NVDIMM; without e2fsprogs here it skips, saying so.
 for b in /sbin/mke2fs /usr/sbin/mke2fs; do
 	[ -x "$b" ] && { add_elf "$b" /sbin/mkfs.ext4; break; }
