@@ -14,7 +14,7 @@
  * client that does not read cannot make the daemon buffer without end. */
 #define CONN_OUT_HIGH	(256 * 1024)
 
-enum io_kind { IO_ACCEPT, IO_SIGNAL, IO_WAKE, IO_RECV, IO_SEND, IO_CANCEL };
+enum io_kind { IO_ACCEPT, IO_ACCEPT_PAUSE, IO_SIGNAL, IO_WAKE, IO_RECV, IO_SEND, IO_CANCEL };
 
 /* What an io_uring completion belongs to: its user_data points at one. */
 struct loop_io {

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -366,9 +367,9 @@ static void unlink_job(struct jobs *j, struct job *prev, struct job *job)
  * MEMMIGD_KEEP_FINISHED of that uid -- a burst of one user's jobs never
  * pushes out another's -- and of all beyond MEMMIGD_KEEP_FINISHED_ALL.
  */
-static void prune(struct jobs *j)
+static unsigned int prune(struct jobs *j)
 {
-	unsigned int all = count_finished(j, (uid_t)-1);
+	unsigned int all = count_finished(j, (uid_t)-1), dropped = 0;
 	struct job *prev = NULL;
 
 	for (struct job *job = j->head, *next; job; job = next) {
@@ -377,10 +378,12 @@ static void prune(struct jobs *j)
 				       count_finished(j, job->uid) > MEMMIGD_KEEP_FINISHED)) {
 			unlink_job(j, prev, job);
 			all--;
+			dropped++;
 		} else {
 			prev = job;
 		}
 	}
+	return dropped;
 }
 
 /* The first domain job whose end libvirt has not heard of, copied out. */
@@ -401,7 +404,9 @@ static bool take_notify(struct jobs *j, struct job *copy)
 
 void jobs_reap(struct jobs *j)
 {
+	unsigned int dropped;
 	struct job done;
+	bool idle;
 
 	pthread_mutex_lock(&j->lock);
 	/* A worker sets thread_ended last and no longer needs the lock. */
@@ -415,8 +420,14 @@ void jobs_reap(struct jobs *j)
 		domains_job_done(j->dom, done.domain, done.to_node, done.result,
 				 (unsigned long long)done.last.bytes_done);
 	pthread_mutex_lock(&j->lock);
-	prune(j);
+	dropped = prune(j);
+	idle = j->active == 0;
 	pthread_mutex_unlock(&j->lock);
+	/* The plans of thousands of jobs came and went: hand the heap's free
+	 * pages back (malloc keeps them otherwise), once the table is quiet
+	 * or after a big drop, not after every job. */
+	if (dropped && (idle || dropped >= MEMMIGD_KEEP_FINISHED))
+		malloc_trim(0);
 }
 
 void jobs_shutdown(struct jobs *j)

@@ -36,8 +36,11 @@ struct loop {
 	int sig_fd;
 	struct signalfd_siginfo si;
 	uint64_t wakes;
-	struct loop_io accept_io, sig_io, wake_io, cancel_io;
-	bool accept_busy, sig_busy, wake_busy;
+	struct loop_io accept_io, pause_io, sig_io, wake_io, cancel_io;
+	bool accept_busy, pause_busy, sig_busy, wake_busy;
+	struct __kernel_timespec pause_ts;	/* read when submitted */
+	time_t emfile_logged;			/* rate of that warning */
+	unsigned long emfile_count;
 	unsigned int cancels_busy;
 	struct conn *conns;
 	unsigned int nconns;
@@ -64,6 +67,30 @@ static void arm_accept(struct loop *l)
 	io_uring_prep_accept(sqe, l->d->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 	io_uring_sqe_set_data(sqe, &l->accept_io);
 	l->accept_busy = true;
+}
+
+/*
+ * Out of file descriptors (EMFILE, ENFILE): the next accept would fail at
+ * once again, so none for 100 ms -- a timeout in the ring, not a sleep of
+ * the loop thread, which every client waits on.  Said once in 10 s.
+ */
+static void pause_accept(struct loop *l, int err)
+{
+	struct io_uring_sqe *sqe;
+	time_t now = time(NULL);
+
+	l->emfile_count++;
+	if (now - l->emfile_logged >= 10) {
+		mlog(LOG_LVL_WARN, "accept: %s (%lu times): no new clients for a while",
+		     strerror(-err), l->emfile_count);
+		l->emfile_logged = now;
+		l->emfile_count = 0;
+	}
+	sqe = get_sqe(l);
+	l->pause_ts = (struct __kernel_timespec){ .tv_nsec = 100 * 1000 * 1000 };
+	io_uring_prep_timeout(sqe, &l->pause_ts, 0, 0);
+	io_uring_sqe_set_data(sqe, &l->pause_io);
+	l->pause_busy = true;
 }
 
 static void arm_read(struct loop *l, int fd, void *buf, unsigned int len,
@@ -192,11 +219,13 @@ static void on_accept(struct loop *l, int res)
 	l->accept_busy = false;
 	if (l->stopping)
 		goto out;
+	if (res == -EMFILE || res == -ENFILE) {
+		pause_accept(l, res);
+		goto out;
+	}
 	if (res < 0) {
-		mlog(LOG_LVL_WARN, "accept: %s", strerror(-res));
-		/* EMFILE and the like would come back at once: breathe. */
 		if (res != -EINTR && res != -ECONNABORTED)
-			usleep(100 * 1000);
+			mlog(LOG_LVL_WARN, "accept: %s", strerror(-res));
 		goto rearm;
 	}
 	rc = auth_peer(res, &cred);
@@ -273,6 +302,8 @@ static void begin_stop(struct loop *l, int sig)
 	sock_remove(l->d->opts.socket);
 	if (l->accept_busy)
 		cancel(l, &l->accept_io);
+	if (l->pause_busy)
+		cancel(l, &l->pause_io);
 	io_uring_submit(&l->ring);
 	/* Blocks until each running job finished its units. */
 	jobs_shutdown(l->d->jobs);
@@ -304,6 +335,11 @@ static void handle(struct loop *l, struct io_uring_cqe *cqe)
 	case IO_ACCEPT:
 		on_accept(l, res);
 		break;
+	case IO_ACCEPT_PAUSE:
+		l->pause_busy = false;
+		if (!l->stopping)
+			arm_accept(l);
+		break;
 	case IO_SIGNAL:
 		l->sig_busy = false;
 		if (res == (int)sizeof(l->si) && !l->stopping)
@@ -332,7 +368,7 @@ static void handle(struct loop *l, struct io_uring_cqe *cqe)
 
 static bool finished(struct loop *l)
 {
-	if (!l->stopping || l->nconns || l->accept_busy)
+	if (!l->stopping || l->nconns || l->accept_busy || l->pause_busy)
 		return false;
 	/* Last, the reads on the signalfd and the eventfd. */
 	if (l->sig_busy || l->wake_busy) {
@@ -373,6 +409,7 @@ static int loop_setup(struct loop *l, struct memmigd *d)
 
 	*l = (struct loop){ .d = d, .sig_fd = -1 };
 	l->accept_io.kind = IO_ACCEPT;
+	l->pause_io.kind = IO_ACCEPT_PAUSE;
 	l->sig_io.kind = IO_SIGNAL;
 	l->wake_io.kind = IO_WAKE;
 	l->cancel_io.kind = IO_CANCEL;

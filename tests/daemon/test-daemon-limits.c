@@ -10,14 +10,21 @@
  *  - connections: a uid other than root holds at most 64, and the last 16
  *    of 256 places are root's (four users' idle connections locked out
  *    everyone, root included);
- *  - idle clients are closed after --idle-timeout; active ones stay.
+ *  - idle clients are closed after --idle-timeout; active ones stay;
+ *  - out of file descriptors (RLIMIT_NOFILE), memmigd still answers the
+ *    clients it has at once (each request waited 100 ms: the loop thread
+ *    slept after every failed accept);
+ *  - the memory of 768 jobs' plans goes back to the system once they are
+ *    done (memmigd's RSS stayed where the queue had taken it).
  * Needs root (to be root, and to become other users); skips otherwise.
  */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -234,6 +241,141 @@ static void idle(void)
 	CHECK(tc_daemon_stop(&d) == 0, "memmigd exit status");
 }
 
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* memmigd with 48 file descriptors, 60 more clients waiting to be
+ * accepted: a client it has gets its answers at once. */
+static void fd_exhaustion(void)
+{
+	struct rlimit old, low;
+	struct tc_conn *first, *more[60] = { 0 };
+	double ms[10];
+	struct tc_daemon d;
+	int rc;
+
+	/* The soft limit only: the hard one may not come back up. */
+	getrlimit(RLIMIT_NOFILE, &old);
+	low = (struct rlimit){ .rlim_cur = 48, .rlim_max = old.rlim_max };
+	setrlimit(RLIMIT_NOFILE, &low);
+	rc = tc_daemon_start(&d, NULL);
+	setrlimit(RLIMIT_NOFILE, &old);
+	if (rc) {
+		CHECK(0, "memmigd with 48 file descriptors");
+		return;
+	}
+	first = tc_connect(d.sock);
+	for (int i = 0; i < 60; i++)
+		more[i] = tc_connect(d.sock);
+	usleep(200 * 1000);
+	for (int i = 0; i < 10; i++) {
+		double t = now_ms();
+		struct json_object *r = tc_call(first, "{\"op\":\"version\"}");
+
+		ms[i] = reply_ok(r) ? now_ms() - t : 1e9;
+		json_object_put(r);
+	}
+	qsort(ms, 10, sizeof(ms[0]), cmp_double);
+	printf("out of file descriptors: a request answered in %.1f ms (median of 10)\n", ms[5]);
+	CHECK(ms[5] < 40, "answers while out of file descriptors: %.1f ms", ms[5]);
+	for (int i = 0; i < 60; i++)
+		tc_close(more[i]);
+	tc_close(first);
+	CHECK(tc_daemon_stop(&d) == 0, "memmigd exit status");
+}
+
+static long rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* Whether any job is still queued or running. */
+static bool jobs_pending(struct tc_conn *c)
+{
+	struct json_object *r = tc_call(c, "{\"op\":\"jobs\"}"), *a = tc_get(r, "jobs");
+	bool pending = !a;
+
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		const char *st = tc_str(json_object_array_get_idx(a, i), "state");
+
+		pending |= !strcmp(st, "queued") || !strcmp(st, "running");
+	}
+	json_object_put(r);
+	return pending;
+}
+
+/* 768 jobs queued at once, then all done: memmigd's memory comes back. */
+static void memory_back(void)
+{
+	static const char *const opts[] = { "--max-jobs", "1024", NULL };
+	long before, peak, after;
+	struct tc_daemon d;
+	struct tc_conn *c;
+	struct tc_hog hog;
+	char buf[256 * 96];
+	int ok = 0;
+
+	if (tc_hog_start(&hog, 1, 1, (uid_t)-1, (gid_t)-1) || tc_daemon_start(&d, opts)) {
+		CHECK(0, "memory: set-up");
+		return;
+	}
+	c = tc_connect(d.sock);
+	before = rss_kb(d.pid);
+	/* Each queued job holds an fd on its process: 768 stay well inside
+	 * the usual 1024. */
+	for (int batch = 0; batch < 3; batch++) {
+		buf[0] = '\0';
+		for (int i = 0; i < 256; i++)
+			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+				 "{\"op\":\"move\",\"pid\":%d,\"to_node\":0}\n", hog.pid);
+		tc_write(c, buf, strlen(buf));
+		for (int i = 0; i < 256; i++) {
+			struct json_object *r = tc_read(c, 30000);
+
+			if (!reply_ok(r) && ok == batch * 256 + i)
+				printf("refused: %s\n", r ? json_object_to_json_string(r) : "no reply");
+			ok += reply_ok(r);
+			json_object_put(r);
+		}
+	}
+	peak = rss_kb(d.pid);
+	for (int i = 0; i < 600 && jobs_pending(c); i++)
+		usleep(200 * 1000);
+	usleep(300 * 1000);
+	after = rss_kb(d.pid);
+	printf("memmigd's RSS: %ld kB, %ld with %d jobs queued, %ld once they are done\n",
+	       before, peak, ok, after);
+	CHECK(ok == 768, "768 jobs queued: %d", ok);
+	CHECK(after - before < (peak - before) / 2, "memory back after the jobs: %ld kB more "
+	      "than before, of %ld", after - before, peak - before);
+	tc_close(c);
+	CHECK(tc_daemon_stop(&d) == 0, "memmigd exit status");
+	CHECK(tc_hog_stop(&hog), "memhog exits clean");
+}
+
 int main(void)
 {
 	static const char *const opts[] = { "--group", "nogroup", "--max-jobs", "8",
@@ -252,5 +394,7 @@ int main(void)
 	conn_shares(&d);
 	CHECK(tc_daemon_stop(&d) == 0, "memmigd exit status");
 	idle();
+	fd_exhaustion();
+	memory_back();
 	return tc_summary();
 }
