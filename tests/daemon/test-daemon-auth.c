@@ -39,8 +39,12 @@ static int count_jobs(struct tc_conn *c, int64_t uid)
 	return n;
 }
 
-/* A child of nobody's that made itself not dumpable; pid, or -1. */
-static pid_t undumpable(void)
+/*
+ * A child of nobody's that waits; pid, or -1.  Not dumpable, or, with
+ * keep_caps, dumpable and holding root's capabilities (permitted, not
+ * effective): only a client with those may move it.
+ */
+static pid_t nobody_child(bool keep_caps)
 {
 	int p[2];
 	pid_t pid;
@@ -50,9 +54,8 @@ static pid_t undumpable(void)
 		return -1;
 	pid = fork();
 	if (pid == 0) {
-		if (tc_drop_to(NOBODY, NOBODY) || prctl(PR_SET_DUMPABLE, 0))
-			_exit(1);
-		if (write(p[1], "r", 1) != 1)
+		if ((keep_caps && prctl(PR_SET_KEEPCAPS, 1)) || tc_drop_to(NOBODY, NOBODY) ||
+		    prctl(PR_SET_DUMPABLE, keep_caps ? 1 : 0) || write(p[1], "r", 1) != 1)
 			_exit(1);
 		pause();
 		_exit(0);
@@ -107,31 +110,6 @@ static int as_nobody(pid_t root_hog, int64_t root_job, pid_t own_hog, pid_t secr
 	CHECK(count_jobs(c, -1) == 1 && count_jobs(c, NOBODY) == 1, "nobody sees its one job");
 	tc_close(c);
 	return (int)tc_fails;
-}
-
-/* A process of nobody's that kept root's capabilities (permitted, not
- * effective) and is dumpable: only a client with those may move it. */
-static pid_t capable_nobody(void)
-{
-	int p[2];
-	pid_t pid;
-	char b;
-
-	if (pipe(p))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		if (prctl(PR_SET_KEEPCAPS, 1) || tc_drop_to(NOBODY, NOBODY) ||
-		    prctl(PR_SET_DUMPABLE, 1) || write(p[1], "r", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	close(p[1]);
-	if (read(p[0], &b, 1) != 1)
-		pid = -1;
-	close(p[0]);
-	return pid;
 }
 
 /* Field n (1: real, 2: effective) of the Uid: line of /proc/PID/status. */
@@ -203,7 +181,7 @@ static void exec_after_connect(void)
 	int out[2];
 	FILE *f;
 
-	target = capable_nobody();
+	target = nobody_child(true);
 	snprintf(bash, sizeof(bash), "%s/bash-suid", d.dir);
 	if (target < 0 || copy_setuid("/bin/bash", bash) || pipe(out)) {
 		CHECK(0, "a capable process of nobody's, a setuid bash");
@@ -269,7 +247,7 @@ int main(void)
 		tc_hog_stop(&root_hog);
 		return 1;
 	}
-	secret = undumpable();
+	secret = nobody_child(false);
 	CHECK(secret > 0, "an undumpable process of nobody's");
 	c = tc_connect(d.sock);
 	r = tc_call(c, "{\"op\":\"move\",\"pid\":%d,\"to_node\":0}", root_hog.pid);
