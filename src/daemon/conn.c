@@ -34,14 +34,46 @@ void conn_free(struct conn *c)
 		close(c->fd);
 	free(c->in);
 	free(c->out);
+	free(c->queued);
 	free(c);
 }
 
 size_t conn_out_pending(const struct conn *c)
 {
+	return c->out_len - c->out_off + c->queued_len;
+}
+
+size_t conn_out_next(struct conn *c, const char **buf)
+{
+	if (c->out_off == c->out_len && c->queued_len) {
+		char *p = c->out;
+		size_t cap = c->out_cap;
+
+		c->out = c->queued;
+		c->out_cap = c->queued_cap;
+		c->out_len = c->queued_len;
+		c->out_off = 0;
+		c->queued = p;
+		c->queued_cap = cap;
+		c->queued_len = 0;
+	}
+	*buf = c->out + c->out_off;
 	return c->out_len - c->out_off;
 }
 
+void conn_out_sent(struct conn *c, size_t res)
+{
+	c->out_off += res;
+	if (c->out_off >= c->out_len)	/* all of it, or dropped meanwhile */
+		c->out_off = c->out_len = 0;
+}
+
+void conn_out_drop(struct conn *c)
+{
+	c->out_off = c->out_len = c->queued_len = 0;
+}
+
+/* Queued behind what may be in flight: queued grows, out never moves. */
 int conn_queue(struct conn *c, struct json_object *reply)
 {
 	size_t len;
@@ -51,28 +83,22 @@ int conn_queue(struct conn *c, struct json_object *reply)
 	json_object_put(reply);
 	if (!line)
 		return -ENOMEM;
-	/* Sent bytes are dropped before the buffer grows. */
-	if (c->out_off && c->out_len + len > c->out_cap) {
-		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-		c->out_len -= c->out_off;
-		c->out_off = 0;
-	}
-	if (c->out_len + len > c->out_cap) {
-		size_t cap = c->out_cap ? c->out_cap : 4096;
+	if (c->queued_len + len > c->queued_cap) {
+		size_t cap = c->queued_cap ? c->queued_cap : 4096;
 		char *p;
 
-		while (cap < c->out_len + len)
+		while (cap < c->queued_len + len)
 			cap *= 2;
-		p = realloc(c->out, cap);
+		p = realloc(c->queued, cap);
 		if (!p) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		c->out = p;
-		c->out_cap = cap;
+		c->queued = p;
+		c->queued_cap = cap;
 	}
-	memcpy(c->out + c->out_len, line, len);
-	c->out_len += len;
+	memcpy(c->queued + c->queued_len, line, len);
+	c->queued_len += len;
 out:
 	free(line);
 	return rc;
@@ -82,7 +108,7 @@ void conn_process(struct memmigd *d, struct conn *c)
 {
 	size_t start = 0;
 
-	while (!c->closing && conn_out_pending(c) < CONN_OUT_HIGH) {
+	while (!c->closing && !c->waiting && conn_out_pending(c) < CONN_OUT_HIGH) {
 		char *nl = memchr(c->in + c->scan, '\n', c->in_len - c->scan);
 		struct json_object *reply;
 
@@ -90,10 +116,15 @@ void conn_process(struct memmigd *d, struct conn *c)
 			c->scan = c->in_len;
 			break;
 		}
-		reply = ops_handle(d, &c->cred, c->in + start, (size_t)(nl - c->in) - start);
+		reply = ops_handle(d, &c->cred, c->in + start, (size_t)(nl - c->in) - start, c);
+		start = c->scan = (size_t)(nl - c->in) + 1;
+		/* A move planned elsewhere: the next lines wait for its reply. */
+		if (!reply) {
+			c->waiting = true;
+			break;
+		}
 		if (conn_queue(c, reply))
 			c->closing = true;	/* a reply lost: the order would break */
-		start = c->scan = (size_t)(nl - c->in) + 1;
 	}
 	memmove(c->in, c->in + start, c->in_len - start);
 	c->in_len -= start;

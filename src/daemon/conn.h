@@ -27,12 +27,17 @@ struct conn {
 	struct client_cred cred;
 	char *in;			/* PROTO_MAX_LINE bytes */
 	size_t in_len, scan;		/* in[0..scan) has no newline */
+	/* Replies: out is what a send in flight reads (never moved or
+	 * reallocated while it is), queued what waits behind it. */
 	char *out;
 	size_t out_len, out_off, out_cap;	/* out[out_off..out_len) unsent */
+	char *queued;
+	size_t queued_len, queued_cap;
 	bool recv_busy, send_busy;	/* an SQE in flight */
 	bool eof;			/* no more reading */
 	bool closing;			/* close once the replies are out */
 	bool cancelling;		/* the recv is being cancelled */
+	bool waiting;			/* a move's reply comes from plans.c */
 	struct loop_io recv_io, send_io;
 	time_t last_active;		/* the last bytes in or out */
 	struct conn *next, *prev;
@@ -41,6 +46,13 @@ struct conn {
 struct conn *conn_new(int fd, const struct client_cred *cred);
 void conn_free(struct conn *c);
 size_t conn_out_pending(const struct conn *c);
+/* With no send in flight: the bytes to send next (moving what queued into
+ * out when out is done), or 0. */
+size_t conn_out_next(struct conn *c, const char **buf);
+/* res bytes of out were sent. */
+void conn_out_sent(struct conn *c, size_t res);
+/* Nobody will read the replies: drops them. */
+void conn_out_drop(struct conn *c);
 /* Queues a reply line; takes the reference. */
 int conn_queue(struct conn *c, struct json_object *reply);
 /* Answers the complete lines received while the replies are not backed

@@ -121,6 +121,8 @@ static void conn_close(struct loop *l, struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	l->nconns--;
+	if (c->waiting)
+		plans_forget(c);
 	mlog(LOG_LVL_DEBUG, "client pid %d uid %u: closed", c->cred.pid, c->cred.uid);
 	conn_free(c);
 }
@@ -133,9 +135,11 @@ static void conn_step(struct loop *l, struct conn *c)
 	if (!c->closing && !c->eof)
 		conn_process(l->d, c);
 	if (conn_out_pending(c) && !c->send_busy) {
+		const char *buf;
+		size_t n = conn_out_next(c, &buf);
+
 		sqe = get_sqe(l);
-		io_uring_prep_send(sqe, c->fd, c->out + c->out_off, conn_out_pending(c),
-				   MSG_NOSIGNAL);
+		io_uring_prep_send(sqe, c->fd, buf, n, MSG_NOSIGNAL);
 		io_uring_sqe_set_data(sqe, &c->send_io);
 		c->send_busy = true;
 	}
@@ -144,11 +148,14 @@ static void conn_step(struct loop *l, struct conn *c)
 			cancel(l, &c->recv_io);
 			c->cancelling = true;
 		}
-		if (!c->recv_busy && !c->send_busy && !conn_out_pending(c))
+		/* A client that only stopped writing still gets its move's reply. */
+		if (!c->recv_busy && !c->send_busy && !conn_out_pending(c) &&
+		    (c->closing || !c->waiting))
 			conn_close(l, c);
 		return;
 	}
-	if (!c->recv_busy && conn_out_pending(c) < CONN_OUT_HIGH) {
+	/* While a move is planned, the client's next lines wait unread. */
+	if (!c->recv_busy && !c->waiting && conn_out_pending(c) < CONN_OUT_HIGH) {
 		sqe = get_sqe(l);
 		io_uring_prep_recv(sqe, c->fd, c->in + c->in_len, PROTO_MAX_LINE - c->in_len, 0);
 		io_uring_sqe_set_data(sqe, &c->recv_io);
@@ -207,6 +214,21 @@ static void close_idle(struct loop *l)
 			conn_step(l, c);
 		}
 	}
+}
+
+/* A move's reply, planned off the loop thread: out in its place, and the
+ * client's next requests go on. */
+static void deliver(void *opaque, struct conn *c, struct json_object *reply)
+{
+	struct loop *l = opaque;
+
+	c->waiting = false;
+	c->last_active = time(NULL);
+	if (conn_queue(c, reply))
+		c->closing = true;
+	if (!c->closing)
+		conn_process(l->d, c);
+	conn_step(l, c);
 }
 
 static void on_accept(struct loop *l, int res)
@@ -269,10 +291,8 @@ static void on_recv(struct loop *l, struct conn *c, int res)
 	}
 	else if (res != -EINTR)
 		c->eof = true;
-	if (res < 0 && res != -ECANCELED && res != -EINTR) {
-		/* The client is gone: nobody will read the replies. */
-		c->out_off = c->out_len = 0;
-	}
+	if (res < 0 && res != -ECANCELED && res != -EINTR)
+		conn_out_drop(c);	/* the client is gone: nobody will read them */
 	/* Lines already received are still answered after EOF ("half a
 	 * line then disconnect" gets nothing: it is not a request). */
 	if (res >= 0 && !c->closing)
@@ -284,13 +304,11 @@ static void on_send(struct loop *l, struct conn *c, int res)
 {
 	c->send_busy = false;
 	if (res < 0) {
-		c->out_off = c->out_len = 0;
+		conn_out_drop(c);
 		c->closing = true;
 	} else {
-		c->out_off += (size_t)res;
+		conn_out_sent(c, (size_t)res);
 		c->last_active = time(NULL);
-		if (c->out_off == c->out_len)
-			c->out_off = c->out_len = 0;
 	}
 	conn_step(l, c);
 }
@@ -350,6 +368,7 @@ static void handle(struct loop *l, struct io_uring_cqe *cqe)
 	case IO_WAKE:
 		l->wake_busy = false;
 		jobs_reap(l->d->jobs);
+		plans_collect(deliver, l);
 		if (!l->stopping)
 			arm_read(l, l->d->wake_fd, &l->wakes, sizeof(l->wakes), &l->wake_io,
 				 &l->wake_busy);
@@ -368,7 +387,7 @@ static void handle(struct loop *l, struct io_uring_cqe *cqe)
 
 static bool finished(struct loop *l)
 {
-	if (!l->stopping || l->nconns || l->accept_busy || l->pause_busy)
+	if (!l->stopping || l->nconns || l->accept_busy || l->pause_busy || plans_pending())
 		return false;
 	/* Last, the reads on the signalfd and the eventfd. */
 	if (l->sig_busy || l->wake_busy) {

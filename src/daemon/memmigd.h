@@ -132,14 +132,34 @@ struct memmigd {
 	int wake_fd;			/* eventfd: workers wake the loop */
 };
 
-/* One request line: the reply (new reference). */
+struct conn;
+/*
+ * One request line: the reply (new reference), or NULL when it comes
+ * later: a move for conn is planned on a thread of its own (plans.c), and
+ * its reply handed over by plans_collect().
+ */
 struct json_object *ops_handle(struct memmigd *d, const struct client_cred *c,
-			       const char *line, size_t len);
+			       const char *line, size_t len, struct conn *conn);
+/* A move request, planned and queued: the reply.  Any thread. */
+struct json_object *ops_move(struct memmigd *d, const struct client_cred *c,
+			     const struct proto_request *req);
+
+/* ---- moves planned off the loop thread (plans.c) ---- */
+/* Takes req (malloc'd) on success. */
+int plans_start(struct memmigd *d, const struct client_cred *c, struct proto_request *req,
+		struct conn *conn);
+/* On the loop thread after a wake: each finished plan's reply to its
+ * connection (deliver), or dropped when the client is gone. */
+void plans_collect(void (*deliver)(void *opaque, struct conn *c, struct json_object *reply),
+		   void *opaque);
+/* The client is gone: its plan's reply will be dropped. */
+void plans_forget(struct conn *c);
+/* Whether a plan is in flight or not yet collected. */
+bool plans_pending(void);
 /* domains_move_fn: a move asked for by the libvirt watcher, as root. */
 int ops_domain_move(void *opaque, const char *name, int pid, int to_node);
 
 /* ---- connections (conn.c) and the loop (loop.c) ---- */
-struct conn;
 int loop_run(struct memmigd *d);
 
 #endif

@@ -127,8 +127,8 @@ static int submit_move(struct memmigd *d, const struct client_cred *c, int pid,
 	return rc;
 }
 
-static struct json_object *op_move(struct memmigd *d, const struct client_cred *c,
-				   const struct proto_request *req)
+struct json_object *ops_move(struct memmigd *d, const struct client_cred *c,
+			     const struct proto_request *req)
 {
 	struct json_object *o, *job;
 	const char *domain = req->domain[0] ? req->domain : NULL;
@@ -240,7 +240,7 @@ static const struct {
 } op_table[] = {
 	[PROTO_OP_VERSION] = { op_version, false },
 	[PROTO_OP_NODES] = { op_nodes, false },
-	[PROTO_OP_MOVE] = { op_move, false },
+	[PROTO_OP_MOVE] = { ops_move, false },
 	[PROTO_OP_JOBS] = { op_jobs, false },
 	[PROTO_OP_JOB] = { op_job, false },
 	[PROTO_OP_CANCEL] = { op_cancel, false },
@@ -250,7 +250,7 @@ static const struct {
 };
 
 struct json_object *ops_handle(struct memmigd *d, const struct client_cred *c,
-			       const char *line, size_t len)
+			       const char *line, size_t len, struct conn *conn)
 {
 	struct proto_request *req = malloc(sizeof(*req));	/* 4 KiB of ranges */
 	struct json_object *o;
@@ -264,6 +264,8 @@ struct json_object *ops_handle(struct memmigd *d, const struct client_cred *c,
 		o = proto_reply_error(req, rc, "%s", err);
 	else if (op_table[req->op].root_only && c->uid != 0)
 		o = proto_reply_error(req, EPERM, "only root may do that");
+	else if (req->op == PROTO_OP_MOVE && conn && !plans_start(d, c, req, conn))
+		return NULL;	/* planned on a thread of its own; req is its */
 	else
 		o = op_table[req->op].fn(d, c, req);
 	free(req);

@@ -15,13 +15,16 @@
  *    clients it has at once (each request waited 100 ms: the loop thread
  *    slept after every failed accept);
  *  - the memory of 768 jobs' plans goes back to the system once they are
- *    done (memmigd's RSS stayed where the queue had taken it).
+ *    done (memmigd's RSS stayed where the queue had taken it);
+ *  - planning the move of a process with 60000 mappings does not hold the
+ *    other clients up (it ran on the loop thread: every client waited).
  * Needs root (to be root, and to become other users); skips otherwise.
  */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -376,6 +379,79 @@ static void memory_back(void)
 	CHECK(tc_hog_stop(&hog), "memhog exits clean");
 }
 
+/* A process of 60000 mappings (alternately read-only and writable: they
+ * do not merge); pid, or -1. */
+static pid_t many_mappings(void)
+{
+	int p[2];
+	pid_t pid;
+	char b;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		for (int i = 0; i < 60000; i++)
+			if (mmap(NULL, 4096, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+				_exit(1);
+		if (write(p[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	if (read(p[0], &b, 1) != 1)
+		pid = -1;
+	close(p[0]);
+	return pid;
+}
+
+/* While one client's move of a big process is planned, another's version
+ * requests are answered at once. */
+static void planning_aside(void)
+{
+	struct tc_daemon d;
+	struct tc_conn *a, *b;
+	struct json_object *r;
+	double t0, worst = 0, plan;
+	char line[160];
+	pid_t big = many_mappings();
+
+	if (big < 0 || tc_daemon_start(&d, NULL)) {
+		CHECK(0, "planning: set-up");
+		return;
+	}
+	a = tc_connect(d.sock);
+	b = tc_connect(d.sock);
+	snprintf(line, sizeof(line), "{\"op\":\"move\",\"pid\":%d,\"to_node\":0}\n", big);
+	t0 = now_ms();
+	tc_write(a, line, strlen(line));
+	usleep(20 * 1000);
+	for (int i = 0; i < 5; i++) {
+		double t = now_ms();
+
+		r = tc_call(b, "{\"op\":\"version\"}");
+		if (now_ms() - t > worst)
+			worst = now_ms() - t;
+		CHECK(reply_ok(r), "version beside a big plan");
+		json_object_put(r);
+	}
+	r = tc_read(a, 120000);
+	plan = now_ms() - t0;
+	printf("a move of 60000 mappings answered in %.0f ms; meanwhile another client's "
+	       "requests took %.1f ms at worst\n", plan, worst);
+	CHECK(reply_ok(r), "the big move: %s %s", tc_error(r), tc_str(r, "message"));
+	CHECK(worst < 100 || worst < plan / 4, "another client waited %.1f ms for a %.0f ms plan",
+	      worst, plan);
+	json_object_put(r);
+	tc_close(a);
+	tc_close(b);
+	CHECK(tc_daemon_stop(&d) == 0, "memmigd exit status");
+	kill(big, SIGKILL);
+	waitpid(big, NULL, 0);
+}
+
 int main(void)
 {
 	static const char *const opts[] = { "--group", "nogroup", "--max-jobs", "8",
@@ -396,5 +472,6 @@ int main(void)
 	idle();
 	fd_exhaustion();
 	memory_back();
+	planning_aside();
 	return tc_summary();
 }
