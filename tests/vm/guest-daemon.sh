@@ -12,7 +12,7 @@ set -u
 cli=${MEMMIG_CLI:-memmig-cli}
 daemon=${MEMMIGD:-memmigd}
 memhog=${MEMHOG:-memhog}
-anon_mib=128 memfd_mib=32
+anon_mib=64 memfd_mib=32
 # shellcheck source=../testlib.sh
 . "$(dirname "$0")/../testlib.sh"
 need_nodes 0 1 2
