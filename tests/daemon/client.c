@@ -296,6 +296,31 @@ int tc_drop_to(uid_t uid, gid_t gid)
 	return setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid) ? -1 : 0;
 }
 
+pid_t tc_child_ready(int (*prepare)(void *arg), void *arg)
+{
+	int p[2];
+	pid_t pid;
+	char b;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		if (prepare(arg) || write(p[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	if (pid > 0 && read(p[0], &b, 1) != 1) {
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(p[0]);
+	return pid;
+}
+
 int tc_hog_start(struct tc_hog *h, int anon_mib, int memfd_mib, uid_t uid, gid_t gid)
 {
 	const char *bin = getenv("MEMHOG") ? getenv("MEMHOG") : "tests/helpers/memhog";

@@ -86,5 +86,8 @@ bool tc_hog_stop(struct tc_hog *h);
 
 /* Drops to uid/gid with no supplementary groups; 0 or -1. */
 int tc_drop_to(uid_t uid, gid_t gid);
+/* A child that runs prepare(arg) (0: ready) and then waits for its end;
+ * its pid once it is ready, or -1. */
+pid_t tc_child_ready(int (*prepare)(void *arg), void *arg);
 
 #endif

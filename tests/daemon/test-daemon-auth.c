@@ -40,31 +40,21 @@ static int count_jobs(struct tc_conn *c, int64_t uid)
 }
 
 /*
- * A child of nobody's that waits; pid, or -1.  Not dumpable, or, with
- * keep_caps, dumpable and holding root's capabilities (permitted, not
- * effective): only a client with those may move it.
+ * A child of nobody's: not dumpable, or, with keep_caps, dumpable and
+ * holding root's capabilities (permitted, not effective): only a client
+ * with those may move it.
  */
+static int become_nobody(void *keep_caps)
+{
+	bool keep = keep_caps != NULL;
+
+	return (keep && prctl(PR_SET_KEEPCAPS, 1)) || tc_drop_to(NOBODY, NOBODY) ||
+	       prctl(PR_SET_DUMPABLE, keep ? 1 : 0) ? -1 : 0;
+}
+
 static pid_t nobody_child(bool keep_caps)
 {
-	int p[2];
-	pid_t pid;
-	char b;
-
-	if (pipe(p))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		if ((keep_caps && prctl(PR_SET_KEEPCAPS, 1)) || tc_drop_to(NOBODY, NOBODY) ||
-		    prctl(PR_SET_DUMPABLE, keep_caps ? 1 : 0) || write(p[1], "r", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	close(p[1]);
-	if (read(p[0], &b, 1) != 1)
-		pid = -1;
-	close(p[0]);
-	return pid;
+	return tc_child_ready(become_nobody, keep_caps ? &keep_caps : NULL);
 }
 
 /* What nobody tries; runs in a child that became nobody.  Its exit

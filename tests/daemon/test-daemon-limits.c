@@ -379,32 +379,14 @@ static void memory_back(void)
 	CHECK(tc_hog_stop(&hog), "memhog exits clean");
 }
 
-/* A process of 60000 mappings (alternately read-only and writable: they
- * do not merge); pid, or -1. */
-static pid_t many_mappings(void)
+/* 60000 mappings, alternately read-only and writable: they do not merge. */
+static int map_many(void *unused)
 {
-	int p[2];
-	pid_t pid;
-	char b;
-
-	if (pipe(p))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		for (int i = 0; i < 60000; i++)
-			if (mmap(NULL, 4096, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
-				_exit(1);
-		if (write(p[1], "r", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	close(p[1]);
-	if (read(p[0], &b, 1) != 1)
-		pid = -1;
-	close(p[0]);
-	return pid;
+	for (int i = 0; i < 60000; i++)
+		if (mmap(NULL, 4096, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+			return -1;
+	return 0;
 }
 
 /* While one client's move of a big process is planned, another's version
@@ -416,7 +398,7 @@ static void planning_aside(void)
 	struct json_object *r;
 	double t0, worst = 0, plan;
 	char line[160];
-	pid_t big = many_mappings();
+	pid_t big = tc_child_ready(map_many, NULL);
 
 	if (big < 0 || tc_daemon_start(&d, NULL)) {
 		CHECK(0, "planning: set-up");
