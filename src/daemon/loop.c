@@ -478,6 +478,10 @@ int loop_run(struct memmigd *d)
 		io_uring_cq_advance(&l.ring, n);
 		if (l.stopping && time(NULL) >= l.stop_deadline)
 			stop_late(&l);
+		/* Stopping, the eventfd is no longer read: plans that end
+		 * now are collected on the tick. */
+		if (l.stopping)
+			plans_collect(deliver, &l);
 		close_idle(&l);
 	}
 	io_uring_queue_exit(&l.ring);

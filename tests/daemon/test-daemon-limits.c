@@ -427,9 +427,16 @@ static void planning_aside(void)
 	CHECK(worst < 100 || worst < plan / 4, "another client waited %.1f ms for a %.0f ms plan",
 	      worst, plan);
 	json_object_put(r);
+	/* SIGTERM while two such plans are under way: both end, memmigd
+	 * stops (their ends come after it stopped reading its eventfd). */
+	tc_write(a, line, strlen(line));
+	tc_write(b, line, strlen(line));
+	usleep(50 * 1000);
+	t0 = now_ms();
+	CHECK(tc_daemon_stop(&d) == 0, "memmigd exit status with plans under way");
+	printf("stopped with two plans under way in %.0f ms\n", now_ms() - t0);
 	tc_close(a);
 	tc_close(b);
-	CHECK(tc_daemon_stop(&d) == 0, "memmigd exit status");
 	kill(big, SIGKILL);
 	waitpid(big, NULL, 0);
 }
