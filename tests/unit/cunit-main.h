@@ -11,6 +11,8 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -18,6 +20,24 @@
 
 #define CUNIT_EXIT_SKIP 77
 #define CUNIT_EXIT_ERROR 99
+
+/*
+ * Runs fn(arg) in a child of its own -- a case that may die of a signal, or
+ * loop (killed after 30 s) -- and returns its wait status, or -1.
+ */
+static inline int cunit_in_child(int (*fn)(void *arg), void *arg)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		alarm(30);
+		_exit(fn(arg));
+	}
+	return pid > 0 && waitpid(pid, &status, 0) == pid ? status : -1;
+}
 
 /* Prints why the whole program is skipped; return its value from main(). */
 static inline int cunit_skip(const char *reason)

@@ -426,17 +426,16 @@ static int chain_child(enum chain_case c)
  * runtime in front of it). */
 static bool bus_default;
 
+static int chain_case_child(void *c)
+{
+	return chain_child(*(enum chain_case *)c);
+}
+
 static void run_chain(enum chain_case c, const char *what)
 {
-	int status;
-	pid_t pid;
+	int status = cunit_in_child(chain_case_child, &c);
 
-	fflush(stdout);
-	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
-	if (!pid)
-		_exit(chain_child(c));
-	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT_FATAL(status != -1);
 	if (c == APP_NONE && !bus_default) {
 		/* A sanitizer's runtime had SIGBUS first: the chain reached it. */
 		if (!status)
@@ -466,20 +465,18 @@ static void test_chain_default(void)
 
 /* ---- the signal setups of real VMMs, each in a child of its own ---- */
 
-/* Exit 0 expected; anything else, a signal above all, is a failure. */
+static int void_child(void *fn)
+{
+	return ((int (*)(void))fn)();
+}
+
+/* Exit 0 expected; anything else, a signal above all, is a failure (a
+ * jump into a dead frame may loop: killed after 30 s). */
 static void run_child(int (*fn)(void), const char *what)
 {
-	int status;
-	pid_t pid;
+	int status = cunit_in_child(void_child, (void *)fn);
 
-	fflush(stdout);
-	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
-	if (!pid) {
-		alarm(30);	/* a jump into a dead frame may loop */
-		_exit(fn());
-	}
-	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT_FATAL(status != -1);
 	if (WIFSIGNALED(status))
 		CUNIT_FAILF("%s: killed by signal %d", what, WTERMSIG(status));
 	else if (WEXITSTATUS(status))

@@ -349,7 +349,7 @@ static void test_lost_page(void)
  * mask): the guarded copy must not die of the fault.  In a child: before
  * the fix it was killed.  Exit 0 when the report and the bytes are right.
  */
-static int lost_page_blocked_child(void)
+static int lost_page_blocked_child(void *unused)
 {
 	struct memmig_migrate_opts o = mt_opts_of(MEMMIG_STRATEGY_COPY,
 						  MEMMIG_MIGRATE_FORCE, 2);
@@ -383,15 +383,9 @@ static int lost_page_blocked_child(void)
 
 static void test_lost_page_blocked(void)
 {
-	int status;
-	pid_t pid;
+	int status = cunit_in_child(lost_page_blocked_child, NULL);
 
-	fflush(stdout);
-	pid = fork();
-	CU_ASSERT_FATAL(pid >= 0);
-	if (!pid)
-		_exit(lost_page_blocked_child());
-	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT_FATAL(status != -1);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
 		printf("  (no UFFDIO_POISON in this kernel: not tested)\n");
 	else if (WIFSIGNALED(status))
