@@ -225,6 +225,8 @@ MEMMIG_EXPORT int memmig_copy_with(struct memmig_ctx *ctx, int prim,
 				   void *dst, const void *src, size_t len,
 				   unsigned int flags);
 
+/* The base page: every length and offset memmig takes is a multiple. */
+#define MEMMIG_PAGE_SIZE 4096UL
 #define MEMMIG_UNIT_SIZE (2UL << 20)
 
 /*
@@ -550,6 +552,102 @@ MEMMIG_EXPORT int memmig_migrate(struct memmig_region *r,
 				 struct memmig_report **report);
 
 /* ------------------------------------------------------------------ */
+/* A whole-process move: every mapping of a process, or some ranges.   */
+
+/*
+ * What memmig-cli move and each memmigd job run: the process's mappings
+ * (or the ranges asked for) moved one after the other, each one a job as
+ * above, on one set of worker threads and one topology snapshot, with
+ * progress, cancel and one report for the whole.
+ */
+struct memmig_move;
+
+struct memmig_range {
+	uint64_t addr, len;	/* page aligned, len > 0 */
+};
+
+#define MEMMIG_MOVE_MAX_RANGES 65536
+
+enum memmig_move_state {
+	MEMMIG_MOVE_NEW = 0,	/* checked, nothing listed yet */
+	MEMMIG_MOVE_PLANNING,	/* listing and checking the mappings */
+	MEMMIG_MOVE_PLANNED,	/* ready to start */
+	MEMMIG_MOVE_RUNNING,
+	MEMMIG_MOVE_DONE,	/* ended: see the result (a plan that
+				 * failed ends the move too) */
+};
+
+/* Called on the move's thread each time it reaches PLANNED or DONE; it
+ * must not wait for the move nor drop the last reference. */
+typedef void (*memmig_move_notify_fn)(struct memmig_move *mv, void *opaque);
+
+struct memmig_move_opts {
+	size_t sz;
+	int pid;			/* > 0: the process */
+	const struct memmig_range *ranges;	/* NULL: every mapping */
+	unsigned int nranges;		/* up to MEMMIG_MOVE_MAX_RANGES */
+	int target_node;
+	int strategy;			/* enum memmig_strategy: the copy
+					 * strategy in this process only */
+	unsigned int workers;		/* 0: the CPUs this process may use */
+	unsigned int flags;		/* enum memmig_migrate_flags */
+	memmig_move_notify_fn notify;	/* NULL: none */
+	void *opaque;
+};
+
+struct memmig_move_progress {
+	size_t sz;
+	int state;			/* enum memmig_move_state */
+	int result;			/* 0 or -errno once DONE */
+	uint64_t bytes_done;		/* as memmig_progress, over the move */
+	uint64_t bytes_total;		/* of the mappings planned */
+	unsigned int regions_done, regions;
+	double rate;			/* bytes/s, recent */
+	double elapsed_s;		/* since the start */
+};
+
+/*
+ * Checks a move without reading the process's mappings: -EINVAL (bad
+ * options, copy strategy for another process), -ESRCH (no such process),
+ * -ENOENT (no node target_node with memory).  The ranges are copied.
+ */
+MEMMIG_EXPORT int memmig_move_new(struct memmig_ctx *ctx,
+				  const struct memmig_move_opts *opts,
+				  struct memmig_move **out);
+MEMMIG_EXPORT struct memmig_move *memmig_move_ref(struct memmig_move *mv);
+/* Dropping the last reference to a running move cancels it and waits. */
+MEMMIG_EXPORT void memmig_move_unref(struct memmig_move *mv);
+/*
+ * Lists the mappings (or checks the ranges) on the calling thread, so that
+ * a bad request fails before any work: -EFAULT (a range not mapped),
+ * -EINVAL (a range not movable), -EPERM, -ESRCH.  A failed plan ends the
+ * move (DONE).  -EBUSY when already planned or started.
+ */
+MEMMIG_EXPORT int memmig_move_plan(struct memmig_move *mv);
+/* The same on the move's thread: the notify callback tells when it
+ * ended (state PLANNED, or DONE with the error). */
+MEMMIG_EXPORT int memmig_move_plan_start(struct memmig_move *mv);
+/*
+ * Moves the mappings on the move's thread (planning first when that was
+ * not done).  Mappings that went away meanwhile are skipped; pages the
+ * kernel could not move are in the report.  -EBUSY when started already.
+ */
+MEMMIG_EXPORT int memmig_move_start(struct memmig_move *mv);
+MEMMIG_EXPORT int memmig_move_get_progress(struct memmig_move *mv,
+					   struct memmig_move_progress *out);
+/* From any thread: the mapping being moved stops after its units, the
+ * rest is not started.  What moved stays moved. */
+MEMMIG_EXPORT int memmig_move_cancel(struct memmig_move *mv);
+/*
+ * Waits for the end of a started move (or of its plan when only that was
+ * started) and returns its result: 0, -ECANCELED, -ESRCH (the process
+ * ended), or the first region's fatal -errno.  *report (may be NULL) gets
+ * the whole move's report, whose summary counts the regions.
+ */
+MEMMIG_EXPORT int memmig_move_wait(struct memmig_move *mv,
+				   struct memmig_report **report);
+
+/* ------------------------------------------------------------------ */
 /* Reports.                                                             */
 
 struct memmig_report_summary {
@@ -574,6 +672,9 @@ struct memmig_report_summary {
 				 * page or an absent one is not a failure;
 				 * an unmapped one is) */
 	uint64_t pages_verified_on_target; /* move_pages(nodes = NULL) after */
+	int pid;		/* the process (0: this one) */
+	unsigned int regions;	/* mappings: 1 for a job, those a
+				 * whole-process move got through */
 };
 
 MEMMIG_EXPORT int memmig_report_get_summary(const struct memmig_report *rep,
@@ -868,7 +969,7 @@ MEMMIG_EXPORT int memmig_vm_migrate(struct memmig_vm *vm,
  * lies wholly in the region (2 MB-aligned device offsets) form a compound:
  * a head and 511 tails; the pages outside such units are single pages.
  */
-#define MEMMIG_DESC_PAGE_SIZE 4096UL
+#define MEMMIG_DESC_PAGE_SIZE MEMMIG_PAGE_SIZE
 #define MEMMIG_DESC_COMPOUND_ORDER 9	/* 2 MB / 4 KiB = 512 pages */
 
 enum memmig_desc_state {

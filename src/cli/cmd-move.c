@@ -8,7 +8,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +15,11 @@
 
 #include "cli.h"
 #include "client.h"
-#include "shared/pidmove.h"
+#include "shared/report-json.h"
 
 struct move_args {
-	struct pidmove_req req;
-	struct proto_range ranges[PROTO_MAX_RANGES];
+	struct memmig_move_opts req;
+	struct memmig_range ranges[PROTO_MAX_RANGES];
 	const char *domain;
 	bool wait, json;
 };
@@ -63,7 +62,7 @@ static int add_range(struct move_args *a, uint64_t addr, uint64_t len)
 		cli_error("move: at most %d ranges\n", PROTO_MAX_RANGES);
 		return -EINVAL;
 	}
-	a->ranges[a->req.nranges++] = (struct proto_range){ addr, len };
+	a->ranges[a->req.nranges++] = (struct memmig_range){ addr, len };
 	return 0;
 }
 
@@ -109,7 +108,7 @@ static int parse_opt(struct move_args *a, int c, size_t *addr, size_t *len)
 	case 'n':
 		if (cli_parse_int("--to-node", optarg, 0, PROTO_MAX_NODE, &n) < 0)
 			return -EINVAL;
-		a->req.to_node = (int)n;
+		a->req.target_node = (int)n;
 		return 0;
 	case 'r':
 		return parse_range(a, optarg);
@@ -126,7 +125,7 @@ static int parse_opt(struct move_args *a, int c, size_t *addr, size_t *len)
 	case 't':
 		if (cli_parse_int("--threads", optarg, 1, PROTO_MAX_THREADS, &n) < 0)
 			return -EINVAL;
-		a->req.threads = (unsigned int)n;
+		a->req.workers = (unsigned int)n;
 		return 0;
 	case 'W':
 		a->wait = true;
@@ -160,7 +159,8 @@ static int move_parse(int argc, char **argv, struct move_args *a)
 	int c;
 
 	memset(a, 0, sizeof(*a));
-	a->req.to_node = -1;
+	a->req.sz = sizeof(a->req);
+	a->req.target_node = -1;
 	while ((c = getopt_long(argc, argv, "p:d:n:r:a:l:s:t:Wjh", opts, NULL)) != -1) {
 		if (c == 'h') {
 			move_usage(stdout);
@@ -180,7 +180,7 @@ static int move_parse(int argc, char **argv, struct move_args *a)
 		why = "unexpected argument";
 	else if (!a->req.pid == !a->domain)
 		why = "one of --pid and --domain is required";
-	else if (a->req.to_node < 0)
+	else if (a->req.target_node < 0)
 		why = "--to-node is required";
 	if (why) {
 		cli_error("move: %s\n", why);
@@ -216,25 +216,12 @@ static int finish(struct json_object *rep, const struct move_args *a)
 
 /* ---- in-process ---- */
 
-struct local_run {
-	struct pidmove *m;
-	int rc;
-};
-
-static void *local_thread(void *arg)
-{
-	struct local_run *r = arg;
-
-	r->rc = pidmove_run(r->m);
-	return NULL;
-}
-
 static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 {
-	struct local_run r = { 0 };
-	struct pidmove_progress p;
+	struct memmig_move_progress p = { .sz = sizeof(p) };
+	struct memmig_report *report = NULL;
 	struct json_object *rep;
-	pthread_t th;
+	struct memmig_move *mv = NULL;
 	int rc;
 
 	if (a->domain) {
@@ -244,30 +231,30 @@ static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 	/* Before the plan, which takes a while on a big process: a SIGTERM
 	 * during it cancels the move cleanly too. */
 	catch_stop();
-	rc = pidmove_new(ctx, &a->req, &r.m);
+	rc = memmig_move_new(ctx, &a->req, &mv);
+	if (!rc)
+		rc = memmig_move_plan(mv);
+	if (!rc)
+		rc = memmig_move_start(mv);
 	if (rc < 0) {
 		cli_error("move: pid %d: %s\n", a->req.pid, rc == -EINVAL &&
 			  a->req.strategy == MEMMIG_STRATEGY_COPY ?
 			  "the copy strategy works only inside the process itself "
 			  "(a VMM embedding libmemmig)" : strerror(-rc));
-		return CLI_EXIT_FAIL;
-	}
-	rc = pthread_create(&th, NULL, local_thread, &r);
-	if (rc) {
-		pidmove_free(r.m);
-		cli_error("move: cannot start a thread: %s\n", strerror(rc));
+		memmig_move_unref(mv);
 		return CLI_EXIT_FAIL;
 	}
 	do {
 		usleep(100 * 1000);
 		if (stop_requested)
-			pidmove_cancel(r.m);
-		pidmove_get_progress(r.m, &p);
+			memmig_move_cancel(mv);
+		memmig_move_get_progress(mv, &p);
 		cli_progress(p.bytes_done, p.bytes_total, p.rate);
-	} while (!p.finished);
-	pthread_join(th, NULL);
-	rep = pidmove_report_json(r.m);
-	pidmove_free(r.m);
+	} while (p.state != MEMMIG_MOVE_DONE);
+	memmig_move_wait(mv, &report);
+	memmig_move_unref(mv);
+	rep = report_json(report);
+	memmig_report_unref(report);
 	json_object_object_add(rep, "via", json_object_new_string("local"));
 	return finish(rep, a);
 }
@@ -281,9 +268,9 @@ static struct json_object *move_request(const struct move_args *a)
 	req.pid = a->req.pid;
 	if (a->domain)
 		snprintf(req.domain, sizeof(req.domain), "%s", a->domain);
-	req.to_node = a->req.to_node;
+	req.to_node = a->req.target_node;
 	req.strategy = a->req.strategy;
-	req.threads = a->req.threads;
+	req.threads = a->req.workers;
 	req.nranges = a->req.nranges;
 	memcpy(req.ranges, a->ranges, a->req.nranges * sizeof(a->ranges[0]));
 	return proto_request_to_json(&req);

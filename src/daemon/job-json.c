@@ -20,13 +20,13 @@ static struct json_object *str_or_null(const char *s)
 struct json_object *job_to_json(struct job *job)
 {
 	struct json_object *o = json_object_new_object();
-	struct pidmove_progress p = job->last;
+	struct memmig_move_progress p = job->last;
 	bool ended = job->state >= JOB_DONE;
 	char name[16];
 
 	/* Running: live figures; queued: those of the plan; ended: the last. */
-	if (job->m && job->state == JOB_RUNNING)
-		pidmove_get_progress(job->m, &p);
+	if (job->mv && job->state == JOB_RUNNING)
+		memmig_move_get_progress(job->mv, &p);
 	json_object_object_add(o, "id", json_object_new_uint64(job->id));
 	json_object_object_add(o, "state", json_object_new_string(job_state_name(job->state)));
 	json_object_object_add(o, "pid", json_object_new_int(job->pid));

@@ -4,6 +4,7 @@
 #define MEMMIGD_JOBS_PRIVATE_H
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "daemon/memmigd.h"
 
@@ -19,13 +20,12 @@ struct job {
 	char domain[PROTO_NAME_MAX];	/* "": by pid */
 	uid_t uid;			/* the owner */
 	int procfd;			/* /proc/PID of the checked process */
-	struct pidmove *m;		/* until the job ends */
-	struct pidmove_progress last;	/* once it ended */
+	struct memmig_move *mv;		/* until the job ends */
+	struct memmig_move_progress last; /* once it ended */
 	int result;
+	uint64_t bytes_moved;		/* the report's, once it ran */
 	char message[256];
 	struct json_object *report;	/* once it ran */
-	pthread_t thread;
-	bool thread_started, thread_ended, joined;
 	bool cancel_requested;
 	bool notify;			/* domains_job_done() still due */
 };

@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The job table.  A job is checked and planned by pidmove_new() before it
- * is accepted, then runs pidmove_run() on a worker thread of its own.  At
- * most max_jobs_per_node jobs run per target node; the others wait in
- * FIFO order ("queued") and the worker that ends starts the next one for
- * its node.  Jobs belong to the daemon, not to the connection that asked:
+ * The job table.  A job is a libmemmig move, checked and planned before it
+ * is accepted (ops.c, plans.c), then started with memmig_move_start(): it
+ * runs on the move's threads, which wake the loop when it ends.  At most
+ * max_jobs_per_node jobs run per target node; the others wait in FIFO
+ * order ("queued") and the loop, ending a job, starts the next one for its
+ * node.  Jobs belong to the daemon, not to the connection that asked:
  * a client that goes away leaves its jobs running, and anyone with its uid
  * (or root) can follow or cancel them.
  *
- * Locking: one mutex over the table.  Workers take it only to start and to
- * end; domains_job_done() is called without it (on the loop thread, in
- * jobs_reap()) because the libvirt thread calls into jobs with the
- * domains' lock held.
+ * Locking: one mutex over the table, for the loop and the libvirt thread
+ * (the moves' threads never take it); domains_job_done() is called
+ * without it (on the loop thread, in jobs_reap()) because the libvirt
+ * thread calls into jobs with the domains' lock held.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +25,7 @@
 
 #include "daemon/memmigd.h"
 #include "daemon/jobs-private.h"
+#include "shared/report-json.h"
 
 static void wake(struct jobs *j)
 {
@@ -34,12 +36,12 @@ static void wake(struct jobs *j)
 		mlog(LOG_LVL_WARN, "waking the loop: %s", strerror(errno));
 }
 
-/* Called with the lock held; m is freed by the caller, unlocked. */
+/* Lock held: the job ended with result; the caller drops its move. */
 static void job_end(struct jobs *j, struct job *job, int result, const char *why,
 		    uint64_t moved)
 {
-	if (job->m)
-		pidmove_get_progress(job->m, &job->last);
+	if (job->mv)
+		memmig_move_get_progress(job->mv, &job->last);
 	job->result = result;
 	job->state = result == 0 ? JOB_DONE : result == -ECANCELED ? JOB_CANCELLED : JOB_FAILED;
 	if (why)
@@ -63,35 +65,28 @@ static void job_end(struct jobs *j, struct job *job, int result, const char *why
 	job->procfd = -1;
 }
 
-static void *worker(void *arg);
-
-/* The report's bytes_moved: what really changed node. */
-static uint64_t report_moved(struct json_object *report)
-{
-	struct json_object *v;
-
-	if (!report || !json_object_object_get_ex(report, "bytes_moved", &v))
-		return 0;
-	return (uint64_t)json_object_get_int64(v);
-}
-
-/* Lock held: a queued job takes a slot of its node and a thread. */
+/* Lock held: a queued job takes a slot of its node, and its move starts. */
 static void job_start(struct jobs *j, struct job *job)
 {
-	int rc;
+	int rc = -ESRCH;
 
 	job->state = JOB_RUNNING;
 	j->running_on[job->to_node]++;
-	rc = pthread_create(&job->thread, NULL, worker, job);
+	/* A queued job may have waited: its process must still be the one
+	 * that was checked, not a new one with its pid. */
+	if (auth_target_alive(job->procfd))
+		rc = memmig_move_start(job->mv);
 	if (!rc) {
-		job->thread_started = true;
+		mlog(LOG_LVL_INFO, "job %llu: moving pid %d to node %d",
+		     (unsigned long long)job->id, job->pid, job->to_node);
 		return;
 	}
-	mlog(LOG_LVL_ERR, "job %llu: no thread: %s", (unsigned long long)job->id, strerror(rc));
+	mlog(LOG_LVL_ERR, "job %llu: not started: %s", (unsigned long long)job->id,
+	     strerror(-rc));
 	j->running_on[job->to_node]--;
-	job_end(j, job, -rc, "memmigd could not start a thread for it", 0);
-	pidmove_free(job->m);
-	job->m = NULL;
+	job_end(j, job, rc, rc == -ESRCH ? NULL : "memmigd could not start a thread for it", 0);
+	memmig_move_unref(job->mv);
+	job->mv = NULL;
 	wake(j);
 }
 
@@ -106,35 +101,33 @@ static void promote(struct jobs *j, int node)
 		}
 }
 
-static void *worker(void *arg)
+static bool move_ended(struct memmig_move *mv)
 {
-	struct job *job = arg;
-	struct jobs *j = job->jobs;
-	struct json_object *report = NULL;
-	struct pidmove *m;
-	int rc = -ESRCH;
+	struct memmig_move_progress p = { .sz = sizeof(p) };
 
-	/* A queued job may have waited: its process must still be the one
-	 * that was checked, not a new one with its pid. */
-	if (auth_target_alive(job->procfd)) {
-		mlog(LOG_LVL_INFO, "job %llu: moving pid %d to node %d",
-		     (unsigned long long)job->id, job->pid, job->to_node);
-		rc = pidmove_run(job->m);
-		report = pidmove_report_json(job->m);
+	memmig_move_get_progress(mv, &p);
+	return p.state == MEMMIG_MOVE_DONE;
+}
+
+/* Lock held: a running job whose move ended (its wait returns at once). */
+static void job_finish(struct jobs *j, struct job *job)
+{
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct memmig_report *rep = NULL;
+	int rc = memmig_move_wait(job->mv, &rep);
+
+	if (rep) {
+		memmig_report_get_summary(rep, &s);
+		job->report = report_json(rep);
+		job->bytes_moved = s.bytes_moved;
 	}
-	pthread_mutex_lock(&j->lock);
-	m = job->m;
-	job_end(j, job, rc, NULL, report_moved(report));
-	job->m = NULL;
-	job->report = report;
+	job_end(j, job, rc, NULL, s.bytes_moved);
+	memmig_report_unref(rep);
+	memmig_move_unref(job->mv);
+	job->mv = NULL;
 	j->running_on[job->to_node]--;
 	promote(j, job->to_node);
 	mlog(LOG_LVL_INFO, "job %llu: %s", (unsigned long long)job->id, job->message);
-	job->thread_ended = true;
-	pthread_mutex_unlock(&j->lock);
-	pidmove_free(m);
-	wake(j);
-	return NULL;
 }
 
 int jobs_new(struct memmig_ctx *ctx, struct domains *dom, unsigned int per_node,
@@ -197,7 +190,7 @@ int jobs_admit(struct jobs *j, uid_t uid, char *msg, size_t len)
 	return rc;
 }
 
-int jobs_submit(struct jobs *j, struct pidmove *m, const struct job_spec *spec,
+int jobs_submit(struct jobs *j, struct memmig_move *mv, const struct job_spec *spec,
 		struct json_object **job_json)
 {
 	struct job *job = calloc(1, sizeof(*job));
@@ -214,7 +207,7 @@ int jobs_submit(struct jobs *j, struct pidmove *m, const struct job_spec *spec,
 	if (rc) {
 		pthread_mutex_unlock(&j->lock);
 		free(job);
-		pidmove_free(m);
+		memmig_move_unref(mv);
 		close(spec->procfd);
 		return rc;
 	}
@@ -222,11 +215,11 @@ int jobs_submit(struct jobs *j, struct pidmove *m, const struct job_spec *spec,
 		.jobs = j, .id = j->next_id++, .state = JOB_QUEUED, .pid = spec->pid,
 		.to_node = spec->to_node, .strategy = spec->strategy,
 		.threads = spec->threads, .uid = spec->uid, .procfd = spec->procfd,
-		.m = m,
+		.mv = mv, .last = { .sz = sizeof(job->last) },
 	};
 	if (spec->domain)
 		snprintf(job->domain, sizeof(job->domain), "%s", spec->domain);
-	pidmove_get_progress(m, &job->last);
+	memmig_move_get_progress(mv, &job->last);
 	if (j->tail)
 		j->tail->next = job;
 	else
@@ -300,12 +293,12 @@ static void cancel_locked(struct jobs *j, struct job *job, const char *why)
 {
 	if (job->state == JOB_QUEUED) {
 		job_end(j, job, -ECANCELED, why, 0);
-		pidmove_free(job->m);
-		job->m = NULL;
+		memmig_move_unref(job->mv);
+		job->mv = NULL;
 		wake(j);
 	} else if (job->state == JOB_RUNNING && !job->cancel_requested) {
 		job->cancel_requested = true;
-		pidmove_cancel(job->m);
+		memmig_move_cancel(job->mv);
 	}
 }
 
@@ -328,12 +321,12 @@ int jobs_cancel(struct jobs *j, uint64_t id, uid_t uid, struct json_object **out
 /* Lock held: whether nothing refers to the job any more. */
 static bool droppable(const struct job *job)
 {
-	return finished(job) && !job->notify && (!job->thread_started || job->joined);
+	return finished(job) && !job->notify;
 }
 
 static void job_free(struct job *job)
 {
-	pidmove_free(job->m);
+	memmig_move_unref(job->mv);
 	json_object_put(job->report);
 	if (job->procfd >= 0)
 		close(job->procfd);
@@ -413,16 +406,14 @@ void jobs_reap(struct jobs *j)
 	bool idle;
 
 	pthread_mutex_lock(&j->lock);
-	/* A worker sets thread_ended last and no longer needs the lock. */
 	for (struct job *job = j->head; job; job = job->next)
-		if (job->thread_ended && !job->joined) {
-			pthread_join(job->thread, NULL);
-			job->joined = true;
-		}
+		if (job->state == JOB_RUNNING && move_ended(job->mv))
+			job_finish(j, job);
 	pthread_mutex_unlock(&j->lock);
+	/* libvirt hears what the report says moved. */
 	while (take_notify(j, &done))
 		domains_job_done(j->dom, done.domain, done.to_node, done.result,
-				 (unsigned long long)done.last.bytes_done);
+				 (unsigned long long)done.bytes_moved);
 	pthread_mutex_lock(&j->lock);
 	dropped = prune(j);
 	idle = j->active == 0;
@@ -448,21 +439,19 @@ void jobs_shutdown(struct jobs *j)
 	if (running)
 		mlog(LOG_LVL_INFO, "waiting for %u running job%s to stop after their units",
 		     running, running == 1 ? "" : "s");
-	/* Joined unlocked: the workers take the lock to end. */
+	/* Waited for unlocked: the libvirt thread may need the lock. */
 	for (;;) {
-		struct job *job = NULL;
+		struct memmig_move *mv = NULL;
 
 		pthread_mutex_lock(&j->lock);
-		for (job = j->head; job; job = job->next)
-			if (job->thread_started && !job->joined)
-				break;
+		for (struct job *job = j->head; job && !mv; job = job->next)
+			if (job->state == JOB_RUNNING && !move_ended(job->mv))
+				mv = memmig_move_ref(job->mv);
 		pthread_mutex_unlock(&j->lock);
-		if (!job)
+		if (!mv)
 			break;
-		pthread_join(job->thread, NULL);
-		pthread_mutex_lock(&j->lock);
-		job->joined = true;
-		pthread_mutex_unlock(&j->lock);
+		memmig_move_wait(mv, NULL);
+		memmig_move_unref(mv);
 	}
 	jobs_reap(j);
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * memmigd's parts and how they meet.  One thread runs the io_uring loop
- * (loop.c) and every request (ops.c); each running job has a worker thread
- * (jobs.c) that wakes the loop through an eventfd when it ends; the
- * libvirt watcher (domains.c) submits jobs from a thread of its own.
+ * (loop.c) and every request (ops.c); each job is a libmemmig move
+ * (memmig_move_*) whose threads plan and run it and wake the loop through
+ * an eventfd when a plan or a run ends; the libvirt watcher (domains.c)
+ * submits jobs from a thread of its own.
  */
 #ifndef MEMMIGD_H
 #define MEMMIGD_H
@@ -18,7 +19,6 @@
 
 #include "memmig.h"
 #include "daemon/domains.h"
-#include "shared/pidmove.h"
 #include "shared/proto.h"
 
 #define MEMMIGD_CONFIG_DEFAULT	"/etc/memmig/memmigd.conf"
@@ -106,19 +106,20 @@ int jobs_new(struct memmig_ctx *ctx, struct domains *dom, unsigned int per_node,
  * root: no user can fill the table.
  */
 int jobs_admit(struct jobs *j, uid_t uid, char *msg, size_t len);
-/* Takes m and spec->procfd in every case; *job_json (may be NULL) gets the
- * job.  -EBUSY over a limit, -ESHUTDOWN while stopping. */
-int jobs_submit(struct jobs *j, struct pidmove *m, const struct job_spec *spec,
+/* Takes mv (planned) and spec->procfd in every case; *job_json (may be
+ * NULL) gets the job.  -EBUSY over a limit, -ESHUTDOWN while stopping. */
+int jobs_submit(struct jobs *j, struct memmig_move *mv, const struct job_spec *spec,
 		struct json_object **job_json);
 struct json_object *jobs_list_json(struct jobs *j, uid_t uid);
 /* -ESRCH no such job, -EPERM not the client's. */
 int jobs_get_json(struct jobs *j, uint64_t id, uid_t uid, struct json_object **out);
 int jobs_cancel(struct jobs *j, uint64_t id, uid_t uid, struct json_object **out);
-/* On the loop thread after a wake: joins ended workers, drops old jobs
+/* On the loop thread after a wake: ends the jobs whose move ended,
+ * starts queued ones in their place, drops old jobs
  * (the oldest finished ones of a uid beyond MEMMIGD_KEEP_FINISHED, so that
  * one user's jobs never push out another's; of all beyond ..._ALL). */
 void jobs_reap(struct jobs *j);
-/* Cancels every job and waits for the workers: each unit finishes. */
+/* Cancels every job and waits for the moves: each unit finishes. */
 void jobs_shutdown(struct jobs *j);
 void jobs_free(struct jobs *j);
 
@@ -129,25 +130,27 @@ struct memmigd {
 	struct domains *domains;
 	struct jobs *jobs;
 	int listen_fd;
-	int wake_fd;			/* eventfd: workers wake the loop */
+	int wake_fd;			/* eventfd: moves wake the loop */
 };
 
 struct conn;
 /*
  * One request line: the reply (new reference), or NULL when it comes
- * later: a move for conn is planned on a thread of its own (plans.c), and
+ * later: a move for conn is planned on the move's thread (plans.c), and
  * its reply handed over by plans_collect().
  */
 struct json_object *ops_handle(struct memmigd *d, const struct client_cred *c,
 			       const char *line, size_t len, struct conn *conn);
-/* A move request, planned and queued: the reply.  Any thread. */
-struct json_object *ops_move(struct memmigd *d, const struct client_cred *c,
-			     const struct proto_request *req);
+/* A move whose plan ended with rc: queued, and the reply.  Takes mv and
+ * spec->procfd. */
+struct json_object *ops_move_planned(struct memmigd *d, const struct proto_request *req,
+				     int rc, struct memmig_move *mv,
+				     const struct job_spec *spec);
 
-/* ---- moves planned off the loop thread (plans.c) ---- */
-/* Takes req (malloc'd) on success. */
+/* ---- moves planned off the loop thread (plans.c), on the loop thread ---- */
+/* Starts mv's plan; takes req (malloc'd), mv and spec->procfd on success. */
 int plans_start(struct memmigd *d, const struct client_cred *c, struct proto_request *req,
-		struct conn *conn);
+		struct conn *conn, struct memmig_move *mv, const struct job_spec *spec);
 /* On the loop thread after a wake: each finished plan's reply to its
  * connection (deliver), or dropped when the client is gone. */
 void plans_collect(void (*deliver)(void *opaque, struct conn *c, struct json_object *reply),

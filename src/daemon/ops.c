@@ -47,7 +47,7 @@ static struct json_object *op_nodes(struct memmigd *d, const struct client_cred 
 	return o;
 }
 
-/* Why pidmove_new() refused, in the client's words. */
+/* Why a move was refused, in the client's words. */
 static void move_error(int rc, int pid, int to_node, char *msg, size_t len)
 {
 	switch (rc) {
@@ -68,76 +68,94 @@ static void move_error(int rc, int pid, int to_node, char *msg, size_t len)
 	}
 }
 
-/*
- * Checks a move for a client and queues it: 0 with *job, or -errno with
- * msg.  The process is pinned by an fd on /proc/PID from the permission
- * check to the job's start, so that a pid reused meanwhile fails (ESRCH)
- * instead of moving someone else's memory.
- */
-static int submit_move(struct memmigd *d, const struct client_cred *c, int pid,
-		       const char *domain, const struct proto_request *req,
-		       struct json_object **job, char *msg, size_t len)
+/* The move's notify: its plan or its run ended, on its own thread. */
+static void wake_loop(struct memmig_move *mv, void *opaque)
 {
-	struct pidmove_req pr = {
-		.pid = pid, .ranges = req->nranges ? req->ranges : NULL,
-		.nranges = req->nranges, .to_node = req->to_node,
-		.strategy = MEMMIG_STRATEGY_KERNEL, .threads = req->threads,
+	struct memmigd *d = opaque;
+	uint64_t one = 1;
+
+	if (write(d->wake_fd, &one, sizeof(one)) != sizeof(one))
+		mlog(LOG_LVL_WARN, "waking the loop: a move may wait");
+}
+
+/*
+ * Checks a move for a client: 0 with *mv (not yet planned) and
+ * spec->procfd, or -errno with msg.  The process is pinned by an fd on
+ * /proc/PID from the permission check to the job's start, so that a pid
+ * reused meanwhile fails (ESRCH) instead of moving someone else's memory.
+ */
+static int check_move(struct memmigd *d, const struct client_cred *c, int pid,
+		      const struct proto_request *req, struct job_spec *spec,
+		      struct memmig_move **mv, char *msg, size_t len)
+{
+	struct memmig_move_opts o = {
+		.sz = sizeof(o), .pid = pid, .ranges = req->nranges ? req->ranges : NULL,
+		.nranges = req->nranges, .target_node = req->to_node,
+		.strategy = MEMMIG_STRATEGY_KERNEL, .workers = req->threads,
 		/* memmigd's privilege is not the client's: shared pages (libc's,
 		 * every process's) move only for root, as move_pages(2) has it. */
-		.own_pages = c->uid != 0,
+		.flags = c->uid != 0 ? MEMMIG_MIGRATE_OWN_PAGES : 0,
+		.notify = wake_loop, .opaque = d,
 	};
-	struct job_spec spec = {
-		.pid = pid, .domain = domain, .to_node = req->to_node,
-		.strategy = pr.strategy, .threads = req->threads, .uid = c->uid,
-	};
-	struct pidmove *m;
 	int rc;
 
+	*spec = (struct job_spec){
+		.pid = pid, .to_node = req->to_node, .strategy = o.strategy,
+		.threads = req->threads, .uid = c->uid,
+	};
+	/* memmigd's own rule, whatever the process: it never copies. */
 	if (req->strategy == MEMMIG_STRATEGY_COPY) {
 		snprintf(msg, len, "the copy strategy only moves the caller's own memory: "
 			 "memmigd moves another process's with \"kernel\"");
 		return -EINVAL;
 	}
-	spec.procfd = auth_target_open(pid);
-	if (spec.procfd < 0) {
-		move_error(spec.procfd, pid, req->to_node, msg, len);
-		return spec.procfd;
+	spec->procfd = auth_target_open(pid);
+	if (spec->procfd < 0) {
+		move_error(spec->procfd, pid, req->to_node, msg, len);
+		return spec->procfd;
 	}
-	rc = auth_may_move(c, spec.procfd, pid, msg, len);
+	rc = auth_may_move(c, spec->procfd, pid, msg, len);
 	if (!rc)
 		rc = jobs_admit(d->jobs, c->uid, msg, len);
-	if (rc) {
-		close(spec.procfd);
-		return rc;
+	if (!rc) {
+		rc = memmig_move_new(d->ctx, &o, mv);
+		if (rc)
+			move_error(rc, pid, req->to_node, msg, len);
 	}
-	rc = pidmove_new(d->ctx, &pr, &m);
-	if (!rc && !auth_target_alive(spec.procfd)) {
-		pidmove_free(m);
+	if (rc)
+		close(spec->procfd);
+	return rc;
+}
+
+/* A plan that ended (rc): the job queued, or -errno with msg.  Takes mv
+ * and spec->procfd in every case. */
+static int queue_planned(struct memmigd *d, int rc, struct memmig_move *mv,
+			 const struct job_spec *spec, struct json_object **job,
+			 char *msg, size_t len)
+{
+	if (!rc && !auth_target_alive(spec->procfd))
 		rc = -ESRCH;
-	}
 	if (rc) {
-		close(spec.procfd);
-		move_error(rc, pid, req->to_node, msg, len);
+		memmig_move_unref(mv);
+		close(spec->procfd);
+		move_error(rc, spec->pid, spec->to_node, msg, len);
 		return rc;
 	}
-	rc = jobs_submit(d->jobs, m, &spec, job);
+	rc = jobs_submit(d->jobs, mv, spec, job);
 	if (rc)
 		snprintf(msg, len, "%s", rc == -EBUSY ? "too many jobs (another client's came first)" :
 			 "memmigd is stopping");
 	return rc;
 }
 
-struct json_object *ops_move(struct memmigd *d, const struct client_cred *c,
-			     const struct proto_request *req)
+struct json_object *ops_move_planned(struct memmigd *d, const struct proto_request *req,
+				     int rc, struct memmig_move *mv,
+				     const struct job_spec *spec)
 {
 	struct json_object *o, *job;
-	const char *domain = req->domain[0] ? req->domain : NULL;
 	char msg[512];
-	int pid = req->pid, rc;
 
-	if (domain && domains_resolve(d->domains, domain, &pid))
-		return proto_reply_error(req, ENOENT, "no domain \"%s\"", domain);
-	rc = submit_move(d, c, pid, domain, req, &job, msg, sizeof(msg));
+	rc = queue_planned(d, rc, mv, spec, &job, msg, sizeof(msg));
 	if (rc)
 		return proto_reply_error(req, rc, "%s", msg);
 	o = proto_reply_ok(req);
@@ -145,16 +163,51 @@ struct json_object *ops_move(struct memmigd *d, const struct client_cred *c,
 	return o;
 }
 
+/*
+ * A move request: checked here, planned on the move's thread when the
+ * client's connection can wait for the reply (NULL returned, the reply
+ * comes from plans_collect()), else planned here.
+ */
+static struct json_object *op_move(struct memmigd *d, const struct client_cred *c,
+				   struct proto_request *req, struct conn *conn, bool *taken)
+{
+	const char *domain = req->domain[0] ? req->domain : NULL;
+	struct memmig_move *mv;
+	struct job_spec spec;
+	char msg[512];
+	int pid = req->pid, rc;
+
+	if (domain && domains_resolve(d->domains, domain, &pid))
+		return proto_reply_error(req, ENOENT, "no domain \"%s\"", domain);
+	rc = check_move(d, c, pid, req, &spec, &mv, msg, sizeof(msg));
+	if (rc)
+		return proto_reply_error(req, rc, "%s", msg);
+	if (conn && !plans_start(d, c, req, conn, mv, &spec)) {
+		*taken = true;
+		return NULL;
+	}
+	spec.domain = domain;
+	return ops_move_planned(d, req, memmig_move_plan(mv), mv, &spec);
+}
+
 int ops_domain_move(void *opaque, const char *name, int pid, int to_node)
 {
 	struct proto_request req = { .op = PROTO_OP_MOVE, .pid = pid, .to_node = to_node,
 				     .strategy = MEMMIG_STRATEGY_KERNEL };
 	struct client_cred root = { .pid = getpid() };
+	struct memmig_move *mv;
+	struct job_spec spec;
 	char msg[512];
 	int rc;
 
 	snprintf(req.domain, sizeof(req.domain), "%s", name);
-	rc = submit_move(opaque, &root, pid, name, &req, NULL, msg, sizeof(msg));
+	rc = check_move(opaque, &root, pid, &req, &spec, &mv, msg, sizeof(msg));
+	if (!rc) {
+		spec.domain = name;
+		/* The libvirt watcher's own thread: it may plan. */
+		rc = queue_planned(opaque, memmig_move_plan(mv), mv, &spec, NULL,
+				   msg, sizeof(msg));
+	}
 	if (rc)
 		mlog(LOG_LVL_ERR, "domain %s: %s", name, msg);
 	return rc;
@@ -240,7 +293,7 @@ static const struct {
 } op_table[] = {
 	[PROTO_OP_VERSION] = { op_version, false },
 	[PROTO_OP_NODES] = { op_nodes, false },
-	[PROTO_OP_MOVE] = { ops_move, false },
+	[PROTO_OP_MOVE] = { NULL, false },	/* op_move() */
 	[PROTO_OP_JOBS] = { op_jobs, false },
 	[PROTO_OP_JOB] = { op_job, false },
 	[PROTO_OP_CANCEL] = { op_cancel, false },
@@ -254,6 +307,7 @@ struct json_object *ops_handle(struct memmigd *d, const struct client_cred *c,
 {
 	struct proto_request *req = malloc(sizeof(*req));	/* 4 KiB of ranges */
 	struct json_object *o;
+	bool taken = false;
 	char err[256];
 	int rc;
 
@@ -264,10 +318,11 @@ struct json_object *ops_handle(struct memmigd *d, const struct client_cred *c,
 		o = proto_reply_error(req, rc, "%s", err);
 	else if (op_table[req->op].root_only && c->uid != 0)
 		o = proto_reply_error(req, EPERM, "only root may do that");
-	else if (req->op == PROTO_OP_MOVE && conn && !plans_start(d, c, req, conn))
-		return NULL;	/* planned on a thread of its own; req is its */
+	else if (req->op == PROTO_OP_MOVE)
+		o = op_move(d, c, req, conn, &taken);
 	else
 		o = op_table[req->op].fn(d, c, req);
-	free(req);
+	if (!taken)
+		free(req);	/* else the plan's, until its reply */
 	return o;
 }

@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Move requests planned off the loop thread.  Planning reads the target's
- * mappings (smaps) and registers each: for a process of 65k mappings that
- * took 0.36 s, and on the loop thread every client waited for it.  Each
- * move now runs on a thread of its own; its client gets nothing else
- * answered until the reply is out (replies stay in request order), the
- * other clients go on.  The thread wakes the loop through the eventfd, and
- * the loop hands the reply over (plans_collect()).
+ * Move requests while libmemmig plans them.  Planning reads the target's
+ * mappings (smaps): for a process of 65k mappings that takes 0.36 s, which
+ * no client should wait for on the loop thread.  memmig_move_plan_start()
+ * plans on the move's own thread and wakes the loop through the eventfd
+ * (the move's notify); the loop then queues the job and hands the reply
+ * over (plans_collect()).  The client gets nothing else answered until
+ * then (replies stay in request order); the other clients go on.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -20,50 +19,50 @@ struct plan {
 	struct memmigd *d;
 	struct client_cred cred;
 	struct proto_request *req;	/* owned */
-	struct json_object *reply;	/* once done */
+	struct memmig_move *mv;
+	struct job_spec spec;		/* spec.procfd owned */
 	struct conn *conn;		/* NULL once the client is gone */
-	pthread_t thread;
-	bool done;
 	struct plan *next;
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct plan *plans;		/* in flight and done */
-
-static void *plan_thread(void *arg)
-{
-	struct plan *p = arg;
-	struct json_object *reply = ops_move(p->d, &p->cred, p->req);
-	uint64_t one = 1;
-
-	pthread_mutex_lock(&lock);
-	p->reply = reply;
-	p->done = true;
-	pthread_mutex_unlock(&lock);
-	if (write(p->d->wake_fd, &one, sizeof(one)) != sizeof(one))
-		mlog(LOG_LVL_WARN, "waking the loop: a move's reply may wait");
-	return NULL;
-}
+/* The loop thread's alone: no lock. */
+static struct plan *plans;
 
 int plans_start(struct memmigd *d, const struct client_cred *c, struct proto_request *req,
-		struct conn *conn)
+		struct conn *conn, struct memmig_move *mv, const struct job_spec *spec)
 {
 	struct plan *p = calloc(1, sizeof(*p));
 	int rc;
 
 	if (!p)
 		return -ENOMEM;
-	*p = (struct plan){ .d = d, .cred = *c, .req = req, .conn = conn };
-	pthread_mutex_lock(&lock);
-	rc = -pthread_create(&p->thread, NULL, plan_thread, p);
-	if (!rc) {
-		p->next = plans;
-		plans = p;
-	}
-	pthread_mutex_unlock(&lock);
-	if (rc)
+	*p = (struct plan){ .d = d, .cred = *c, .req = req, .mv = mv, .spec = *spec,
+			    .conn = conn };
+	rc = memmig_move_plan_start(mv);
+	if (rc) {
 		free(p);
-	return rc;
+		return rc;
+	}
+	p->next = plans;
+	plans = p;
+	return 0;
+}
+
+static bool planned(struct memmig_move *mv)
+{
+	struct memmig_move_progress pr = { .sz = sizeof(pr) };
+
+	memmig_move_get_progress(mv, &pr);
+	return pr.state != MEMMIG_MOVE_PLANNING;
+}
+
+/* The plan's outcome: the job queued, or why not. */
+static struct json_object *plan_reply(struct plan *p)
+{
+	int rc = memmig_move_wait(p->mv, NULL);
+
+	p->spec.domain = p->req->domain[0] ? p->req->domain : NULL;
+	return ops_move_planned(p->d, p->req, rc, p->mv, &p->spec);
 }
 
 void plans_collect(void (*deliver)(void *opaque, struct conn *c, struct json_object *reply),
@@ -71,22 +70,23 @@ void plans_collect(void (*deliver)(void *opaque, struct conn *c, struct json_obj
 {
 	for (;;) {
 		struct plan **pp, *p = NULL;
+		struct json_object *reply;
 
-		pthread_mutex_lock(&lock);
 		for (pp = &plans; *pp; pp = &(*pp)->next)
-			if ((*pp)->done) {
+			if (planned((*pp)->mv)) {
 				p = *pp;
 				*pp = p->next;
 				break;
 			}
-		pthread_mutex_unlock(&lock);
 		if (!p)
 			return;
-		pthread_join(p->thread, NULL);
-		if (p->conn)
-			deliver(opaque, p->conn, p->reply);
-		else
-			json_object_put(p->reply);
+		if (p->conn) {
+			reply = plan_reply(p);
+			deliver(opaque, p->conn, reply);
+		} else {
+			memmig_move_unref(p->mv);
+			close(p->spec.procfd);
+		}
 		free(p->req);
 		free(p);
 	}
@@ -94,19 +94,12 @@ void plans_collect(void (*deliver)(void *opaque, struct conn *c, struct json_obj
 
 void plans_forget(struct conn *c)
 {
-	pthread_mutex_lock(&lock);
 	for (struct plan *p = plans; p; p = p->next)
 		if (p->conn == c)
 			p->conn = NULL;
-	pthread_mutex_unlock(&lock);
 }
 
 bool plans_pending(void)
 {
-	bool any;
-
-	pthread_mutex_lock(&lock);
-	any = plans != NULL;
-	pthread_mutex_unlock(&lock);
-	return any;
+	return plans != NULL;
 }

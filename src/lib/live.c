@@ -132,7 +132,7 @@ static int opts_check(struct memmig_live *l, bool rings)
 	if ((o->target_node >= 0) == (o->target_path != NULL) ||
 	    (o->flags & ~MEMMIG_LIVE_FAIL_OVER_BUDGET))
 		return -EINVAL;
-	if (o->target_node >= 0 && memmig_node_free(o->target_node) < 0)
+	if (o->target_node >= 0 && memmig_node_check(l->vm->ctx, o->target_node) < 0)
 		return -ENOENT;
 	if (o->offset % VM_PAGE || o->length % VM_PAGE || o->offset >= size ||
 	    o->length > size - o->offset)

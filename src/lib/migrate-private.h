@@ -94,6 +94,9 @@ struct memmig_job {
 	unsigned int nworkers;
 	unsigned int flags;
 	int pin_node;			/* CPUs of this node run the workers */
+	struct memmig_topo *topo;	/* for pin_node's CPUs: the move's */
+	struct memmig_pool *pool;	/* the move's, or the job's own */
+	bool own_pool;
 	int prim;			/* copy: the primitive for every unit */
 	void *priv;			/* the strategy's, from setup to teardown */
 
@@ -118,6 +121,31 @@ struct memmig_job {
 	double rate_t, rate;
 	uint64_t rate_bytes;
 };
+
+/*
+ * What a whole-process move lends each of its region's jobs: its topology
+ * snapshot and its worker threads.  NULL members: the job's own.
+ */
+struct memmig_job_env {
+	struct memmig_topo *topo;
+	struct memmig_pool *pool;
+};
+
+/*
+ * memmig_job_start() without the job thread: checks and plans the job as
+ * memmig_job_start() does; memmig_job_run() then runs it on the calling
+ * thread.  The job holds one reference, for memmig_job_unref().
+ */
+int memmig_job_create(struct memmig_region *r, const struct memmig_migrate_opts *opts,
+		      const struct memmig_job_env *env, struct memmig_job **out);
+void memmig_job_run(struct memmig_job *job);
+/*
+ * 0 when the strategy can move the region (resolving AUTO into
+ * *resolved when not NULL), else -EINVAL with the reason logged: the copy
+ * strategy works in the process itself only, DAX memory needs it.
+ */
+int memmig_strategy_check(struct memmig_ctx *ctx, int strategy, bool self, int backing,
+			  bool to_path, int pid, int *resolved);
 
 /* Records err as the job's fatal error unless one is there; stops the
  * workers after their current unit. */
@@ -162,6 +190,12 @@ static inline bool memmig_status_nothing(int st)
 
 /* Builds the report from the job's page arrays and units. */
 int memmig_report_build(struct memmig_job *job);
+/* A whole-process move's report: empty, then each region's added. */
+struct memmig_report *memmig_report_new_empty(int pid, int target_node, int strategy);
+int memmig_report_add(struct memmig_report *to, const struct memmig_report *from);
+/* The move's own figures: its result, all it planned, its wall clock. */
+void memmig_report_set_end(struct memmig_report *rep, int result, uint64_t bytes_total,
+			   double total_s);
 
 const char *memmig_backing_name(int backing);
 bool memmig_thp_mode_always(void);

@@ -14,6 +14,7 @@
 #include "migrate-private.h"
 #include "nodemem.h"
 #include "placement.h"
+#include "pool.h"
 
 double memmig_now(void)
 {
@@ -102,14 +103,12 @@ static int plan_units(struct memmig_job *job)
 /* Runs the calling thread on the CPUs of pin_node that it may use. */
 static void pin_to_node(struct memmig_job *job)
 {
-	struct memmig_topo *topo;
 	int cpus[CPU_SETSIZE], n;
 	cpu_set_t allowed, set;
 
-	if (job->pin_node < 0 || memmig_topo_new(job->ctx, &topo) < 0)
+	if (job->pin_node < 0 || !job->topo)
 		return;
-	n = memmig_topo_node_cpus(topo, job->pin_node, cpus, CPU_SETSIZE);
-	memmig_topo_unref(topo);
+	n = memmig_topo_node_cpus(job->topo, job->pin_node, cpus, CPU_SETSIZE);
 	if (n <= 0 || sched_getaffinity(0, sizeof(allowed), &allowed))
 		return;
 	CPU_ZERO(&set);
@@ -124,7 +123,7 @@ static void pin_to_node(struct memmig_job *job)
  * Each worker queries the placement of its own share, before and after, so
  * that the queries run in parallel too; THP units take one entry each.
  */
-static void *worker_main(void *arg)
+static void worker_main(void *arg)
 {
 	struct memmig_worker *w = arg;
 	struct memmig_job *job = w->job;
@@ -134,7 +133,7 @@ static void *worker_main(void *arg)
 	int rc;
 
 	if (!n)
-		return NULL;
+		return;
 	pin_to_node(job);
 	memmig_thp_probe_open(job->ctx, job->pid, &probe);
 	rc = memmig_placement_query_units(job, &probe, u, n, job->before, true);
@@ -148,13 +147,11 @@ static void *worker_main(void *arg)
 	if (job->ops->verify)
 		job->ops->verify(w);
 	memmig_thp_probe_close(&probe);
-	return NULL;
 }
 
 static void run_workers(struct memmig_job *job)
 {
 	struct memmig_worker *w = calloc(job->nworkers, sizeof(*w));
-	unsigned int started = 0;
 
 	if (!w) {
 		memmig_job_fail(job, -ENOMEM);
@@ -168,16 +165,7 @@ static void run_workers(struct memmig_job *job)
 			.last = job->nunits * (i + 1) / job->nworkers,
 		};
 	}
-	for (unsigned int i = 1; i < job->nworkers; i++) {
-		if (pthread_create(&w[i].thread, NULL, worker_main, &w[i])) {
-			memmig_job_fail(job, -EAGAIN);
-			break;
-		}
-		started = i;
-	}
-	worker_main(&w[0]);	/* the job thread is worker 0 */
-	for (unsigned int i = 1; i <= started; i++)
-		pthread_join(w[i].thread, NULL);
+	memmig_pool_run(job->pool, worker_main, w, sizeof(*w), job->nworkers);
 	for (unsigned int i = 0; i < job->nworkers; i++) {
 		job->prepare_s += w[i].prepare_s / job->nworkers;
 		job->copy_s += w[i].copy_s / job->nworkers;
@@ -185,9 +173,8 @@ static void run_workers(struct memmig_job *job)
 	free(w);
 }
 
-static void *job_main(void *arg)
+void memmig_job_run(struct memmig_job *job)
 {
-	struct memmig_job *job = arg;
 	int rc;
 
 	rc = job->ops->setup ? job->ops->setup(job) : 0;
@@ -215,78 +202,104 @@ static void *job_main(void *arg)
 	job->done = true;
 	pthread_cond_broadcast(&job->cond);
 	pthread_mutex_unlock(&job->lock);
+}
+
+static void *job_main(void *arg)
+{
+	memmig_job_run(arg);
 	return NULL;
 }
 
 /* The target: a node with memory, or a target_path for this process's
  * anonymous or DAX memory. */
-static int check_target(struct memmig_job *job, const struct memmig_migrate_opts *o,
-			struct memmig_node_info *node)
+static int check_target(struct memmig_job *job, const struct memmig_migrate_opts *o)
 {
 	struct memmig_region *r = job->region;
-	struct memmig_ctx *ctx = r->ctx;
-	struct memmig_topo *topo;
-	int rc;
 
 	if (o->target_path) {
 		if (o->target_node != -1 || !r->self || o->strategy == MEMMIG_STRATEGY_KERNEL ||
 		    (r->desc.backing != MEMMIG_BACKING_ANON &&
 		     r->desc.backing != MEMMIG_BACKING_DAX)) {
-			err(ctx, "migrate: a target path takes target node -1 and this "
-				 "process's anonymous or DAX memory (copy strategy)\n");
+			err(r->ctx, "migrate: a target path takes target node -1 and this "
+				    "process's anonymous or DAX memory (copy strategy)\n");
 			return -EINVAL;
 		}
 		return 0;
 	}
-	rc = memmig_topo_new(ctx, &topo);
-	if (rc < 0)
-		return rc;
-	rc = memmig_topo_find_node(topo, o->target_node, node);
-	memmig_topo_unref(topo);
-	if (rc < 0 || !node->mem_total) {
-		err(ctx, "migrate: node %d does not exist or has no memory\n",
-		    o->target_node);
-		return -ENOENT;
+	return memmig_node_check(r->ctx, o->target_node);
+}
+
+int memmig_strategy_check(struct memmig_ctx *ctx, int strategy, bool self, int backing,
+			  bool to_path, int pid, int *resolved)
+{
+	bool dax = backing == MEMMIG_BACKING_DAX;
+
+	/* AUTO: copy for this process's anonymous and DAX memory and for a
+	 * target path, the kernel otherwise. */
+	if (strategy == MEMMIG_STRATEGY_AUTO)
+		strategy = self && (backing == MEMMIG_BACKING_ANON || dax || to_path) ?
+			MEMMIG_STRATEGY_COPY : MEMMIG_STRATEGY_KERNEL;
+	if (strategy == MEMMIG_STRATEGY_COPY && !self) {
+		err(ctx, "migrate: the copy strategy works in this process only; "
+			 "pid %d needs the kernel strategy\n", pid);
+		return -EINVAL;
 	}
+	/* move_pages and mbind cannot move DAX pages (no LRU pages). */
+	if (dax && strategy != MEMMIG_STRATEGY_COPY) {
+		err(ctx, "migrate: DAX memory has no pages the kernel can move; "
+			 "the process that maps it copies it (libmemmig in it)\n");
+		return -EINVAL;
+	}
+	if (resolved)
+		*resolved = strategy;
 	return 0;
 }
 
-/* AUTO: copy for this process's anonymous and DAX memory and for a
- * target path, the kernel otherwise.  move_pages and mbind cannot move DAX
- * pages (no LRU pages): DAX goes through the DAX copy. */
+/* DAX sources and target paths go through the DAX copy. */
 static int choose_strategy(struct memmig_job *job, const struct memmig_migrate_opts *o)
 {
 	struct memmig_region *r = job->region;
-	bool dax = r->desc.backing == MEMMIG_BACKING_DAX;
+	int rc = memmig_strategy_check(r->ctx, o->strategy, r->self, r->desc.backing,
+				       o->target_path != NULL, r->desc.pid, &job->strategy);
 
-	job->strategy = o->strategy;
-	if (job->strategy == MEMMIG_STRATEGY_AUTO)
-		job->strategy = r->self && (r->desc.backing == MEMMIG_BACKING_ANON || dax ||
-					    o->target_path) ?
-					MEMMIG_STRATEGY_COPY : MEMMIG_STRATEGY_KERNEL;
-	if (job->strategy == MEMMIG_STRATEGY_COPY && !r->self) {
-		err(r->ctx, "migrate: the copy strategy works in this process only; "
-			    "pid %d needs the kernel strategy\n", r->desc.pid);
-		return -EINVAL;
-	}
-	if (dax && job->strategy != MEMMIG_STRATEGY_COPY) {
-		err(r->ctx, "migrate: DAX memory has no pages the kernel can move; "
-			    "the process that maps it copies it (libmemmig in it)\n");
-		return -EINVAL;
-	}
+	if (rc < 0)
+		return rc;
 	if (job->strategy == MEMMIG_STRATEGY_KERNEL)
 		job->ops = &memmig_strategy_kernel;
 	else
-		job->ops = dax || o->target_path ? &memmig_strategy_dax : &memmig_strategy_copy;
+		job->ops = r->desc.backing == MEMMIG_BACKING_DAX || o->target_path ?
+			&memmig_strategy_dax : &memmig_strategy_copy;
+	return 0;
+}
+
+/* The CPUs nearest the target node run the workers: the move's snapshot,
+ * or one of the job's own. */
+static int find_pin_node(struct memmig_job *job, const struct memmig_job_env *env)
+{
+	struct memmig_node_info node = { .sz = sizeof(node), .nearest_cpu_node = -1 };
+	int rc;
+
+	job->pin_node = -1;
+	if (job->to_tier || job->target < 0)
+		return 0;
+	if (env && env->topo) {
+		job->topo = memmig_topo_ref(env->topo);
+	} else {
+		rc = memmig_topo_new(job->ctx, &job->topo);
+		if (rc < 0)
+			return rc;
+	}
+	if (memmig_topo_find_node(job->topo, job->target, &node) == 0)
+		job->pin_node = node.nearest_cpu_node;
 	return 0;
 }
 
 /* Checks the options against the region; resolves defaults. */
-static int job_configure(struct memmig_job *job, const struct memmig_migrate_opts *o)
+static int job_configure(struct memmig_job *job, const struct memmig_migrate_opts *o,
+			 const struct memmig_job_env *env)
 {
 	struct memmig_region *r = job->region;
 	struct memmig_ctx *ctx = r->ctx;
-	struct memmig_node_info node = { .sz = sizeof(node), .nearest_cpu_node = -1 };
 	uint64_t len = o->len ? o->len : r->desc.len - o->offset;
 	int rc;
 
@@ -300,7 +313,7 @@ static int job_configure(struct memmig_job *job, const struct memmig_migrate_opt
 		    (unsigned long long)o->offset, (unsigned long long)len);
 		return -EINVAL;
 	}
-	rc = check_target(job, o, &node);
+	rc = check_target(job, o);
 	if (!rc)
 		rc = choose_strategy(job, o);
 	if (rc)
@@ -309,7 +322,6 @@ static int job_configure(struct memmig_job *job, const struct memmig_migrate_opt
 	job->addr = r->desc.addr + o->offset;
 	job->len = len;
 	job->target = o->target_node;
-	job->pin_node = node.nearest_cpu_node;
 	job->flags = o->flags;
 	job->nworkers = o->workers ? o->workers : memmig_usable_cpus();
 	/* Last: the only step that creates something. */
@@ -318,7 +330,7 @@ static int job_configure(struct memmig_job *job, const struct memmig_migrate_opt
 					    job->addr, job->len, &job->tier);
 		job->to_tier = !rc;
 	}
-	return rc;
+	return rc ? rc : find_pin_node(job, env);
 }
 
 static void job_free(struct memmig_job *job)
@@ -327,6 +339,9 @@ static void job_free(struct memmig_job *job)
 		memmig_dax_target_close(&job->tier);
 	memmig_report_unref(job->report);
 	memmig_region_unref(job->region);
+	memmig_topo_unref(job->topo);
+	if (job->own_pool)
+		memmig_pool_free(job->pool);
 	pthread_mutex_destroy(&job->lock);
 	pthread_cond_destroy(&job->cond);
 	free(job->units);
@@ -336,8 +351,8 @@ static void job_free(struct memmig_job *job)
 	free(job);
 }
 
-int memmig_job_start(struct memmig_region *r, const struct memmig_migrate_opts *opts,
-		     struct memmig_job **out)
+int memmig_job_create(struct memmig_region *r, const struct memmig_migrate_opts *opts,
+		      const struct memmig_job_env *env, struct memmig_job **out)
 {
 	struct memmig_migrate_opts o = { .sz = sizeof(o) };
 	struct memmig_job *job;
@@ -349,16 +364,17 @@ int memmig_job_start(struct memmig_region *r, const struct memmig_migrate_opts *
 	job = calloc(1, sizeof(*job));
 	if (!job)
 		return -ENOMEM;
-	job->refcount = 2;	/* the caller's, and the job thread's until joined */
+	job->refcount = 1;
+	job->joined = true;	/* no job thread */
 	job->ctx = r->ctx;
 	job->region = memmig_region_ref(r);
 	pthread_mutex_init(&job->lock, NULL);
 	pthread_cond_init(&job->cond, NULL);
-	rc = job_configure(job, &o);
+	rc = job_configure(job, &o, env);
 	if (!rc)
 		rc = plan_units(job);
 	if (!rc) {
-		npages = job->len / 4096;
+		npages = job->len / MEMMIG_PAGE_SIZE;
 		job->before = malloc(npages * sizeof(int));
 		job->after = malloc(npages * sizeof(int));
 		job->status = malloc(npages * sizeof(int));
@@ -371,9 +387,14 @@ int memmig_job_start(struct memmig_region *r, const struct memmig_migrate_opts *
 	}
 	if (job->nworkers > job->nunits)
 		job->nworkers = job->nunits ? (unsigned int)job->nunits : 1;
+	/* A job of its own: threads of its own, besides the job thread. */
+	if (!rc && env && env->pool) {
+		job->pool = env->pool;
+	} else if (!rc && job->nworkers > 1) {
+		rc = memmig_pool_new(job->nworkers - 1, &job->pool);
+		job->own_pool = !rc;
+	}
 	job->t_start = job->rate_t = memmig_now();
-	if (!rc && pthread_create(&job->thread, NULL, job_main, job))
-		rc = -EAGAIN;
 	if (rc < 0) {
 		job_free(job);
 		return rc;
@@ -382,6 +403,25 @@ int memmig_job_start(struct memmig_region *r, const struct memmig_migrate_opts *
 	    job->ops->name, (unsigned long long)job->addr,
 	    (unsigned long long)job->len, job->to_tier ? "the target path, node" : "node",
 	    job->target, job->nunits, job->nworkers);
+	*out = job;
+	return 0;
+}
+
+int memmig_job_start(struct memmig_region *r, const struct memmig_migrate_opts *opts,
+		     struct memmig_job **out)
+{
+	struct memmig_job *job;
+	int rc = memmig_job_create(r, opts, NULL, &job);
+
+	if (rc < 0)
+		return rc;
+	/* The caller's reference, and the job thread's until joined. */
+	job->refcount = 2;
+	job->joined = false;
+	if (pthread_create(&job->thread, NULL, job_main, job)) {
+		job_free(job);
+		return -EAGAIN;
+	}
 	*out = job;
 	return 0;
 }

@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "memmig.h"
+#include "memmig-private.h"
 #include "nodemem.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -96,6 +96,14 @@ long long memmig_node_free(int node)
 	if (numa_node_size64(node, &free_b) <= 0)
 		return -ENOENT;
 	return free_b;
+}
+
+int memmig_node_check(struct memmig_ctx *ctx, int node)
+{
+	if (memmig_node_free(node) >= 0)
+		return 0;
+	err(ctx, "node %d does not exist or has no memory\n", node);
+	return -ENOENT;
 }
 
 long long memmig_node_reserve(int node)

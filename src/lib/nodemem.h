@@ -9,6 +9,8 @@
 
 #define MEMMIG_MAX_NODES 1024
 
+struct memmig_ctx;
+
 /*
  * Maps len bytes (a multiple of 4 KiB) at a 2 MB-aligned address, bound to
  * node with MPOL_BIND, advised for THP if thp, with MAP_NORESERVE (no
@@ -29,6 +31,9 @@ int memmig_populate(void *addr, size_t len);
 int memmig_bind(void *addr, size_t len, int node, unsigned int flags);
 /* Free bytes on a node now, or -ENOENT if it has no memory. */
 long long memmig_node_free(int node);
+/* The one check that a target node exists and has memory: 0, or -ENOENT
+ * said through ctx's log. */
+int memmig_node_check(struct memmig_ctx *ctx, int node);
 /*
  * What the kernel keeps free on a node (its zones' high watermarks, from
  * /proc/zoneinfo): an allocation bound to the node fails near there, well

@@ -52,20 +52,20 @@ static int range_add(struct range **list, size_t *n, uint64_t addr, int err)
 	return 0;
 }
 
-static int errno_add(struct memmig_report *rep, int err)
+static int errno_add(struct memmig_report *rep, int err, uint64_t pages)
 {
 	struct errno_count *e;
 
 	for (size_t i = 0; i < rep->nerrs; i++)
 		if (rep->errs[i].err == err) {
-			rep->errs[i].pages++;
+			rep->errs[i].pages += pages;
 			return 0;
 		}
 	e = realloc(rep->errs, (rep->nerrs + 1) * sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	rep->errs = e;
-	rep->errs[rep->nerrs++] = (struct errno_count){ err, 1 };
+	rep->errs[rep->nerrs++] = (struct errno_count){ err, pages };
 	return 0;
 }
 
@@ -169,7 +169,7 @@ static int report_pages(struct memmig_report *rep, const struct memmig_job *job,
 			bool hole = st == -EFAULT && page_unmapped(h, addr);
 
 			h->pages += hole;
-			rc = errno_add(rep, -st);
+			rc = errno_add(rep, -st, 1);
 			/* Not present is nothing to move, not a failure. */
 			if (!rc && (hole || job->ops->status_not_queried ||
 				    !memmig_status_nothing(st))) {
@@ -204,6 +204,8 @@ int memmig_report_build(struct memmig_job *job)
 	s->units_total = job->nunits;
 	for (size_t i = 0; i < job->nunits; i++)
 		s->units_thp += job->units[i].thp;
+	s->pid = job->region->desc.pid;
+	s->regions = 1;
 	s->prepare_s = job->prepare_s;
 	s->copy_s = job->copy_s;
 	s->total_s = job->total_s;
@@ -221,6 +223,103 @@ int memmig_report_build(struct memmig_job *job)
 	s->gbps = s->total_s > 0 ? s->bytes_moved / s->total_s / 1e9 : 0;
 	job->report = rep;
 	return 0;
+}
+
+struct memmig_report *memmig_report_new_empty(int pid, int target_node, int strategy)
+{
+	struct memmig_report *rep = calloc(1, sizeof(*rep));
+
+	if (!rep)
+		return NULL;
+	rep->refcount = 1;
+	rep->max_node = -1;
+	rep->sum = (struct memmig_report_summary){
+		.sz = sizeof(rep->sum), .pid = pid, .target_node = target_node,
+		.strategy = strategy,
+	};
+	return rep;
+}
+
+/* Appends ranges after the last, joining it with the first when they meet;
+ * the list keeps range_add()'s power-of-two capacity. */
+static int ranges_append(struct range **list, size_t *n, const struct range *add, size_t m)
+{
+	size_t cap = 1, i = 0;
+	struct range *nl;
+
+	if (!m)
+		return 0;
+	if (*n && (*list)[*n - 1].addr + (*list)[*n - 1].len == add[0].addr &&
+	    (*list)[*n - 1].err == add[0].err) {
+		(*list)[*n - 1].len += add[0].len;
+		i = 1;
+	}
+	while (cap < *n + m - i)
+		cap *= 2;
+	nl = realloc(*list, cap * sizeof(**list));
+	if (!nl)
+		return -ENOMEM;
+	*list = nl;
+	memcpy(nl + *n, add + i, (m - i) * sizeof(*add));
+	*n += m - i;
+	return 0;
+}
+
+int memmig_report_add(struct memmig_report *to, const struct memmig_report *from)
+{
+	struct memmig_report_summary *s = &to->sum;
+	const struct memmig_report_summary *f = &from->sum;
+	int rc;
+
+	if (from->max_node > to->max_node) {
+		size_t n = (size_t)from->max_node + 1, had = (size_t)(to->max_node + 1);
+		uint64_t *b = realloc(to->before, n * sizeof(*b));
+		uint64_t *a = b ? realloc(to->after, n * sizeof(*a)) : NULL;
+
+		if (b)
+			to->before = b;
+		if (!a)
+			return -ENOMEM;
+		to->after = a;
+		memset(b + had, 0, (n - had) * sizeof(*b));
+		memset(a + had, 0, (n - had) * sizeof(*a));
+		to->max_node = from->max_node;
+	}
+	for (int i = 0; i <= from->max_node; i++) {
+		to->before[i] += from->before[i];
+		to->after[i] += from->after[i];
+	}
+	for (size_t i = 0; i < from->nerrs; i++) {
+		rc = errno_add(to, from->errs[i].err, from->errs[i].pages);
+		if (rc)
+			return rc;
+	}
+	rc = ranges_append(&to->moved, &to->nmoved, from->moved, from->nmoved);
+	if (!rc)
+		rc = ranges_append(&to->failed, &to->nfailed, from->failed, from->nfailed);
+	if (rc)
+		return rc;
+	s->strategy = f->strategy;
+	s->workers = f->workers > s->workers ? f->workers : s->workers;
+	s->bytes_total += f->bytes_total;
+	s->bytes_moved += f->bytes_moved;
+	s->units_total += f->units_total;
+	s->units_thp += f->units_thp;
+	s->prepare_s += f->prepare_s;
+	s->copy_s += f->copy_s;
+	s->pages_failed += f->pages_failed;
+	s->pages_verified_on_target += f->pages_verified_on_target;
+	s->regions += f->regions;
+	return 0;
+}
+
+void memmig_report_set_end(struct memmig_report *rep, int result, uint64_t bytes_total,
+			   double total_s)
+{
+	rep->sum.result = result;
+	rep->sum.bytes_total = bytes_total;
+	rep->sum.total_s = total_s;
+	rep->sum.gbps = total_s > 0 ? rep->sum.bytes_moved / total_s / 1e9 : 0;
 }
 
 int memmig_report_get_summary(const struct memmig_report *rep,

@@ -167,7 +167,7 @@ static int parse_ranges(struct json_object *v, struct proto_request *req,
 			    PROTO_MAX_RANGES, n);
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *r = json_object_array_get_idx(v, i), *a, *l;
-		struct proto_range *pr = &req->ranges[i];
+		struct memmig_range *pr = &req->ranges[i];
 		char what[32];
 		int rc;
 

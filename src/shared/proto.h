@@ -13,6 +13,8 @@
 
 #include <json-c/json.h>
 
+#include "memmig.h"
+
 #define PROTO_VERSION		1
 #define PROTO_MAX_LINE		(64 * 1024)	/* newline included */
 #define PROTO_MAX_RANGES	256
@@ -35,10 +37,6 @@ enum proto_op {
 	PROTO_OP_DOMAINS,
 };
 
-struct proto_range {
-	uint64_t addr, len;
-};
-
 struct proto_request {
 	enum proto_op op;
 	bool has_tag;
@@ -50,7 +48,7 @@ struct proto_request {
 	int strategy;			/* enum memmig_strategy */
 	unsigned int threads;		/* 0: the daemon's default */
 	unsigned int nranges;		/* 0: every mapping */
-	struct proto_range ranges[PROTO_MAX_RANGES];
+	struct memmig_range ranges[PROTO_MAX_RANGES];
 	/* job, cancel */
 	uint64_t job;
 	/* register */

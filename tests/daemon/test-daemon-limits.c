@@ -372,8 +372,12 @@ static void memory_back(void)
 	printf("memmigd's RSS: %ld kB, %ld with %d jobs queued, %ld once they are done\n",
 	       before, peak, ok, after);
 	CHECK(ok == 768, "768 jobs queued: %d", ok);
-	CHECK(after - before < (peak - before) / 2, "memory back after the jobs: %ld kB more "
-	      "than before, of %ld", after - before, peak - before);
+	/* Queued jobs weigh little since libmemmig plans them (3 MB for 768,
+	 * 15 MB before): what stays is the finished jobs memmigd keeps (64,
+	 * with their reports) and glibc's cache of thread stacks, 3 MB. */
+	CHECK(after - before < (peak - before) / 2 || after - before < 4096,
+	      "memory back after the jobs: %ld kB more than before, of %ld",
+	      after - before, peak - before);
 	tc_close(c);
 	CHECK(tc_daemon_stop(&d) == 0, "memmigd exit status");
 	CHECK(tc_hog_stop(&hog), "memhog exits clean");

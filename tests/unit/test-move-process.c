@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The whole-process move (memmig_move_*), which memmig-cli and memmigd
+ * both run: bad requests fail before any work, ranges and whole processes
+ * move with their bytes intact, cancel leaves the data where it was,
+ * progress and report add up, and a move of many mappings takes one
+ * topology snapshot and no more threads than its workers.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <syslog.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "migrate-util.h"
+
+/* Every thread libmemmig starts goes through here. */
+static unsigned int threads_started;
+
+int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "pthread_create");
+	__atomic_add_fetch(&threads_started, 1, __ATOMIC_RELAXED);
+	return real(th, attr, fn, arg);
+}
+
+/* Topology snapshots, from their debug lines ("node 0: ..." per snapshot). */
+static unsigned int snapshots;
+
+static void count_snapshots(struct memmig_ctx *c, void *data, int prio, const char *file,
+			    int line, const char *fn, const char *format, va_list args)
+{
+	char buf[256];
+
+	vsnprintf(buf, sizeof(buf), format, args);
+	if (!strncmp(buf, "node 0: ", 8))
+		__atomic_add_fetch(&snapshots, 1, __ATOMIC_RELAXED);
+}
+
+static struct memmig_move_opts opts_of(int pid, const struct memmig_range *r, unsigned int n,
+				       int node, int strategy)
+{
+	return (struct memmig_move_opts){
+		.sz = sizeof(struct memmig_move_opts), .pid = pid, .ranges = r,
+		.nranges = n, .target_node = node, .strategy = strategy, .workers = 2,
+	};
+}
+
+static int new_move(int pid, const struct memmig_range *r, unsigned int n, int node,
+		    int strategy, struct memmig_move **out)
+{
+	struct memmig_move_opts o = opts_of(pid, r, n, node, strategy);
+
+	return memmig_move_new(ctx, &o, out);
+}
+
+/* new() and plan() with the plan's error: the move ended with it. */
+static int plan_error(int pid, const struct memmig_range *r, unsigned int n)
+{
+	struct memmig_move_progress p = { .sz = sizeof(p) };
+	struct memmig_move *mv;
+	int rc = new_move(pid, r, n, 0, 0, &mv);
+
+	if (rc)
+		return rc;
+	rc = memmig_move_plan(mv);
+	memmig_move_get_progress(mv, &p);
+	CU_ASSERT_EQUAL(p.state, rc ? MEMMIG_MOVE_DONE : MEMMIG_MOVE_PLANNED);
+	CU_ASSERT_EQUAL(p.result, rc);
+	if (rc)
+		CU_ASSERT_EQUAL(memmig_move_start(mv), -EBUSY);
+	memmig_move_unref(mv);
+	return rc;
+}
+
+static void test_bad(void)
+{
+	struct memmig_range unmapped = { 0x1000, 0x1000 }, odd = { 0, 100 };
+	struct memmig_move *mv = NULL;
+	pid_t gone = fork();
+
+	if (!gone)
+		_exit(0);
+	waitpid(gone, NULL, 0);
+	CU_ASSERT_EQUAL(new_move(0, NULL, 0, 0, 0, &mv), -EINVAL);
+	CU_ASSERT_EQUAL(new_move(getpid(), NULL, 0, -1, 0, &mv), -ENOENT);
+	CU_ASSERT_EQUAL(new_move(getpid(), NULL, 0, 999, 0, &mv), -ENOENT);
+	CU_ASSERT_EQUAL(new_move(getpid(), NULL, MEMMIG_MOVE_MAX_RANGES + 1, 0, 0, &mv), -EINVAL);
+	CU_ASSERT_EQUAL(new_move(getpid(), NULL, 1, 0, 0, &mv), -EINVAL);
+	CU_ASSERT_EQUAL(new_move(getpid(), NULL, 0, 0, 7, &mv), -EINVAL);
+	CU_ASSERT_EQUAL(new_move(gone, NULL, 0, 0, 0, &mv), -ESRCH);
+	CU_ASSERT_EQUAL(new_move(getppid(), NULL, 0, 0, MEMMIG_STRATEGY_COPY, &mv), -EINVAL);
+	CU_ASSERT_PTR_NULL(mv);
+	CU_ASSERT_EQUAL(plan_error(getpid(), &unmapped, 1), -EFAULT);
+	CU_ASSERT_EQUAL(plan_error(getpid(), &odd, 1), -EINVAL);
+	/* Once planned, not again; not waited for before anything started. */
+	CU_ASSERT_EQUAL_FATAL(new_move(getpid(), NULL, 0, 0, 0, &mv), 0);
+	CU_ASSERT_EQUAL(memmig_move_wait(mv, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_move_plan(mv), 0);
+	CU_ASSERT_EQUAL(memmig_move_plan(mv), -EBUSY);
+	CU_ASSERT_EQUAL(memmig_move_plan_start(mv), -EBUSY);
+	memmig_move_unref(mv);
+}
+
+/* Two ranges of this process, with the kernel strategy: every byte moved
+ * and counted once. */
+static void test_ranges(void)
+{
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct memmig_move_progress p = { .sz = sizeof(p) };
+	struct memmig_report *rep = NULL;
+	struct memmig_move *mv;
+	struct mem a, b;
+	uint64_t sa, sb;
+
+	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&a, K_THP, 16 * MiB, true), 0);
+	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&b, K_MEMFD, 8 * MiB, true), 0);
+	sa = mt_csum(a.map, a.len);
+	sb = mt_csum(b.map, b.len);
+	struct memmig_range r[2] = {
+		{ (uintptr_t)a.map, a.len }, { (uintptr_t)b.map, b.len },
+	};
+	CU_ASSERT_EQUAL_FATAL(new_move(getpid(), r, 2, 0, MEMMIG_STRATEGY_KERNEL, &mv), 0);
+	CU_ASSERT_EQUAL(memmig_move_plan(mv), 0);
+	memmig_move_get_progress(mv, &p);
+	EXPECT_EQ("ranges", "state", p.state, MEMMIG_MOVE_PLANNED);
+	EXPECT_EQ("ranges", "bytes_total before", p.bytes_total, 24 * MiB);
+	EXPECT_EQ("ranges", "regions", p.regions, 2);
+	CU_ASSERT_EQUAL(memmig_move_start(mv), 0);
+	CU_ASSERT_EQUAL(memmig_move_start(mv), -EBUSY);
+	CU_ASSERT_EQUAL(memmig_move_wait(mv, &rep), 0);
+	memmig_move_get_progress(mv, &p);
+	EXPECT_EQ("ranges", "state", p.state, MEMMIG_MOVE_DONE);
+	CU_ASSERT_EQUAL(p.result, 0);
+	EXPECT_EQ("ranges", "bytes_done", p.bytes_done, 24 * MiB);
+	EXPECT_EQ("ranges", "regions_done", p.regions_done, 2);
+	CU_ASSERT_EQUAL_FATAL(memmig_report_get_summary(rep, &s), 0);
+	EXPECT_EQ("ranges", "report pid", s.pid, getpid());
+	EXPECT_EQ("ranges", "report result", s.result, 0);
+	EXPECT_EQ("ranges", "report regions", s.regions, 2);
+	EXPECT_EQ("ranges", "report bytes_total", s.bytes_total, 24 * MiB);
+	EXPECT_EQ("ranges", "report pages_failed", s.pages_failed, 0);
+	EXPECT_EQ("ranges", "report pages_on_target", s.pages_verified_on_target,
+		  24 * MiB / PAGE);
+	/* The regions' node counts add up to the whole. */
+	uint64_t before, after;
+	CU_ASSERT_EQUAL(memmig_report_node_pages(rep, 0, &before, &after), 0);
+	EXPECT_EQ("ranges", "node 0 pages after", after, 24 * MiB / PAGE);
+	memmig_report_unref(rep);
+	memmig_move_unref(mv);
+	mt_mem_intact(&a, sa, "anonymous range");
+	mt_mem_intact(&b, sb, "memfd range");
+	mt_mem_free(&a);
+	mt_mem_free(&b);
+}
+
+/* Cancelled before it starts: nothing moves, the result says so. */
+static void test_cancel_first(void)
+{
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct memmig_report *rep = NULL;
+	struct memmig_move *mv;
+	struct mem a;
+	uint64_t sa;
+
+	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&a, K_THP, 8 * MiB, true), 0);
+	sa = mt_csum(a.map, a.len);
+	struct memmig_range r = { (uintptr_t)a.map, a.len };
+	CU_ASSERT_EQUAL_FATAL(new_move(getpid(), &r, 1, 0, 0, &mv), 0);
+	memmig_move_cancel(mv);
+	CU_ASSERT_EQUAL(memmig_move_start(mv), 0);
+	CU_ASSERT_EQUAL(memmig_move_wait(mv, &rep), -ECANCELED);
+	CU_ASSERT_EQUAL_FATAL(memmig_report_get_summary(rep, &s), 0);
+	EXPECT_EQ("cancel", "result", s.result, -ECANCELED);
+	EXPECT_EQ("cancel", "bytes_moved", s.bytes_moved, 0);
+	EXPECT_EQ("cancel", "bytes_total", s.bytes_total, 8 * MiB);
+	memmig_report_unref(rep);
+	memmig_move_unref(mv);
+	mt_mem_intact(&a, sa, "cancelled");
+	mt_mem_free(&a);
+}
+
+/* A child with `maps` separate 2 MiB mappings that checks its own bytes
+ * once told to (write to *go). */
+static pid_t child_with_maps(unsigned int maps, int *go)
+{
+	int p_go[2], p_ready[2];
+	char c = 0;
+	pid_t child;
+
+	if (pipe(p_go) || pipe(p_ready))
+		return -1;
+	child = fork();
+	if (!child) {
+		struct mem a;
+		uint64_t s;
+		uint8_t *m[64];
+
+		if (maps > 64 || mt_mem_new(&a, K_THP, 32 * MiB, true))
+			_exit(2);
+		s = mt_csum(a.map, a.len);
+		/* PROT_READ and PROT_WRITE alternate: no two mappings merge. */
+		for (unsigned int i = 0; i < maps; i++) {
+			m[i] = mmap(NULL, 2 * MiB, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+			if (m[i] == MAP_FAILED)
+				_exit(4);
+		}
+		if (write(p_ready[1], "r", 1) != 1 || read(p_go[0], &c, 1) != 1)
+			_exit(3);
+		_exit(mt_csum(a.map, a.len) == s ? 0 : 1);
+	}
+	close(p_go[0]);
+	close(p_ready[1]);
+	if (child < 0 || read(p_ready[0], &c, 1) != 1)
+		return -1;
+	close(p_ready[0]);
+	*go = p_go[1];
+	return child;
+}
+
+static void child_end(pid_t child, int go)
+{
+	int st;
+
+	CU_ASSERT(write(go, "g", 1) == 1);
+	close(go);
+	CU_ASSERT_EQUAL(waitpid(child, &st, 0), child);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* Another process, every mapping: it checks its own bytes afterwards. */
+static void test_child(void)
+{
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct memmig_report *rep = NULL;
+	struct memmig_move *mv = NULL;
+	int go;
+	pid_t child = child_with_maps(0, &go);
+
+	CU_ASSERT_FATAL(child > 0);
+	CU_ASSERT_EQUAL(new_move(child, NULL, 0, 0, 0, &mv), 0);
+	if (mv) {
+		CU_ASSERT_EQUAL(memmig_move_start(mv), 0);
+		CU_ASSERT_EQUAL(memmig_move_wait(mv, &rep), 0);
+		memmig_report_get_summary(rep, &s);
+		CU_ASSERT(s.regions >= 2);
+		CU_ASSERT(s.pages_verified_on_target >= 32 * MiB / PAGE);
+		EXPECT_EQ("child", "pages_failed", s.pages_failed, 0);
+		EXPECT_EQ("child", "strategy", s.strategy, MEMMIG_STRATEGY_KERNEL);
+		memmig_report_unref(rep);
+		memmig_move_unref(mv);
+	}
+	child_end(child, go);
+}
+
+/*
+ * 40 mappings and more: the move takes one topology snapshot and starts
+ * one thread of its own and workers - 1 others, whatever the number of
+ * mappings (before: a snapshot per region and per worker, and a job
+ * thread and workers per region).
+ */
+static void test_many_maps(void)
+{
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct memmig_report *rep = NULL;
+	struct memmig_move *mv = NULL;
+	struct memmig_ctx *c;
+	unsigned int started;
+	int go;
+	pid_t child = child_with_maps(40, &go);
+
+	CU_ASSERT_FATAL(child > 0);
+	CU_ASSERT_EQUAL_FATAL(memmig_ctx_new_flags(&c, MEMMIG_CTX_NO_ENV), 0);
+	memmig_ctx_set_log_fn(c, count_snapshots, NULL);
+	memmig_ctx_set_log_priority(c, LOG_DEBUG);
+	struct memmig_move_opts o = opts_of(child, NULL, 0, 0, 0);
+	o.workers = 3;
+	CU_ASSERT_EQUAL_FATAL(memmig_move_new(c, &o, &mv), 0);
+	snapshots = 0;
+	started = __atomic_load_n(&threads_started, __ATOMIC_RELAXED);
+	CU_ASSERT_EQUAL(memmig_move_start(mv), 0);
+	CU_ASSERT_EQUAL(memmig_move_wait(mv, &rep), 0);
+	started = __atomic_load_n(&threads_started, __ATOMIC_RELAXED) - started;
+	memmig_report_get_summary(rep, &s);
+	CU_ASSERT(s.regions >= 40);
+	EXPECT_EQ("many maps", "pages_failed", s.pages_failed, 0);
+	EXPECT_EQ("many maps", "topology snapshots", snapshots, 1);
+	EXPECT_EQ("many maps", "threads started", started, 3);
+	printf("\n  %u regions: %u snapshot(s), %u thread(s) started ", s.regions,
+	       snapshots, started);
+	memmig_report_unref(rep);
+	memmig_move_unref(mv);
+	memmig_ctx_unref(c);
+	child_end(child, go);
+}
+
+/* The daemon's way: plan on the move's thread, told by notify, started
+ * later, told again at the end. */
+static unsigned int notified[MEMMIG_MOVE_DONE + 1];
+
+static void on_notify(struct memmig_move *mv, void *opaque)
+{
+	struct memmig_move_progress p = { .sz = sizeof(p) };
+
+	CU_ASSERT_PTR_EQUAL(opaque, &notified);
+	memmig_move_get_progress(mv, &p);
+	__atomic_add_fetch(&notified[p.state], 1, __ATOMIC_RELAXED);
+}
+
+static void test_plan_start(void)
+{
+	struct memmig_move_progress p = { .sz = sizeof(p) };
+	struct memmig_move *mv;
+	struct mem a;
+	uint64_t sa;
+
+	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&a, K_4K, 8 * MiB, true), 0);
+	sa = mt_csum(a.map, a.len);
+	struct memmig_range r = { (uintptr_t)a.map, a.len };
+	struct memmig_move_opts o = opts_of(getpid(), &r, 1, 0, MEMMIG_STRATEGY_KERNEL);
+	o.notify = on_notify;
+	o.opaque = &notified;
+	CU_ASSERT_EQUAL_FATAL(memmig_move_new(ctx, &o, &mv), 0);
+	CU_ASSERT_EQUAL(memmig_move_plan_start(mv), 0);
+	CU_ASSERT_EQUAL(memmig_move_wait(mv, NULL), 0);
+	memmig_move_get_progress(mv, &p);
+	EXPECT_EQ("plan", "state", p.state, MEMMIG_MOVE_PLANNED);
+	EXPECT_EQ("plan", "notified planned", notified[MEMMIG_MOVE_PLANNED], 1);
+	CU_ASSERT_EQUAL(memmig_move_start(mv), 0);
+	CU_ASSERT_EQUAL(memmig_move_wait(mv, NULL), 0);
+	EXPECT_EQ("plan", "notified done", notified[MEMMIG_MOVE_DONE], 1);
+	memmig_move_get_progress(mv, &p);
+	EXPECT_EQ("plan", "bytes_done", p.bytes_done, 8 * MiB);
+	memmig_move_unref(mv);
+	mt_mem_intact(&a, sa, "planned on its thread");
+	mt_mem_free(&a);
+}
+
+/* The last reference dropped while the move runs: it stops after its
+ * units and nothing is lost. */
+static void test_unref_running(void)
+{
+	struct memmig_move *mv;
+	struct mem a;
+	uint64_t sa;
+
+	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&a, K_THP, 64 * MiB, true), 0);
+	sa = mt_csum(a.map, a.len);
+	struct memmig_range r = { (uintptr_t)a.map, a.len };
+	CU_ASSERT_EQUAL_FATAL(new_move(getpid(), &r, 1, 0, MEMMIG_STRATEGY_KERNEL, &mv), 0);
+	CU_ASSERT_EQUAL(memmig_move_start(mv), 0);
+	memmig_move_unref(mv);
+	mt_mem_intact(&a, sa, "dropped while running");
+	mt_mem_free(&a);
+}
+
+static CU_TestInfo tests[] = {
+	{ "bad requests fail before any work", test_bad },
+	{ "two ranges of this process", test_ranges },
+	{ "cancelled before it starts", test_cancel_first },
+	{ "every mapping of another process", test_child },
+	{ "40 mappings: one snapshot, threads by workers", test_many_maps },
+	{ "planned on its thread, then started", test_plan_start },
+	{ "last reference dropped while running", test_unref_running },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+	MT_SUITE("process move", mt_suite_init, mt_suite_cleanup, tests),
+	CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+	return mt_main(suites);
+}
