@@ -190,6 +190,43 @@ MEMMIG_EXPORT int memmig_ctx_set_tuning(struct memmig_ctx *ctx,
 /* The system calibration file path (compiled in; $MEMMIG_CALIBRATION wins). */
 MEMMIG_EXPORT const char *memmig_tuning_default_path(void);
 
+/* What calibration measures, in order. */
+enum memmig_calibrate_step {
+	MEMMIG_CALIBRATE_SMALL = 0,	/* movq loop, rep movsq, rep movsb */
+	MEMMIG_CALIBRATE_NT_PRIM,	/* the NT primitives, beyond the cache */
+	MEMMIG_CALIBRATE_NT_MIN,	/* temporal against the chosen NT one */
+};
+
+/* One size of a step, measured: median GB/s of each primitive. */
+struct memmig_calibrate_row {
+	size_t sz;
+	int step;			/* enum memmig_calibrate_step */
+	size_t len;
+	unsigned int n;
+	int prims[4];
+	double gbps[4];
+};
+
+typedef void (*memmig_calibrate_fn)(void *opaque, const struct memmig_calibrate_row *row);
+
+struct memmig_calibrate_opts {
+	size_t sz;
+	memmig_calibrate_fn row;	/* each row as it is measured; NULL */
+	void *opaque;
+	unsigned int reps;		/* samples per size and pass; 0: 11 */
+};
+
+/*
+ * Measures this CPU's crossovers (hot copies, interleaved, medians of three
+ * passes), so that measurement overrides the seed rules, into *out: the
+ * defaults with the thresholds found.  Nothing is saved nor applied
+ * (memmig_tuning_save(), memmig_ctx_set_tuning()).  A few seconds and
+ * 512 MiB of memory; 0 or -ENOMEM.
+ */
+MEMMIG_EXPORT int memmig_tuning_calibrate(struct memmig_ctx *ctx,
+					  const struct memmig_calibrate_opts *opts,
+					  struct memmig_tuning *out);
+
 /*
  * The dispatch policy, a pure function: which primitive copies len bytes
  * with these flags on this CPU under these thresholds.  Returns an
@@ -225,7 +262,7 @@ MEMMIG_EXPORT int memmig_copy_with(struct memmig_ctx *ctx, int prim,
 				   void *dst, const void *src, size_t len,
 				   unsigned int flags);
 
-/* The base page: every length and offset memmig takes is a multiple. */
+/* The base page: regions, ranges and their offsets are multiples of it. */
 #define MEMMIG_PAGE_SIZE 4096UL
 #define MEMMIG_UNIT_SIZE (2UL << 20)
 

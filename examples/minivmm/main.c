@@ -17,8 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "embed.h"
-#include "shared/size.h"
+#include "minivmm/embed.h"
+#include "util/size.h"
 
 struct args {
 	struct minivmm_opts vm;
@@ -30,7 +30,7 @@ struct args {
 static int parse_size(const char *s, uint64_t *out)
 {
 	size_t v;
-	int rc = memmig_size_parse(s, &v);
+	int rc = util_size_parse(s, &v);
 
 	if (!rc && !v)
 		rc = -EINVAL;

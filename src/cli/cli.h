@@ -10,7 +10,7 @@
 #include <json-c/json.h>
 
 #include "memmig.h"
-#include "shared/proto.h"
+#include "proto/proto.h"
 
 /* Exit codes (documented in memmig-cli(1)). */
 enum {
@@ -57,7 +57,7 @@ static inline int cli_parse_json_only(int argc, char **argv,
 	return cli_parse_json_args(argc, argv, usage, json, 0);
 }
 
-/* Messages go to stderr, prefixed with "memmig-cli: ". */
+/* Errors, through the one log path (util/log.h): "memmig-cli: error: ...". */
 void cli_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
 /* Parses a size option ("2M"); prints the error and returns -EINVAL. */
 int cli_parse_size(const char *opt, const char *arg, size_t *out);

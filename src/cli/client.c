@@ -9,9 +9,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "client.h"
-#include "shared/proto.h"
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "util/log.h"
+#include "proto/proto.h"
 
 /* Replies can be larger than requests (a job list with its reports). */
 #define REPLY_MAX (16u << 20)
@@ -69,7 +70,7 @@ void cli_conn_close(struct cli_conn *c)
 static void say_via(const char *cmd, const char *how)
 {
 	if (!cli_global.quiet_mode)
-		fprintf(stderr, "memmig-cli: %s: %s\n", cmd, how);
+		util_log(LOG_INFO, "%s: %s", cmd, how);
 }
 
 int cli_connect_or_local(const char *cmd, struct cli_conn **out)

@@ -2,8 +2,8 @@
 /* memmig-cli bench: benchmark programs, each a sub-command of its own. */
 #include <string.h>
 
-#include "bench.h"
-#include "cli.h"
+#include "bench/bench.h"
+#include "cli/cli.h"
 
 static const struct cli_cmd *const benches[] = {
 	&bench_cmd_copy,

@@ -2,7 +2,7 @@
 /* memmig-cli cancel JOB: stop a memmigd job between 2 MB units. */
 #include <stdio.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 static void cancel_usage(FILE *f)
 {

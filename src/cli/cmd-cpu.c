@@ -3,8 +3,8 @@
 #include <getopt.h>
 #include <string.h>
 
-#include "cli.h"
-#include "shared/size.h"
+#include "cli/cli.h"
+#include "util/size.h"
 
 static const size_t sample_sizes[] = {
 	16, 168, 512, 1024, 2048, 4096, 64 << 10, 2 << 20, 64 << 20, 1 << 30,
@@ -35,7 +35,7 @@ static void cpu_print_text(struct memmig_ctx *ctx,
 		if (name && (cpu->features & (1ULL << i)))
 			printf(" %s", name);
 	}
-	printf("\nllc:        %s\n", memmig_size_format(cpu->llc_size, buf, sizeof(buf)));
+	printf("\nllc:        %s\n", util_size_format(cpu->llc_size, buf, sizeof(buf)));
 	char b2[32], b3[32];
 
 	printf("thresholds: movsb from %s, movsq from %s, NT from %s (%s)\n",
@@ -46,7 +46,7 @@ static void cpu_print_text(struct memmig_ctx *ctx,
 	printf("%10s  %-10s %-10s %-10s\n", "size", "default", "temporal", "pmem");
 	for (size_t i = 0; i < N_SAMPLES; i++)
 		printf("%10s  %-10s %-10s %-10s\n",
-		       memmig_size_format(sample_sizes[i], buf, sizeof(buf)),
+		       util_size_format(sample_sizes[i], buf, sizeof(buf)),
 		       memmig_prim_name(memmig_copy_query(ctx, sample_sizes[i], 0)),
 		       memmig_prim_name(memmig_copy_query(ctx, sample_sizes[i],
 							  MEMMIG_COPY_TEMPORAL)),

@@ -13,10 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "cli.h"
-#include "examples/minivmm/embed.h"
-#include "shared/size.h"
+#include "bench/bench.h"
+#include "cli/cli.h"
+#include "minivmm/embed.h"
+#include "util/size.h"
 
 struct demo {
 	size_t mem;
@@ -300,7 +300,7 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 	d->raw_s = raw_copy_seconds(ctx, d->mem);
 	if (!d->json) {
 		printf("%s guest (%s) rewriting all of its RAM; ",
-		       memmig_size_format(d->mem, size, sizeof(size)),
+		       util_size_format(d->mem, size, sizeof(size)),
 		       d->kvm ? "KVM, examples/minivmm" : "host thread, in-process");
 		if (d->nnodes > 1)
 			printf("moving it between node %d (%s) and node %d (%s)\n", d->nodes[0],

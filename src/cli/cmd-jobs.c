@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "client.h"
+#include "cli/cli.h"
+#include "cli/client.h"
 
 static void jobs_usage(FILE *f)
 {

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "client.h"
-#include "shared/report-json.h"
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "proto/report-json.h"
 
 struct move_args {
 	struct memmig_move_opts req;

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "client.h"
-#include "shared/nodes-json.h"
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "proto/nodes-json.h"
 
 static void nodes_usage(FILE *f)
 {

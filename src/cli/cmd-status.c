@@ -2,7 +2,7 @@
 /* memmig-cli status JOB: a memmigd job's progress, and its report. */
 #include <stdio.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 static void status_usage(FILE *f)
 {

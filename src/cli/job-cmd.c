@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "client.h"
+#include "cli/cli.h"
+#include "cli/client.h"
 
 int cli_job_cmd_run(const struct job_cmd *jc, int argc, char **argv)
 {

@@ -5,8 +5,9 @@
 #include <string.h>
 
 #include "config.h"
-#include "cli.h"
-#include "client.h"
+#include "cli/cli.h"
+#include "util/log.h"
+#include "cli/client.h"
 
 static const struct cli_cmd *const commands[] = {
 	&cli_cmd_move,
@@ -88,6 +89,8 @@ int main(int argc, char **argv)
 		cli_error("cannot initialise libmemmig: %s\n", strerror(-rc));
 		return CLI_EXIT_FAIL;
 	}
+	/* libmemmig speaks through the CLI's own log path. */
+	memmig_ctx_set_log_fn(ctx, util_log_memmig, NULL);
 	argc -= optind;
 	argv += optind;
 	optind = 0; /* the command parses its own options from argv[0] */

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 bool cli_progress_wanted(void)
 {

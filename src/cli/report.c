@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "shared/size.h"
+#include "cli/cli.h"
+#include "util/size.h"
 
 int64_t cli_json_int(struct json_object *o, const char *key, int64_t def)
 {
@@ -104,8 +104,8 @@ void cli_print_move_report(struct json_object *rep)
 	printf("pid %lld: moved %s of %s to node %lld in %.3f s (%.2f GB/s), "
 	       "strategy %s, %lld worker%s, %lld region%s\n",
 	       (long long)cli_json_int(rep, "pid", 0),
-	       memmig_size_format((size_t)moved, b1, sizeof(b1)),
-	       memmig_size_format((size_t)cli_json_int(rep, "bytes_total", 0), b2,
+	       util_size_format((size_t)moved, b1, sizeof(b1)),
+	       util_size_format((size_t)cli_json_int(rep, "bytes_total", 0), b2,
 				  sizeof(b2)),
 	       (long long)cli_json_int(rep, "target_node", -1), s,
 	       s > 0 ? (double)moved / s / 1e9 : 0,

@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "shared/size.h"
+#include "cli/cli.h"
+#include "util/log.h"
+#include "util/size.h"
 
 const struct cli_cmd *cli_cmd_find(const struct cli_cmd *const *table,
 				   const char *name)
@@ -64,15 +65,14 @@ void cli_error(const char *format, ...)
 {
 	va_list ap;
 
-	fputs("memmig-cli: ", stderr);
 	va_start(ap, format);
-	vfprintf(stderr, format, ap);
+	util_vlog(NULL, LOG_ERR, format, ap);
 	va_end(ap);
 }
 
 int cli_parse_size(const char *opt, const char *arg, size_t *out)
 {
-	if (memmig_size_parse(arg, out) < 0) {
+	if (util_size_parse(arg, out) < 0) {
 		cli_error("%s: '%s' is not a size (e.g. 4096, 64K, 2M, 1G)\n",
 			  opt, arg);
 		return -EINVAL;
@@ -139,7 +139,7 @@ const char *cli_size(size_t v, char *buf, size_t len)
 {
 	if (v == MEMMIG_SIZE_NEVER)
 		return "never";
-	return memmig_size_format(v, buf, len);
+	return util_size_format(v, buf, len);
 }
 
 static struct json_object *json_size(size_t v)

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Who may move whose memory: the rule move_pages(2) applies through
  * ptrace_may_access(PTRACE_MODE_READ_REALCREDS), applied for the client by

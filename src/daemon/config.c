@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The configuration file: "key = value" lines with the long options'
  * names, '#' comments and blank lines.  Bounded: a line of 1 KiB at most,

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A client connection's buffers: lines in, replies out. */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The libvirt watcher: a thread of its own runs libvirt's default event
  * loop, so that no libvirt call (each one a round trip to libvirtd, which
@@ -21,7 +21,7 @@
 #include <libvirt/virterror.h>
 
 #include "daemon/domains-private.h"
-#include "shared/proto.h"
+#include "proto/proto.h"
 
 #define RETRY_MIN_S		1
 #define RETRY_MAX_S		30
@@ -90,7 +90,7 @@ static void add_domain(struct domains_libvirt *lv, virDomainPtr dom)
 	if (ret) {
 		/* A remote or session URI has no pid file here: nothing we
 		 * could move. */
-		mlog(LOG_LVL_WARN, "libvirt: domain %s: no QEMU pid (%s)", name, strerror(-ret));
+		util_log(LOG_WARNING, "libvirt: domain %s: no QEMU pid (%s)", name, strerror(-ret));
 		return;
 	}
 	virDomainGetUUIDString(dom, uuid);
@@ -108,7 +108,7 @@ static void add_domain(struct domains_libvirt *lv, virDomainPtr dom)
 	}
 	ret = domains_add(lv->d, name, uuid, pid, nodeset, DOMAIN_SOURCE_LIBVIRT, false);
 	if (ret)
-		mlog(LOG_LVL_WARN, "libvirt: domain %s: not added: %s", name, strerror(-ret));
+		util_log(LOG_WARNING, "libvirt: domain %s: not added: %s", name, strerror(-ret));
 }
 
 static void write_status(struct domains_libvirt *lv, const struct status_msg *m)
@@ -126,7 +126,7 @@ static void write_status(struct domains_libvirt *lv, const struct status_msg *m)
 	if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, xml,
 				 MEMMIG_LIBVIRT_STATUS_KEY, MEMMIG_LIBVIRT_STATUS_URI,
 				 VIR_DOMAIN_AFFECT_LIVE))
-		mlog(LOG_LVL_WARN, "libvirt: domain %s: cannot write the status element: %s",
+		util_log(LOG_WARNING, "libvirt: domain %s: cannot write the status element: %s",
 			    m->name, lv_error());
 	virDomainFree(dom);
 }
@@ -203,7 +203,7 @@ static void on_metadata(virConnectPtr conn, virDomainPtr dom, int type,
 		return;	/* removed, or only the persistent config changed */
 	ret = domains_placement_parse(xml, &node);
 	if (ret) {
-		mlog(LOG_LVL_WARN, "libvirt: domain %s: ignoring placement element %.200s "
+		util_log(LOG_WARNING, "libvirt: domain %s: ignoring placement element %.200s "
 			    "(want <placement node=\"N\"/>)", name, xml);
 		free(xml);
 		status_now(lv, name, -1, ret);
@@ -212,7 +212,7 @@ static void on_metadata(virConnectPtr conn, virDomainPtr dom, int type,
 	free(xml);
 	add_domain(lv, dom);	/* known before it is resolved */
 	ret = domains_request_move(lv->d, name, node);
-	mlog(ret ? LOG_LVL_WARN : LOG_LVL_INFO,
+	util_log(ret ? LOG_WARNING : LOG_INFO,
 	     "libvirt: domain %s: placement node %d requested: %s",
 	     name, node, ret ? strerror(-ret) : "job queued");
 	if (ret)
@@ -237,7 +237,7 @@ static void on_close(virConnectPtr conn, int reason, void *opaque)
 	struct domains_libvirt *lv = opaque;
 
 	(void)conn;
-	mlog(LOG_LVL_WARN, "libvirt: connection to libvirtd lost (reason %d), reconnecting",
+	util_log(LOG_WARNING, "libvirt: connection to libvirtd lost (reason %d), reconnecting",
 		    reason);
 	/* Not here: the connection is torn down from the timer, outside
 	 * libvirt's own close path. */
@@ -298,13 +298,13 @@ static void on_retry(int timer, void *opaque)
 	if (connect_now(lv)) {
 		/* Said once per outage, not at every try. */
 		if (!lv->down_logged)
-			mlog(LOG_LVL_WARN, "libvirt: cannot connect to %s: %s; retrying in the background",
+			util_log(LOG_WARNING, "libvirt: cannot connect to %s: %s; retrying in the background",
 				    lv->uri ? lv->uri : "the default URI", lv_error());
 		lv->down_logged = true;
 		schedule_retry(lv);
 		return;
 	}
-	mlog(LOG_LVL_INFO, "libvirt: connected to %s", lv->uri ? lv->uri : "the default URI");
+	util_log(LOG_INFO, "libvirt: connected to %s", lv->uri ? lv->uri : "the default URI");
 	lv->down_logged = false;
 	lv->retry_s = RETRY_MIN_S;
 	scan(lv);

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A libvirt domain's QEMU process without asking libvirtd: libvirt's pid
  * file, and the process's command line to be sure the pid still names that
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "daemon/domains-private.h"
-#include "shared/proto.h"
+#include "proto/proto.h"
 
 /* libvirt puts -name second; a bounded read of the start is enough. */
 #define CMDLINE_MAX	(64 * 1024)

@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "daemon/domains.h"
-#include "daemon/memmigd.h"	/* mlog() */
+#include "daemon/memmigd.h"	/* util_log() */
 
 #define DOMAINS_MAX		1024	/* entries: the hook cannot grow us without bound */
 #define DOMAINS_XML_MAX		4096	/* a metadata element we are willing to read */

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The two metadata elements memmigd reads and writes.  libvirt hands back
  * an element as it stored it; this strict parser accepts exactly one empty
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "daemon/domains-private.h"
-#include "shared/proto.h"
+#include "proto/proto.h"
 
 static const char *skip_ws(const char *p)
 {

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The registry of libvirt domains: what the hook registered and what the
  * libvirt watcher found.  The daemon's loop thread and the watcher's
@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "daemon/domains-private.h"
-#include "shared/proto.h"
+#include "proto/proto.h"
 
 struct domain_ent {
 	char name[PROTO_NAME_MAX];
@@ -203,7 +203,7 @@ int domains_resolve(struct domains *d, const char *name, int *pid)
 		if (alive(e)) {
 			p = e->pid;
 		} else {
-			mlog(LOG_LVL_INFO, "domain %s: pid %d is gone, forgetting it",
+			util_log(LOG_INFO, "domain %s: pid %d is gone, forgetting it",
 				    name, e->pid);
 			drop(d, e);
 		}
@@ -324,7 +324,7 @@ int domains_new(const char *uri, domains_move_fn move, void *opaque,
 		/* The default URI on a build without libvirt: the hook still
 		 * registers domains; an explicit URI is an error. */
 		if (ret == -EOPNOTSUPP && !*uri) {
-			mlog(LOG_LVL_INFO, "built without libvirt: domains come from the hook only");
+			util_log(LOG_INFO, "built without libvirt: domains come from the hook only");
 		} else if (ret) {
 			domains_free(d);
 			return ret;

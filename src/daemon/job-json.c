@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A job as docs/protocol.md shows it ("A job"). */
 #include "daemon/jobs-private.h"
 

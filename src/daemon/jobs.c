@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The job table.  A job is a libmemmig move, checked and planned before it
  * is accepted (ops.c, plans.c), then started with memmig_move_start(): it
@@ -25,7 +25,7 @@
 
 #include "daemon/memmigd.h"
 #include "daemon/jobs-private.h"
-#include "shared/report-json.h"
+#include "proto/report-json.h"
 
 static void wake(struct jobs *j)
 {
@@ -33,7 +33,7 @@ static void wake(struct jobs *j)
 
 	/* The counter only saturates after 2^64 - 2 wakes the loop missed. */
 	if (write(j->wake_fd, &one, sizeof(one)) < 0)
-		mlog(LOG_LVL_WARN, "waking the loop: %s", strerror(errno));
+		util_log(LOG_WARNING, "waking the loop: %s", strerror(errno));
 }
 
 /* Lock held: the job ended with result; the caller drops its move. */
@@ -77,11 +77,11 @@ static void job_start(struct jobs *j, struct job *job)
 	if (auth_target_alive(job->procfd))
 		rc = memmig_move_start(job->mv);
 	if (!rc) {
-		mlog(LOG_LVL_INFO, "job %llu: moving pid %d to node %d",
+		util_log(LOG_INFO, "job %llu: moving pid %d to node %d",
 		     (unsigned long long)job->id, job->pid, job->to_node);
 		return;
 	}
-	mlog(LOG_LVL_ERR, "job %llu: not started: %s", (unsigned long long)job->id,
+	util_log(LOG_ERR, "job %llu: not started: %s", (unsigned long long)job->id,
 	     strerror(-rc));
 	j->running_on[job->to_node]--;
 	job_end(j, job, rc, rc == -ESRCH ? NULL : "memmigd could not start a thread for it", 0);
@@ -127,7 +127,7 @@ static void job_finish(struct jobs *j, struct job *job)
 	job->mv = NULL;
 	j->running_on[job->to_node]--;
 	promote(j, job->to_node);
-	mlog(LOG_LVL_INFO, "job %llu: %s", (unsigned long long)job->id, job->message);
+	util_log(LOG_INFO, "job %llu: %s", (unsigned long long)job->id, job->message);
 }
 
 int jobs_new(struct memmig_ctx *ctx, struct domains *dom, unsigned int per_node,
@@ -228,7 +228,7 @@ int jobs_submit(struct jobs *j, struct memmig_move *mv, const struct job_spec *s
 	j->active++;
 	if (j->running_on[job->to_node] < j->per_node)
 		job_start(j, job);
-	mlog(LOG_LVL_INFO, "job %llu: pid %d%s%s to node %d for uid %u: %s",
+	util_log(LOG_INFO, "job %llu: pid %d%s%s to node %d for uid %u: %s",
 	     (unsigned long long)job->id, job->pid, job->domain[0] ? " domain " : "",
 	     job->domain, job->to_node, job->uid, job_state_name(job->state));
 	if (job_json)
@@ -310,7 +310,7 @@ int jobs_cancel(struct jobs *j, uint64_t id, uid_t uid, struct json_object **out
 	pthread_mutex_lock(&j->lock);
 	rc = lookup(j, id, uid, &job);
 	if (!rc) {
-		mlog(LOG_LVL_INFO, "job %llu: cancel (uid %u)", (unsigned long long)id, uid);
+		util_log(LOG_INFO, "job %llu: cancel (uid %u)", (unsigned long long)id, uid);
 		cancel_locked(j, job, "cancelled before it started: nothing moved");
 		*out = job_to_json(job);
 	}
@@ -437,7 +437,7 @@ void jobs_shutdown(struct jobs *j)
 	}
 	pthread_mutex_unlock(&j->lock);
 	if (running)
-		mlog(LOG_LVL_INFO, "waiting for %u running job%s to stop after their units",
+		util_log(LOG_INFO, "waiting for %u running job%s to stop after their units",
 		     running, running == 1 ? "" : "s");
 	/* Waited for unlocked: the libvirt thread may need the lock. */
 	for (;;) {

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The event loop: one io_uring for everything the daemon waits on --
  * accept on the socket, recv and send on each client, a read on a
@@ -81,7 +81,7 @@ static void pause_accept(struct loop *l, int err)
 
 	l->emfile_count++;
 	if (now - l->emfile_logged >= 10) {
-		mlog(LOG_LVL_WARN, "accept: %s (%lu times): no new clients for a while",
+		util_log(LOG_WARNING, "accept: %s (%lu times): no new clients for a while",
 		     strerror(-err), l->emfile_count);
 		l->emfile_logged = now;
 		l->emfile_count = 0;
@@ -123,7 +123,7 @@ static void conn_close(struct loop *l, struct conn *c)
 	l->nconns--;
 	if (c->waiting)
 		plans_forget(c);
-	mlog(LOG_LVL_DEBUG, "client pid %d uid %u: closed", c->cred.pid, c->cred.uid);
+	util_log(LOG_DEBUG, "client pid %d uid %u: closed", c->cred.pid, c->cred.uid);
 	conn_free(c);
 }
 
@@ -172,7 +172,7 @@ static void refuse(int fd, const char *why)
 			 "\"message\":\"%s\"}\n", why);
 
 	if (send(fd, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		mlog(LOG_LVL_DEBUG, "telling a client it is one too many: %s", strerror(errno));
+		util_log(LOG_DEBUG, "telling a client it is one too many: %s", strerror(errno));
 	close(fd);
 }
 
@@ -208,7 +208,7 @@ static void close_idle(struct loop *l)
 	for (struct conn *c = l->conns, *next; c; c = next) {
 		next = c->next;
 		if (!c->closing && now - c->last_active >= limit) {
-			mlog(LOG_LVL_INFO, "client pid %d uid %u: idle for %lld s, closed",
+			util_log(LOG_INFO, "client pid %d uid %u: idle for %lld s, closed",
 			     c->cred.pid, c->cred.uid, (long long)(now - c->last_active));
 			c->closing = true;
 			conn_step(l, c);
@@ -247,12 +247,12 @@ static void on_accept(struct loop *l, int res)
 	}
 	if (res < 0) {
 		if (res != -EINTR && res != -ECONNABORTED)
-			mlog(LOG_LVL_WARN, "accept: %s", strerror(-res));
+			util_log(LOG_WARNING, "accept: %s", strerror(-res));
 		goto rearm;
 	}
 	rc = auth_peer(res, &cred);
 	if (rc) {
-		mlog(LOG_LVL_WARN, "new client: %s", strerror(-rc));
+		util_log(LOG_WARNING, "new client: %s", strerror(-rc));
 		close(res);
 		goto rearm;
 	}
@@ -263,7 +263,7 @@ static void on_accept(struct loop *l, int res)
 	}
 	c = conn_new(res, &cred);
 	if (!c) {
-		mlog(LOG_LVL_WARN, "new client: %s", strerror(ENOMEM));
+		util_log(LOG_WARNING, "new client: %s", strerror(ENOMEM));
 		close(res);
 		goto rearm;
 	}
@@ -273,7 +273,7 @@ static void on_accept(struct loop *l, int res)
 		c->next->prev = c;
 	l->conns = c;
 	l->nconns++;
-	mlog(LOG_LVL_DEBUG, "client pid %d uid %u: connected", cred.pid, cred.uid);
+	util_log(LOG_DEBUG, "client pid %d uid %u: connected", cred.pid, cred.uid);
 	conn_step(l, c);
 rearm:
 	arm_accept(l);
@@ -315,7 +315,7 @@ static void on_send(struct loop *l, struct conn *c, int res)
 
 static void begin_stop(struct loop *l, int sig)
 {
-	mlog(LOG_LVL_INFO, "%s: stopping", strsignal(sig));
+	util_log(LOG_INFO, "%s: stopping", strsignal(sig));
 	l->stopping = true;
 	sock_remove(l->d->opts.socket);
 	if (l->accept_busy)
@@ -413,7 +413,7 @@ static void uring_refused(int rc)
 	if (f)
 		fclose(f);
 	v[strcspn(v, "\n")] = '\0';
-	mlog(LOG_LVL_ERR, "io_uring_setup: %s: memmigd waits on its socket and clients "
+	util_log(LOG_ERR, "io_uring_setup: %s: memmigd waits on its socket and clients "
 	     "through io_uring, which %s; allow it (sysctl kernel.io_uring_disabled=0, "
 	     "or io_uring_setup in the container's seccomp profile)", strerror(-rc),
 	     v[0] && strcmp(v, "0") ? "this host has off (kernel.io_uring_disabled is set)" :
@@ -458,7 +458,7 @@ int loop_run(struct memmigd *d)
 
 	if (rc)
 		return rc;
-	mlog(LOG_LVL_INFO, "listening on %s", d->opts.socket);
+	util_log(LOG_INFO, "listening on %s", d->opts.socket);
 	while (!finished(&l)) {
 		struct io_uring_cqe *cqe;
 		unsigned int head, n = 0;
@@ -468,7 +468,7 @@ int loop_run(struct memmigd *d)
 						      d->opts.idle_timeout_s && l.nconns ?
 						      &second : NULL, NULL);
 		if (rc < 0 && rc != -ETIME && rc != -EINTR) {
-			mlog(LOG_LVL_ERR, "io_uring: %s", strerror(-rc));
+			util_log(LOG_ERR, "io_uring: %s", strerror(-rc));
 			break;
 		}
 		io_uring_for_each_cqe(&l.ring, head, cqe) {

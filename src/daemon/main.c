@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * memmigd: runs memory migrations for processes that do not link
  * libmemmig, on requests over a UNIX socket (docs/protocol.md,
@@ -172,10 +172,10 @@ static int start(struct memmigd *d)
 
 	rc = memmig_ctx_new(&d->ctx);
 	if (rc) {
-		mlog(LOG_LVL_ERR, "libmemmig: %s", strerror(-rc));
+		util_log(LOG_ERR, "libmemmig: %s", strerror(-rc));
 		return rc;
 	}
-	memmig_ctx_set_log_fn(d->ctx, log_memmig, NULL);
+	memmig_ctx_set_log_fn(d->ctx, util_log_memmig, NULL);
 	d->wake_fd = eventfd(0, EFD_CLOEXEC);
 	if (d->wake_fd < 0)
 		return -errno;
@@ -188,7 +188,7 @@ static int start(struct memmigd *d)
 		rc = jobs_new(d->ctx, d->domains, d->opts.max_jobs_per_node, d->opts.max_jobs,
 			      d->wake_fd, &d->jobs);
 	if (rc)
-		mlog(LOG_LVL_ERR, "starting: %s", strerror(-rc));
+		util_log(LOG_ERR, "starting: %s", strerror(-rc));
 	return rc;
 }
 
@@ -211,17 +211,17 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &d.opts))
 		return EXIT_USAGE;
-	log_setup(d.opts.verbose);
+	util_log_setup("memmigd", d.opts.verbose ? LOG_DEBUG : LOG_INFO);
 	setup_signals();
 	raise_fd_limit();
 	if (geteuid() != 0)
-		mlog(LOG_LVL_WARN, "not running as root: only this user's processes can be moved");
+		util_log(LOG_WARNING, "not running as root: only this user's processes can be moved");
 	rc = sock_listen(d.opts.socket, d.opts.group, &d.listen_fd);
 	if (rc)
 		return EXIT_RUN_FAILED;
 	/* Threads and the ring come after the fork: neither survives one. */
 	if (!d.opts.foreground && (rc = detach())) {
-		mlog(LOG_LVL_ERR, "detaching: %s", strerror(-rc));
+		util_log(LOG_ERR, "detaching: %s", strerror(-rc));
 		sock_remove(d.opts.socket);
 		return EXIT_RUN_FAILED;
 	}
@@ -231,7 +231,7 @@ int main(int argc, char **argv)
 	if (rc)
 		sock_remove(d.opts.socket);
 	else
-		mlog(LOG_LVL_INFO, "stopped");
+		util_log(LOG_INFO, "stopped");
 	stop(&d);
 	return rc ? EXIT_RUN_FAILED : 0;
 }

@@ -18,8 +18,9 @@
 #include <json-c/json.h>
 
 #include "memmig.h"
+#include "util/log.h"
 #include "daemon/domains.h"
-#include "shared/proto.h"
+#include "proto/proto.h"
 
 #define MEMMIGD_CONFIG_DEFAULT	"/etc/memmig/memmigd.conf"
 #define MEMMIGD_MAX_CLIENTS	256
@@ -52,14 +53,6 @@ int opts_set(struct memmigd_opts *o, const char *key, const char *value,
  * 0 or -errno, with "file:line: what" in err. */
 int config_load(struct memmigd_opts *o, const char *path, bool missing_ok,
 		char *err, size_t errlen);
-
-/* ---- logging (log.c): to stderr, for the journal ---- */
-enum { LOG_LVL_ERR = 3, LOG_LVL_WARN = 4, LOG_LVL_INFO = 6, LOG_LVL_DEBUG = 7 };
-void log_setup(int verbose);
-void mlog(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void log_memmig(struct memmig_ctx *ctx, void *userdata, int priority,
-		const char *file, int line, const char *fn, const char *format,
-		va_list args);
 
 /* ---- the socket (sock.c) ---- */
 int sock_listen(const char *path, const char *group, int *out);

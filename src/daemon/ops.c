@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The operations of docs/protocol.md: one handler per op, found through a
  * table, each turning a parsed request into its reply.
@@ -12,7 +12,7 @@
 
 #include "config.h"
 #include "daemon/memmigd.h"
-#include "shared/nodes-json.h"
+#include "proto/nodes-json.h"
 
 typedef struct json_object *(*op_fn)(struct memmigd *d, const struct client_cred *c,
 				     const struct proto_request *req);
@@ -75,7 +75,7 @@ static void wake_loop(struct memmig_move *mv, void *opaque)
 	uint64_t one = 1;
 
 	if (write(d->wake_fd, &one, sizeof(one)) != sizeof(one))
-		mlog(LOG_LVL_WARN, "waking the loop: a move may wait");
+		util_log(LOG_WARNING, "waking the loop: a move may wait");
 }
 
 /*
@@ -209,7 +209,7 @@ int ops_domain_move(void *opaque, const char *name, int pid, int to_node)
 				   msg, sizeof(msg));
 	}
 	if (rc)
-		mlog(LOG_LVL_ERR, "domain %s: %s", name, msg);
+		util_log(LOG_ERR, "domain %s: %s", name, msg);
 	return rc;
 }
 
@@ -262,7 +262,7 @@ static struct json_object *op_register(struct memmigd *d, const struct client_cr
 
 	if (rc)
 		return proto_reply_error(req, rc, "register %s: %s", req->domain, strerror(-rc));
-	mlog(LOG_LVL_INFO, "domain %s registered: pid %d, nodeset %s", req->domain, req->pid,
+	util_log(LOG_INFO, "domain %s registered: pid %d, nodeset %s", req->domain, req->pid,
 	     req->nodeset[0] ? req->nodeset : "-");
 	return proto_reply_ok(req);
 }
@@ -274,7 +274,7 @@ static struct json_object *op_unregister(struct memmigd *d, const struct client_
 
 	if (rc)
 		return proto_reply_error(req, rc, "no domain \"%s\"", req->domain);
-	mlog(LOG_LVL_INFO, "domain %s unregistered", req->domain);
+	util_log(LOG_INFO, "domain %s unregistered", req->domain);
 	return proto_reply_ok(req);
 }
 

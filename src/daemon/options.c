@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * memmigd's settings: defaults, and one setting by its name, which both
  * the configuration file and the command line go through so that the two

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Move requests while libmemmig plans them.  Planning reads the target's
  * mappings (smaps): for a process of 65k mappings that takes 0.36 s, which

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The listening socket: its directory (/run/memmig, 0755, made if
  * missing: systemd's RuntimeDirectory= makes it too), a stale socket from
@@ -27,7 +27,7 @@ static int make_dir(const char *path)
 	snprintf(buf, sizeof(buf), "%s", path);
 	dir = dirname(buf);
 	if (mkdir(dir, 0755) && errno != EEXIST) {
-		mlog(LOG_LVL_ERR, "%s: %s", dir, strerror(errno));
+		util_log(LOG_ERR, "%s: %s", dir, strerror(errno));
 		return -errno;
 	}
 	return 0;
@@ -42,7 +42,7 @@ static int remove_stale(const struct sockaddr_un *sa)
 	if (lstat(sa->sun_path, &st))
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISSOCK(st.st_mode)) {
-		mlog(LOG_LVL_ERR, "%s exists and is not a socket", sa->sun_path);
+		util_log(LOG_ERR, "%s exists and is not a socket", sa->sun_path);
 		return -EEXIST;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -51,12 +51,12 @@ static int remove_stale(const struct sockaddr_un *sa)
 	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) ? -errno : 0;
 	close(fd);
 	if (!rc) {
-		mlog(LOG_LVL_ERR, "%s: another memmigd is listening there", sa->sun_path);
+		util_log(LOG_ERR, "%s: another memmigd is listening there", sa->sun_path);
 		return -EADDRINUSE;
 	}
 	if (rc != -ECONNREFUSED)
 		return rc;
-	mlog(LOG_LVL_INFO, "removing the stale socket %s", sa->sun_path);
+	util_log(LOG_INFO, "removing the stale socket %s", sa->sun_path);
 	return unlink(sa->sun_path) ? -errno : 0;
 }
 
@@ -67,7 +67,7 @@ static int group_id(const char *name, gid_t *gid)
 	int rc = getgrnam_r(name, &gr, buf, sizeof(buf), &res);
 
 	if (rc || !res) {
-		mlog(LOG_LVL_ERR, "group '%s': %s", name, rc ? strerror(rc) : "no such group");
+		util_log(LOG_ERR, "group '%s': %s", name, rc ? strerror(rc) : "no such group");
 		return rc ? -rc : -ENOENT;
 	}
 	*gid = gr.gr_gid;
@@ -107,7 +107,7 @@ int sock_listen(const char *path, const char *group, int *out)
 	if (!rc && listen(fd, 128))
 		rc = -errno;
 	if (rc) {
-		mlog(LOG_LVL_ERR, "%s: %s", path, strerror(-rc));
+		util_log(LOG_ERR, "%s: %s", path, strerror(-rc));
 		if (bound)
 			unlink(path);
 		close(fd);
@@ -120,5 +120,5 @@ int sock_listen(const char *path, const char *group, int *out)
 void sock_remove(const char *path)
 {
 	if (unlink(path) && errno != ENOENT)
-		mlog(LOG_LVL_WARN, "%s: %s", path, strerror(errno));
+		util_log(LOG_WARNING, "%s: %s", path, strerror(errno));
 }

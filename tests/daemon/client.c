@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The daemon tests' client, daemon and memhog helpers (client.h). */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Who may move whom, through memmigd as root: a client running as nobody
  * cannot move root's memhog (EPERM, and root's memhog's data and job list

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * 50 clients at once, each on its own thread and connection, each sending
  * 20 requests -- version, nodes, jobs, a move of memhog, that job -- five

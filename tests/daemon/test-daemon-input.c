@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Bad input against a running memmigd: each request gets the error the
  * protocol names (and its tag back), the connection stays usable except
@@ -14,7 +14,7 @@
 
 #include "config.h"
 #include "client.h"
-#include "shared/proto.h"
+#include "proto/proto.h"
 
 struct bad {
 	const char *line;

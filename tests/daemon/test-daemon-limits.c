@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * memmigd's room is shared among its users, and none of them can take it
  * all (each case failed before the limits):

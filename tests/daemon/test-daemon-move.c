@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Moves through memmigd of memhog, a process that does not link
  * libmemmig, checked by memhog's own checksum after each: a whole

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1-or-later
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * libFuzzer target for memmigd's request parser: any bytes either parse or
  * fail with one of the documented errors and a message; what parses comes
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shared/json-scan.h"
-#include "shared/proto.h"
+#include "proto/json-scan.h"
+#include "proto/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

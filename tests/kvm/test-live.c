@@ -26,7 +26,7 @@
 
 #include "../unit/cunit-main.h"
 #include "../helpers/numa-maps.h"
-#include "examples/minivmm/embed.h"
+#include "minivmm/embed.h"
 
 #define MiB (1ULL << 20)
 

@@ -28,7 +28,7 @@
 
 #include "../helpers/hwpoison.h"
 #include "../unit/cunit-main.h"
-#include "examples/minivmm/embed.h"
+#include "minivmm/embed.h"
 
 #define GUEST_MEM	(64 * 1024)
 #define TIMEOUT_MS	10000

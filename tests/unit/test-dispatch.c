@@ -479,6 +479,56 @@ static void test_prim_table(void)
 	CU_ASSERT_FALSE(memmig_prim_supported(NULL, MOVQ));
 }
 
+/* Calibration on this CPU: every step reports its rows, and what it finds
+ * is a ladder size or never, with an NT primitive this CPU runs. */
+static unsigned int cal_rows[MEMMIG_CALIBRATE_NT_MIN + 1];
+
+static void count_row(void *opaque, const struct memmig_calibrate_row *row)
+{
+	CU_ASSERT_PTR_EQUAL(opaque, cal_rows);
+	CU_ASSERT_FATAL(row->step >= 0 && row->step <= MEMMIG_CALIBRATE_NT_MIN);
+	CU_ASSERT(row->n >= 1 && row->n <= 4);
+	for (unsigned int i = 0; i < row->n; i++)
+		CU_ASSERT(row->gbps[i] > 0);
+	cal_rows[row->step]++;
+}
+
+static bool on_ladder(size_t v)
+{
+	return v == MEMMIG_SIZE_NEVER || v == 16384 || (v >= 16 && v <= (256UL << 20));
+}
+
+static void test_calibrate(void)
+{
+	struct memmig_calibrate_opts o = { .sz = sizeof(o), .row = count_row,
+					   .opaque = cal_rows, .reps = 3 };
+	struct memmig_cpu_info cpu = { .sz = sizeof(cpu) };
+	struct memmig_tuning t = { .sz = sizeof(t) };
+	struct memmig_ctx *ctx;
+
+	CU_ASSERT_EQUAL_FATAL(memmig_ctx_new_flags(&ctx, MEMMIG_CTX_NO_ENV), 0);
+	CU_ASSERT_EQUAL(memmig_tuning_calibrate(NULL, &o, &t), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_tuning_calibrate(ctx, &o, NULL), -EINVAL);
+	o.reps = 65;
+	CU_ASSERT_EQUAL(memmig_tuning_calibrate(ctx, &o, &t), -EINVAL);
+	o.reps = 3;
+	CU_ASSERT_EQUAL_FATAL(memmig_tuning_calibrate(ctx, &o, &t), 0);
+	memmig_ctx_get_cpu(ctx, &cpu);
+	CU_ASSERT(on_ladder(t.movsb_min));
+	CU_ASSERT(on_ladder(t.movsq_min));
+	CU_ASSERT(on_ladder(t.nt_min));
+	if (memmig_prim_is_nt(t.nt_prim)) {
+		CU_ASSERT(memmig_prim_supported(&cpu, t.nt_prim));
+		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_NT_PRIM], 1);
+		CU_ASSERT(cal_rows[MEMMIG_CALIBRATE_NT_MIN] >= 10);
+	}
+	if (cpu.features & (MEMMIG_CPU_REP_GOOD | MEMMIG_CPU_ERMS | MEMMIG_CPU_FSRM))
+		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_SMALL], 18);
+	printf("\n  movsb from %zu, movsq from %zu, %s from %zu ", t.movsb_min, t.movsq_min,
+	       memmig_prim_name(t.nt_prim), t.nt_min);
+	memmig_ctx_unref(ctx);
+}
+
 static CU_TestInfo dispatch_tests[] = {
 	{ "default thresholds per CPU", test_defaults },
 	{ "default thresholds: edge cases", test_default_edges },
@@ -491,6 +541,7 @@ static CU_TestInfo dispatch_tests[] = {
 	{ "calibrated nt_prim and its fallback", test_nt_prim_fallback },
 	{ "custom thresholds move the crossovers", test_custom_thresholds },
 	{ "primitive names, NT and support", test_prim_table },
+	{ "calibration on this CPU", test_calibrate },
 	CU_TEST_INFO_NULL,
 };
 

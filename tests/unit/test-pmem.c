@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "lib/arch.h"
-#include "lib/memmig-private.h"
+#include "lib/copy/arch/arch.h"
+#include "lib/core/memmig-private.h"
 #include "cunit-main.h"
 
 #define LINE 64

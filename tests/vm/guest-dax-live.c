@@ -28,7 +28,7 @@
 
 #include <memmig.h>
 
-#include "examples/minivmm/embed.h"
+#include "minivmm/embed.h"
 #include "guest-check.h"
 #include "guest-dax-migrate.h"
 

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * memmig-cli bench copy --calibrate: libmemmig measures this CPU's
+ * crossovers (memmig_tuning_calibrate()); this writes them where the
+ * library loads them, and shows the tables.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "util/size.h"
+
+/* Prints each step's table as libmemmig measures it. */
+static void print_row(void *opaque, const struct memmig_calibrate_row *row)
+{
+	static const char *const titles[] = {
+		[MEMMIG_CALIBRATE_SMALL] = "hot copies, GB/s",
+		[MEMMIG_CALIBRATE_NT_PRIM] = "NT primitives beyond the cache, GB/s",
+		[MEMMIG_CALIBRATE_NT_MIN] = "repeated copies of one buffer, GB/s",
+	};
+	int *last_step = opaque;
+	char sz[32];
+
+	if (row->step != *last_step) {
+		*last_step = row->step;
+		printf("%s\n%10s", titles[row->step], "size");
+		for (unsigned int c = 0; c < row->n; c++)
+			printf(" %12s", memmig_prim_name(row->prims[c]));
+		printf("\n");
+	}
+	printf("%10s", util_size_format(row->len, sz, sizeof(sz)));
+	for (unsigned int c = 0; c < row->n; c++)
+		printf(" %12.2f", row->gbps[c]);
+	printf("\n");
+}
+
+static int mkdir_parent(const char *path)
+{
+	char *copy = strdup(path), *dir;
+	int rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	dir = dirname(copy);
+	if (strcmp(dir, ".") && strcmp(dir, "/")) {
+		rc = mkdir_parent(dir);
+		if (!rc && mkdir(dir, 0755) && errno != EEXIST)
+			rc = -errno;
+	}
+	free(copy);
+	return rc;
+}
+
+/* Creates and removes the file memmig_tuning_save() will write first. */
+static int output_writable(const char *path)
+{
+	char tmp[4096];
+	int fd;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	unlink(tmp);
+	return 0;
+}
+
+int bench_calibrate(struct memmig_ctx *ctx, const char *output, bool json)
+{
+	struct memmig_tuning t = { .sz = sizeof(t) };
+	int last_step = -1, rc;
+	struct memmig_calibrate_opts o = {
+		.sz = sizeof(o), .row = json ? NULL : print_row, .opaque = &last_step,
+	};
+
+	/* A path that cannot be written fails now, not after the measuring. */
+	rc = mkdir_parent(output);
+	if (!rc)
+		rc = output_writable(output);
+	if (rc < 0) {
+		cli_error("calibrate: cannot write %s: %s\n", output, strerror(-rc));
+		return rc;
+	}
+	bench_progress("calibrating: a few seconds");
+	rc = memmig_tuning_calibrate(ctx, &o, &t);
+	bench_progress_done();
+	if (rc < 0) {
+		cli_error("calibrate: %s\n", strerror(-rc));
+		return rc;
+	}
+	rc = memmig_tuning_save(ctx, output, &t);
+	if (rc < 0) {
+		cli_error("calibrate: cannot write %s: %s\n", output, strerror(-rc));
+		return rc;
+	}
+	memmig_ctx_set_tuning(ctx, &t);
+	if (json) {
+		struct json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "file", json_object_new_string(output));
+		json_object_object_add(j, "tuning", cli_json_tuning(&t));
+		cli_json_print(j);
+	} else {
+		char a[32], b[32], c[32];
+
+		printf("\nwrote %s: movsb from %s, movsq from %s, NT (%s) from %s\n",
+		       output, cli_size(t.movsb_min, a, sizeof(a)),
+		       cli_size(t.movsq_min, b, sizeof(b)), memmig_prim_name(t.nt_prim),
+		       cli_size(t.nt_min, c, sizeof(c)));
+	}
+	return 0;
+}

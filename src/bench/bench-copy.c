@@ -1,0 +1,543 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * memmig-cli bench copy: every primitive, memmig's dispatch and the peers
+ * (glibc memcpy, libpmem) at each size, hot and cold, like the seed tables;
+ * then 1 GiB in 2 MiB units against a per-4 KiB-page loop.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "util/size.h"
+
+#define MAX_COPIERS 12
+#define GIB (1UL << 30)
+
+static const size_t short_sizes[] = {
+	16, 64, 168, 256, 512, 1024, 2048, 4096, 64 << 10, 2 << 20, 1UL << 30,
+};
+
+enum mode { MODE_HOT = 1, MODE_COLD = 2 };
+
+/* --pmem compares columns a few percent apart on a shared machine: many
+ * short samples, so that a burst of other work spoils few of them. */
+static const struct bench_opts pmem_opts = { .reps = 41, .sample_s = 0.001 };
+
+struct copy_bench {
+	struct memmig_ctx *ctx;
+	struct copier copiers[MAX_COPIERS];
+	unsigned int ncopiers;
+	unsigned int memmig_idx, glibc_idx, pmem_idx;	/* in copiers[] */
+	size_t *sizes;
+	size_t nsizes;
+	unsigned int modes;
+	struct bench_opts opts;
+	size_t pool_size;
+	bool json, pmem, opts_set;	/* opts_set: --reps or --sample-ms */
+	/* results[mode][size][copier] */
+	struct bench_stats *results[2];
+};
+
+static void copy_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: memmig-cli bench copy [OPTIONS]\n"
+		"Measures each copy primitive, memmig's dispatched copy, glibc memcpy and\n"
+		"libpmem's pmem_memcpy (when built with libpmem), in GB/s (median of the\n"
+		"samples, with the standard deviation in percent of the mean).\n"
+		"Copies above 2 MiB go in 2 MiB units, as a migration copies them.\n\n"
+		"  --sizes LIST     comma-separated sizes (default: a short set, 16 B to 1 GiB)\n"
+		"  --full           every power of two from 16 B to 1 GiB, and 168 B\n"
+		"  --hot | --cold   only cache-hot, or only cold copies (default: both)\n"
+		"  --reps N         samples per measurement (default 7)\n"
+		"  --sample-ms MS   length of one sample (default 4)\n"
+		"  --pool SIZE      cold pool, each of source and destination (default 1G)\n"
+		"  --pmem           memmig's pmem copy against libpmem's NT pmem_memcpy\n"
+		"                   and memmig's machine-check-safe copy (default sizes:\n"
+		"                   powers of two, 256 B to 1 GiB; cold unless --hot;\n"
+		"                   default 41 samples of 1 ms)\n"
+		"  --calibrate      measure the dispatch thresholds on this CPU and write them\n"
+		"  --output FILE    where --calibrate writes (default: %s)\n"
+		"  --json           machine-readable output\n",
+		memmig_tuning_default_path());
+}
+
+static void add_copier(struct copy_bench *b, const char *name,
+		       enum copier_kind kind, int prim)
+{
+	b->copiers[b->ncopiers++] = (struct copier){
+		.name = name, .kind = kind, .prim = prim, .ctx = b->ctx,
+	};
+}
+
+static void setup_copiers(struct copy_bench *b)
+{
+	struct memmig_cpu_info cpu = { .sz = sizeof(cpu) };
+
+	memmig_ctx_get_cpu(b->ctx, &cpu);
+	for (int p = 0; p < MEMMIG_PRIM_COUNT; p++)
+		if (p != MEMMIG_PRIM_GENERIC && memmig_prim_supported(&cpu, p))
+			add_copier(b, memmig_prim_name(p), COPIER_PRIM, p);
+	b->memmig_idx = b->ncopiers;
+	add_copier(b, "memmig", COPIER_MEMMIG, -1);
+	b->glibc_idx = b->ncopiers;
+	add_copier(b, "glibc", COPIER_GLIBC, -1);
+	b->pmem_idx = b->ncopiers;
+	if (copier_pmem_available())
+		add_copier(b, "libpmem-nt", COPIER_PMEM, -1);
+}
+
+static struct bench_stats *cell(struct copy_bench *b, int m, size_t si,
+				unsigned int ci)
+{
+	return &b->results[m][si * b->ncopiers + ci];
+}
+
+static int run_mode(struct copy_bench *b, int m, const struct bench_pool *pool)
+{
+	char sz[32];
+	int rc;
+
+	for (size_t si = 0; si < b->nsizes; si++) {
+		size_t len = b->sizes[si];
+
+		bench_progress("bench copy: %s %s", m ? "cold" : "hot",
+			       util_size_format(len, sz, sizeof(sz)));
+		/* Hot copies reuse the pool's start: the same lines each time. */
+		if (m == 0)
+			rc = bench_measure_hot(b->copiers, b->ncopiers, pool->dst,
+					       pool->src, len, &b->opts,
+					       cell(b, m, si, 0));
+		else
+			rc = bench_measure_cold(b->copiers, b->ncopiers, pool, len,
+						&b->opts, cell(b, m, si, 0));
+		if (rc < 0)
+			return rc;
+	}
+	bench_progress_done();
+	return 0;
+}
+
+static const char *const mode_names[] = { "hot", "cold" };
+
+static void print_table(struct copy_bench *b, int m)
+{
+	char sz[32];
+
+	printf("\n%s copies, GB/s (median ± SD%%)%s\n", mode_names[m],
+	       m ? ": each copy at a new place in a pool far larger than the LLC" :
+		   ": the same buffers again and again");
+	printf("%9s", "size");
+	for (unsigned int ci = 0; ci < b->ncopiers; ci++)
+		printf(" %13s", b->copiers[ci].name);
+	printf("  %-9s\n", "dispatch");
+	for (size_t si = 0; si < b->nsizes; si++) {
+		printf("%9s", util_size_format(b->sizes[si], sz, sizeof(sz)));
+		for (unsigned int ci = 0; ci < b->ncopiers; ci++) {
+			const struct bench_stats *s = cell(b, m, si, ci);
+
+			printf(" %7.2f±%4.1f%%", s->median, s->sd_pct);
+		}
+		printf("  %-9s\n", memmig_prim_name(memmig_copy_query(b->ctx,
+							b->sizes[si], 0)));
+	}
+}
+
+/* The best primitive's median at one cell, and which one it was. */
+static double best_prim(struct copy_bench *b, int m, size_t si, unsigned int *which)
+{
+	double best = 0;
+
+	for (unsigned int ci = 0; ci < b->memmig_idx; ci++)
+		if (cell(b, m, si, ci)->median > best) {
+			best = cell(b, m, si, ci)->median;
+			*which = ci;
+		}
+	return best;
+}
+
+static struct json_object *json_mode(struct copy_bench *b, int m)
+{
+	struct json_object *rows = json_object_new_array();
+
+	for (size_t si = 0; si < b->nsizes; si++) {
+		struct json_object *row = json_object_new_object(), *res = json_object_new_object();
+		unsigned int best = 0;
+
+		json_object_object_add(row, "size", json_object_new_int64((int64_t)b->sizes[si]));
+		json_object_object_add(row, "dispatch", json_object_new_string(
+			memmig_prim_name(memmig_copy_query(b->ctx, b->sizes[si], 0))));
+		for (unsigned int ci = 0; ci < b->ncopiers; ci++)
+			json_object_object_add(res, b->copiers[ci].name,
+					       bench_json_stats(cell(b, m, si, ci)));
+		json_object_object_add(row, "results", res);
+		best_prim(b, m, si, &best);
+		json_object_object_add(row, "memmig_vs_best_prim", json_object_new_double(
+			bench_paired_ratio(cell(b, m, si, b->memmig_idx), cell(b, m, si, best))));
+		json_object_array_add(rows, row);
+	}
+	return rows;
+}
+
+/*
+ * Worst ratio of the dispatched copy to the best primitive over [from, to)
+ * of the sizes, each ratio paired round by round.
+ */
+static void print_dispatch_worst(struct copy_bench *b, int m, size_t from,
+				 size_t to, const char *what)
+{
+	double worst = 1e9;
+	size_t worst_si = from;
+	unsigned int worst_best = 0;
+	char sz[32];
+
+	if (from >= to)
+		return;
+	for (size_t si = from; si < to; si++) {
+		unsigned int which = 0;
+		double r;
+
+		best_prim(b, m, si, &which);
+		r = bench_paired_ratio(cell(b, m, si, b->memmig_idx),
+				       cell(b, m, si, which));
+		if (r < worst) {
+			worst = r;
+			worst_si = si;
+			worst_best = which;
+		}
+	}
+	printf("%s, %s: memmig's dispatch at its worst is %.3fx the best primitive "
+	       "(%s, at %s)\n", mode_names[m], what, worst,
+	       b->copiers[worst_best].name,
+	       util_size_format(b->sizes[worst_si], sz, sizeof(sz)));
+}
+
+/*
+ * Hot: every size.  Cold: the policy sees a length, not the cache, so below
+ * the NT threshold it keeps cached stores (right when the data is hot) and
+ * that part is reported apart.
+ */
+static void print_dispatch_summary(struct copy_bench *b, int m)
+{
+	struct memmig_tuning t = { .sz = sizeof(t) };
+	size_t nt_from = 0;
+
+	if (m == 0) {
+		print_dispatch_worst(b, m, 0, b->nsizes, "all sizes");
+		return;
+	}
+	memmig_ctx_get_tuning(b->ctx, &t);
+	while (nt_from < b->nsizes && b->sizes[nt_from] < t.nt_min)
+		nt_from++;
+	print_dispatch_worst(b, m, 0, nt_from, "below the NT threshold");
+	print_dispatch_worst(b, m, nt_from, b->nsizes, "from the NT threshold");
+}
+
+/* 1 GiB (or the pool) cold: one call per 2 MiB unit against one per page. */
+static const struct {
+	const char *name;
+	enum copier_kind kind;
+} unit_rows[] = {
+	{ "memmig, 2 MiB units", COPIER_MEMMIG },
+	{ "memmig, 4 KiB pages", COPIER_MEMMIG_PAGES },
+	{ "glibc, 2 MiB units", COPIER_GLIBC },
+	{ "glibc, 4 KiB pages", COPIER_GLIBC_PAGES },
+	{ "libpmem-nt, 2 MiB units", COPIER_PMEM },
+};
+#define N_UNIT_ROWS (sizeof(unit_rows) / sizeof(unit_rows[0]))
+
+static int run_units(struct copy_bench *b, const struct bench_pool *pool,
+		     struct bench_stats *out, unsigned int *nrows)
+{
+	size_t len = pool->size < GIB ? pool->size : GIB;
+	struct copier cs[N_UNIT_ROWS];
+	unsigned int n = 0;
+	int rc;
+
+	for (unsigned int i = 0; i < N_UNIT_ROWS; i++) {
+		if (unit_rows[i].kind == COPIER_PMEM && !copier_pmem_available())
+			continue;
+		cs[n++] = (struct copier){ .name = unit_rows[i].name,
+					   .kind = unit_rows[i].kind, .prim = -1,
+					   .ctx = b->ctx };
+	}
+	bench_progress("bench copy: 2 MiB units against 4 KiB pages");
+	rc = bench_measure_cold(cs, n, pool, len, &b->opts, out);
+	bench_progress_done();
+	*nrows = n;
+	return rc;
+}
+
+static unsigned int unit_row_index(const char *name, unsigned int nrows)
+{
+	for (unsigned int i = 0; i < nrows; i++)
+		if (!strcmp(unit_rows[i].name, name))
+			return i;
+	return nrows;
+}
+
+static void print_units(const struct bench_pool *pool,
+			const struct bench_stats *st, unsigned int nrows)
+{
+	size_t len = pool->size < GIB ? pool->size : GIB;
+	unsigned int g = unit_row_index("glibc, 2 MiB units", nrows);
+	unsigned int p = unit_row_index("libpmem-nt, 2 MiB units", nrows);
+	char sz[32];
+
+	printf("\ncold %s, batched units against a per-page loop\n",
+	       util_size_format(len, sz, sizeof(sz)));
+	printf("%-26s %9s %7s %10s\n", "copy", "GB/s", "SD%", "vs pages");
+	for (unsigned int i = 0; i < nrows; i++)
+		printf("%-26s %9.2f %6.1f%% %9.2fx\n", unit_rows[i].name,
+		       st[i].median, st[i].sd_pct, bench_paired_ratio(&st[i], &st[1]));
+	printf("\nmemmig in 2 MiB units: %.2fx glibc memcpy",
+	       bench_paired_ratio(&st[0], &st[g]));
+	if (p < nrows)
+		printf(", %.2fx libpmem's NT memcpy", bench_paired_ratio(&st[0], &st[p]));
+	printf(" (cold, %s)\n", util_size_format(len, sz, sizeof(sz)));
+}
+
+static struct json_object *json_units(const struct bench_stats *st,
+				      unsigned int nrows)
+{
+	struct json_object *rows = json_object_new_array();
+
+	for (unsigned int i = 0; i < nrows; i++) {
+		struct json_object *o = bench_json_stats(&st[i]);
+
+		json_object_object_add(o, "copy", json_object_new_string(unit_rows[i].name));
+		json_object_array_add(rows, o);
+	}
+	return rows;
+}
+
+static int parse_args(struct copy_bench *b, int argc, char **argv,
+		      bool *calibrate, const char **output)
+{
+	static const struct option opts[] = {
+		{ "sizes", required_argument, NULL, 's' },
+		{ "full", no_argument, NULL, 'f' },
+		{ "hot", no_argument, NULL, 'H' },
+		{ "cold", no_argument, NULL, 'C' },
+		{ "reps", required_argument, NULL, 'r' },
+		{ "sample-ms", required_argument, NULL, 'm' },
+		{ "pool", required_argument, NULL, 'p' },
+		{ "calibrate", no_argument, NULL, 'c' },
+		{ "pmem", no_argument, NULL, 'P' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	long v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "s:fHCr:m:p:co:jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			free(b->sizes);
+			b->sizes = NULL;
+			if (cli_parse_size_list("--sizes", optarg, &b->sizes, &b->nsizes) < 0)
+				return CLI_EXIT_USAGE;
+			break;
+		case 'f':
+			free(b->sizes);
+			b->nsizes = 0;
+			b->sizes = calloc(32, sizeof(*b->sizes));
+			if (!b->sizes)
+				return CLI_EXIT_FAIL;
+			for (size_t n = 16; n <= GIB; n *= 2) {
+				b->sizes[b->nsizes++] = n;
+				if (n == 128)
+					b->sizes[b->nsizes++] = 168;
+			}
+			break;
+		case 'H':
+			b->modes = MODE_HOT;
+			break;
+		case 'C':
+			b->modes = MODE_COLD;
+			break;
+		case 'r':
+		case 'm':
+			if (cli_parse_int(c == 'r' ? "--reps" : "--sample-ms", optarg,
+					  1, 1000, &v) < 0)
+				return CLI_EXIT_USAGE;
+			b->opts_set = true;
+			if (c == 'r')
+				b->opts.reps = (unsigned int)v;
+			else
+				b->opts.sample_s = v / 1000.0;
+			break;
+		case 'p':
+			if (cli_parse_size("--pool", optarg, &b->pool_size) < 0)
+				return CLI_EXIT_USAGE;
+			if (b->pool_size < MEMMIG_UNIT_SIZE) {
+				cli_error("--pool: at least 2M\n");
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'c':
+			*calibrate = true;
+			break;
+		case 'P':
+			b->pmem = true;
+			break;
+		case 'o':
+			*output = optarg;
+			break;
+		case 'j':
+			b->json = true;
+			break;
+		case 'h':
+			copy_usage(stdout);
+			return -1;
+		default:
+			copy_usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		cli_error("bench copy: unexpected argument '%s'\n", argv[optind]);
+		return CLI_EXIT_USAGE;
+	}
+	return CLI_EXIT_OK;
+}
+
+static int copy_report(struct copy_bench *b, const struct bench_pool *pool,
+		       const struct bench_stats *units, unsigned int nunits)
+{
+	struct memmig_cpu_info cpu = { .sz = sizeof(cpu) };
+	struct memmig_tuning t = { .sz = sizeof(t) };
+
+	memmig_ctx_get_cpu(b->ctx, &cpu);
+	memmig_ctx_get_tuning(b->ctx, &t);
+	if (b->json) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "cpu", cli_json_cpu(&cpu));
+		json_object_object_add(o, "tuning", cli_json_tuning(&t));
+		json_object_object_add(o, "pool_bytes", json_object_new_int64((int64_t)pool->size));
+		for (int m = 0; m < 2; m++)
+			if (b->modes & (1 << m))
+				json_object_object_add(o, mode_names[m], json_mode(b, m));
+		if (nunits)
+			json_object_object_add(o, "units", json_units(units, nunits));
+		cli_json_print(o);
+		return CLI_EXIT_OK;
+	}
+	char a[32], q[32], n[32];
+
+	printf("memmig bench copy: %s family %#x model %#x, LLC %zu MiB; thresholds: "
+	       "movsb from %s, movsq from %s, NT from %s (%s)\n",
+	       cpu.vendor, cpu.family, cpu.model, cpu.llc_size >> 20,
+	       cli_size(t.movsb_min, a, sizeof(a)), cli_size(t.movsq_min, q, sizeof(q)),
+	       cli_size(t.nt_min, n, sizeof(n)), memmig_prim_name(t.nt_prim));
+	for (int m = 0; m < 2; m++)
+		if (b->modes & (1 << m))
+			print_table(b, m);
+	if (nunits)
+		print_units(pool, units, nunits);
+	printf("\n");
+	for (int m = 0; m < 2; m++)
+		if (b->modes & (1 << m))
+			print_dispatch_summary(b, m);
+	return CLI_EXIT_OK;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
+{
+	struct copy_bench b = {
+		.ctx = ctx,
+		.modes = MODE_HOT | MODE_COLD,
+		.opts = { .reps = 7, .sample_s = 0.004 },
+		.pool_size = GIB,
+	};
+	struct bench_stats units[N_UNIT_ROWS];
+	struct bench_pool pool = { 0 };
+	unsigned int nunits = 0;
+	const char *output = NULL;
+	bool calibrate = false;
+	size_t max = 0;
+	int rc;
+
+	rc = parse_args(&b, argc, argv, &calibrate, &output);
+	if (rc)
+		goto out;
+	if (calibrate) {
+		rc = bench_calibrate(ctx, output ? output : memmig_tuning_default_path(),
+				     b.json) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+		goto out;
+	}
+	if (b.sizes)
+		qsort(b.sizes, b.nsizes, sizeof(*b.sizes), cmp_size);
+	if (b.pmem) {
+		struct pmem_bench_args pa = { .sizes = b.sizes, .nsizes = b.nsizes,
+			.opts = b.opts_set ? b.opts : pmem_opts, .pool_size = b.pool_size,
+			.hot = b.modes == MODE_HOT, .json = b.json };
+
+		rc = bench_pmem(ctx, &pa);
+		goto out;
+	}
+	if (!b.sizes) {
+		b.nsizes = sizeof(short_sizes) / sizeof(short_sizes[0]);
+		b.sizes = malloc(sizeof(short_sizes));
+		if (!b.sizes) {
+			rc = CLI_EXIT_FAIL;
+			goto out;
+		}
+		memcpy(b.sizes, short_sizes, sizeof(short_sizes));
+	}
+	max = b.sizes[b.nsizes - 1];
+	if (max > b.pool_size)
+		b.pool_size = max;
+	setup_copiers(&b);
+	rc = bench_pool_init(&pool, b.pool_size);
+	if (rc < 0) {
+		cli_error("bench copy: cannot allocate 2 x %zu MiB: %s\n",
+			  b.pool_size >> 20, strerror(-rc));
+		rc = CLI_EXIT_FAIL;
+		goto out;
+	}
+	for (int m = 0; m < 2; m++) {
+		if (!(b.modes & (1 << m)))
+			continue;
+		b.results[m] = calloc(b.nsizes * b.ncopiers, sizeof(struct bench_stats));
+		if (!b.results[m] || run_mode(&b, m, &pool) < 0) {
+			cli_error("bench copy: out of memory\n");
+			rc = CLI_EXIT_FAIL;
+			goto out;
+		}
+	}
+	if ((b.modes & MODE_COLD) && run_units(&b, &pool, units, &nunits) < 0) {
+		cli_error("bench copy: out of memory\n");
+		rc = CLI_EXIT_FAIL;
+		goto out;
+	}
+	rc = copy_report(&b, &pool, units, nunits);
+out:
+	bench_pool_fini(&pool);
+	for (int m = 0; m < 2; m++)
+		if (b.results[m])
+			bench_stats_free(b.results[m], b.nsizes * b.ncopiers);
+	bench_stats_free(units, nunits);
+	free(b.results[0]);
+	free(b.results[1]);
+	free(b.sizes);
+	return rc < 0 ? CLI_EXIT_OK : rc;
+}
+
+const struct cli_cmd bench_cmd_copy = {
+	.name = "copy",
+	.summary = "copy primitives, dispatch, glibc and libpmem; --calibrate",
+	.run = copy_run,
+};

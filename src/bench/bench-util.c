@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Copiers, buffers, timing and statistics for the benchmark programs. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "bench/bench.h"
+
+#ifdef HAVE_LIBPMEM
+#include <libpmem.h>
+#endif
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+
+bool copier_pmem_available(void)
+{
+#ifdef HAVE_LIBPMEM
+	return true;
+#else
+	return false;
+#endif
+}
+
+static void copy_pages(const struct copier *c, uint8_t *d, const uint8_t *s,
+		       size_t len)
+{
+	for (size_t off = 0; off < len; off += MEMMIG_PAGE_SIZE) {
+		size_t n = len - off < MEMMIG_PAGE_SIZE ? len - off : MEMMIG_PAGE_SIZE;
+
+		if (c->kind == COPIER_GLIBC_PAGES)
+			memcpy(d + off, s + off, n);
+		else
+			memmig_copy_run(c->ctx, d + off, s + off, n, 0);
+	}
+}
+
+/* One call of a peer or primitive; drain false leaves the fence out. */
+static void copy_one(const struct copier *c, uint8_t *d, const uint8_t *s,
+		     size_t n, bool drain)
+{
+	switch (c->kind) {
+	case COPIER_PRIM:
+		memmig_copy_with(c->ctx, c->prim, d, s, n,
+				 c->flags | (drain ? 0 : MEMMIG_COPY_NODRAIN));
+		break;
+	case COPIER_MEMMIG:
+		memmig_copy_run(c->ctx, d, s, n,
+				c->flags | (drain ? 0 : MEMMIG_COPY_NODRAIN));
+		break;
+	case COPIER_GLIBC:
+		memcpy(d, s, n);
+		break;
+	case COPIER_PMEM:
+#ifdef HAVE_LIBPMEM
+		pmem_memcpy(d, s, n, PMEM_F_MEM_NONTEMPORAL |
+					     (drain ? 0 : PMEM_F_MEM_NODRAIN));
+#endif
+		break;
+	case COPIER_MEMMIG_PAGES:
+	case COPIER_GLIBC_PAGES:
+		copy_pages(c, d, s, n);
+		break;
+	case COPIER_MC: {
+		struct memmig_mc_opts o = {
+			.sz = sizeof(o), .src_fd = -1,
+			.flags = c->flags | (drain ? 0 : MEMMIG_COPY_NODRAIN),
+		};
+
+		memmig_copy_mc(c->ctx, d, s, n, &o);
+		break;
+	}
+	}
+}
+
+void copier_run(const struct copier *c, void *dst, const void *src, size_t len)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+
+	/* One call, as a caller would make it: the same path for everyone.
+	 * memmig_copy_mc goes by 2 MiB units itself. */
+	if (len <= MEMMIG_UNIT_SIZE || c->kind == COPIER_MEMMIG_PAGES ||
+	    c->kind == COPIER_GLIBC_PAGES || c->kind == COPIER_MC) {
+		copy_one(c, d, s, len, true);
+		return;
+	}
+	if (c->kind == COPIER_MEMMIG) {
+		memmig_copy_units(c->ctx, d, s, len, c->flags);
+		return;
+	}
+	for (size_t off = 0; off < len; off += MEMMIG_UNIT_SIZE) {
+		size_t n = len - off < MEMMIG_UNIT_SIZE ? len - off : MEMMIG_UNIT_SIZE;
+
+		copy_one(c, d + off, s + off, n, false);
+	}
+	memmig_copy_drain();
+}
+
+void *bench_alloc(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, len, MADV_HUGEPAGE);
+	if (madvise(p, len, MADV_POPULATE_WRITE))
+		memset(p, 0, len); /* kernels before 5.14 */
+	return p;
+}
+
+uint64_t bench_mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	unsigned long long kb = 0;
+	char line[128];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb ? kb * 1024 : UINT64_MAX;	/* unknown: do not refuse */
+}
+
+void bench_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len);
+}
+
+/* xorshift64: cheap, and a copy of it cannot be optimised away. */
+void bench_fill(void *p, size_t len, uint64_t seed)
+{
+	uint64_t x = seed | 1, *q = p;
+
+	for (size_t i = 0; i < len / 8; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		q[i] = x;
+	}
+}
+
+int bench_pool_init(struct bench_pool *pool, size_t size)
+{
+	pool->size = size;
+	pool->src = bench_alloc(size);
+	pool->dst = bench_alloc(size);
+	if (!pool->src || !pool->dst) {
+		bench_pool_fini(pool);
+		return -ENOMEM;
+	}
+	bench_fill(pool->src, size, 0x6d656d6d6967);
+	return 0;
+}
+
+void bench_pool_fini(struct bench_pool *pool)
+{
+	bench_free(pool->src, pool->size);
+	bench_free(pool->dst, pool->size);
+	pool->src = pool->dst = NULL;
+}
+
+uint64_t bench_checksum(const void *p, size_t len)
+{
+	const uint64_t *q = p;
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < len / 8; i++)
+		h = (h ^ q[i]) * 1099511628211ULL;
+	return h;
+}
+
+double bench_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double bench_median(double *v, unsigned int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int bench_stats_of(double *gbs, unsigned int n, struct bench_stats *out)
+{
+	double mean = 0, var = 0;
+
+	out->rounds = malloc(n * sizeof(*gbs));
+	if (!out->rounds)
+		return -ENOMEM;
+	memcpy(out->rounds, gbs, n * sizeof(*gbs));
+
+	for (unsigned int i = 0; i < n; i++)
+		mean += gbs[i];
+	mean /= n;
+	for (unsigned int i = 0; i < n; i++)
+		var += (gbs[i] - mean) * (gbs[i] - mean);
+	out->median = bench_median(gbs, n);
+	out->sd_pct = n > 1 && mean > 0 ? 100 * sqrt(var / (n - 1)) / mean : 0;
+	out->n = n;
+	return 0;
+}
+
+void bench_stats_free(struct bench_stats *s, size_t n)
+{
+	for (size_t i = 0; s && i < n; i++) {
+		free(s[i].rounds);
+		s[i].rounds = NULL;
+	}
+}
+
+struct json_object *bench_json_stats(const struct bench_stats *s)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "median_gbs", json_object_new_double(s->median));
+	json_object_object_add(o, "sd_pct", json_object_new_double(s->sd_pct));
+	json_object_object_add(o, "samples", json_object_new_int((int)s->n));
+	return o;
+}
+
+double bench_paired_ratio(const struct bench_stats *a, const struct bench_stats *b)
+{
+	double r[a->n];
+
+	if (!a->n || a->n != b->n)
+		return 0;
+	for (unsigned int i = 0; i < a->n; i++)
+		r[i] = b->rounds[i] > 0 ? a->rounds[i] / b->rounds[i] : 0;
+	return bench_median(r, a->n);
+}
+
+/*
+ * Runs copies [0, iters) through place() and returns the seconds taken.
+ * place() gives the i-th copy's destination and source.
+ */
+typedef void (*place_fn)(const void *arg, size_t i, uint8_t **d,
+			 const uint8_t **s);
+
+static double time_copies(const struct copier *c, place_fn place,
+			  const void *arg, size_t len, size_t first,
+			  size_t iters)
+{
+	double t0 = bench_now();
+
+	for (size_t i = first; i < first + iters; i++) {
+		uint8_t *d;
+		const uint8_t *s;
+
+		place(arg, i, &d, &s);
+		copier_run(c, d, s, len);
+	}
+	return bench_now() - t0;
+}
+
+/*
+ * Measures n copiers on the same placements.  Each copier first gets the
+ * copies per sample that make one sample last about sample_s; then the
+ * samples are taken round-robin, so that a noisy neighbour on this shared
+ * machine slows every column alike instead of one column.
+ */
+static int measure(const struct copier *cs, unsigned int n, place_fn place,
+		   const void *arg, size_t len, size_t max_iters,
+		   const struct bench_opts *o, struct bench_stats *out)
+{
+	double *gbs, t;
+	size_t *iters, next = 0;
+	int rc = -ENOMEM;
+
+	gbs = calloc((size_t)n * o->reps, sizeof(*gbs));
+	iters = calloc(n, sizeof(*iters));
+	if (!gbs || !iters)
+		goto out;
+	for (unsigned int c = 0; c < n; c++) {
+		/* Warm-up, growing the count until a sample is long enough. */
+		for (iters[c] = 1;; iters[c] *= 4) {
+			t = time_copies(&cs[c], place, arg, len, next, iters[c]);
+			next += iters[c];
+			if (t >= o->sample_s / 4 || iters[c] >= max_iters)
+				break;
+		}
+		if (t > 0 && t < o->sample_s)
+			iters[c] = (size_t)(iters[c] * (o->sample_s / t)) + 1;
+		if (iters[c] > max_iters)
+			iters[c] = max_iters;
+	}
+	for (unsigned int r = 0; r < o->reps; r++) {
+		for (unsigned int c = 0; c < n; c++) {
+			t = time_copies(&cs[c], place, arg, len, next, iters[c]);
+			next += iters[c];
+			gbs[(size_t)c * o->reps + r] = (double)len * iters[c] / t / 1e9;
+		}
+	}
+	rc = 0;
+	for (unsigned int c = 0; c < n && !rc; c++)
+		rc = bench_stats_of(&gbs[(size_t)c * o->reps], o->reps, &out[c]);
+out:
+	free(gbs);
+	free(iters);
+	return rc;
+}
+
+struct hot_place {
+	uint8_t *d;
+	const uint8_t *s;
+};
+
+static void place_hot(const void *arg, size_t i, uint8_t **d, const uint8_t **s)
+{
+	const struct hot_place *h = arg;
+
+	*d = h->d;
+	*s = h->s;
+}
+
+int bench_measure_hot(const struct copier *cs, unsigned int n, void *dst,
+		      const void *src, size_t len, const struct bench_opts *o,
+		      struct bench_stats *out)
+{
+	struct hot_place h = { dst, src };
+
+	return measure(cs, n, place_hot, &h, len, SIZE_MAX, o, out);
+}
+
+struct cold_place {
+	const struct bench_pool *pool;
+	size_t stride, nslots;
+	uint32_t *order;	/* a shuffled permutation of the slots */
+};
+
+static void place_cold(const void *arg, size_t i, uint8_t **d, const uint8_t **s)
+{
+	const struct cold_place *p = arg;
+	size_t off = (size_t)p->order[i % p->nslots] * p->stride;
+
+	*d = p->pool->dst + off;
+	*s = p->pool->src + off;
+}
+
+int bench_measure_cold(const struct copier *cs, unsigned int n,
+		       const struct bench_pool *pool, size_t len,
+		       const struct bench_opts *o, struct bench_stats *out)
+{
+	struct cold_place p = { .pool = pool };
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+	int rc;
+
+	if (len > pool->size)
+		return -E2BIG;
+	/* A page per slot at least, so neighbours do not share lines. */
+	p.stride = (len + MEMMIG_PAGE_SIZE - 1) & ~(MEMMIG_PAGE_SIZE - 1);
+	p.nslots = pool->size / p.stride;
+	if (p.nslots > UINT32_MAX)
+		p.nslots = UINT32_MAX;
+	p.order = malloc(p.nslots * sizeof(*p.order));
+	if (!p.order)
+		return -ENOMEM;
+	for (size_t i = 0; i < p.nslots; i++)
+		p.order[i] = (uint32_t)i;
+	for (size_t i = p.nslots - 1; i > 0; i--) {
+		size_t j;
+		uint32_t tmp;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		j = x % (i + 1);
+		tmp = p.order[i];
+		p.order[i] = p.order[j];
+		p.order[j] = tmp;
+	}
+	/* Consecutive copies walk the shuffled slots: none is reused while
+	 * its lines could still be cached. */
+	rc = measure(cs, n, place_cold, &p, len, p.nslots, o, out);
+	free(p.order);
+	return rc;
+}
+
+static bool progress_tty = false;
+
+void bench_progress(const char *format, ...)
+{
+	va_list ap;
+
+	if (!isatty(STDERR_FILENO))
+		return;
+	progress_tty = true;
+	fputs("\r\033[K", stderr);
+	va_start(ap, format);
+	vfprintf(stderr, format, ap);
+	va_end(ap);
+	fflush(stderr);
+}
+
+void bench_progress_done(void)
+{
+	if (progress_tty)
+		fputs("\r\033[K", stderr);
+	progress_tty = false;
+}

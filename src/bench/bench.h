@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the benchmark programs share: copiers, buffers, timing, statistics. */
+#ifndef MEMMIG_BENCH_H
+#define MEMMIG_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli/cli.h"
+
+extern const struct cli_cmd bench_cmd_copy;
+extern const struct cli_cmd bench_cmd_migrate;
+extern const struct cli_cmd bench_cmd_desc;
+
+/*
+ * One way to copy: a memmig primitive, memmig's dispatch, or a peer.
+ * Copies larger than MEMMIG_UNIT_SIZE go in 2 MiB units, as a migration
+ * would copy them, with one drain at the end.
+ */
+enum copier_kind {
+	COPIER_PRIM,		/* memmig_copy_with(prim, flags) */
+	COPIER_MEMMIG,		/* memmig_copy_run / memmig_copy_units (flags) */
+	COPIER_GLIBC,		/* memcpy */
+	COPIER_PMEM,		/* libpmem's pmem_memcpy, non-temporal */
+	COPIER_MEMMIG_PAGES,	/* memmig_copy_run per 4 KiB page */
+	COPIER_GLIBC_PAGES,	/* memcpy per 4 KiB page */
+	COPIER_MC,		/* memmig_copy_mc (flags), whole length */
+};
+
+struct copier {
+	const char *name;
+	enum copier_kind kind;
+	int prim;
+	struct memmig_ctx *ctx;
+	unsigned int flags;	/* memmig copy flags of the memmig kinds */
+};
+
+void copier_run(const struct copier *c, void *dst, const void *src, size_t len);
+bool copier_pmem_available(void);
+
+struct bench_stats {
+	double median;		/* GB/s (1e9 bytes per second) */
+	double sd_pct;		/* standard deviation, percent of the mean */
+	unsigned int n;
+	double *rounds;		/* the n samples in round order (malloc'd) */
+};
+
+/* Fills out from the n samples in gbs, which it reorders. */
+int bench_stats_of(double *gbs, unsigned int n, struct bench_stats *out);
+void bench_stats_free(struct bench_stats *s, size_t n);
+/* {"median_gbs", "sd_pct", "samples"} */
+struct json_object *bench_json_stats(const struct bench_stats *s);
+/*
+ * Median over rounds of a's sample divided by b's sample of the same round:
+ * columns measured side by side compare better than their medians do, as a
+ * slow moment of the machine falls on both.
+ */
+double bench_paired_ratio(const struct bench_stats *a, const struct bench_stats *b);
+
+/* Anonymous memory, THP-advised and populated, so no fault is timed. */
+void *bench_alloc(size_t len);
+/* MemAvailable of /proc/meminfo in bytes; UINT64_MAX when unknown. */
+uint64_t bench_mem_available(void);
+void bench_free(void *p, size_t len);
+void bench_fill(void *p, size_t len, uint64_t seed);
+uint64_t bench_checksum(const void *p, size_t len);
+/* Monotonic seconds. */
+double bench_now(void);
+/* The median of n values, which it sorts. */
+double bench_median(double *v, unsigned int n);
+
+/* Source and destination pools far larger than the LLC, for cold copies. */
+struct bench_pool {
+	uint8_t *src, *dst;
+	size_t size;
+};
+int bench_pool_init(struct bench_pool *pool, size_t size);
+void bench_pool_fini(struct bench_pool *pool);
+
+struct bench_opts {
+	unsigned int reps;	/* samples per measurement */
+	double sample_s;	/* target duration of one sample */
+};
+
+/*
+ * Measures n copiers, samples taken round-robin, out[i] for cs[i].
+ * Hot: the same buffers again and again, caches warm.  Cold: each copy at
+ * another place of the pool, in shuffled order, caches cold.
+ */
+int bench_measure_hot(const struct copier *cs, unsigned int n, void *dst,
+		      const void *src, size_t len, const struct bench_opts *o,
+		      struct bench_stats *out);
+int bench_measure_cold(const struct copier *cs, unsigned int n,
+		       const struct bench_pool *pool, size_t len,
+		       const struct bench_opts *o, struct bench_stats *out);
+
+/* A status line on stderr when it is a terminal. */
+void bench_progress(const char *format, ...) __attribute__((format(printf, 1, 2)));
+void bench_progress_done(void);
+
+int bench_calibrate(struct memmig_ctx *ctx, const char *output, bool json);
+
+/* bench copy --pmem (bench-pmem.c): memmig's pmem copy beside libpmem's. */
+struct pmem_bench_args {
+	const size_t *sizes;	/* ascending; NULL: powers of two, 256 B to 1 GiB */
+	size_t nsizes;
+	struct bench_opts opts;
+	size_t pool_size;	/* cold pool, grown to the largest size */
+	bool hot, json;
+};
+int bench_pmem(struct memmig_ctx *ctx, const struct pmem_bench_args *a);
+
+#endif

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The architecture interface.  Makefile.am builds exactly one of arch/x86/
+ * and arch/generic/; nothing else in libmemmig depends on the architecture.
+ */
+#ifndef MEMMIG_ARCH_H
+#define MEMMIG_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memmig.h"
+
+/*
+ * Cache-line write-back method, passed from copy.c to the primitives in the
+ * bits above the public flags so that a primitive needs no context.
+ */
+enum memmig_flush_kind {
+	MEMMIG_FLUSH_NONE = 0,
+	MEMMIG_FLUSH_CLFLUSH = 1,
+	MEMMIG_FLUSH_CLFLUSHOPT = 2,
+	MEMMIG_FLUSH_CLWB = 3,
+};
+#define MEMMIG_COPY__FLUSH_SHIFT 24
+#define MEMMIG_COPY__FLUSH_MASK (3u << MEMMIG_COPY__FLUSH_SHIFT)
+
+static inline enum memmig_flush_kind memmig_flush_kind_of(unsigned int flags)
+{
+	return (flags & MEMMIG_COPY__FLUSH_MASK) >> MEMMIG_COPY__FLUSH_SHIFT;
+}
+
+/*
+ * A copy primitive.  flags are the public copy flags plus the flush kind
+ * (MEMMIG_COPY__FLUSH_MASK); only the non-temporal primitives look at them:
+ * they write unaligned heads and tails with temporal stores, flush those
+ * lines when a flush kind is given, and drain unless MEMMIG_COPY_NODRAIN or
+ * MEMMIG_COPY_NOFLUSH.
+ */
+typedef void (*memmig_prim_fn)(void *dst, const void *src, size_t len,
+			       unsigned int flags);
+
+/* Indexed by enum memmig_prim; NULL where this architecture lacks one.
+ * MEMMIG_PRIM_GENERIC is not here: copy.c has it on every architecture. */
+extern const memmig_prim_fn memmig_arch_prims[MEMMIG_PRIM_COUNT];
+
+void memmig_arch_cpu_detect(struct memmig_cpu_info *out);
+void memmig_arch_drain(void);
+void memmig_arch_flush(enum memmig_flush_kind kind, const void *addr,
+		       size_t len);
+
+/*
+ * Writes n descriptors, each tmpl with its offset and head fields replaced:
+ * the k-th gets offset + k * 4 KiB and head + k * head_step.  NT stores
+ * where the architecture has them, no drain; d is 64-byte aligned.
+ */
+typedef void (*memmig_desc_fill_fn)(struct memmig_desc *d,
+				    const struct memmig_desc *tmpl, size_t n,
+				    uint64_t offset, uint64_t head,
+				    uint64_t head_step);
+
+/* The filler for the NT primitive the tuning picked (enum memmig_prim). */
+memmig_desc_fill_fn memmig_arch_desc_filler(int nt_prim);
+
+#endif

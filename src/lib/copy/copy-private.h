@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Internal to libmemmig: copy.c's checks and dispatch, for other copiers. */
+#ifndef MEMMIG_COPY_PRIVATE_H
+#define MEMMIG_COPY_PRIVATE_H
+
+#include "lib/core/memmig-private.h"
+
+/* 0 if [dst, dst+len) and [src, src+len) are usable for a copy, else
+ * -EINVAL (NULL, overlap) or -EOVERFLOW (wraps). */
+int memmig_copy_check(const void *dst, const void *src, size_t len);
+/* Runs one primitive, flushing what pmem semantics ask for. */
+void memmig_copy_dispatch(struct memmig_ctx *ctx, int prim, void *dst,
+			  const void *src, size_t len, unsigned int flags);
+
+/*
+ * memmig_copy_mc() without its check that the SIGBUS guard is still
+ * installed (a system call, ~0.2 us): for callers that copy many small
+ * runs and called memmig_mc_guard_install() before them.
+ */
+ssize_t memmig_copy_mc_installed(struct memmig_ctx *ctx, void *dst, const void *src,
+				 size_t len, const struct memmig_mc_opts *opts);
+
+#endif

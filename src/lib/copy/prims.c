@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Primitive names and the seed-derived default thresholds. */
+#include <errno.h>
+#include <string.h>
+
+#include "lib/copy/arch/arch.h"
+#include "lib/core/memmig-private.h"
+#include "lib/copy/policy.h"
+
+static const struct {
+	const char *name;
+	uint64_t needs;		/* CPU features the primitive requires */
+	bool nt;
+} prims[MEMMIG_PRIM_COUNT] = {
+	[MEMMIG_PRIM_MOVQ] = { "movq", MEMMIG_CPU_SSE2, false },
+	[MEMMIG_PRIM_REP_MOVSQ] = { "movsq", MEMMIG_CPU_SSE2, false },
+	[MEMMIG_PRIM_REP_MOVSB] = { "movsb", MEMMIG_CPU_SSE2, false },
+	[MEMMIG_PRIM_NT_MOVNTI] = { "nt-movnti", MEMMIG_CPU_SSE2, true },
+	[MEMMIG_PRIM_NT_AVX2] = { "nt-avx2", MEMMIG_CPU_AVX2, true },
+	[MEMMIG_PRIM_NT_AVX512] = { "nt-avx512", MEMMIG_CPU_AVX512F, true },
+	[MEMMIG_PRIM_GENERIC] = { "generic", 0, false },
+};
+
+static bool prim_valid(int prim)
+{
+	return prim >= 0 && prim < MEMMIG_PRIM_COUNT;
+}
+
+const char *memmig_prim_name(int prim)
+{
+	return prim_valid(prim) ? prims[prim].name : NULL;
+}
+
+int memmig_prim_parse(const char *name)
+{
+	for (int i = 0; name && i < MEMMIG_PRIM_COUNT; i++)
+		if (!strcmp(name, prims[i].name))
+			return i;
+	return -EINVAL;
+}
+
+int memmig_prim_is_nt(int prim)
+{
+	return prim_valid(prim) && prims[prim].nt;
+}
+
+/* Features name x86 instructions: they only count on an x86 build. */
+int memmig_prim_supported(const struct memmig_cpu_info *cpu, int prim)
+{
+	if (!cpu || !prim_valid(prim))
+		return 0;
+	if (prim == MEMMIG_PRIM_GENERIC)
+		return 1;
+	return memmig_arch_prims[prim] &&
+	       (cpu->features & prims[prim].needs) == prims[prim].needs;
+}
+
+int memmig_tuning_default(const struct memmig_cpu_info *cpu,
+			  struct memmig_tuning *out)
+{
+	struct memmig_tuning t = { .sz = sizeof(t) };
+	bool amd;
+
+	if (!cpu)
+		return -EINVAL;
+	amd = !strcmp(cpu->vendor, "AuthenticAMD") ||
+	      !strcmp(cpu->vendor, "HygonGenuine");
+	/*
+	 * FSRM crossovers from the seed tables: on Ice Lake the movq loop still
+	 * wins at 512 B and loses from 1 KiB; on Zen 5 rep movsb wins from
+	 * 256 B.  Without FSRM, rep movsb pays off from 2048 B (seeds/001).
+	 */
+	if (cpu->features & MEMMIG_CPU_FSRM)
+		t.movsb_min = amd ? 256 : 1024;
+	else
+		t.movsb_min = 2048;
+	/* Zen 3: movsq ties the movq loop at 512 B and wins from 1 KiB.  With
+	 * ERMS, rep movsb takes over and movsq gets no window unless
+	 * calibration finds one. */
+	if (cpu->features & (MEMMIG_CPU_ERMS | MEMMIG_CPU_FSRM))
+		t.movsq_min = MEMMIG_SIZE_NEVER;
+	else
+		t.movsq_min = 512;
+	/* A copy caches source and destination: past half the LLC, cached
+	 * stores only evict what the next unit needs. */
+	t.nt_min = (cpu->llc_size ? cpu->llc_size : 8u << 20) / 2;
+	t.nt_prim = memmig_policy_widest_nt(cpu);
+	return memmig_struct_out(out, &t, sizeof(t));
+}
+
+int memmig_policy_choose(const struct memmig_cpu_info *cpu,
+			 const struct memmig_tuning *t, size_t len,
+			 unsigned int flags)
+{
+	if (!cpu || !t)
+		return -EINVAL;
+	return memmig_policy(cpu, t, len, flags);
+}

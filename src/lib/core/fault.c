@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Fault injection, so that failure paths are tested, not hoped for. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/migrate/migrate-private.h"
+
+static const char *const point_names[MEMMIG_FAULT_COUNT] = {
+	[MEMMIG_FAULT_DEST_ALLOC] = "dest_alloc",
+	[MEMMIG_FAULT_MOVE_PAGES] = "move_pages",
+};
+
+static const struct {
+	const char *name;
+	int err;
+} err_names[] = {
+	{ "ENOMEM", ENOMEM }, { "EIO", EIO }, { "EBUSY", EBUSY },
+	{ "EACCES", EACCES }, { "EFAULT", EFAULT }, { "EAGAIN", EAGAIN },
+};
+
+int memmig_ctx_set_fault(struct memmig_ctx *ctx, int point, unsigned int nth,
+			 int err, int sticky)
+{
+	if (!ctx || point < 0 || point >= MEMMIG_FAULT_COUNT || err <= 0)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	ctx->faults[point] = (struct memmig_fault){
+		.nth = nth, .err = err, .sticky = sticky,
+	};
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+int memmig_fault_hit(struct memmig_ctx *ctx, int point)
+{
+	struct memmig_fault *f = &ctx->faults[point];
+	int rc = 0;
+
+	/* Unarmed points cost one load, not a lock. */
+	if (!__atomic_load_n(&f->nth, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&ctx->lock);
+	if (f->nth) {
+		f->count++;
+		if (f->count == f->nth || (f->sticky && f->count > f->nth))
+			rc = -f->err;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc)
+		dbg(ctx, "injected %s at %s event %u\n", strerror(-rc),
+		    point_names[point], f->count);
+	return rc;
+}
+
+/* MEMMIG_FAULT=point:nth:ERRNO[:sticky] */
+int memmig_fault_from_env(struct memmig_ctx *ctx)
+{
+	const char *env = getenv("MEMMIG_FAULT");
+	char point[32], errname[16], sticky[16] = "";
+	unsigned int nth;
+	int p = -1, err = 0;
+
+	if (!env || !*env)
+		return 0;
+	if (sscanf(env, "%31[^:]:%u:%15[^:]:%15s", point, &nth, errname, sticky) < 3)
+		goto bad;
+	for (int i = 0; i < MEMMIG_FAULT_COUNT; i++)
+		if (!strcmp(point, point_names[i]))
+			p = i;
+	for (size_t i = 0; i < sizeof(err_names) / sizeof(err_names[0]); i++)
+		if (!strcmp(errname, err_names[i].name))
+			err = err_names[i].err;
+	if (p < 0 || !err || !nth || (*sticky && strcmp(sticky, "sticky")))
+		goto bad;
+	return memmig_ctx_set_fault(ctx, p, nth, err, *sticky != '\0');
+bad:
+	err(ctx, "MEMMIG_FAULT=\"%s\": expected dest_alloc|move_pages:N:ENOMEM|EIO|"
+		 "EBUSY|EACCES|EFAULT|EAGAIN[:sticky]\n", env);
+	return -EINVAL;
+}

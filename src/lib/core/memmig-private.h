@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Internal to libmemmig: context body, logging macros, internal copy flags. */
+#ifndef MEMMIG_PRIVATE_H
+#define MEMMIG_PRIVATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <syslog.h>
+
+#include "memmig.h"
+#include "lib/copy/arch/arch.h"
+
+#define MEMMIG_COPY_ALL_FLAGS                                               \
+	(MEMMIG_COPY_NONTEMPORAL | MEMMIG_COPY_TEMPORAL | MEMMIG_COPY_NODRAIN | \
+	 MEMMIG_COPY_PMEM | MEMMIG_COPY_NOFLUSH)
+
+struct memmig_fault {
+	unsigned int nth;	/* 1-based event that fails, 0: disarmed */
+	int err;
+	bool sticky;
+	unsigned int count;	/* events so far */
+};
+
+/* Prefaulted 2 MB chunks bound to one node (memmig_ctx_reserve()). */
+struct memmig_reserve_pool {
+	int node;
+	void **chunks;		/* chunks[next..n) are left, ascending */
+	size_t next, n, cap;
+};
+
+struct memmig_ctx {
+	int refcount;
+	memmig_log_fn log_fn;
+	void *log_data;
+	int log_priority;
+	struct memmig_cpu_info cpu;
+	struct memmig_tuning tuning;
+	enum memmig_flush_kind flush_kind;
+	unsigned int prims_ok;	/* bit per primitive this CPU can run */
+	/* Cached policy for unflagged copies below small_below: small copies
+	 * cannot afford the whole policy (memmig_ctx_apply_tuning()). */
+	size_t small_below;
+	int small_prim;
+
+	pthread_mutex_t lock;	/* faults and reserve pools */
+	struct memmig_fault faults[MEMMIG_FAULT_COUNT];
+	struct memmig_reserve_pool *pools;
+	size_t npools;
+};
+
+/* Sets ctx->tuning and what is cached from it. */
+void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
+			     const struct memmig_tuning *t);
+
+void memmig_log(struct memmig_ctx *ctx, int priority, const char *file,
+		int line, const char *fn, const char *format, ...)
+	__attribute__((format(printf, 6, 7)));
+
+#define memmig_log_cond(ctx, prio, ...)                                       \
+	do {                                                                  \
+		if ((ctx) && memmig_ctx_get_log_priority(ctx) >= (prio))      \
+			memmig_log(ctx, prio, __FILE__, __LINE__, __func__,   \
+				   __VA_ARGS__);                              \
+	} while (0)
+
+#define err(ctx, ...) memmig_log_cond(ctx, LOG_ERR, __VA_ARGS__)
+#define warn(ctx, ...) memmig_log_cond(ctx, LOG_WARNING, __VA_ARGS__)
+#define info(ctx, ...) memmig_log_cond(ctx, LOG_INFO, __VA_ARGS__)
+#define dbg(ctx, ...) memmig_log_cond(ctx, LOG_DEBUG, __VA_ARGS__)
+
+/*
+ * Sized structs across the ABI: the caller's sz says how much of the struct
+ * it knows.  An out-struct gets min(sz, ours) bytes; an in-struct is read up
+ * to min(sz, ours) over our defaults.  Too small to hold one field: -EINVAL.
+ */
+int memmig_struct_out(void *out, const void *ours, size_t ours_sz);
+int memmig_struct_in(void *ours, size_t ours_sz, const void *in);
+
+int memmig_log_priority_parse(const char *s);
+/* The CPUs this process may run on (cpu.c), at least 1. */
+unsigned int memmig_usable_cpus(void);
+enum memmig_flush_kind memmig_flush_kind_for(const struct memmig_cpu_info *cpu);
+
+#endif

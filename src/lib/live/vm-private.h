@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Internal to the VMM embedding: the vm, its slots, dirty tracking, live
+ * migrations. */
+#ifndef MEMMIG_VM_PRIVATE_H
+#define MEMMIG_VM_PRIVATE_H
+
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/core/memmig-private.h"
+
+
+struct vm_slot {
+	struct memmig_vm_slot s;
+	bool own_fd;		/* s.fd is memmig's (a destination it made) */
+};
+
+struct vm_ring {
+	unsigned int vcpu;
+	struct kvm_dirty_gfn *gfns;
+	uint32_t entries;	/* a power of two */
+	uint32_t fetch;		/* next entry to read */
+};
+
+struct memmig_vm {
+	int refcount;
+	struct memmig_ctx *ctx;
+	int fd;
+	struct memmig_vm_ops ops;
+	void *opaque;
+
+	/*
+	 * lock guards the slots, the rings and the live migration's pending
+	 * bitmap.  It is never held across pause(): a vCPU thread answering
+	 * KVM_EXIT_DIRTY_RING_FULL takes it, and pause() waits for that
+	 * thread.
+	 */
+	pthread_mutex_t lock;
+	struct vm_slot *slots;
+	size_t nslots;
+	struct vm_ring *rings;
+	size_t nrings;
+	struct memmig_live *active;	/* at most one live migration */
+	/* What one pause costs beyond its copy (kick, harvest, swap),
+	 * learnt from the last one: it sizes the next. */
+	double pause_overhead_s;
+};
+
+/* Bitmaps of 4 KiB pages, 64 to a word. */
+static inline size_t bitmap_words(uint64_t pages)
+{
+	return (pages + 63) / 64;
+}
+
+static inline void bitmap_set(uint64_t *b, uint64_t i)
+{
+	b[i / 64] |= 1ULL << (i % 64);
+}
+
+/* The slot registered with id, or NULL; under vm->lock. */
+struct vm_slot *memmig_vm_slot_find(struct memmig_vm *vm, uint32_t id);
+/* Re-registers the slot with KVM with other flags (dirty logging on and
+ * off): only the flags change. */
+int memmig_vm_slot_set_flags(struct memmig_vm *vm, const struct memmig_vm_slot *s,
+			     uint32_t flags);
+/* Registers s with KVM as it is: a new slot, or one whose size is 0 to
+ * delete it. */
+int memmig_vm_slot_register(struct memmig_vm *vm, const struct memmig_vm_slot *s);
+/* Drains every ring into the active migration's pending bitmap (entries
+ * of other slots and with no migration are dropped), then has KVM
+ * re-protect the pages.  Under vm->lock. */
+int memmig_vm_rings_harvest(struct memmig_vm *vm);
+/* The slot moved to new memory: updates the record and tells the VMM.
+ * Takes ownership of fd when own_fd.  Returns memmig's own fd that the
+ * slot left, for the caller to close once the guest runs, or -1. */
+int memmig_vm_slot_moved(struct memmig_vm *vm, uint32_t id, void *hva, int fd,
+			 uint64_t fd_offset, bool own_fd);
+
+#endif

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Internal to the migration engine: regions, jobs, units, strategies. */
+#ifndef MEMMIG_MIGRATE_PRIVATE_H
+#define MEMMIG_MIGRATE_PRIVATE_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/dax/dax.h"
+#include "lib/core/memmig-private.h"
+
+#define MEMMIG_UNIT_PAGES (MEMMIG_UNIT_SIZE / MEMMIG_PAGE_SIZE)
+/* A page nobody looked at: in before/after, and in status before the
+ * strategy got to it. */
+#define MEMMIG_STATUS_UNTOUCHED INT_MIN
+/* In status and after: the page maps the job's target_path. */
+#define MEMMIG_STATUS_TIER (INT_MIN + 1)
+
+struct memmig_region {
+	int refcount;
+	struct memmig_ctx *ctx;
+	struct memmig_region_desc desc;	/* backing resolved */
+	bool self;			/* this process */
+	/* Device memory (DAX of this process): a descriptor per page;
+	 * index 0 is the region's first page. */
+	struct memmig_desc_table *table;
+};
+
+enum memmig_unit_state {
+	MEMMIG_UNIT_PENDING = 0,
+	MEMMIG_UNIT_DONE,	/* on the target: moved, or already there */
+	MEMMIG_UNIT_FAILED,	/* some pages failed: see the page status */
+	MEMMIG_UNIT_SKIPPED,	/* cancelled or stopped before it */
+};
+
+/* A 2 MB-aligned piece of the range: a whole 2 MB, or a head or tail. */
+struct memmig_unit {
+	uint64_t addr, len;
+	bool thp;		/* one transparent huge page */
+	bool counted;		/* in the job's progress already */
+	unsigned char state;
+};
+
+struct memmig_job;
+
+/* One worker thread's share: units [first, last). */
+struct memmig_worker {
+	struct memmig_job *job;
+	unsigned int idx;
+	size_t first, last;
+	pthread_t thread;
+	double prepare_s, copy_s;
+	void *priv;		/* the strategy's per-worker state */
+};
+
+struct memmig_strategy_ops {
+	const char *name;
+	/* Job-wide set-up before the workers start; may fail the job. */
+	int (*setup)(struct memmig_job *job);
+	/* Processes w->first..w->last, whose placement is in job->before;
+	 * returns 0 or a fatal -errno. */
+	int (*run)(struct memmig_worker *w);
+	/* Frees what setup left in job->priv, after the workers. */
+	void (*teardown)(struct memmig_job *job);
+	/* Optional: fills job->after for the worker's units where the
+	 * placement query cannot see (a target_path). */
+	void (*verify)(struct memmig_worker *w);
+	/* Its page statuses never come from a placement query: -EFAULT is
+	 * a page it could not read, not the shared zero page. */
+	bool status_not_queried;
+};
+
+extern const struct memmig_strategy_ops memmig_strategy_kernel;
+/* Moves one unit with move_pages(2): the copy strategy's fallback for a
+ * unit it must not read (poisoned pages).  0 or a fatal -errno. */
+int memmig_kernel_move_unit(struct memmig_job *job, struct memmig_unit *u);
+extern const struct memmig_strategy_ops memmig_strategy_copy;
+/* DAX sources to a node, and any source to a target_path: copy + swap. */
+extern const struct memmig_strategy_ops memmig_strategy_dax;
+
+struct memmig_job {
+	int refcount;
+	struct memmig_ctx *ctx;
+	struct memmig_region *region;
+	int pid;			/* for system calls: 0 is this process */
+	uint64_t addr, len;
+	int target;			/* node, or -1 for the tier */
+	bool to_tier;			/* opts.target_path */
+	struct memmig_dax_target tier;	/* mapped by memmig_job_start() */
+	int strategy;			/* resolved: kernel or copy */
+	const struct memmig_strategy_ops *ops;
+	unsigned int nworkers;
+	unsigned int flags;
+	int pin_node;			/* CPUs of this node run the workers */
+	struct memmig_topo *topo;	/* for pin_node's CPUs: the move's */
+	struct memmig_pool *pool;	/* the move's, or the job's own */
+	bool own_pool;
+	int prim;			/* copy: the primitive for every unit */
+	void *priv;			/* the strategy's, from setup to teardown */
+
+	struct memmig_unit *units;
+	size_t nunits;
+	int *before, *after;		/* per 4 KiB page: node or -errno */
+	int *status;			/* per page, what the strategy did */
+
+	bool cancel;			/* atomics */
+	int error;			/* first fatal error */
+	uint64_t bytes_done;
+
+	double t_start;
+	double prepare_s, copy_s, total_s;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done, joined;
+	int result;
+	struct memmig_report *report;
+	/* rate over the last progress interval, under lock */
+	double rate_t, rate;
+	uint64_t rate_bytes;
+};
+
+/*
+ * What a whole-process move lends each of its region's jobs: its topology
+ * snapshot and its worker threads.  NULL members: the job's own.
+ */
+struct memmig_job_env {
+	struct memmig_topo *topo;
+	struct memmig_pool *pool;
+};
+
+/*
+ * memmig_job_start() without the job thread: checks and plans the job as
+ * memmig_job_start() does; memmig_job_run() then runs it on the calling
+ * thread.  The job holds one reference, for memmig_job_unref().
+ */
+int memmig_job_create(struct memmig_region *r, const struct memmig_migrate_opts *opts,
+		      const struct memmig_job_env *env, struct memmig_job **out);
+void memmig_job_run(struct memmig_job *job);
+/*
+ * 0 when the strategy can move the region (resolving AUTO into
+ * *resolved when not NULL), else -EINVAL with the reason logged: the copy
+ * strategy works in the process itself only, DAX memory needs it.
+ */
+int memmig_strategy_check(struct memmig_ctx *ctx, int strategy, bool self, int backing,
+			  bool to_path, int pid, int *resolved);
+
+/* Records err as the job's fatal error unless one is there; stops the
+ * workers after their current unit. */
+void memmig_job_fail(struct memmig_job *job, int err);
+/* True once the job was cancelled or failed: workers stop. */
+bool memmig_job_stopping(struct memmig_job *job);
+/* Marks a unit done and counts its bytes for progress (once). */
+void memmig_job_unit_done(struct memmig_job *job, struct memmig_unit *u,
+			  unsigned char state);
+/* Counts a unit's bytes for progress once it is copied: its swap comes
+ * with its batch, up to 32 units later. */
+void memmig_job_unit_copied(struct memmig_job *job, struct memmig_unit *u);
+/* Sets the status of every page of the unit. */
+void memmig_job_set_status(struct memmig_job *job, const struct memmig_unit *u,
+			   int s);
+/* The unit failed whole with err, which fails the job. */
+void memmig_job_unit_fail(struct memmig_job *job, struct memmig_unit *u, int err);
+/* The page status that says "on the target": the node, or the tier. */
+static inline int memmig_job_target_status(const struct memmig_job *job)
+{
+	return job->to_tier ? MEMMIG_STATUS_TIER : job->target;
+}
+/* The page index of an address of the job's range. */
+static inline size_t memmig_job_page(const struct memmig_job *job, uint64_t addr)
+{
+	return (addr - job->addr) / MEMMIG_PAGE_SIZE;
+}
+/* True when every page of the unit was on the target before the job. */
+bool memmig_job_unit_on_target(const struct memmig_job *job,
+			       const struct memmig_unit *u);
+double memmig_now(void);
+/*
+ * A page status that is nothing to move rather than a failure: -ENOENT
+ * (not present) and -EFAULT (the shared zero page of memory read but never
+ * written).  memmig_pageflags_refine() has turned the pages hiding behind
+ * these, poisoned or busy ones, into failures first.
+ */
+static inline bool memmig_status_nothing(int st)
+{
+	return st == -ENOENT || st == -EFAULT;
+}
+
+/* Builds the report from the job's page arrays and units. */
+int memmig_report_build(struct memmig_job *job);
+/* A whole-process move's report: empty, then each region's added. */
+struct memmig_report *memmig_report_new_empty(int pid, int target_node, int strategy);
+int memmig_report_add(struct memmig_report *to, const struct memmig_report *from);
+/* The move's own figures: its result, all it planned, its wall clock. */
+void memmig_report_set_end(struct memmig_report *rep, int result, uint64_t bytes_total,
+			   double total_s);
+
+const char *memmig_backing_name(int backing);
+bool memmig_thp_mode_always(void);
+/*
+ * Which units are one PMD-mapped THP: the pagemap's frame numbers and
+ * /proc/kpageflags, which need CAP_SYS_ADMIN.  Without them open fails and
+ * every unit counts as 4 KiB pages: slower, the same result.
+ */
+struct memmig_thp_probe {
+	int pagemap, kflags;
+};
+int memmig_thp_probe_open(struct memmig_ctx *ctx, int pid, struct memmig_thp_probe *p);
+void memmig_thp_probe_close(struct memmig_thp_probe *p);
+bool memmig_thp_probe_unit(const struct memmig_thp_probe *p,
+			   const struct memmig_unit *u);
+/*
+ * Placement of units [u, u + n) into the job-relative page array pages:
+ * one query entry per THP unit (its pages share a node), one per page
+ * elsewhere; sets u->thp if set_thp.  0 or the query's -errno.
+ */
+int memmig_placement_query_units(struct memmig_job *job,
+				 const struct memmig_thp_probe *probe,
+				 struct memmig_unit *u, size_t n, int *pages,
+				 bool set_thp);
+
+/* Fault injection: 0, or the injected -errno for this event. */
+int memmig_fault_hit(struct memmig_ctx *ctx, int point);
+int memmig_fault_from_env(struct memmig_ctx *ctx);
+/* Takes a prefaulted 2 MB chunk of the node's reserve, or NULL. */
+void *memmig_reserve_take(struct memmig_ctx *ctx, int node);
+void memmig_reserve_free_all(struct memmig_ctx *ctx);
+
+#endif

@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A whole-process move: the process's mappings, or the ranges asked for,
+ * each one a job (memmig_job_create() + memmig_job_run()) on the move's
+ * thread, all of them on the move's worker pool and topology snapshot.
+ * Cancel stops the region being moved after its units in flight; the
+ * regions' reports add up to one.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/migrate/migrate-private.h"
+#include "lib/migrate/nodemem.h"
+#include "lib/migrate/pool.h"
+
+struct memmig_move {
+	int refcount;
+	struct memmig_ctx *ctx;
+	struct memmig_move_opts o;	/* o.ranges: ours */
+	struct memmig_topo *topo;
+
+	/* Set by the plan, read-only after. */
+	struct memmig_region **list;
+	unsigned int n;
+	uint64_t bytes_total;
+
+	pthread_mutex_t lock;		/* guards what follows */
+	pthread_cond_t cond;		/* state changed, or a thread joined */
+	int state;
+	int result;
+	bool cancel, plan_started, run_started;
+	bool plan_th_live, run_th_live, reaping;
+	pthread_t plan_th, run_th;
+	struct memmig_job *job;		/* the region being moved */
+	uint64_t done_before;		/* bytes of the regions already done */
+	unsigned int regions_done;
+	double t0, elapsed_s;
+	struct memmig_report *report;
+};
+
+static bool process_exists(int pid)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	return access(path, F_OK) == 0;
+}
+
+int memmig_move_new(struct memmig_ctx *ctx, const struct memmig_move_opts *opts,
+		    struct memmig_move **out)
+{
+	struct memmig_move_opts o = { .sz = sizeof(o) };
+	struct memmig_move *mv;
+	int rc;
+
+	if (!ctx || !out || memmig_struct_in(&o, sizeof(o), opts) < 0 || o.pid <= 0 ||
+	    o.nranges > MEMMIG_MOVE_MAX_RANGES || (o.nranges && !o.ranges) ||
+	    o.strategy < MEMMIG_STRATEGY_AUTO || o.strategy > MEMMIG_STRATEGY_COPY ||
+	    (o.flags & ~(MEMMIG_MIGRATE_FORCE | MEMMIG_MIGRATE_OWN_PAGES)))
+		return -EINVAL;
+	/* The rule for each region, applied once to the whole: anonymous
+	 * memory of the process itself is what the copy strategy can take. */
+	rc = memmig_strategy_check(ctx, o.strategy, o.pid == getpid(), MEMMIG_BACKING_ANON,
+				   false, o.pid, NULL);
+	if (rc < 0)
+		return rc;
+	if (!process_exists(o.pid))
+		return -ESRCH;
+	rc = memmig_node_check(ctx, o.target_node);
+	if (rc < 0)
+		return rc;
+	mv = calloc(1, sizeof(*mv));
+	if (!mv)
+		return -ENOMEM;
+	mv->refcount = 1;
+	mv->ctx = memmig_ctx_ref(ctx);
+	mv->o = o;
+	mv->o.ranges = NULL;
+	pthread_mutex_init(&mv->lock, NULL);
+	pthread_cond_init(&mv->cond, NULL);
+	if (o.nranges) {
+		struct memmig_range *r = malloc(o.nranges * sizeof(*r));
+
+		if (!r) {
+			memmig_move_unref(mv);
+			return -ENOMEM;
+		}
+		memcpy(r, o.ranges, o.nranges * sizeof(*r));
+		mv->o.ranges = r;
+	}
+	*out = mv;
+	return 0;
+}
+
+struct memmig_move *memmig_move_ref(struct memmig_move *mv)
+{
+	if (mv)
+		__atomic_add_fetch(&mv->refcount, 1, __ATOMIC_RELAXED);
+	return mv;
+}
+
+/* Lock held: a new state, told to waiters and (unlocked) to notify. */
+static void set_state(struct memmig_move *mv, int state)
+{
+	mv->state = state;
+	pthread_cond_broadcast(&mv->cond);
+}
+
+static void notify(struct memmig_move *mv)
+{
+	if (mv->o.notify)
+		mv->o.notify(mv, mv->o.opaque);
+}
+
+static int list_ranges(struct memmig_move *mv)
+{
+	mv->list = calloc(mv->o.nranges, sizeof(*mv->list));
+	if (!mv->list)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < mv->o.nranges; i++) {
+		struct memmig_region_desc d = {
+			.sz = sizeof(d), .pid = mv->o.pid,
+			.addr = mv->o.ranges[i].addr, .len = mv->o.ranges[i].len,
+		};
+		int rc = memmig_region_new(mv->ctx, &d, &mv->list[i]);
+
+		if (rc < 0)
+			return rc;
+		mv->n++;
+	}
+	return 0;
+}
+
+/* Lists and checks the regions; the state is PLANNING, owned by the
+ * caller.  Ends in PLANNED, or DONE with the error. */
+static int do_plan(struct memmig_move *mv)
+{
+	int rc = mv->o.nranges ? list_ranges(mv) :
+		memmig_region_list_pid(mv->ctx, mv->o.pid, &mv->list, &mv->n);
+
+	for (unsigned int i = 0; !rc && i < mv->n; i++) {
+		struct memmig_region_desc d = { .sz = sizeof(d) };
+
+		memmig_region_get_desc(mv->list[i], &d);
+		rc = memmig_strategy_check(mv->ctx, mv->o.strategy, mv->o.pid == getpid(),
+					   d.backing, false, mv->o.pid, NULL);
+		mv->bytes_total += d.len;
+	}
+	if (!rc) {
+		unsigned int workers = mv->o.workers ? mv->o.workers : memmig_usable_cpus();
+
+		rc = memmig_topo_new(mv->ctx, &mv->topo);
+		if (!rc)
+			mv->report = memmig_report_new_empty(mv->o.pid, mv->o.target_node,
+							     mv->o.strategy);
+		if (!rc && !mv->report)
+			rc = -ENOMEM;
+		mv->o.workers = workers;
+	}
+	pthread_mutex_lock(&mv->lock);
+	if (rc) {
+		mv->result = rc;
+		set_state(mv, MEMMIG_MOVE_DONE);
+	} else {
+		set_state(mv, MEMMIG_MOVE_PLANNED);
+	}
+	pthread_mutex_unlock(&mv->lock);
+	return rc;
+}
+
+/* Lock held: takes the plan for the caller, once. */
+static int claim_plan(struct memmig_move *mv)
+{
+	if (mv->plan_started || mv->run_started)
+		return -EBUSY;
+	mv->plan_started = true;
+	set_state(mv, MEMMIG_MOVE_PLANNING);
+	return 0;
+}
+
+int memmig_move_plan(struct memmig_move *mv)
+{
+	int rc;
+
+	if (!mv)
+		return -EINVAL;
+	pthread_mutex_lock(&mv->lock);
+	rc = claim_plan(mv);
+	pthread_mutex_unlock(&mv->lock);
+	return rc ? rc : do_plan(mv);
+}
+
+static void *plan_thread(void *arg)
+{
+	struct memmig_move *mv = arg;
+
+	do_plan(mv);
+	notify(mv);
+	return NULL;
+}
+
+int memmig_move_plan_start(struct memmig_move *mv)
+{
+	int rc;
+
+	if (!mv)
+		return -EINVAL;
+	pthread_mutex_lock(&mv->lock);
+	rc = claim_plan(mv);
+	if (!rc) {
+		rc = -pthread_create(&mv->plan_th, NULL, plan_thread, mv);
+		mv->plan_th_live = !rc;
+		if (rc)
+			mv->plan_started = false;
+	}
+	pthread_mutex_unlock(&mv->lock);
+	return rc;
+}
+
+#define PF_EXITING_FLAG 0x4u	/* the kernel's PF_EXITING */
+
+/* The process ended, or is ending (its memory may be gone already, which
+ * move_pages answers with EINVAL): /proc/PID/stat's state and flags. */
+static bool process_gone(int pid)
+{
+	char path[64], buf[1024], state = 0, *p;
+	unsigned int flags = 0;
+	FILE *f;
+	bool read;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT || errno == ESRCH;
+	read = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	/* comm may hold anything: the fields follow the last ')'. */
+	p = read ? strrchr(buf, ')') : NULL;
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2)
+		return !read;
+	return state == 'Z' || state == 'X' || (flags & PF_EXITING_FLAG);
+}
+
+/* One region's job on the move's pool, reachable by memmig_move_cancel(). */
+static int move_region(struct memmig_move *mv, struct memmig_region *r,
+		       struct memmig_pool *pool)
+{
+	struct memmig_migrate_opts o = {
+		.sz = sizeof(o), .target_node = mv->o.target_node,
+		.strategy = mv->o.strategy, .workers = mv->o.workers, .flags = mv->o.flags,
+	};
+	struct memmig_job_env env = { .topo = mv->topo, .pool = pool };
+	struct memmig_report *rep = NULL;
+	struct memmig_job *job = NULL;
+	int rc;
+
+	pthread_mutex_lock(&mv->lock);
+	rc = mv->cancel ? -ECANCELED : memmig_job_create(r, &o, &env, &job);
+	mv->job = job;
+	pthread_mutex_unlock(&mv->lock);
+	if (rc < 0)
+		return rc;
+	memmig_job_run(job);
+	rc = memmig_job_wait(job, &rep);
+	pthread_mutex_lock(&mv->lock);
+	mv->job = NULL;
+	if (rep && memmig_report_add(mv->report, rep) < 0 && !rc)
+		rc = -ENOMEM;
+	pthread_mutex_unlock(&mv->lock);
+	memmig_report_unref(rep);
+	memmig_job_unref(job);
+	return rc;
+}
+
+static int run_regions(struct memmig_move *mv)
+{
+	struct memmig_pool *pool = NULL;
+	int rc = mv->o.workers > 1 ? memmig_pool_new(mv->o.workers - 1, &pool) : 0;
+
+	for (unsigned int i = 0; i < mv->n && !rc; i++) {
+		struct memmig_region_desc d = { .sz = sizeof(d) };
+
+		memmig_region_get_desc(mv->list[i], &d);
+		rc = move_region(mv, mv->list[i], pool);
+		/* A mapping that went away meanwhile is not an error of ours. */
+		if (rc == -EFAULT)
+			rc = 0;
+		pthread_mutex_lock(&mv->lock);
+		mv->done_before += d.len;
+		mv->regions_done++;
+		pthread_mutex_unlock(&mv->lock);
+	}
+	memmig_pool_free(pool);
+	/* The process died under the move: whichever step noticed it first
+	 * (its maps, pagemap, move_pages) answered in its own words (EINVAL,
+	 * EFAULT, ...); what happened is that it is gone. */
+	if (rc < 0 && rc != -ECANCELED && process_gone(mv->o.pid))
+		rc = -ESRCH;
+	return rc;
+}
+
+static void *run_thread(void *arg)
+{
+	struct memmig_move *mv = arg;
+	bool plan;
+	int rc = 0;
+
+	pthread_mutex_lock(&mv->lock);
+	/* A plan on its own thread ends first. */
+	while (mv->state == MEMMIG_MOVE_PLANNING)
+		pthread_cond_wait(&mv->cond, &mv->lock);
+	plan = mv->state == MEMMIG_MOVE_NEW;
+	if (plan)
+		set_state(mv, MEMMIG_MOVE_PLANNING);
+	pthread_mutex_unlock(&mv->lock);
+	if (plan)
+		rc = do_plan(mv);
+	pthread_mutex_lock(&mv->lock);
+	if (!rc && mv->state == MEMMIG_MOVE_PLANNED) {
+		mv->t0 = memmig_now();
+		set_state(mv, MEMMIG_MOVE_RUNNING);
+		pthread_mutex_unlock(&mv->lock);
+		rc = run_regions(mv);
+		pthread_mutex_lock(&mv->lock);
+		mv->elapsed_s = memmig_now() - mv->t0;
+		mv->result = rc;
+		memmig_report_set_end(mv->report, rc, mv->bytes_total, mv->elapsed_s);
+		set_state(mv, MEMMIG_MOVE_DONE);
+	}
+	pthread_mutex_unlock(&mv->lock);
+	notify(mv);
+	return NULL;
+}
+
+int memmig_move_start(struct memmig_move *mv)
+{
+	int rc;
+
+	if (!mv)
+		return -EINVAL;
+	pthread_mutex_lock(&mv->lock);
+	if (mv->run_started || mv->state == MEMMIG_MOVE_DONE) {
+		rc = -EBUSY;
+	} else {
+		rc = -pthread_create(&mv->run_th, NULL, run_thread, mv);
+		mv->run_started = mv->run_th_live = !rc;
+	}
+	pthread_mutex_unlock(&mv->lock);
+	return rc;
+}
+
+int memmig_move_get_progress(struct memmig_move *mv, struct memmig_move_progress *out)
+{
+	struct memmig_move_progress p = { .sz = sizeof(p) };
+	struct memmig_progress jp = { .sz = sizeof(jp) };
+
+	if (!mv)
+		return -EINVAL;
+	pthread_mutex_lock(&mv->lock);
+	p.state = mv->state;
+	p.result = mv->state == MEMMIG_MOVE_DONE ? mv->result : 0;
+	p.bytes_done = mv->done_before;
+	p.bytes_total = mv->bytes_total;
+	p.regions_done = mv->regions_done;
+	p.regions = mv->n;
+	if (mv->job && memmig_job_get_progress(mv->job, &jp) == 0) {
+		p.bytes_done += jp.bytes_done;
+		p.rate = jp.rate;
+	}
+	if (mv->state == MEMMIG_MOVE_DONE)
+		p.elapsed_s = mv->elapsed_s;
+	else if (mv->state == MEMMIG_MOVE_RUNNING)
+		p.elapsed_s = memmig_now() - mv->t0;
+	if (!p.rate && p.elapsed_s > 0)
+		p.rate = (double)p.bytes_done / p.elapsed_s;
+	pthread_mutex_unlock(&mv->lock);
+	return memmig_struct_out(out, &p, sizeof(p));
+}
+
+int memmig_move_cancel(struct memmig_move *mv)
+{
+	if (!mv)
+		return -EINVAL;
+	pthread_mutex_lock(&mv->lock);
+	mv->cancel = true;
+	if (mv->job)
+		memmig_job_cancel(mv->job);
+	pthread_mutex_unlock(&mv->lock);
+	return 0;
+}
+
+/* Lock held: joins the threads whose work ended; one caller at a time. */
+static void reap(struct memmig_move *mv)
+{
+	bool plan, run;
+
+	while (mv->reaping)
+		pthread_cond_wait(&mv->cond, &mv->lock);
+	plan = mv->plan_th_live && mv->state != MEMMIG_MOVE_PLANNING;
+	run = mv->run_th_live && mv->state == MEMMIG_MOVE_DONE;
+	if (!plan && !run)
+		return;
+	mv->reaping = true;
+	pthread_mutex_unlock(&mv->lock);
+	if (plan)
+		pthread_join(mv->plan_th, NULL);
+	if (run)
+		pthread_join(mv->run_th, NULL);
+	pthread_mutex_lock(&mv->lock);
+	mv->plan_th_live &= !plan;
+	mv->run_th_live &= !run;
+	mv->reaping = false;
+	pthread_cond_broadcast(&mv->cond);
+}
+
+int memmig_move_wait(struct memmig_move *mv, struct memmig_report **report)
+{
+	int rc;
+
+	if (!mv)
+		return -EINVAL;
+	pthread_mutex_lock(&mv->lock);
+	if (!mv->plan_started && !mv->run_started) {
+		pthread_mutex_unlock(&mv->lock);
+		return -EINVAL;
+	}
+	while (mv->run_started ? mv->state != MEMMIG_MOVE_DONE :
+	       mv->state == MEMMIG_MOVE_PLANNING)
+		pthread_cond_wait(&mv->cond, &mv->lock);
+	reap(mv);
+	rc = mv->result;
+	if (report)
+		*report = mv->state == MEMMIG_MOVE_DONE && mv->run_started ?
+			memmig_report_ref(mv->report) : NULL;
+	pthread_mutex_unlock(&mv->lock);
+	return rc;
+}
+
+void memmig_move_unref(struct memmig_move *mv)
+{
+	if (!mv || __atomic_sub_fetch(&mv->refcount, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	/* Nobody can follow it any more: stop it and reap its threads. */
+	memmig_move_cancel(mv);
+	pthread_mutex_lock(&mv->lock);
+	while ((mv->run_th_live && mv->state != MEMMIG_MOVE_DONE) ||
+	       mv->state == MEMMIG_MOVE_PLANNING)
+		pthread_cond_wait(&mv->cond, &mv->lock);
+	reap(mv);
+	pthread_mutex_unlock(&mv->lock);
+	memmig_region_list_free(mv->list, mv->n);
+	memmig_report_unref(mv->report);
+	memmig_topo_unref(mv->topo);
+	free((void *)mv->o.ranges);
+	pthread_mutex_destroy(&mv->lock);
+	pthread_cond_destroy(&mv->cond);
+	memmig_ctx_unref(mv->ctx);
+	free(mv);
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Telling pages that are not there from pages that cannot move. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "lib/migrate/pageflags.h"
+#include "lib/migrate/placement.h"
+
+/* /proc/PID/pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst) */
+#define PM_EXCLUSIVE (1ULL << 56)	/* page mapped by this process only */
+#define PM_SWAP (1ULL << 62)		/* swap entry: swapped, or poisoned */
+#define PM_PRESENT (1ULL << 63)
+
+struct proc_files {
+	int pid;
+	int pagemap, mem;
+};
+
+static int proc_open(int pid, const char *what)
+{
+	char path[64];
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
+	else
+		snprintf(path, sizeof(path), "/proc/self/%s", what);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+static bool pagemap_entry(struct proc_files *f, uintptr_t addr, uint64_t *e)
+{
+	if (f->pagemap < 0)
+		f->pagemap = proc_open(f->pid, "pagemap");
+	return f->pagemap >= 0 &&
+	       pread(f->pagemap, e, sizeof(*e), (off_t)(addr / MEMMIG_PAGE_SIZE * sizeof(*e))) ==
+		       sizeof(*e);
+}
+
+/* The kernel reads poisoned memory for nobody: EIO, where swap reads fine. */
+static bool poisoned(struct proc_files *f, uintptr_t addr)
+{
+	char b;
+
+	if (f->mem < 0)
+		f->mem = proc_open(f->pid, "mem");
+	return f->mem >= 0 && pread(f->mem, &b, 1, (off_t)addr) < 0 && errno == EIO;
+}
+
+static void proc_close(struct proc_files *f)
+{
+	if (f->pagemap >= 0)
+		close(f->pagemap);
+	if (f->mem >= 0)
+		close(f->mem);
+}
+
+void memmig_pageflags_refine(int pid, void *const *pages, size_t n, int *status)
+{
+	struct proc_files f = { pid, -1, -1 };
+
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t a = (uintptr_t)pages[i];
+		uint64_t e;
+
+		if (status[i] != -ENOENT && status[i] != -EFAULT)
+			continue;
+		if (!pagemap_entry(&f, a, &e))
+			break;
+		if (status[i] == -ENOENT && (e & PM_SWAP) && poisoned(&f, a))
+			status[i] = -EHWPOISON;
+		else if (status[i] == -EFAULT && (e & PM_PRESENT) && (e & PM_EXCLUSIVE))
+			status[i] = -EBUSY;
+	}
+	proc_close(&f);
+}

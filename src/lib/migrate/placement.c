@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Where the pages of a range are: the kernel's move_pages() query. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lib/migrate/migrate-private.h"
+#include "lib/migrate/placement.h"
+
+/* Pages per system call: bounded memory for the address array. */
+#define QUERY_BATCH 16384
+
+long memmig_sys_move_pages(int pid, unsigned long count, void **pages,
+			   const int *nodes, int *status, int flags)
+{
+	long rc = syscall(SYS_move_pages, pid, count, pages, nodes, status, flags);
+
+	return rc < 0 ? -errno : rc;
+}
+
+int memmig_placement_query(int pid, uint64_t addr, uint64_t len, int *status)
+{
+	uint64_t npages = len / MEMMIG_PAGE_SIZE;
+	void **pages = malloc(QUERY_BATCH * sizeof(*pages));
+	long rc = 0;
+
+	if (!pages)
+		return -ENOMEM;
+	for (uint64_t first = 0; first < npages; first += QUERY_BATCH) {
+		uint64_t n = npages - first < QUERY_BATCH ? npages - first : QUERY_BATCH;
+
+		for (uint64_t i = 0; i < n; i++)
+			pages[i] = (void *)(uintptr_t)(addr + (first + i) * MEMMIG_PAGE_SIZE);
+		rc = memmig_sys_move_pages(pid, n, pages, NULL, status + first, 0);
+		if (rc < 0)
+			break;
+	}
+	free(pages);
+	return rc < 0 ? (int)rc : 0;
+}
+
+/* Entries per query call for the unit-wise query. */
+#define UNIT_BATCH 16
+
+int memmig_placement_query_units(struct memmig_job *job,
+				 const struct memmig_thp_probe *probe,
+				 struct memmig_unit *u, size_t n, int *pages,
+				 bool set_thp)
+{
+	size_t max = UNIT_BATCH * MEMMIG_UNIT_PAGES, e = 0, first = 0;
+	bool thp[UNIT_BATCH];
+	void **addr = malloc(max * sizeof(*addr));
+	int *st = malloc(max * sizeof(*st));
+	long rc = 0;
+
+	if (!addr || !st)
+		rc = -ENOMEM;
+	for (size_t i = 0; !rc && i < n; i++) {
+		size_t np = u[i].len / MEMMIG_PAGE_SIZE;
+		bool huge = memmig_thp_probe_unit(probe, &u[i]);
+
+		thp[i - first] = huge;
+		if (set_thp)
+			u[i].thp = huge;
+		for (size_t k = 0; k < (huge ? 1 : np); k++)
+			addr[e++] = (void *)(uintptr_t)(u[i].addr + k * MEMMIG_PAGE_SIZE);
+		if (i + 1 < n && i + 1 - first < UNIT_BATCH)
+			continue;
+		rc = memmig_sys_move_pages(job->pid, e, addr, NULL, st, 0);
+		/* Spread the answers over the pages of each unit. */
+		for (size_t k = first, at = 0; rc >= 0 && k <= i; k++) {
+			int *out = pages + memmig_job_page(job, u[k].addr);
+
+			bool h = thp[k - first];
+
+			for (size_t p = 0; p < u[k].len / MEMMIG_PAGE_SIZE; p++)
+				out[p] = st[h ? at : at + p];
+			at += h ? 1 : u[k].len / MEMMIG_PAGE_SIZE;
+		}
+		e = 0;
+		first = i + 1;
+	}
+	free(addr);
+	free(st);
+	return rc < 0 ? (int)rc : 0;
+}

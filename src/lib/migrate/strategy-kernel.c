@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The kernel strategy: move_pages(2), which works on any process the
+ * caller may ptrace-read.  One entry per 2 MB unit that is a THP (the
+ * kernel moves the whole folio), one per 4 KiB page otherwise.
+ */
+#include <errno.h>
+#include <numaif.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "lib/migrate/migrate-private.h"
+#include "lib/migrate/nodemem.h"
+#include "lib/migrate/pageflags.h"
+#include "lib/migrate/placement.h"
+
+/* Units per system call: enough to amortise it, few enough to cancel. */
+#define BATCH_UNITS 16
+
+struct batch {
+	void **pages;
+	int *nodes, *status;
+	size_t n;
+};
+
+/* Appends the unit's entries; returns the first entry's index. */
+static size_t batch_add(struct batch *b, const struct memmig_unit *u, int target)
+{
+	size_t first = b->n;
+	size_t n = u->thp ? 1 : u->len / MEMMIG_PAGE_SIZE;
+
+	for (size_t i = 0; i < n; i++) {
+		b->pages[b->n] = (void *)(uintptr_t)(u->addr + i * MEMMIG_PAGE_SIZE);
+		b->nodes[b->n++] = target;
+	}
+	return first;
+}
+
+/* Copies a unit's results into the job's per-page status. */
+static void unit_status(struct memmig_job *job, struct memmig_unit *u,
+			const int *st)
+{
+	size_t page = memmig_job_page(job, u->addr);
+	bool ok = true;
+
+	for (size_t i = 0; i < u->len / MEMMIG_PAGE_SIZE; i++) {
+		int s = u->thp ? st[0] : st[i];
+
+		job->status[page + i] = s;
+		if (s == -ENOMEM)
+			memmig_job_fail(job, -ENOMEM); /* the target is full */
+		ok &= s == job->target || memmig_status_nothing(s);
+	}
+	memmig_job_unit_done(job, u, ok ? MEMMIG_UNIT_DONE : MEMMIG_UNIT_FAILED);
+}
+
+/*
+ * MPOL_MF_MOVE_ALL also moves pages other processes map (shared memory)
+ * but needs CAP_SYS_NICE; without it, or when the job is to move only the
+ * process's own pages (for an unprivileged client), MPOL_MF_MOVE.
+ */
+static long move_batch(struct memmig_job *job, struct batch *b)
+{
+	static int flags = MPOL_MF_MOVE_ALL;
+	int f = job->flags & MEMMIG_MIGRATE_OWN_PAGES ? MPOL_MF_MOVE :
+		__atomic_load_n(&flags, __ATOMIC_RELAXED);
+	long rc = memmig_fault_hit(job->ctx, MEMMIG_FAULT_MOVE_PAGES);
+
+	if (rc)
+		return rc;
+	rc = memmig_sys_move_pages(job->pid, b->n, b->pages, b->nodes, b->status, f);
+	if (rc == -EPERM && f == MPOL_MF_MOVE_ALL) {
+		__atomic_store_n(&flags, MPOL_MF_MOVE, __ATOMIC_RELAXED);
+		rc = memmig_sys_move_pages(job->pid, b->n, b->pages, b->nodes,
+					   b->status, MPOL_MF_MOVE);
+	}
+	return rc;
+}
+
+/*
+ * move_pages() stops at the first unit it could not migrate and returns how
+ * many pages it did not move, leaving the status array unwritten: ask
+ * where each page is instead.  Those not on the target failed for lack of
+ * memory when the target is full -- down to what the kernel keeps free
+ * there, plus a unit (a THP that could not be had: Linux 6.12 answers so
+ * where 6.1 fails the call with ENOMEM) -- else because they were busy.
+ */
+static void batch_requery(struct memmig_job *job, struct batch *b)
+{
+	long long free_b = memmig_node_free(job->target);
+	long long keep = memmig_node_reserve(job->target);
+	int why = free_b >= 0 && free_b < (keep > 0 ? keep : 0) + 2 * (long long)MEMMIG_UNIT_SIZE ?
+		  -ENOMEM : -EBUSY;
+	long rc = memmig_sys_move_pages(job->pid, b->n, b->pages, NULL, b->status, 0);
+
+	for (size_t i = 0; i < b->n; i++)
+		if (rc < 0 || (b->status[i] >= 0 && b->status[i] != job->target))
+			b->status[i] = rc < 0 ? (int)rc : why;
+}
+
+static int flush_batch(struct memmig_job *job, struct batch *b,
+		       struct memmig_unit *units, size_t nunits, const size_t *at)
+{
+	long rc = b->n ? move_batch(job, b) : 0;
+
+	/*
+	 * Pages the kernel could not migrate are often busy only for a
+	 * moment (locked by a racing fault, under I/O): one more call before
+	 * they count as failed.  Pages already moved are no-ops in it, and
+	 * whatever it answers, the query below says where each page is.
+	 */
+	if (rc > 0) {
+		sched_yield();
+		rc = move_batch(job, b) ? 1 : 0;
+	}
+
+	if (rc < 0) {
+		/* The call failed as a whole: every page of it failed so. */
+		for (size_t i = 0; i < b->n; i++)
+			b->status[i] = (int)rc;
+	} else if (rc > 0) {
+		batch_requery(job, b);
+	}
+	if (rc >= 0)
+		memmig_pageflags_refine(job->pid, b->pages, b->n, b->status);
+	for (size_t i = 0; i < nunits; i++)
+		unit_status(job, &units[i], b->status + at[i]);
+	b->n = 0;
+	return rc < 0 && rc != -ENOMEM ? (int)rc : 0; /* ENOMEM: from status */
+}
+
+static int batch_alloc(struct batch *b, size_t units)
+{
+	size_t max = units * MEMMIG_UNIT_PAGES;
+
+	*b = (struct batch){
+		.pages = malloc(max * sizeof(void *)),
+		.nodes = malloc(max * sizeof(int)),
+		.status = malloc(max * sizeof(int)),
+	};
+	return b->pages && b->nodes && b->status ? 0 : -ENOMEM;
+}
+
+static void batch_free(struct batch *b)
+{
+	free(b->pages);
+	free(b->nodes);
+	free(b->status);
+}
+
+int memmig_kernel_move_unit(struct memmig_job *job, struct memmig_unit *u)
+{
+	struct batch b;
+	size_t at = 0;
+	int rc = batch_alloc(&b, 1);
+
+	if (!rc) {
+		batch_add(&b, u, job->target);
+		rc = flush_batch(job, &b, u, 1, &at);
+	}
+	batch_free(&b);
+	return rc;
+}
+
+static int kernel_run(struct memmig_worker *w)
+{
+	struct memmig_job *job = w->job;
+	size_t at[BATCH_UNITS], first = 0;
+	struct batch b;
+	double t = memmig_now();
+	int rc = batch_alloc(&b, BATCH_UNITS);
+
+	for (size_t i = w->first; !rc && i < w->last && !memmig_job_stopping(job); ) {
+		size_t nu = 0;
+
+		first = i;
+		for (; i < w->last && nu < BATCH_UNITS; i++) {
+			struct memmig_unit *u = &job->units[i];
+
+			/* Nothing to do where the kernel would find it all there. */
+			if (memmig_job_unit_on_target(job, u) && nu == 0) {
+				size_t p = memmig_job_page(job, u->addr);
+
+				for (size_t k = 0; k < u->len / MEMMIG_PAGE_SIZE; k++)
+					job->status[p + k] = job->target;
+				memmig_job_unit_done(job, u, MEMMIG_UNIT_DONE);
+				first = i + 1;
+				continue;
+			}
+			at[nu++] = batch_add(&b, u, job->target);
+		}
+		rc = flush_batch(job, &b, &job->units[first], nu, at);
+	}
+	w->copy_s = memmig_now() - t;
+	batch_free(&b);
+	return rc;
+}
+
+const struct memmig_strategy_ops memmig_strategy_kernel = {
+	.name = "kernel",
+	.run = kernel_run,
+};

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Which units are one transparent huge page: the pagemap gives the page
+ * frames, /proc/kpageflags says whether the first is a THP head.  Both need
+ * privileges (CAP_SYS_ADMIN for frame numbers); without them every unit is
+ * treated as 4 KiB pages, which is slower but moves the same memory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/migrate/migrate-private.h"
+
+#define PM_PRESENT (1ULL << 63)
+#define PM_PFN_MASK ((1ULL << 55) - 1)
+#define KPF_COMPOUND_HEAD (1ULL << 15)
+#define KPF_HUGE (1ULL << 17)		/* hugetlbfs */
+#define KPF_THP (1ULL << 22)
+
+bool memmig_thp_mode_always(void)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	return strstr(buf, "[always]") != NULL;
+}
+
+static bool read_u64(int fd, uint64_t index, uint64_t *v)
+{
+	return pread(fd, v, sizeof(*v), (off_t)(index * sizeof(*v))) == sizeof(*v);
+}
+
+/*
+ * A PMD-sized folio: the head of a THP or of a 2 MB hugetlbfs page, its 512
+ * frames contiguous, aligned and all mapped.  The kernel moves such a folio
+ * whole.  Every entry is read (one 4 KiB read, about as cheap as two): a
+ * THP split by a partial unmap still has its head and its last page, but a
+ * hole (a page zapped, poisoned) that must not take the head's fate.
+ */
+static bool unit_is_thp(int pagemap, int kflags, uint64_t addr)
+{
+	uint64_t e[MEMMIG_UNIT_PAGES], first, flags;
+
+	if (pread(pagemap, e, sizeof(e), (off_t)(addr / MEMMIG_PAGE_SIZE * sizeof(e[0]))) != sizeof(e))
+		return false;
+	first = e[0] & PM_PFN_MASK;
+	if (!first || first % MEMMIG_UNIT_PAGES)
+		return false;
+	for (size_t i = 0; i < MEMMIG_UNIT_PAGES; i++)
+		if (!(e[i] & PM_PRESENT) || (e[i] & PM_PFN_MASK) != first + i)
+			return false;
+	return read_u64(kflags, first, &flags) && (flags & (KPF_THP | KPF_HUGE)) &&
+	       (flags & KPF_COMPOUND_HEAD);
+}
+
+int memmig_thp_probe_open(struct memmig_ctx *ctx, int pid, struct memmig_thp_probe *p)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), pid ? "/proc/%d/pagemap" : "/proc/self/pagemap", pid);
+	p->pagemap = open(path, O_RDONLY | O_CLOEXEC);
+	p->kflags = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
+	if (p->pagemap < 0 || p->kflags < 0) {
+		dbg(ctx, "no THP detection (%s): 4 KiB pages everywhere\n",
+		    p->pagemap < 0 ? path : "/proc/kpageflags");
+		memmig_thp_probe_close(p);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+void memmig_thp_probe_close(struct memmig_thp_probe *p)
+{
+	if (p->pagemap >= 0)
+		close(p->pagemap);
+	if (p->kflags >= 0)
+		close(p->kflags);
+	p->pagemap = p->kflags = -1;
+}
+
+bool memmig_thp_probe_unit(const struct memmig_thp_probe *p,
+			   const struct memmig_unit *u)
+{
+	return p->pagemap >= 0 && u->len == MEMMIG_UNIT_SIZE &&
+	       !(u->addr % MEMMIG_UNIT_SIZE) &&
+	       unit_is_thp(p->pagemap, p->kflags, u->addr);
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Internal to libmemmig: what topology.c needs from topology-dax.c. */
+#ifndef MEMMIG_TOPOLOGY_PRIVATE_H
+#define MEMMIG_TOPOLOGY_PRIVATE_H
+
+#include "lib/core/memmig-private.h"
+
+/*
+ * Lists the DAX devices libdaxctl sees into a new array (*out, to be freed
+ * with free(); NULL when *count is 0).  DAX is optional: a machine without
+ * DAX devices, or a libdaxctl that cannot start, gives 0 devices and 0.
+ * Only our own allocation failure is an error (-ENOMEM).
+ */
+int memmig_topo_dax_scan(struct memmig_ctx *ctx, struct memmig_dax_info **out,
+			 unsigned int *count);
+
+#endif

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef MINIVMM_VMM_PRIVATE_H
+#define MINIVMM_VMM_PRIVATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "minivmm/vmm.h"
+
+enum minivmm_vcpu_state {
+	MINIVMM_VCPU_IDLE,	/* no thread yet */
+	MINIVMM_VCPU_RUNNING,	/* may be inside KVM_RUN */
+	MINIVMM_VCPU_PARKED,	/* waits for resume, outside KVM_RUN (the
+				 * writer: between pages) */
+	MINIVMM_VCPU_DEAD,	/* the thread returned */
+};
+
+struct minivmm {
+	int kind;		/* enum minivmm_vcpu_kind */
+	int kvm_fd, vm_fd, vcpu_fd;
+	struct kvm_run *run;
+	size_t run_size;
+	struct kvm_dirty_gfn *ring;
+	uint32_t ring_entries;
+	uint32_t npages;
+
+	/* The slot; lock guards it against minivmm_set_slot_memory(). */
+	struct minivmm_slot slot;
+	/*
+	 * Under lock: what minivmm_set_slot_memory() replaced, released by
+	 * the resume that lets the vCPU run again (or by destroy): freeing
+	 * shmem takes milliseconds, which must not stretch the pause.
+	 */
+	void *old_hva;		/* NULL: none */
+	uint64_t old_size;
+	int old_fd;		/* -1: none */
+
+	minivmm_ring_full_fn ring_full;
+	void *ring_full_opaque;
+	minivmm_memory_error_fn memory_error;
+	void *memory_error_opaque;
+	/* vCPU thread only: where the guest was at the last full ring. */
+	struct kvm_regs ring_full_regs;
+	bool ring_full_seen;
+
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t parked;	/* state left RUNNING */
+	pthread_cond_t wake;	/* pause_depth reached 0, or stop */
+	pthread_cond_t pass;	/* a pass ended, or the thread died */
+	enum minivmm_vcpu_state state;		/* under lock */
+	/* Written under lock, read by the vCPU thread without it between
+	 * runs: the run's immediate_exit closes the gap (the writer reads
+	 * them between pages, without a kick). */
+	atomic_uint pause_depth;
+	atomic_bool stop;
+	/* Set by the vCPU thread around KVM_RUN: only then is a signal
+	 * needed, and elsewhere it could interrupt the ring_full callback. */
+	atomic_bool in_run;
+
+	atomic_uint_fast64_t passes, guest_errors, ring_full_exits;
+	atomic_uint last_error_page;
+	int fatal;			/* under lock */
+	char fatal_msg[128];		/* under lock */
+	uint32_t fatal_exit;		/* under lock */
+
+	/*
+	 * minivmm_run_on_vcpu(): one call at a time, under lock.  call_pending
+	 * is read by the vCPU thread without it before each KVM_RUN, as
+	 * pause_depth is.
+	 */
+	minivmm_vcpu_fn call_fn;	/* NULL: none */
+	void *call_opaque;
+	int call_rc;
+	uint64_t calls_done;
+	atomic_bool call_pending;
+	pthread_cond_t called;		/* calls_done moved, or thread died */
+
+	/* The machine-check guest's report: words on the vCPU thread only,
+	 * the finished report under lock. */
+	uint32_t mce_words[9];
+	unsigned int mce_nwords;
+	struct minivmm_mce last_mce;
+	atomic_uint_fast64_t mces;
+};
+
+/* guest.S, guest-mce.S */
+extern const uint8_t minivmm_guest_start[], minivmm_guest_end[];
+extern const uint8_t minivmm_guest_mce_start[], minivmm_guest_mce_end[];
+
+/* mem.c */
+int minivmm_mem_alloc(struct minivmm *vmm, uint64_t size, int backing);
+void minivmm_mem_free(struct minivmm *vmm);
+int minivmm_slot_register(struct minivmm *vmm);
+/* Under lock: takes what set_slot_memory() replaced, for
+ * minivmm_mem_release() to free once the lock is dropped. */
+void minivmm_mem_take_old(struct minivmm *vmm, void **hva, uint64_t *size,
+			  int *fd);
+void minivmm_mem_release(void *hva, uint64_t size, int fd);
+
+/* vcpu.c (KVM) */
+int minivmm_vcpu_init(struct minivmm *vmm, uint32_t ring_entries);
+void minivmm_vcpu_free(struct minivmm *vmm);
+
+/* run.c (KVM): the vCPU thread's body */
+void *minivmm_vcpu_thread(void *arg);
+
+/* sigbus.c: KVM's SIGBUS for poisoned guest RAM.  init installs the
+ * handler (once); thread marks the calling thread as vmm's vCPU thread;
+ * take returns the memory error the handler caught on it, if any. */
+int minivmm_sigbus_init(void);
+void minivmm_sigbus_thread(struct minivmm *vmm);
+bool minivmm_sigbus_take(void **addr, int *code);
+
+/* writer.c: the host-thread vCPU's body */
+void *minivmm_writer_thread(void *arg);
+
+/* pause.c */
+int minivmm_kick_init(void);
+int minivmm_kick_unblock(void);
+void minivmm_kick(struct minivmm *vmm);
+/* On the vCPU thread: parks while paused, runs a minivmm_run_on_vcpu()
+ * call; false when it must stop. */
+bool minivmm_park(struct minivmm *vmm);
+/* On the vCPU thread, last: marks it dead and wakes its waiters. */
+void minivmm_thread_exit(struct minivmm *vmm);
+/* Stops and joins the vCPU thread, if started. */
+void minivmm_vcpu_stop(struct minivmm *vmm);
+
+#endif /* MINIVMM_VMM_PRIVATE_H */

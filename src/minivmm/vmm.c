@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The VM: creation, teardown, and what an embedder may read of it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "minivmm/vmm-private.h"
+
+/* Below the 32-bit MMIO hole, where PCs keep their low RAM. */
+#define MEM_MAX		(3ULL << 30)
+
+static int sync_init(struct minivmm *vmm)
+{
+	pthread_condattr_t attr;
+	int rc;
+
+	rc = pthread_condattr_init(&attr);
+	if (!rc)
+		rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	if (!rc)
+		rc = pthread_cond_init(&vmm->pass, &attr);
+	pthread_condattr_destroy(&attr);
+	if (rc)
+		return -rc;
+	pthread_mutex_init(&vmm->lock, NULL);
+	pthread_cond_init(&vmm->parked, NULL);
+	pthread_cond_init(&vmm->wake, NULL);
+	pthread_cond_init(&vmm->called, NULL);
+	return 0;
+}
+
+static int kvm_open(struct minivmm *vmm)
+{
+	vmm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vmm->kvm_fd < 0)
+		return errno == ENOENT ? -ENODEV : -errno;
+	if (ioctl(vmm->kvm_fd, KVM_GET_API_VERSION, 0) != KVM_API_VERSION)
+		return -ENOTSUP;
+	vmm->vm_fd = ioctl(vmm->kvm_fd, KVM_CREATE_VM, 0);
+	return vmm->vm_fd < 0 ? -errno : 0;
+}
+
+/* The ring needs the guest's half-page exits: see guest.S.  The
+ * host-thread vCPU does not run the code, but keeps page 0's layout. */
+static void guest_load(struct minivmm *vmm, int guest, bool half_exits)
+{
+	struct minivmm_state *st = (struct minivmm_state *)
+		((uint8_t *)vmm->slot.hva + MINIVMM_STATE_OFFSET);
+
+	if (guest == MINIVMM_GUEST_MEMCHECK)
+		memcpy(vmm->slot.hva, minivmm_guest_start,
+		       minivmm_guest_end - minivmm_guest_start);
+	else
+		memcpy(vmm->slot.hva, minivmm_guest_mce_start,
+		       minivmm_guest_mce_end - minivmm_guest_mce_start);
+	st->half_exits = half_exits;
+	st->mce_cr4 = guest == MINIVMM_GUEST_MCE;
+}
+
+int minivmm_create(const struct minivmm_opts *opts, struct minivmm **out)
+{
+	struct minivmm *vmm;
+	int rc;
+
+	if (!opts || !out || opts->mem % MINIVMM_PAGE ||
+	    opts->mem < 2 * MINIVMM_PAGE || opts->mem > MEM_MAX ||
+	    (opts->vcpu != MINIVMM_VCPU_KVM && opts->vcpu != MINIVMM_VCPU_THREAD) ||
+	    (opts->vcpu == MINIVMM_VCPU_THREAD && opts->dirty_ring) ||
+	    opts->guest < MINIVMM_GUEST_MEMCHECK || opts->guest > MINIVMM_GUEST_MCE_NOCR4 ||
+	    (opts->vcpu == MINIVMM_VCPU_THREAD && opts->guest != MINIVMM_GUEST_MEMCHECK))
+		return -EINVAL;
+	vmm = calloc(1, sizeof(*vmm));
+	if (!vmm)
+		return -ENOMEM;
+	vmm->kind = opts->vcpu;
+	vmm->kvm_fd = vmm->vm_fd = vmm->vcpu_fd = vmm->slot.fd = vmm->old_fd = -1;
+	vmm->npages = opts->mem / MINIVMM_PAGE;
+	rc = sync_init(vmm);
+	if (rc < 0) {
+		free(vmm);
+		return rc;
+	}
+	/* The host-thread vCPU has the same RAM, without a VM. */
+	if (vmm->kind == MINIVMM_VCPU_THREAD) {
+		rc = minivmm_mem_alloc(vmm, opts->mem, opts->backing);
+		if (!rc)
+			guest_load(vmm, opts->guest, false);
+	} else {
+		rc = minivmm_kick_init();
+		if (!rc)
+			rc = minivmm_sigbus_init();
+		if (!rc)
+			rc = kvm_open(vmm);
+		if (!rc)
+			rc = minivmm_mem_alloc(vmm, opts->mem, opts->backing);
+		if (!rc) {
+			guest_load(vmm, opts->guest, opts->dirty_ring);
+			rc = minivmm_slot_register(vmm);
+		}
+		if (!rc)
+			rc = minivmm_vcpu_init(vmm, opts->dirty_ring);
+	}
+	if (rc < 0) {
+		minivmm_destroy(vmm);
+		return rc;
+	}
+	*out = vmm;
+	return 0;
+}
+
+void minivmm_destroy(struct minivmm *vmm)
+{
+	if (!vmm)
+		return;
+	minivmm_vcpu_stop(vmm);
+	minivmm_vcpu_free(vmm);
+	if (vmm->vm_fd >= 0)
+		close(vmm->vm_fd);
+	if (vmm->kvm_fd >= 0)
+		close(vmm->kvm_fd);
+	/* After the VM: KVM stops using the memory with it. */
+	minivmm_mem_free(vmm);
+	pthread_cond_destroy(&vmm->pass);
+	pthread_cond_destroy(&vmm->parked);
+	pthread_cond_destroy(&vmm->wake);
+	pthread_cond_destroy(&vmm->called);
+	pthread_mutex_destroy(&vmm->lock);
+	free(vmm);
+}
+
+int minivmm_vm_fd(const struct minivmm *vmm)
+{
+	return vmm->vm_fd;
+}
+
+void minivmm_get_slot(struct minivmm *vmm, struct minivmm_slot *out)
+{
+	pthread_mutex_lock(&vmm->lock);
+	*out = vmm->slot;
+	pthread_mutex_unlock(&vmm->lock);
+}
+
+struct kvm_dirty_gfn *minivmm_dirty_ring(const struct minivmm *vmm,
+					 uint32_t *entries)
+{
+	if (entries)
+		*entries = vmm->ring_entries;
+	return vmm->ring;
+}
+
+void minivmm_set_ring_full(struct minivmm *vmm, minivmm_ring_full_fn fn,
+			   void *opaque)
+{
+	vmm->ring_full = fn;
+	vmm->ring_full_opaque = opaque;
+}
+
+void minivmm_set_memory_error(struct minivmm *vmm, minivmm_memory_error_fn fn,
+			      void *opaque)
+{
+	vmm->memory_error = fn;
+	vmm->memory_error_opaque = opaque;
+}
+
+void minivmm_get_stats(struct minivmm *vmm, struct minivmm_stats *out)
+{
+	*out = (struct minivmm_stats){
+		.passes = atomic_load(&vmm->passes),
+		.guest_errors = atomic_load(&vmm->guest_errors),
+		.last_error_page = atomic_load(&vmm->last_error_page),
+		.ring_full_exits = atomic_load(&vmm->ring_full_exits),
+	};
+	pthread_mutex_lock(&vmm->lock);
+	out->fatal = vmm->fatal;
+	memcpy(out->fatal_msg, vmm->fatal_msg, sizeof(out->fatal_msg));
+	out->fatal_exit = vmm->fatal_exit;
+	out->mces = atomic_load(&vmm->mces);
+	out->last_mce = vmm->last_mce;
+	pthread_mutex_unlock(&vmm->lock);
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The host-thread vCPU, for hosts without /dev/kvm: guest.S's algorithm
+ * in C, on the same RAM and state block, at the host's full speed.  It
+ * checks for a pause between pages and parks as the KVM vCPU thread does.
+ *
+ * Its stores are plain: between two pauses nothing but the migration
+ * (which tracks them by itself) looks at them.  A pause orders them: the
+ * thread parks under the lock, and minivmm_park() is a call the compiler
+ * cannot see into, so nothing stays in registers across it; the RAM's
+ * address is read again after it, since the memory may have moved.
+ */
+#include "minivmm/vmm-private.h"
+
+/* The RAM is bytes, read and written as dwords here and as a qword. */
+typedef uint32_t __attribute__((may_alias)) ram_u32;
+typedef uint64_t __attribute__((may_alias)) ram_u64;
+
+static uint8_t *ram_get(struct minivmm *vmm)
+{
+	uint8_t *ram;
+
+	pthread_mutex_lock(&vmm->lock);
+	ram = vmm->slot.hva;
+	pthread_mutex_unlock(&vmm->lock);
+	return ram;
+}
+
+/* As the guest's port MINIVMM_PORT_ERROR. */
+__attribute__((noinline, cold))
+static void report_error(struct minivmm *vmm, uint8_t *ram, uint32_t page)
+{
+	(*(ram_u32 *)(ram + MINIVMM_STATE_ERRORS))++;
+	atomic_store(&vmm->last_error_page, page);
+	atomic_fetch_add(&vmm->guest_errors, 1);
+}
+
+/* Page i in pass `pass`: the lines, then the page number. */
+static void write_page(struct minivmm *vmm, uint8_t *ram, uint32_t i,
+		       uint32_t pass)
+{
+	uint8_t *page = ram + (uint64_t)i * MINIVMM_PAGE;
+	ram_u32 *pn = (ram_u32 *)(page + MINIVMM_PAGENUM_OFFSET);
+	uint32_t old = pass - 1, j;
+
+	for (j = 0; j < MINIVMM_LINES; j++) {
+		ram_u32 *line = (ram_u32 *)(page + j * MINIVMM_LINE);
+
+		if (__builtin_expect(*line != old, 0))
+			report_error(vmm, ram, i);
+		*line = pass;
+	}
+	/* 0 is right before pass 1 wrote it. */
+	if (__builtin_expect(*pn != i && (*pn | old), 0))
+		report_error(vmm, ram, i);
+	*pn = i;
+}
+
+void *minivmm_writer_thread(void *arg)
+{
+	struct minivmm *vmm = arg;
+	uint32_t npages = vmm->npages, pass, i;
+	uint8_t *ram = ram_get(vmm);
+
+	for (pass = 1;; pass++) {
+		for (i = 1; i < npages; i++) {
+			if (atomic_load_explicit(&vmm->pause_depth,
+						 memory_order_relaxed) ||
+			    atomic_load_explicit(&vmm->stop, memory_order_relaxed)) {
+				if (!minivmm_park(vmm))
+					goto out;
+				ram = ram_get(vmm);
+			}
+			/* pass and pos in one store, as the guest does
+			 * (little-endian: pass first). */
+			if (i == 1)
+				__atomic_store_n((ram_u64 *)(ram + MINIVMM_STATE_PASS),
+						 (uint64_t)1 << 32 | pass,
+						 __ATOMIC_RELAXED);
+			else
+				*(ram_u32 *)(ram + MINIVMM_STATE_POS) = i;
+			write_page(vmm, ram, i, pass);
+		}
+		/* As the guest's port MINIVMM_PORT_PASS. */
+		pthread_mutex_lock(&vmm->lock);
+		atomic_store(&vmm->passes, pass);
+		pthread_cond_broadcast(&vmm->pass);
+		pthread_mutex_unlock(&vmm->lock);
+	}
+out:
+	minivmm_thread_exit(vmm);
+	return NULL;
+}

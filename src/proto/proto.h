@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * memmigd's wire protocol (docs/protocol.md): one JSON object per line.
+ * The parser is the daemon's first line of defence and the fuzz target's
+ * subject: it bounds every input and never trusts a type.
+ */
+#ifndef MEMMIG_PROTO_PROTO_H
+#define MEMMIG_PROTO_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "memmig.h"
+
+#define PROTO_VERSION		1
+#define PROTO_MAX_LINE		(64 * 1024)	/* newline included */
+#define PROTO_MAX_RANGES	256
+#define PROTO_MAX_NODE		1023
+#define PROTO_MAX_THREADS	256
+#define PROTO_NAME_MAX		256		/* domain names, bytes + NUL */
+#define PROTO_UUID_MAX		37
+#define PROTO_NODESET_MAX	256
+#define PROTO_SOCKET_DEFAULT	"/run/memmig/memmigd.sock"
+
+enum proto_op {
+	PROTO_OP_VERSION,
+	PROTO_OP_NODES,
+	PROTO_OP_MOVE,
+	PROTO_OP_JOBS,
+	PROTO_OP_JOB,
+	PROTO_OP_CANCEL,
+	PROTO_OP_REGISTER,
+	PROTO_OP_UNREGISTER,
+	PROTO_OP_DOMAINS,
+};
+
+struct proto_request {
+	enum proto_op op;
+	bool has_tag;
+	int64_t tag;
+	/* move: pid > 0 or domain[0] != 0; register: both */
+	int pid;
+	char domain[PROTO_NAME_MAX];
+	int to_node;
+	int strategy;			/* enum memmig_strategy */
+	unsigned int threads;		/* 0: the daemon's default */
+	unsigned int nranges;		/* 0: every mapping */
+	struct memmig_range ranges[PROTO_MAX_RANGES];
+	/* job, cancel */
+	uint64_t job;
+	/* register */
+	char uuid[PROTO_UUID_MAX];
+	char nodeset[PROTO_NODESET_MAX];
+};
+
+/*
+ * Parses one line (without its newline; len bytes, not NUL-terminated).
+ * Returns 0, or -EMSGSIZE, -EBADMSG (not a JSON object), -EOPNOTSUPP
+ * (unknown op) or -EINVAL (a member missing, of the wrong type, out of
+ * range, or unknown), with a message for people in err.  The tag is set
+ * whenever it could be read, even on error.
+ */
+int proto_request_parse(const char *line, size_t len,
+			struct proto_request *req, char *err, size_t errlen);
+/* The request as a JSON object (new reference), for clients. */
+struct json_object *proto_request_to_json(const struct proto_request *req);
+
+/* {"ok": true} with the request's tag, to add members to. */
+struct json_object *proto_reply_ok(const struct proto_request *req);
+/* {"ok": false, "error": "EPERM", "errno": 1, "message": ...}; req may be
+ * NULL (no tag). */
+struct json_object *proto_reply_error(const struct proto_request *req, int err,
+				      const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The reply as one line with its newline, malloc'd; *len its length. */
+char *proto_reply_line(struct json_object *reply, size_t *len);
+
+/* "EPERM" for 1 (strerrorname_np), "OK" for 0, "E<n>" when unnamed. */
+const char *proto_errno_name(int err, char *buf, size_t len);
+/* The errno for a name from a reply, or 0 when unknown. */
+int proto_errno_value(const char *name);
+
+/* "auto", "kernel", "copy"; -1 when unknown. */
+const char *proto_strategy_name(int strategy);
+int proto_strategy_parse(const char *name);
+
+#endif
