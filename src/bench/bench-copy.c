@@ -393,7 +393,7 @@ static int parse_args(struct copy_bench *b, int argc, char **argv,
 			break;
 		case 'h':
 			copy_usage(stdout);
-			return -1;
+			return CLI_HELP_SHOWN;
 		default:
 			copy_usage(stderr);
 			return CLI_EXIT_USAGE;
@@ -533,7 +533,7 @@ out:
 	free(b.results[0]);
 	free(b.results[1]);
 	free(b.sizes);
-	return rc < 0 ? CLI_EXIT_OK : rc;
+	return cli_exit_code(rc);
 }
 
 const struct cli_cmd bench_cmd_copy = {

@@ -427,7 +427,7 @@ static int desc_parse(struct desc_bench *b, int argc, char **argv)
 			break;
 		case 'h':
 			desc_usage(stdout);
-			return -1;
+			return CLI_HELP_SHOWN;
 		default:
 			desc_usage(stderr);
 			return CLI_EXIT_USAGE;
@@ -455,7 +455,7 @@ static int desc_run(struct memmig_ctx *ctx, int argc, char **argv)
 	int rc = desc_parse(&b, argc, argv);
 
 	if (rc)
-		return rc < 0 ? CLI_EXIT_OK : rc;
+		return cli_exit_code(rc);
 	pick_store(&b);
 	bench_progress("bench desc: allocating and first touch");
 	rc = setup(&b);

@@ -287,7 +287,7 @@ static int mig_parse(struct mig_bench *b, int argc, char **argv)
 			break;
 		case 'h':
 			mig_usage(stdout);
-			return -1;
+			return CLI_HELP_SHOWN;
 		default:
 			mig_usage(stderr);
 			return CLI_EXIT_USAGE;
@@ -304,7 +304,7 @@ static int mig_run(struct memmig_ctx *ctx, int argc, char **argv)
 	int rc = mig_parse(&b, argc, argv);
 
 	if (rc)
-		return rc < 0 ? CLI_EXIT_OK : rc;
+		return cli_exit_code(rc);
 	b.buf = bench_alloc(b.len);
 	if (!b.buf) {
 		cli_error("bench migrate: cannot allocate %zu MiB\n", b.len >> 20);

@@ -18,7 +18,16 @@ enum {
 	CLI_EXIT_FAIL = 1,	/* the operation failed */
 	CLI_EXIT_USAGE = 2,	/* bad command line */
 	CLI_EXIT_NO_DAEMON = 3,	/* memmigd needed but not reachable */
+	/* Not an exit code: an option parser printed the help, and the
+	 * command ends there (cli_exit_code() makes it CLI_EXIT_OK). */
+	CLI_HELP_SHOWN = -1,
 };
+
+/* What a parser's result means for the process: help shown is success. */
+static inline int cli_exit_code(int rc)
+{
+	return rc == CLI_HELP_SHOWN ? CLI_EXIT_OK : rc;
+}
 
 struct cli_cmd {
 	const char *name;
@@ -46,7 +55,7 @@ void cli_cmd_list(FILE *f, const struct cli_cmd *const *table);
 /*
  * Options of a command that takes only --json and --help, and nargs
  * arguments (argv[optind]...): CLI_EXIT_OK, CLI_EXIT_USAGE (usage
- * printed), or -1 when --help printed the usage.
+ * printed), or CLI_HELP_SHOWN.
  */
 int cli_parse_json_args(int argc, char **argv, void (*usage)(FILE *), bool *json,
 			int nargs);
@@ -94,7 +103,7 @@ struct job_cmd {
 	const char *op;		/* its protocol op */
 	void (*usage)(FILE *f);
 };
-int cli_job_cmd_run(const struct job_cmd *jc, int argc, char **argv);
+int cli_job_show(const struct job_cmd *jc, int argc, char **argv);
 /* memmigd's jobs (a JSON array) as a table. */
 void cli_print_jobs(struct json_object *jobs);
 

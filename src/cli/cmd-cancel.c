@@ -16,7 +16,7 @@ static const struct job_cmd cancel_cmd = { "cancel", "cancel", cancel_usage };
 static int cancel_run(struct memmig_ctx *ctx, int argc, char **argv)
 {
 	(void)ctx;
-	return cli_job_cmd_run(&cancel_cmd, argc, argv);
+	return cli_job_show(&cancel_cmd, argc, argv);
 }
 
 const struct cli_cmd cli_cmd_cancel = {

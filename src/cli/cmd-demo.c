@@ -92,7 +92,7 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 			break;
 		case 'h':
 			demo_usage(stdout);
-			return -1;
+			return CLI_HELP_SHOWN;
 		default:
 			demo_usage(stderr);
 			return CLI_EXIT_USAGE;
@@ -360,7 +360,7 @@ static int demo_main(struct memmig_ctx *ctx, int argc, char **argv)
 	int rc = demo_parse(argc, argv, &d);
 
 	if (rc)
-		return rc < 0 ? CLI_EXIT_OK : rc;
+		return cli_exit_code(rc);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	return demo_run(ctx, &d);
 }

@@ -62,7 +62,7 @@ static int parse(int argc, char **argv, struct dom_args *a)
 			break;
 		case 'h':
 			domains_usage(stdout);
-			return -1;
+			return CLI_HELP_SHOWN;
 		default:
 			domains_usage(stderr);
 			return CLI_EXIT_USAGE;
@@ -161,7 +161,7 @@ static int domains_run(struct memmig_ctx *ctx, int argc, char **argv)
 	}
 	rc = parse(argc, argv, &a);
 	if (rc)
-		return rc < 0 ? CLI_EXIT_OK : rc;
+		return cli_exit_code(rc);
 	if (optind < argc) {
 		cli_error("domains: unexpected argument '%s'\n", argv[optind]);
 		return CLI_EXIT_USAGE;

@@ -66,7 +66,7 @@ static int jobs_run(struct memmig_ctx *ctx, int argc, char **argv)
 
 	(void)ctx;
 	if (rc)
-		return rc < 0 ? CLI_EXIT_OK : rc;
+		return cli_exit_code(rc);
 	rc = cli_daemon_call("jobs", cli_request("jobs"), &reply);
 	if (rc)
 		return rc;

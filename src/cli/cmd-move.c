@@ -164,7 +164,7 @@ static int move_parse(int argc, char **argv, struct move_args *a)
 	while ((c = getopt_long(argc, argv, "p:d:n:r:a:l:s:t:Wjh", opts, NULL)) != -1) {
 		if (c == 'h') {
 			move_usage(stdout);
-			return -1;
+			return CLI_HELP_SHOWN;
 		}
 		if (c == '?' || parse_opt(a, c, &addr, &len) < 0) {
 			if (c == '?')
@@ -366,7 +366,7 @@ static int move_run(struct memmig_ctx *ctx, int argc, char **argv)
 	int rc = move_parse(argc, argv, &a);
 
 	if (rc)
-		return rc < 0 ? CLI_EXIT_OK : rc;
+		return cli_exit_code(rc);
 	if (cli_connect_or_local("move", &c) < 0)
 		return CLI_EXIT_NO_DAEMON;
 	if (!c)

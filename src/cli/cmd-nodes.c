@@ -178,7 +178,7 @@ static int nodes_run(struct memmig_ctx *ctx, int argc, char **argv)
 
 	rc = cli_parse_json_only(argc, argv, nodes_usage, &json);
 	if (rc)
-		return rc < 0 ? CLI_EXIT_OK : rc;
+		return cli_exit_code(rc);
 	rc = nodes_get(ctx, &o);
 	if (rc)
 		return rc;

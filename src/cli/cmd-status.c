@@ -15,7 +15,7 @@ static const struct job_cmd status_cmd = { "status", "job", status_usage };
 static int status_run(struct memmig_ctx *ctx, int argc, char **argv)
 {
 	(void)ctx;
-	return cli_job_cmd_run(&status_cmd, argc, argv);
+	return cli_job_show(&status_cmd, argc, argv);
 }
 
 const struct cli_cmd cli_cmd_status = {

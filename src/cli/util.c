@@ -43,7 +43,7 @@ int cli_parse_json_args(int argc, char **argv, void (*usage)(FILE *), bool *json
 			break;
 		case 'h':
 			usage(stdout);
-			return -1;
+			return CLI_HELP_SHOWN;
 		default:
 			usage(stderr);
 			return CLI_EXIT_USAGE;

@@ -5,6 +5,12 @@
 
 #include "lib/core/memmig-private.h"
 
+/* The context's thresholds at its creation: defaults, the calibration
+ * file, then the environment (MEMMIG_CTX_NO_ENV: defaults only). */
+int memmig_tuning_init(struct memmig_ctx *ctx, unsigned int flags);
+/* Sets ctx->tuning and what is cached from it. */
+void memmig_ctx_apply_tuning(struct memmig_ctx *ctx, const struct memmig_tuning *t);
+
 /* 0 if [dst, dst+len) and [src, src+len) are usable for a copy, else
  * -EINVAL (NULL, overlap) or -EOVERFLOW (wraps). */
 int memmig_copy_check(const void *dst, const void *src, size_t len);

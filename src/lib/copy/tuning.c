@@ -10,7 +10,8 @@
 #include <unistd.h>
 
 #include "lib/copy/arch/arch.h"
-#include "lib/core/memmig-private.h"
+#include "lib/copy/copy-private.h"
+#include "lib/copy/policy.h"
 #include "util/size.h"
 
 /* Thresholds beyond this are typos, not tuning. */
@@ -244,4 +245,56 @@ int memmig_ctx_set_tuning(struct memmig_ctx *ctx, const struct memmig_tuning *t)
 		return -EINVAL;
 	memmig_ctx_apply_tuning(ctx, &n);
 	return 0;
+}
+
+/* Calibration first, then the environment, so that an override always wins. */
+int memmig_tuning_init(struct memmig_ctx *ctx, unsigned int flags)
+{
+	const char *path = flags & MEMMIG_CTX_NO_ENV ? NULL : getenv("MEMMIG_CALIBRATION");
+	struct memmig_tuning t = { .sz = sizeof(t) };
+	int rc;
+
+	memmig_tuning_default(&ctx->cpu, &t);
+	if (flags & MEMMIG_CTX_NO_ENV)
+		goto apply;
+	if (path && *path) {
+		rc = memmig_tuning_load(ctx, path, &t);
+		if (rc < 0) {
+			err(ctx, "MEMMIG_CALIBRATION=%s: %s\n", path,
+			    rc == -ESTALE ? "made on another CPU model" :
+					    strerror(-rc));
+			rc = memmig_ctx_bad(ctx, flags, "the calibration file", rc);
+			if (rc < 0)
+				return rc;
+		}
+	} else {
+		/* The system file is optional and may predate a CPU change. */
+		rc = memmig_tuning_load(ctx, memmig_tuning_default_path(), &t);
+		if (rc < 0 && rc != -ENOENT)
+			warn(ctx, "ignoring %s (%d)\n",
+			     memmig_tuning_default_path(), rc);
+	}
+	rc = memmig_tuning_from_env(ctx, &t);
+	if (rc < 0) {
+		rc = memmig_ctx_bad(ctx, flags, "the MEMMIG_COPY_* environment", rc);
+		if (rc < 0)
+			return rc;
+	}
+apply:
+	memmig_ctx_apply_tuning(ctx, &t);
+	return 0;
+}
+
+void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
+			     const struct memmig_tuning *t)
+{
+	size_t below = t->nt_min;
+
+	ctx->tuning = *t;
+	if (t->movsb_min < below && (ctx->cpu.features & (MEMMIG_CPU_ERMS | MEMMIG_CPU_FSRM)))
+		below = t->movsb_min;
+	if (t->movsq_min < below && (ctx->cpu.features & MEMMIG_CPU_REP_GOOD))
+		below = t->movsq_min;
+	ctx->small_below = below;
+	ctx->small_prim = memmig_policy(&ctx->cpu, t, 0, 0);
 }

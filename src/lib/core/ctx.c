@@ -6,70 +6,8 @@
 #include <string.h>
 
 #include "lib/core/memmig-private.h"
-#include "lib/copy/policy.h"
-#include "lib/migrate/migrate-private.h"
+#include "lib/copy/copy-private.h"
 #include "util/log.h"
-
-/* A bad value: an error, or with MEMMIG_CTX_LENIENT a warning. */
-static int ctx_bad(struct memmig_ctx *ctx, unsigned int flags, const char *what, int rc)
-{
-	if (!(flags & MEMMIG_CTX_LENIENT))
-		return rc;
-	warn(ctx, "%s ignored (MEMMIG_CTX_LENIENT)\n", what);
-	return 0;
-}
-
-/* Calibration first, then the environment, so that an override always wins. */
-static int ctx_tuning_init(struct memmig_ctx *ctx, unsigned int flags)
-{
-	const char *path = flags & MEMMIG_CTX_NO_ENV ? NULL : getenv("MEMMIG_CALIBRATION");
-	struct memmig_tuning t = { .sz = sizeof(t) };
-	int rc;
-
-	memmig_tuning_default(&ctx->cpu, &t);
-	if (flags & MEMMIG_CTX_NO_ENV)
-		goto apply;
-	if (path && *path) {
-		rc = memmig_tuning_load(ctx, path, &t);
-		if (rc < 0) {
-			err(ctx, "MEMMIG_CALIBRATION=%s: %s\n", path,
-			    rc == -ESTALE ? "made on another CPU model" :
-					    strerror(-rc));
-			rc = ctx_bad(ctx, flags, "the calibration file", rc);
-			if (rc < 0)
-				return rc;
-		}
-	} else {
-		/* The system file is optional and may predate a CPU change. */
-		rc = memmig_tuning_load(ctx, memmig_tuning_default_path(), &t);
-		if (rc < 0 && rc != -ENOENT)
-			warn(ctx, "ignoring %s (%d)\n",
-			     memmig_tuning_default_path(), rc);
-	}
-	rc = memmig_tuning_from_env(ctx, &t);
-	if (rc < 0) {
-		rc = ctx_bad(ctx, flags, "the MEMMIG_COPY_* environment", rc);
-		if (rc < 0)
-			return rc;
-	}
-apply:
-	memmig_ctx_apply_tuning(ctx, &t);
-	return 0;
-}
-
-void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
-			     const struct memmig_tuning *t)
-{
-	size_t below = t->nt_min;
-
-	ctx->tuning = *t;
-	if (t->movsb_min < below && (ctx->cpu.features & (MEMMIG_CPU_ERMS | MEMMIG_CPU_FSRM)))
-		below = t->movsb_min;
-	if (t->movsq_min < below && (ctx->cpu.features & MEMMIG_CPU_REP_GOOD))
-		below = t->movsq_min;
-	ctx->small_below = below;
-	ctx->small_prim = memmig_policy(&ctx->cpu, t, 0, 0);
-}
 
 int memmig_ctx_new(struct memmig_ctx **out)
 {
@@ -105,11 +43,11 @@ int memmig_ctx_new_flags(struct memmig_ctx **out, unsigned int flags)
 	for (int p = 0; p < MEMMIG_PRIM_COUNT; p++)
 		if (memmig_prim_supported(&ctx->cpu, p))
 			ctx->prims_ok |= 1u << p;
-	rc = ctx_tuning_init(ctx, flags);
+	rc = memmig_tuning_init(ctx, flags);
 	if (!rc && !(flags & MEMMIG_CTX_NO_ENV)) {
 		rc = memmig_fault_from_env(ctx);
 		if (rc < 0)
-			rc = ctx_bad(ctx, flags, "MEMMIG_FAULT", rc);
+			rc = memmig_ctx_bad(ctx, flags, "MEMMIG_FAULT", rc);
 	}
 	if (rc < 0) {
 		pthread_mutex_destroy(&ctx->lock);

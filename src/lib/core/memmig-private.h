@@ -48,9 +48,12 @@ struct memmig_ctx {
 	size_t npools;
 };
 
-/* Sets ctx->tuning and what is cached from it. */
-void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
-			     const struct memmig_tuning *t);
+/* Fault injection (fault.c): 0, or the injected -errno for this event. */
+int memmig_fault_hit(struct memmig_ctx *ctx, int point);
+int memmig_fault_from_env(struct memmig_ctx *ctx);
+/* The ctx's reserve pools, filled and freed by the migration engine
+ * (migrate/reserve.c). */
+void memmig_reserve_free_all(struct memmig_ctx *ctx);
 
 void memmig_log(struct memmig_ctx *ctx, int priority, const char *file,
 		int line, const char *fn, const char *format, ...)
@@ -67,6 +70,16 @@ void memmig_log(struct memmig_ctx *ctx, int priority, const char *file,
 #define warn(ctx, ...) memmig_log_cond(ctx, LOG_WARNING, __VA_ARGS__)
 #define info(ctx, ...) memmig_log_cond(ctx, LOG_INFO, __VA_ARGS__)
 #define dbg(ctx, ...) memmig_log_cond(ctx, LOG_DEBUG, __VA_ARGS__)
+
+/* A bad value: an error, or with MEMMIG_CTX_LENIENT a warning. */
+static inline int memmig_ctx_bad(struct memmig_ctx *ctx, unsigned int flags,
+				 const char *what, int rc)
+{
+	if (!(flags & MEMMIG_CTX_LENIENT))
+		return rc;
+	warn(ctx, "%s ignored (MEMMIG_CTX_LENIENT)\n", what);
+	return 0;
+}
 
 /*
  * Sized structs across the ABI: the caller's sz says how much of the struct

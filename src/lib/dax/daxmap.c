@@ -134,7 +134,7 @@ int memmig_dax_vma_open(const struct memmig_vma *v)
 static uint8_t *map_congruent(int fd, uint64_t off, uint64_t len, uint64_t addr,
 			      uint64_t align, int flags, int *err)
 {
-	uint8_t *at = memmig_reserve_congruent(len, addr, align, err);
+	uint8_t *at = memmig_window_congruent(len, addr, align, err);
 
 	if (!at)
 		return NULL;

@@ -36,7 +36,7 @@ static uint64_t range_hva(const struct memmig_live *l)
  * source's huge pages, and mremap moves whole page tables. */
 static uint8_t *reserve_congruent(uint64_t len, uint64_t src, int *err)
 {
-	return memmig_reserve_congruent(len, src, MEMMIG_UNIT_SIZE, err);
+	return memmig_window_congruent(len, src, MEMMIG_UNIT_SIZE, err);
 }
 
 /*

@@ -221,11 +221,7 @@ int memmig_placement_query_units(struct memmig_job *job,
 				 struct memmig_unit *u, size_t n, int *pages,
 				 bool set_thp);
 
-/* Fault injection: 0, or the injected -errno for this event. */
-int memmig_fault_hit(struct memmig_ctx *ctx, int point);
-int memmig_fault_from_env(struct memmig_ctx *ctx);
 /* Takes a prefaulted 2 MB chunk of the node's reserve, or NULL. */
 void *memmig_reserve_take(struct memmig_ctx *ctx, int node);
-void memmig_reserve_free_all(struct memmig_ctx *ctx);
 
 #endif

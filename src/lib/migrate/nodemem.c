@@ -57,7 +57,7 @@ void *memmig_map_on_node(size_t len, int node, bool thp, bool noreserve, int *er
 	return aligned;
 }
 
-void *memmig_reserve_congruent(size_t len, uint64_t src, size_t align, int *err)
+void *memmig_window_congruent(size_t len, uint64_t src, size_t align, int *err)
 {
 	size_t span = len + align;
 	uint8_t *p, *at;

@@ -19,12 +19,12 @@ struct memmig_ctx;
  */
 void *memmig_map_on_node(size_t len, int node, bool thp, bool noreserve, int *err);
 /*
- * Reserves len bytes (PROT_NONE) at an address congruent with src modulo
+ * An address window of len bytes (PROT_NONE) congruent with src modulo
  * align (a power of two), for a mapping to be placed there with
  * MAP_FIXED: its huge pages then line up with src's, and device DAX gets
  * the alignment it requires.  NULL with *err set on failure.
  */
-void *memmig_reserve_congruent(size_t len, uint64_t src, size_t align, int *err);
+void *memmig_window_congruent(size_t len, uint64_t src, size_t align, int *err);
 /* Faults the pages in (the kernel zeroes them): 0 or -errno (-ENOMEM). */
 int memmig_populate(void *addr, size_t len);
 /* Binds [addr, addr + len) to node with the given MPOL_MF_* flags. */

@@ -59,7 +59,7 @@ static void unit_status(struct memmig_job *job, struct memmig_unit *u,
  * but needs CAP_SYS_NICE; without it, or when the job is to move only the
  * process's own pages (for an unprivileged client), MPOL_MF_MOVE.
  */
-static long move_batch(struct memmig_job *job, struct batch *b)
+static long batch_move_pages(struct memmig_job *job, struct batch *b)
 {
 	static int flags = MPOL_MF_MOVE_ALL;
 	int f = job->flags & MEMMIG_MIGRATE_OWN_PAGES ? MPOL_MF_MOVE :
@@ -98,10 +98,10 @@ static void batch_requery(struct memmig_job *job, struct batch *b)
 			b->status[i] = rc < 0 ? (int)rc : why;
 }
 
-static int flush_batch(struct memmig_job *job, struct batch *b,
+static int move_batch(struct memmig_job *job, struct batch *b,
 		       struct memmig_unit *units, size_t nunits, const size_t *at)
 {
-	long rc = b->n ? move_batch(job, b) : 0;
+	long rc = b->n ? batch_move_pages(job, b) : 0;
 
 	/*
 	 * Pages the kernel could not migrate are often busy only for a
@@ -111,7 +111,7 @@ static int flush_batch(struct memmig_job *job, struct batch *b,
 	 */
 	if (rc > 0) {
 		sched_yield();
-		rc = move_batch(job, b) ? 1 : 0;
+		rc = batch_move_pages(job, b) ? 1 : 0;
 	}
 
 	if (rc < 0) {
@@ -156,7 +156,7 @@ int memmig_kernel_move_unit(struct memmig_job *job, struct memmig_unit *u)
 
 	if (!rc) {
 		batch_add(&b, u, job->target);
-		rc = flush_batch(job, &b, u, 1, &at);
+		rc = move_batch(job, &b, u, 1, &at);
 	}
 	batch_free(&b);
 	return rc;
@@ -189,7 +189,7 @@ static int kernel_run(struct memmig_worker *w)
 			}
 			at[nu++] = batch_add(&b, u, job->target);
 		}
-		rc = flush_batch(job, &b, &job->units[first], nu, at);
+		rc = move_batch(job, &b, &job->units[first], nu, at);
 	}
 	w->copy_s = memmig_now() - t;
 	batch_free(&b);

@@ -10,7 +10,7 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 
-int cli_job_cmd_run(const struct job_cmd *jc, int argc, char **argv)
+int cli_job_show(const struct job_cmd *jc, int argc, char **argv)
 {
 	struct json_object *req, *reply, *job, *rep, *list;
 	bool json;
@@ -18,7 +18,7 @@ int cli_job_cmd_run(const struct job_cmd *jc, int argc, char **argv)
 	int rc = cli_parse_json_args(argc, argv, jc->usage, &json, 1);
 
 	if (rc)
-		return rc < 0 ? CLI_EXIT_OK : rc;
+		return cli_exit_code(rc);
 	if (cli_parse_int(jc->name, argv[optind], 1, INT64_MAX, &id) < 0)
 		return CLI_EXIT_USAGE;
 	req = cli_request(jc->op);
