@@ -8,9 +8,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -216,18 +218,36 @@ static int finish(struct json_object *rep, const struct move_args *a)
 
 /* ---- in-process ---- */
 
+/* The move's notify: its end wakes the progress loop at once. */
+static void wake_fd(struct memmig_move *mv, void *opaque)
+{
+	uint64_t one = 1;
+
+	if (write(*(int *)opaque, &one, sizeof(one)) < 0) {
+		/* The loop polls anyway: it sees the end at its next tick. */
+	}
+}
+
 static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 {
 	struct memmig_move_progress p = { .sz = sizeof(p) };
 	struct memmig_report *report = NULL;
 	struct json_object *rep;
 	struct memmig_move *mv = NULL;
+	struct pollfd pfd = { .events = POLLIN };
 	int rc;
 
 	if (a->domain) {
 		cli_error("move: --domain needs memmigd, which knows the domains\n");
 		return CLI_EXIT_FAIL;
 	}
+	pfd.fd = eventfd(0, EFD_CLOEXEC);
+	if (pfd.fd < 0) {
+		cli_error("move: eventfd: %s\n", strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	a->req.notify = wake_fd;
+	a->req.opaque = &pfd.fd;
 	/* Before the plan, which takes a while on a big process: a SIGTERM
 	 * during it cancels the move cleanly too. */
 	catch_stop();
@@ -242,10 +262,12 @@ static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 			  "the copy strategy works only inside the process itself "
 			  "(a VMM embedding libmemmig)" : strerror(-rc));
 		memmig_move_unref(mv);
+		close(pfd.fd);
 		return CLI_EXIT_FAIL;
 	}
+	/* The bar every 100 ms; the end (or a signal) at once. */
 	do {
-		usleep(100 * 1000);
+		poll(&pfd, 1, 100);
 		if (stop_requested)
 			memmig_move_cancel(mv);
 		memmig_move_get_progress(mv, &p);
@@ -253,6 +275,7 @@ static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 	} while (p.state != MEMMIG_MOVE_DONE);
 	memmig_move_wait(mv, &report);
 	memmig_move_unref(mv);
+	close(pfd.fd);
 	rep = report_json(report);
 	memmig_report_unref(report);
 	json_object_object_add(rep, "via", json_object_new_string("local"));
