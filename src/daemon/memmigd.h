@@ -134,16 +134,18 @@ struct conn;
  */
 struct json_object *ops_handle(struct memmigd *d, const struct client_cred *c,
 			       const char *line, size_t len, struct conn *conn);
-/* A move whose plan ended with rc: queued, and the reply.  Takes mv and
- * spec->procfd. */
-struct json_object *ops_move_planned(struct memmigd *d, const struct proto_request *req,
-				     int rc, struct memmig_move *mv,
-				     const struct job_spec *spec);
 
 /* ---- moves planned off the loop thread (plans.c), on the loop thread ---- */
-/* Starts mv's plan; takes req (malloc'd), mv and spec->procfd on success. */
+/* What becomes of a move whose plan ended with rc: the reply.  Takes mv
+ * and spec->procfd. */
+typedef struct json_object *(*plan_done_fn)(struct memmigd *d, const struct proto_request *req,
+					    int rc, struct memmig_move *mv,
+					    const struct job_spec *spec);
+/* Starts mv's plan, done() the reply once it ended; takes req (malloc'd),
+ * mv and spec->procfd on success. */
 int plans_start(struct memmigd *d, const struct client_cred *c, struct proto_request *req,
-		struct conn *conn, struct memmig_move *mv, const struct job_spec *spec);
+		struct conn *conn, struct memmig_move *mv, const struct job_spec *spec,
+		plan_done_fn done);
 /* On the loop thread after a wake: each finished plan's reply to its
  * connection (deliver), or dropped when the client is gone. */
 void plans_collect(void (*deliver)(void *opaque, struct conn *c, struct json_object *reply),

@@ -148,9 +148,10 @@ static int queue_planned(struct memmigd *d, int rc, struct memmig_move *mv,
 	return rc;
 }
 
-struct json_object *ops_move_planned(struct memmigd *d, const struct proto_request *req,
-				     int rc, struct memmig_move *mv,
-				     const struct job_spec *spec)
+/* A move whose plan ended with rc: queued, and the reply (plan_done_fn). */
+static struct json_object *move_planned(struct memmigd *d, const struct proto_request *req,
+					int rc, struct memmig_move *mv,
+					const struct job_spec *spec)
 {
 	struct json_object *o, *job;
 	char msg[512];
@@ -182,12 +183,12 @@ static struct json_object *op_move(struct memmigd *d, const struct client_cred *
 	rc = check_move(d, c, pid, req, &spec, &mv, msg, sizeof(msg));
 	if (rc)
 		return proto_reply_error(req, rc, "%s", msg);
-	if (conn && !plans_start(d, c, req, conn, mv, &spec)) {
+	if (conn && !plans_start(d, c, req, conn, mv, &spec, move_planned)) {
 		*taken = true;
 		return NULL;
 	}
 	spec.domain = domain;
-	return ops_move_planned(d, req, memmig_move_plan(mv), mv, &spec);
+	return move_planned(d, req, memmig_move_plan(mv), mv, &spec);
 }
 
 int ops_domain_move(void *opaque, const char *name, int pid, int to_node)

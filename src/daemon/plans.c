@@ -22,6 +22,7 @@ struct plan {
 	struct memmig_move *mv;
 	struct job_spec spec;		/* spec.procfd owned */
 	struct conn *conn;		/* NULL once the client is gone */
+	plan_done_fn done;		/* the requester's continuation */
 	struct plan *next;
 };
 
@@ -29,7 +30,8 @@ struct plan {
 static struct plan *plans;
 
 int plans_start(struct memmigd *d, const struct client_cred *c, struct proto_request *req,
-		struct conn *conn, struct memmig_move *mv, const struct job_spec *spec)
+		struct conn *conn, struct memmig_move *mv, const struct job_spec *spec,
+		plan_done_fn done)
 {
 	struct plan *p = calloc(1, sizeof(*p));
 	int rc;
@@ -37,7 +39,7 @@ int plans_start(struct memmigd *d, const struct client_cred *c, struct proto_req
 	if (!p)
 		return -ENOMEM;
 	*p = (struct plan){ .d = d, .cred = *c, .req = req, .mv = mv, .spec = *spec,
-			    .conn = conn };
+			    .conn = conn, .done = done };
 	rc = memmig_move_plan_start(mv);
 	if (rc) {
 		free(p);
@@ -62,7 +64,7 @@ static struct json_object *plan_reply(struct plan *p)
 	int rc = memmig_move_wait(p->mv, NULL);
 
 	p->spec.domain = p->req->domain[0] ? p->req->domain : NULL;
-	return ops_move_planned(p->d, p->req, rc, p->mv, &p->spec);
+	return p->done(p->d, p->req, rc, p->mv, &p->spec);
 }
 
 void plans_collect(void (*deliver)(void *opaque, struct conn *c, struct json_object *reply),

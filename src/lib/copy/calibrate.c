@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "lib/core/memmig-private.h"
 
@@ -33,23 +32,15 @@ struct cal {
 	uint8_t *src, *dst;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* iters copies of len bytes with prim, drained once at the end. */
 static double time_copies(struct cal *c, int prim, size_t len, size_t iters)
 {
-	double t0 = now_s();
+	double t0 = memmig_now();
 
 	for (size_t i = 0; i < iters; i++)
 		memmig_copy_with(c->ctx, prim, c->dst, c->src, len,
 				 i + 1 < iters ? MEMMIG_COPY_NODRAIN : 0);
-	return now_s() - t0;
+	return memmig_now() - t0;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -4,6 +4,7 @@
  * this CPU by "memmig-cli bench copy --calibrate", then the environment.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,7 +193,7 @@ int memmig_tuning_save(struct memmig_ctx *ctx, const char *path,
 		       const struct memmig_tuning *t)
 {
 	struct memmig_tuning n = { .sz = sizeof(n) };
-	char id[64], tmp[4096];
+	char id[64], tmp[PATH_MAX];
 	FILE *f;
 	int rc;
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/migrate/migrate-private.h"
+#include "lib/core/memmig-private.h"
 
 static const char *const point_names[MEMMIG_FAULT_COUNT] = {
 	[MEMMIG_FAULT_DEST_ALLOC] = "dest_alloc",

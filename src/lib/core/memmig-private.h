@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <syslog.h>
+#include <time.h>
 
 #include "memmig.h"
 #include "lib/copy/arch/arch.h"
@@ -90,6 +91,14 @@ int memmig_struct_out(void *out, const void *ours, size_t ours_sz);
 int memmig_struct_in(void *ours, size_t ours_sz, const void *in);
 
 int memmig_log_priority_parse(const char *s);
+/* Seconds on the monotonic clock. */
+static inline double memmig_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 /* The CPUs this process may run on (cpu.c), at least 1. */
 unsigned int memmig_usable_cpus(void);
 enum memmig_flush_kind memmig_flush_kind_for(const struct memmig_cpu_info *cpu);

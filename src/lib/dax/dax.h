@@ -15,7 +15,6 @@ struct memmig_vma;
  * or a file on a DAX file system?  Asks its path, then
  * /proc/PID/map_files (an unlinked file; needs CAP_CHECKPOINT_RESTORE).
  */
-bool memmig_dax_vma_is_dax(int pid, const struct memmig_vma *v);
 /* A read-only fd of the file behind a mapping of this process, or -errno. */
 int memmig_dax_vma_open(const struct memmig_vma *v);
 

@@ -20,8 +20,8 @@
 
 #include "lib/dax/dax.h"
 #include "lib/core/memmig-private.h"
-#include "lib/migrate/nodemem.h"
-#include "lib/migrate/smaps.h"
+#include "lib/mm/nodemem.h"
+#include "lib/mm/smaps.h"
 
 #ifndef STATX_ATTR_DAX
 #define STATX_ATTR_DAX 0x00200000
@@ -33,7 +33,7 @@
 #define MAP_SYNC 0x80000
 #endif
 
-#define DAX_SMALL_ALIGN 4096ULL
+#define DAX_SMALL_ALIGN MEMMIG_PAGE_SIZE
 /* Congruence with the source: 2 MB pieces of the target then line up
  * with the source's huge pages, for huge faults and whole-PMD moves. */
 #define DAX_CONGRUENCE (2ULL << 20)
@@ -56,59 +56,6 @@ static uint64_t chr_attr(dev_t rdev, const char *attr)
 	return v;
 }
 
-static bool chr_is_dax(dev_t rdev)
-{
-	char path[96], link[PATH_MAX];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/sys/dev/char/%u:%u/subsystem", major(rdev),
-		 minor(rdev));
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return false;
-	link[n] = '\0';
-	return n >= 4 && !strcmp(link + n - 4, "/dax");
-}
-
-static bool statx_is_dax(int dirfd, const char *path, int flags)
-{
-	struct statx stx;
-
-	if (statx(dirfd, path, flags, STATX_TYPE, &stx))
-		return false;
-	if (S_ISCHR(stx.stx_mode))
-		return chr_is_dax(makedev(stx.stx_rdev_major, stx.stx_rdev_minor));
-	return S_ISREG(stx.stx_mode) && (stx.stx_attributes & STATX_ATTR_DAX);
-}
-
-static void map_files_path(char *buf, size_t len, int pid, const struct memmig_vma *v)
-{
-	if (pid)
-		snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid,
-			 v->start, v->end);
-	else
-		snprintf(buf, len, "/proc/self/map_files/%" PRIx64 "-%" PRIx64,
-			 v->start, v->end);
-}
-
-bool memmig_dax_vma_is_dax(int pid, const struct memmig_vma *v)
-{
-	char path[96];
-
-	if (v->path[0] != '/')
-		return false;
-	/* The path may name another file by now: only if it is the mapped
-	 * inode does it say anything. */
-	if (!strstr(v->path, " (deleted)")) {
-		struct stat st;
-
-		if (!stat(v->path, &st) && st.st_ino == v->inode)
-			return statx_is_dax(AT_FDCWD, v->path, 0);
-	}
-	map_files_path(path, sizeof(path), pid, v);
-	return statx_is_dax(AT_FDCWD, path, 0);
-}
-
 int memmig_dax_vma_open(const struct memmig_vma *v)
 {
 	char path[96];
@@ -122,7 +69,7 @@ int memmig_dax_vma_open(const struct memmig_vma *v)
 		if (fd >= 0)
 			close(fd);
 	}
-	map_files_path(path, sizeof(path), 0, v);
+	memmig_vma_map_files_path(path, sizeof(path), 0, v);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
@@ -263,7 +210,7 @@ int memmig_dax_target_open(struct memmig_ctx *ctx, const char *path,
 	if (!exists && errno != ENOENT)
 		return -errno;
 	if (exists && S_ISCHR(st.st_mode)) {
-		if (!chr_is_dax(st.st_rdev)) {
+		if (!memmig_chr_is_dax(st.st_rdev)) {
 			err(ctx, "%s: a character device that is not device DAX\n", path);
 			return -ENODEV;
 		}

@@ -22,7 +22,7 @@
 #include "lib/live/live-private.h"
 #include "lib/migrate/migrate-private.h"
 #include "lib/dax/dax.h"
-#include "lib/migrate/nodemem.h"
+#include "lib/mm/nodemem.h"
 
 /* Free memory a destination leaves on its node, as the copy strategy. */
 #define NODE_MARGIN (64ULL << 20)

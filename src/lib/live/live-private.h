@@ -3,7 +3,7 @@
 #ifndef MEMMIG_LIVE_PRIVATE_H
 #define MEMMIG_LIVE_PRIVATE_H
 
-#include "lib/migrate/swap.h"
+#include "lib/mm/swap.h"
 #include "lib/live/vm-private.h"
 
 /* The copy of a range, and what the swap needs. */

@@ -19,8 +19,8 @@
 
 #include "lib/live/live-private.h"
 #include "lib/migrate/migrate-private.h"
-#include "lib/migrate/nodemem.h"
-#include "lib/migrate/smaps.h"
+#include "lib/mm/nodemem.h"
+#include "lib/mm/smaps.h"
 
 #define DEFAULT_BUDGET_NS 5000000ULL
 #define DEFAULT_ROUNDS 30

@@ -176,7 +176,6 @@ static inline size_t memmig_job_page(const struct memmig_job *job, uint64_t addr
 /* True when every page of the unit was on the target before the job. */
 bool memmig_job_unit_on_target(const struct memmig_job *job,
 			       const struct memmig_unit *u);
-double memmig_now(void);
 /*
  * A page status that is nothing to move rather than a failure: -ENOENT
  * (not present) and -EFAULT (the shared zero page of memory read but never
@@ -198,7 +197,6 @@ void memmig_report_set_end(struct memmig_report *rep, int result, uint64_t bytes
 			   double total_s);
 
 const char *memmig_backing_name(int backing);
-bool memmig_thp_mode_always(void);
 /*
  * Which units are one PMD-mapped THP: the pagemap's frame numbers and
  * /proc/kpageflags, which need CAP_SYS_ADMIN.  Without them open fails and

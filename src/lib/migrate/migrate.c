@@ -12,17 +12,9 @@
 #include <unistd.h>
 
 #include "lib/migrate/migrate-private.h"
-#include "lib/migrate/nodemem.h"
+#include "lib/mm/nodemem.h"
 #include "lib/migrate/placement.h"
 #include "lib/migrate/pool.h"
-
-double memmig_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 void memmig_job_fail(struct memmig_job *job, int err)
 {

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "lib/migrate/migrate-private.h"
-#include "lib/migrate/nodemem.h"
+#include "lib/mm/nodemem.h"
 #include "lib/migrate/pool.h"
 
 struct memmig_move {

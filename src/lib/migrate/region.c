@@ -8,7 +8,7 @@
 
 #include "lib/migrate/migrate-private.h"
 #include "lib/migrate/placement.h"
-#include "lib/migrate/smaps.h"
+#include "lib/mm/smaps.h"
 
 static const char *const backing_names[] = {
 	[MEMMIG_BACKING_AUTO] = "auto",	    [MEMMIG_BACKING_ANON] = "anonymous",

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "lib/migrate/migrate-private.h"
-#include "lib/migrate/smaps.h"
+#include "lib/mm/smaps.h"
 
 struct range {
 	uint64_t addr, len;

@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 
 #include "lib/migrate/migrate-private.h"
-#include "lib/migrate/nodemem.h"
+#include "lib/mm/nodemem.h"
 
 /* Free memory a reserve leaves on its node, as the copy strategy does. */
 #define RESERVE_MARGIN (64ULL << 20)

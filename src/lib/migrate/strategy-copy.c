@@ -21,10 +21,10 @@
 #include <sys/mman.h>
 
 #include "lib/migrate/migrate-private.h"
-#include "lib/migrate/nodemem.h"
+#include "lib/mm/nodemem.h"
 #include "lib/migrate/placement.h"
-#include "lib/migrate/smaps.h"
-#include "lib/migrate/swap.h"
+#include "lib/mm/smaps.h"
+#include "lib/mm/swap.h"
 
 /* Free memory left on the target below which a unit is refused: the
  * kernel's OOM killer must never be what stops a migration. */

@@ -22,9 +22,9 @@
 
 #include "lib/desc/desc-private.h"
 #include "lib/migrate/migrate-private.h"
-#include "lib/migrate/nodemem.h"
-#include "lib/migrate/smaps.h"
-#include "lib/migrate/swap.h"
+#include "lib/mm/nodemem.h"
+#include "lib/mm/smaps.h"
+#include "lib/mm/swap.h"
 
 /* Free memory a node target keeps, as the copy strategy. */
 #define NODE_MARGIN (64ULL << 20)

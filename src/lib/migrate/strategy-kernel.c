@@ -10,8 +10,8 @@
 #include <stdlib.h>
 
 #include "lib/migrate/migrate-private.h"
-#include "lib/migrate/nodemem.h"
-#include "lib/migrate/pageflags.h"
+#include "lib/mm/nodemem.h"
+#include "lib/mm/pageflags.h"
 #include "lib/migrate/placement.h"
 
 /* Units per system call: enough to amortise it, few enough to cancel. */

@@ -19,19 +19,6 @@
 #define KPF_HUGE (1ULL << 17)		/* hugetlbfs */
 #define KPF_THP (1ULL << 22)
 
-bool memmig_thp_mode_always(void)
-{
-	char buf[128] = "";
-	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
-
-	if (f) {
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = '\0';
-		fclose(f);
-	}
-	return strstr(buf, "[always]") != NULL;
-}
-
 static bool read_u64(int fd, uint64_t index, uint64_t *v)
 {
 	return pread(fd, v, sizeof(*v), (off_t)(index * sizeof(*v))) == sizeof(*v);

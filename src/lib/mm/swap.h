@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lib/migrate/smaps.h"
+#include "lib/mm/smaps.h"
 
 struct memmig_ctx;
 

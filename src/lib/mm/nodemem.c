@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "lib/core/memmig-private.h"
-#include "lib/migrate/nodemem.h"
+#include "lib/mm/nodemem.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23

@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Parsing /proc/PID/smaps: ranges, backing kinds and VMA flags. */
+/* Parsing /proc/PID/smaps: ranges, backing kinds (DAX too) and VMA flags. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
-#include "lib/dax/dax.h"
 #include "memmig.h"
-#include "lib/migrate/smaps.h"
+#include "lib/mm/smaps.h"
 
 /* "55960a643000-55960a645000 rw-p 00000000 fe:00 247134   /usr/bin/cat" */
 static bool parse_header(const char *line, struct memmig_vma *v)
@@ -77,7 +82,7 @@ static int classify(int pid, const struct memmig_vma *v, const char *vmflags)
 	if (has_flag(vmflags, "ht"))
 		return MEMMIG_BACKING_HUGETLB;
 	if (v->shared && v->inode &&
-	    (has_flag(vmflags, "sf") || memmig_dax_vma_is_dax(pid, v)))
+	    (has_flag(vmflags, "sf") || memmig_vma_is_dax(pid, v)))
 		return MEMMIG_BACKING_DAX;
 	if (v->shared)
 		return v->dev_major == 0 || v->inode == 0 ? MEMMIG_BACKING_SHMEM :
@@ -176,4 +181,58 @@ int memmig_vmas_backing(const struct memmig_vma *v, size_t n, uint64_t addr,
 		at = v[i].end;
 	}
 	return at >= end ? backing : -EFAULT;
+}
+
+/* DAX: a device DAX character device, or a file with STATX_ATTR_DAX. */
+bool memmig_chr_is_dax(dev_t rdev)
+{
+	char path[96], link[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/dev/char/%u:%u/subsystem", major(rdev),
+		 minor(rdev));
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = '\0';
+	return n >= 4 && !strcmp(link + n - 4, "/dax");
+}
+
+static bool statx_is_dax(int dirfd, const char *path, int flags)
+{
+	struct statx stx;
+
+	if (statx(dirfd, path, flags, STATX_TYPE, &stx))
+		return false;
+	if (S_ISCHR(stx.stx_mode))
+		return memmig_chr_is_dax(makedev(stx.stx_rdev_major, stx.stx_rdev_minor));
+	return S_ISREG(stx.stx_mode) && (stx.stx_attributes & STATX_ATTR_DAX);
+}
+
+void memmig_vma_map_files_path(char *buf, size_t len, int pid, const struct memmig_vma *v)
+{
+	if (pid)
+		snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid,
+			 v->start, v->end);
+	else
+		snprintf(buf, len, "/proc/self/map_files/%" PRIx64 "-%" PRIx64,
+			 v->start, v->end);
+}
+
+bool memmig_vma_is_dax(int pid, const struct memmig_vma *v)
+{
+	char path[96];
+
+	if (v->path[0] != '/')
+		return false;
+	/* The path may name another file by now: only if it is the mapped
+	 * inode does it say anything. */
+	if (!strstr(v->path, " (deleted)")) {
+		struct stat st;
+
+		if (!stat(v->path, &st) && st.st_ino == v->inode)
+			return statx_is_dax(AT_FDCWD, v->path, 0);
+	}
+	memmig_vma_map_files_path(path, sizeof(path), pid, v);
+	return statx_is_dax(AT_FDCWD, path, 0);
 }

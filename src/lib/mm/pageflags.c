@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "lib/migrate/pageflags.h"
-#include "lib/migrate/placement.h"
+#include "lib/mm/pageflags.h"
+#include "memmig.h"
 
 /* /proc/PID/pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst) */
 #define PM_EXCLUSIVE (1ULL << 56)	/* page mapped by this process only */

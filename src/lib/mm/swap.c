@@ -2,16 +2,33 @@
 /* Giving a copy its source mapping's attributes, then swapping it in. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
-#include "lib/migrate/migrate-private.h"
-#include "lib/migrate/nodemem.h"
-#include "lib/migrate/swap.h"
+#include "lib/core/memmig-private.h"
+#include "lib/mm/nodemem.h"
+#include "lib/mm/swap.h"
+
+/* THP "always": the kernel would give the destination huge pages anyway. */
+static bool thp_mode_always(void)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	return strstr(buf, "[always]") != NULL;
+}
 
 int memmig_swap_src_read(struct memmig_swap_src *s)
 {
-	s->thp_always = memmig_thp_mode_always();
+	s->thp_always = thp_mode_always();
 	return memmig_vmas_read(0, &s->vmas, &s->nvmas);
 }
 

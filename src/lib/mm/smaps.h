@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A process's mappings, from /proc/PID/smaps. */
-#ifndef MEMMIG_PROCMAPS_H
-#define MEMMIG_PROCMAPS_H
+#ifndef MEMMIG_SMAPS_H
+#define MEMMIG_SMAPS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Mappings that no strategy may touch get this backing. */
 #define MEMMIG_BACKING_SPECIAL (-1)
@@ -48,5 +49,13 @@ int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count);
  */
 int memmig_vmas_backing(const struct memmig_vma *v, size_t n, uint64_t addr,
 			uint64_t len);
+
+/* Whether a mapping is DAX (device DAX, or a file on a DAX file system),
+ * asked of the inode it maps (by its path, or /proc/PID/map_files). */
+bool memmig_vma_is_dax(int pid, const struct memmig_vma *v);
+/* A character device of the dax class. */
+bool memmig_chr_is_dax(dev_t rdev);
+/* /proc/PID/map_files/START-END (pid 0: self). */
+void memmig_vma_map_files_path(char *buf, size_t len, int pid, const struct memmig_vma *v);
 
 #endif
