@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <numaif.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "lib/migrate/migrate-private.h"
 #include "lib/mm/nodemem.h"
@@ -98,21 +100,74 @@ static void batch_requery(struct memmig_job *job, struct batch *b)
 			b->status[i] = rc < 0 ? (int)rc : why;
 }
 
+/* An entry the kernel left where it was, or found busy: worth asking again. */
+static bool left_behind(const struct memmig_job *job, int st)
+{
+	return (st >= 0 && st != job->target) || st == -EBUSY || st == -EAGAIN;
+}
+
+/*
+ * Pages the kernel could not migrate are often busy only for a moment
+ * (locked by a racing fault, under I/O, pinned for an instant): they are
+ * asked again, alone, after a yield, 1 ms and 10 ms, before they count as
+ * failed.  1 while some are left (or a retry failed), 0 when none is.
+ */
+static long retry_left(struct memmig_job *job, struct batch *b)
+{
+	static const unsigned int wait_us[] = { 0, 1000, 10000 };
+	struct batch r = {
+		.pages = malloc(b->n * sizeof(void *)),
+		.nodes = malloc(b->n * sizeof(int)),
+		.status = malloc(b->n * sizeof(int)),
+	};
+	size_t *idx = malloc(b->n * sizeof(size_t));
+	long rc = 1;
+
+	if (!r.pages || !r.nodes || !r.status || !idx) {
+		rc = batch_move_pages(job, b) ? 1 : 0;	/* the whole batch once more */
+		goto out;
+	}
+	for (unsigned int k = 0; k < 3 && rc > 0; k++) {
+		r.n = 0;
+		for (size_t i = 0; i < b->n; i++)
+			if (left_behind(job, b->status[i])) {
+				idx[r.n] = i;
+				r.pages[r.n] = b->pages[i];
+				r.nodes[r.n++] = job->target;
+			}
+		if (!r.n) {
+			rc = 0;
+			break;
+		}
+		if (wait_us[k])
+			usleep(wait_us[k]);
+		else
+			sched_yield();
+		rc = batch_move_pages(job, &r);
+		if (rc < 0) {
+			rc = 1;	/* the query below tells */
+			break;
+		}
+		for (size_t i = 0; i < r.n; i++)
+			b->status[idx[i]] = r.status[i];
+	}
+out:
+	free(idx);
+	free(r.pages);
+	free(r.nodes);
+	free(r.status);
+	return rc > 0;
+}
+
 static int move_batch(struct memmig_job *job, struct batch *b,
 		       struct memmig_unit *units, size_t nunits, const size_t *at)
 {
 	long rc = b->n ? batch_move_pages(job, b) : 0;
 
-	/*
-	 * Pages the kernel could not migrate are often busy only for a
-	 * moment (locked by a racing fault, under I/O): one more call before
-	 * they count as failed.  Pages already moved are no-ops in it, and
-	 * whatever it answers, the query below says where each page is.
-	 */
-	if (rc > 0) {
-		sched_yield();
-		rc = batch_move_pages(job, b) ? 1 : 0;
-	}
+	/* Whatever the retries answer, the query below says where each page
+	 * is. */
+	if (rc > 0)
+		rc = retry_left(job, b);
 
 	if (rc < 0) {
 		/* The call failed as a whole: every page of it failed so. */
