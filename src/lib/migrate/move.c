@@ -365,9 +365,12 @@ int memmig_move_get_progress(struct memmig_move *mv, struct memmig_move_progress
 	p.state = mv->state;
 	p.result = mv->state == MEMMIG_MOVE_DONE ? mv->result : 0;
 	p.bytes_done = mv->done_before;
-	p.bytes_total = mv->bytes_total;
 	p.regions_done = mv->regions_done;
-	p.regions = mv->n;
+	/* The plan writes these unlocked; they are its once it ended. */
+	if (mv->state > MEMMIG_MOVE_PLANNING) {
+		p.bytes_total = mv->bytes_total;
+		p.regions = mv->n;
+	}
 	if (mv->job && memmig_job_get_progress(mv->job, &jp) == 0) {
 		p.bytes_done += jp.bytes_done;
 		p.rate = jp.rate;
