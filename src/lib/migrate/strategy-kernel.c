@@ -87,12 +87,19 @@ static long batch_move_pages(struct memmig_job *job, struct batch *b)
  * there, plus a unit (a THP that could not be had: Linux 6.12 answers so
  * where 6.1 fails the call with ENOMEM) -- else because they were busy.
  */
-static void batch_requery(struct memmig_job *job, struct batch *b)
+/* The target is down to what the kernel keeps free (its zones' high
+ * watermarks): pages left behind now are out of memory, not busy. */
+static bool target_full(const struct memmig_job *job)
 {
 	long long free_b = memmig_node_free(job->target);
 	long long keep = memmig_node_reserve(job->target);
-	int why = free_b >= 0 && free_b < (keep > 0 ? keep : 0) + 2 * (long long)MEMMIG_UNIT_SIZE ?
-		  -ENOMEM : -EBUSY;
+
+	return free_b >= 0 && free_b < (keep > 0 ? keep : 0) + 2 * (long long)MEMMIG_UNIT_SIZE;
+}
+
+static void batch_requery(struct memmig_job *job, struct batch *b)
+{
+	int why = target_full(job) ? -ENOMEM : -EBUSY;
 	long rc = memmig_sys_move_pages(job->pid, b->n, b->pages, NULL, b->status, 0);
 
 	for (size_t i = 0; i < b->n; i++)
@@ -100,18 +107,17 @@ static void batch_requery(struct memmig_job *job, struct batch *b)
 			b->status[i] = rc < 0 ? (int)rc : why;
 }
 
-/* An entry the kernel left where it was, or found busy: worth asking again. */
-static bool left_behind(const struct memmig_job *job, int st)
-{
-	return (st >= 0 && st != job->target) || st == -EBUSY || st == -EAGAIN;
-}
-
 /*
  * Pages the kernel could not migrate are often busy only for a moment
  * (locked by a racing fault, under I/O, pinned for an instant): they are
- * asked again, alone, after a yield, 1 ms and 10 ms, before they count as
- * failed.  1 while some are left (or a retry failed), 0 when none is.
+ * asked again, alone, after a yield, then (a few of them, on a target
+ * with room) after 1 ms and 10 ms, before they count as failed.  Where
+ * each page is comes from a query each time: a call that failed part-way
+ * left the statuses of its unfinished part unwritten.  1 while some are
+ * left (or a call failed), 0 when none is.
  */
+#define RETRY_WAIT_MAX 16
+
 static long retry_left(struct memmig_job *job, struct batch *b)
 {
 	static const unsigned int wait_us[] = { 0, 1000, 10000 };
@@ -123,14 +129,12 @@ static long retry_left(struct memmig_job *job, struct batch *b)
 	size_t *idx = malloc(b->n * sizeof(size_t));
 	long rc = 1;
 
-	if (!r.pages || !r.nodes || !r.status || !idx) {
-		rc = batch_move_pages(job, b) ? 1 : 0;	/* the whole batch once more */
-		goto out;
-	}
-	for (unsigned int k = 0; k < 3 && rc > 0; k++) {
+	for (unsigned int k = 0; k < 3 && r.pages && r.nodes && r.status && idx; k++) {
+		if (memmig_sys_move_pages(job->pid, b->n, b->pages, NULL, b->status, 0) < 0)
+			break;
 		r.n = 0;
 		for (size_t i = 0; i < b->n; i++)
-			if (left_behind(job, b->status[i])) {
+			if (b->status[i] >= 0 && b->status[i] != job->target) {
 				idx[r.n] = i;
 				r.pages[r.n] = b->pages[i];
 				r.nodes[r.n++] = job->target;
@@ -139,24 +143,26 @@ static long retry_left(struct memmig_job *job, struct batch *b)
 			rc = 0;
 			break;
 		}
+		/* Waiting is for a few busy pages; many left, or a full
+		 * node, is a lack of memory that no moment cures. */
+		if (k && (r.n > RETRY_WAIT_MAX || target_full(job)))
+			break;
 		if (wait_us[k])
 			usleep(wait_us[k]);
 		else
 			sched_yield();
-		rc = batch_move_pages(job, &r);
-		if (rc < 0) {
-			rc = 1;	/* the query below tells */
-			break;
-		}
+		if (batch_move_pages(job, &r) != 0)
+			continue;	/* asked where they are at the top */
 		for (size_t i = 0; i < r.n; i++)
 			b->status[idx[i]] = r.status[i];
+		rc = 0;
+		break;
 	}
-out:
 	free(idx);
 	free(r.pages);
 	free(r.nodes);
 	free(r.status);
-	return rc > 0;
+	return rc;
 }
 
 static int move_batch(struct memmig_job *job, struct batch *b,
