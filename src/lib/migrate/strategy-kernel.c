@@ -79,117 +79,6 @@ static long batch_move_pages(struct memmig_job *job, struct batch *b)
 	return rc;
 }
 
-/*
- * move_pages() stops at the first unit it could not migrate and returns how
- * many pages it did not move, leaving the status array unwritten: ask
- * where each page is instead.  Those not on the target failed for lack of
- * memory when the target is full -- down to what the kernel keeps free
- * there, plus a unit (a THP that could not be had: Linux 6.12 answers so
- * where 6.1 fails the call with ENOMEM) -- else because they were busy.
- */
-/* The target is down to what the kernel keeps free (its zones' high
- * watermarks): pages left behind now are out of memory, not busy. */
-static bool target_full(const struct memmig_job *job)
-{
-	long long free_b = memmig_node_free(job->target);
-	long long keep = memmig_node_reserve(job->target);
-
-	return free_b >= 0 && free_b < (keep > 0 ? keep : 0) + 2 * (long long)MEMMIG_UNIT_SIZE;
-}
-
-static void batch_requery(struct memmig_job *job, struct batch *b)
-{
-	int why = target_full(job) ? -ENOMEM : -EBUSY;
-	long rc = memmig_sys_move_pages(job->pid, b->n, b->pages, NULL, b->status, 0);
-
-	for (size_t i = 0; i < b->n; i++)
-		if (rc < 0 || (b->status[i] >= 0 && b->status[i] != job->target))
-			b->status[i] = rc < 0 ? (int)rc : why;
-}
-
-/*
- * Pages the kernel could not migrate are often busy only for a moment
- * (locked by a racing fault, under I/O, pinned for an instant): they are
- * asked again, alone, after a yield, then (a few of them, on a target
- * with room) after 1 ms and 10 ms, before they count as failed.  Where
- * each page is comes from a query each time: a call that failed part-way
- * left the statuses of its unfinished part unwritten.  1 while some are
- * left (or a call failed), 0 when none is.
- */
-#define RETRY_WAIT_MAX 16
-
-static long retry_left(struct memmig_job *job, struct batch *b)
-{
-	static const unsigned int wait_us[] = { 0, 1000, 10000 };
-	struct batch r = {
-		.pages = malloc(b->n * sizeof(void *)),
-		.nodes = malloc(b->n * sizeof(int)),
-		.status = malloc(b->n * sizeof(int)),
-	};
-	size_t *idx = malloc(b->n * sizeof(size_t));
-	long rc = 1;
-
-	for (unsigned int k = 0; k < 3 && r.pages && r.nodes && r.status && idx; k++) {
-		if (memmig_sys_move_pages(job->pid, b->n, b->pages, NULL, b->status, 0) < 0)
-			break;
-		r.n = 0;
-		for (size_t i = 0; i < b->n; i++)
-			if (b->status[i] >= 0 && b->status[i] != job->target) {
-				idx[r.n] = i;
-				r.pages[r.n] = b->pages[i];
-				r.nodes[r.n++] = job->target;
-			}
-		if (!r.n) {
-			rc = 0;
-			break;
-		}
-		/* Waiting is for a few busy pages; many left, or a full
-		 * node, is a lack of memory that no moment cures. */
-		if (k && (r.n > RETRY_WAIT_MAX || target_full(job)))
-			break;
-		if (wait_us[k])
-			usleep(wait_us[k]);
-		else
-			sched_yield();
-		if (batch_move_pages(job, &r) != 0)
-			continue;	/* asked where they are at the top */
-		for (size_t i = 0; i < r.n; i++)
-			b->status[idx[i]] = r.status[i];
-		rc = 0;
-		break;
-	}
-	free(idx);
-	free(r.pages);
-	free(r.nodes);
-	free(r.status);
-	return rc;
-}
-
-static int move_batch(struct memmig_job *job, struct batch *b,
-		       struct memmig_unit *units, size_t nunits, const size_t *at)
-{
-	long rc = b->n ? batch_move_pages(job, b) : 0;
-
-	/* Whatever the retries answer, the query below says where each page
-	 * is. */
-	if (rc > 0)
-		rc = retry_left(job, b);
-
-	if (rc < 0) {
-		/* The call failed as a whole: every page of it failed so. */
-		for (size_t i = 0; i < b->n; i++)
-			b->status[i] = (int)rc;
-	} else if (rc > 0) {
-		batch_requery(job, b);
-	}
-	if (rc >= 0)
-		memmig_pageflags_refine(job->pid, b->pages, b->n, b->status);
-	for (size_t i = 0; i < nunits; i++)
-		unit_status(job, &units[i], b->status + at[i]);
-	b->n = 0;
-	return rc < 0 && rc != -ENOMEM ? (int)rc : 0; /* ENOMEM: from status */
-}
-
 static int batch_alloc(struct batch *b, size_t units)
 {
 	size_t max = units * MEMMIG_UNIT_PAGES;
@@ -207,6 +96,107 @@ static void batch_free(struct batch *b)
 	free(b->pages);
 	free(b->nodes);
 	free(b->status);
+}
+
+/* The target is down to what the kernel keeps free (its zones' high
+ * watermarks): pages left behind now are out of memory, not busy. */
+static bool target_full(const struct memmig_job *job)
+{
+	long long free_b = memmig_node_free(job->target);
+	long long keep = memmig_node_reserve(job->target);
+
+	return free_b >= 0 && free_b < (keep > 0 ? keep : 0) + 2 * (long long)MEMMIG_UNIT_SIZE;
+}
+
+/* Where each page is now, into b->status; a query that fails fails them
+ * all with its error. */
+static void batch_query(struct memmig_job *job, struct batch *b)
+{
+	long rc = memmig_sys_move_pages(job->pid, b->n, b->pages, NULL, b->status, 0);
+
+	for (size_t i = 0; rc < 0 && i < b->n; i++)
+		b->status[i] = (int)rc;
+}
+
+/*
+ * move_pages() stops at the first unit it could not migrate and returns how
+ * many pages it did not move, leaving the status array unwritten: where
+ * each page is comes from a query instead, each time.  Pages the kernel
+ * left behind are often busy only for a moment (locked by a racing fault,
+ * under I/O, pinned for an instant): they are asked again, alone, after a
+ * yield, then (a few of them, on a target with room) after 1 ms and 10 ms.
+ * Those still elsewhere then failed for lack of memory when the target is
+ * full -- down to what the kernel keeps free there, plus a unit (a THP
+ * that could not be had: Linux 6.12 answers so where 6.1 fails the call
+ * with ENOMEM) -- else because they were busy.
+ */
+#define RETRY_WAIT_MAX 16
+
+static void retry_left(struct memmig_job *job, struct batch *b)
+{
+	static const unsigned int wait_us[] = { 0, 1000, 10000 };
+	struct batch r = {
+		.pages = malloc(b->n * sizeof(void *)),
+		.nodes = malloc(b->n * sizeof(int)),
+		.status = malloc(b->n * sizeof(int)),
+	};
+	size_t *idx = malloc(b->n * sizeof(size_t));
+	int why;
+
+	for (unsigned int k = 0;; k++) {
+		batch_query(job, b);
+		r.n = 0;
+		for (size_t i = 0; i < b->n; i++)
+			if (b->status[i] >= 0 && b->status[i] != job->target) {
+				if (idx && r.pages && r.nodes) {
+					idx[r.n] = i;
+					r.pages[r.n] = b->pages[i];
+					r.nodes[r.n] = job->target;
+				}
+				r.n++;
+			}
+		/* Waiting is for a few busy pages; many left, or a full
+		 * node, is a lack of memory that no moment cures. */
+		if (!r.n || k == 3 || !idx || !r.pages || !r.nodes || !r.status ||
+		    (k && (r.n > RETRY_WAIT_MAX || target_full(job))))
+			break;
+		if (wait_us[k])
+			usleep(wait_us[k]);
+		else
+			sched_yield();
+		if (batch_move_pages(job, &r) == 0) {
+			for (size_t i = 0; i < r.n; i++)
+				b->status[idx[i]] = r.status[i];
+			r.n = 0;
+			break;
+		}
+	}
+	why = r.n && target_full(job) ? -ENOMEM : -EBUSY;
+	for (size_t i = 0; r.n && i < b->n; i++)
+		if (b->status[i] >= 0 && b->status[i] != job->target)
+			b->status[i] = why;
+	free(idx);
+	batch_free(&r);
+}
+
+static int move_batch(struct memmig_job *job, struct batch *b,
+		       struct memmig_unit *units, size_t nunits, const size_t *at)
+{
+	long rc = b->n ? batch_move_pages(job, b) : 0;
+
+	if (rc < 0) {
+		/* The call failed as a whole: every page of it failed so. */
+		for (size_t i = 0; i < b->n; i++)
+			b->status[i] = (int)rc;
+	} else if (rc > 0) {
+		retry_left(job, b);
+	}
+	if (rc >= 0)
+		memmig_pageflags_refine(job->pid, b->pages, b->n, b->status);
+	for (size_t i = 0; i < nunits; i++)
+		unit_status(job, &units[i], b->status + at[i]);
+	b->n = 0;
+	return rc < 0 && rc != -ENOMEM ? (int)rc : 0; /* ENOMEM: from status */
 }
 
 int memmig_kernel_move_unit(struct memmig_job *job, struct memmig_unit *u)
