@@ -92,14 +92,20 @@ static int plan_units(struct memmig_job *job)
 	return 0;
 }
 
-/* Runs the calling thread on the CPUs of pin_node that it may use. */
+/*
+ * Runs the calling thread on the CPUs of pin_node that it may use.  The
+ * threads are libmemmig's own (a job's, a move's and its pool's): one that
+ * runs the jobs of a move is pinned at its first job, not at every one.
+ */
 static void pin_to_node(struct memmig_job *job)
 {
+	static __thread int pinned = -1;
 	int cpus[CPU_SETSIZE], n;
 	cpu_set_t allowed, set;
 
-	if (job->pin_node < 0 || !job->topo)
+	if (job->pin_node < 0 || !job->topo || job->pin_node == pinned)
 		return;
+	pinned = job->pin_node;
 	n = memmig_topo_node_cpus(job->topo, job->pin_node, cpus, CPU_SETSIZE);
 	if (n <= 0 || sched_getaffinity(0, sizeof(allowed), &allowed))
 		return;
