@@ -11,6 +11,18 @@
 
 static const char *prog;
 static int max_prio = LOG_DEBUG;
+static int journal = -1;	/* read from the environment once */
+
+static bool to_journal(void)
+{
+	int j = __atomic_load_n(&journal, __ATOMIC_RELAXED);
+
+	if (j < 0) {
+		j = getenv("JOURNAL_STREAM") != NULL;
+		__atomic_store_n(&journal, j, __ATOMIC_RELAXED);
+	}
+	return j;
+}
 
 void util_log_setup(const char *name, int max)
 {
@@ -33,7 +45,7 @@ void util_vlog(const char *who, int prio, const char *fmt, va_list ap)
 	if (n && line[n - 1] == '\n')
 		line[n - 1] = '\0';
 	/* One fprintf per line: stderr is unbuffered and threads log too. */
-	if (getenv("JOURNAL_STREAM"))
+	if (to_journal())
 		fprintf(stderr, "<%d>%s%s%s\n", prio, who ? who : "", who ? ": " : "", line);
 	else
 		fprintf(stderr, "%s: %s%s%s: %s\n", prog ? prog : program_invocation_short_name,
