@@ -320,15 +320,17 @@ static int follow(struct cli_conn *c, int64_t id, struct json_object **job)
 		}
 		cancel_sent |= !strcmp(op, "cancel");
 		json_object_object_get_ex(reply, "job", &j);
+		/* The bar, ended jobs too: as in-process, a job that ended
+		 * before the first look still shows where it got. */
+		cli_progress((uint64_t)cli_json_int(j, "bytes_done", 0),
+			     (uint64_t)cli_json_int(j, "bytes_total", 0),
+			     cli_json_double(j, "rate", 0));
 		if (strcmp(cli_json_str(j, "state", "done"), "queued") &&
 		    strcmp(cli_json_str(j, "state", "done"), "running")) {
 			*job = json_object_get(j);
 			json_object_put(reply);
 			return 0;
 		}
-		cli_progress((uint64_t)cli_json_int(j, "bytes_done", 0),
-			     (uint64_t)cli_json_int(j, "bytes_total", 0),
-			     cli_json_double(j, "rate", 0));
 		json_object_put(reply);
 		/* Short jobs end soon after they start: poll often at first. */
 		if (!(stop_requested && !cancel_sent))
