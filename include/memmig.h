@@ -114,6 +114,11 @@ enum memmig_prim {
 	MEMMIG_PRIM_NT_AVX2,	/* non-temporal 32-byte stores */
 	MEMMIG_PRIM_NT_AVX512,	/* non-temporal 64-byte stores */
 	MEMMIG_PRIM_GENERIC,	/* portable C: the C library's memcpy */
+	/* Temporal vector copies, overlapping head and tail loads (after
+	 * GENERIC: the values above keep their numbers). */
+	MEMMIG_PRIM_VEC_SSE2,	/* 16-byte vectors */
+	MEMMIG_PRIM_VEC_AVX2,	/* 32-byte vectors */
+	MEMMIG_PRIM_VEC_AVX512,	/* 64-byte vectors */
 	MEMMIG_PRIM_COUNT
 };
 
@@ -145,6 +150,11 @@ enum memmig_copy_flags {
 	 * libpmem2's NOFLUSH implies NODRAIN); the caller flushes with
 	 * memmig_copy_flush() and drains with memmig_copy_drain(). */
 	MEMMIG_COPY_NOFLUSH = 1u << 4,
+	/* The destination is not in the cache (a migration's fresh pages):
+	 * NT stores from the cold threshold (nt_cold_min) on, where cached
+	 * stores would first read every line they write.  A length cannot
+	 * tell hot from cold; the caller can. */
+	MEMMIG_COPY_COLD = 1u << 5,
 };
 
 /* A threshold that is never reached ("never" in files and variables). */
@@ -160,18 +170,27 @@ struct memmig_tuning {
 	size_t nt_min;		/* NT stores from here (working set beyond
 				 * the cache) unless MEMMIG_COPY_TEMPORAL */
 	int nt_prim;		/* which NT primitive (enum memmig_prim) */
+	/* Temporal copies below vec_max use vec_prim, a MEMMIG_PRIM_VEC_*
+	 * (ahead of the movq loop and the string instructions). */
+	size_t vec_max;
+	int vec_prim;
+	size_t nt_cold_min;	/* NT stores from here with MEMMIG_COPY_COLD */
 };
 
 /* The seed-derived defaults for a CPU: movsb_min 2048 on ERMS without FSRM,
  * the FSRM crossover (vendor specific) on FSRM, movsq_min 512 on CPUs
  * with fast strings but neither ERMS nor FSRM, nt_min from
- * the last-level cache size, the widest NT primitive the CPU has. */
+ * the last-level cache size, the widest NT primitive the CPU has; the AVX2
+ * vector copy (SSE2 without AVX2) below vec_max, which is glibc's rep movsb
+ * threshold (2 KiB per 16 bytes of vector) on ERMS/FSRM CPUs and never
+ * elsewhere; nt_cold_min 4 KiB, a page. */
 MEMMIG_EXPORT int memmig_tuning_default(const struct memmig_cpu_info *cpu,
 					struct memmig_tuning *out);
 /*
  * Applies the environment on top of *t: MEMMIG_COPY_MOVSB_MIN,
- * MEMMIG_COPY_MOVSQ_MIN, MEMMIG_COPY_NT_MIN (sizes up to 1T, with optional
- * K/M/G suffix, or "never") and MEMMIG_COPY_NT_PRIM (a primitive name).
+ * MEMMIG_COPY_MOVSQ_MIN, MEMMIG_COPY_NT_MIN, MEMMIG_COPY_VEC_MAX,
+ * MEMMIG_COPY_NT_COLD_MIN (sizes up to 1T, with optional K/M/G suffix, or
+ * "never"), MEMMIG_COPY_NT_PRIM and MEMMIG_COPY_VEC_PRIM (primitive names).
  * -EINVAL (a value that is no size, too big, or no NT primitive) leaves *t
  * unchanged and names the bad variable through the context's log.
  */
@@ -195,6 +214,8 @@ enum memmig_calibrate_step {
 	MEMMIG_CALIBRATE_SMALL = 0,	/* movq loop, rep movsq, rep movsb */
 	MEMMIG_CALIBRATE_NT_PRIM,	/* the NT primitives, beyond the cache */
 	MEMMIG_CALIBRATE_NT_MIN,	/* temporal against the chosen NT one */
+	MEMMIG_CALIBRATE_VEC_PRIM,	/* the vector copies (runs first) */
+	MEMMIG_CALIBRATE_NT_COLD,	/* cold: temporal against NT (last) */
 };
 
 /* One size of a step, measured: median GB/s of each primitive. */

@@ -21,6 +21,7 @@
 static const char *const env_vars[] = {
 	"MEMMIG_COPY_MOVSB_MIN", "MEMMIG_COPY_MOVSQ_MIN", "MEMMIG_COPY_NT_MIN",
 	"MEMMIG_COPY_NT_PRIM",	 "MEMMIG_CALIBRATION",	  "MEMMIG_LOG",
+	"MEMMIG_COPY_VEC_MAX",	 "MEMMIG_COPY_VEC_PRIM",  "MEMMIG_COPY_NT_COLD_MIN",
 };
 
 static struct memmig_ctx *ctx;
@@ -283,7 +284,7 @@ static void test_wrap(void)
 static void test_bad_flags(void)
 {
 	/* Undefined bits, including the ones the library uses internally. */
-	static const unsigned int unknown[] = { 1u << 5, 1u << 12, 1u << 24,
+	static const unsigned int unknown[] = { 1u << 6, 1u << 12, 1u << 24,
 						3u << 24, 1u << 31, ~0u };
 	/* Defined bits in combinations that make no sense. */
 	static const unsigned int combos[] = {
@@ -425,20 +426,25 @@ static void test_prim_names(void)
 
 #define SENTINEL_TUNING                                                        \
 	{ .sz = sizeof(struct memmig_tuning), .movsb_min = 11, .movsq_min = 22, \
-	  .nt_min = 33, .nt_prim = MEMMIG_PRIM_NT_AVX2 }
+	  .nt_min = 33, .nt_prim = MEMMIG_PRIM_NT_AVX2, .vec_max = 44,         \
+	  .vec_prim = MEMMIG_PRIM_VEC_AVX2, .nt_cold_min = 55 }
 
 static bool tuning_eq(const struct memmig_tuning *a,
 		      const struct memmig_tuning *b)
 {
 	return a->movsb_min == b->movsb_min && a->movsq_min == b->movsq_min &&
-	       a->nt_min == b->nt_min && a->nt_prim == b->nt_prim;
+	       a->nt_min == b->nt_min && a->nt_prim == b->nt_prim &&
+	       a->vec_max == b->vec_max && a->vec_prim == b->vec_prim &&
+	       a->nt_cold_min == b->nt_cold_min;
 }
 
 static void test_save_load(void)
 {
 	struct memmig_tuning t = { .sz = sizeof(t), .movsb_min = 3000,
 				   .movsq_min = 700, .nt_min = 12345678,
-				   .nt_prim = MEMMIG_PRIM_NT_MOVNTI };
+				   .nt_prim = MEMMIG_PRIM_NT_MOVNTI, .vec_max = 6000,
+				   .vec_prim = MEMMIG_PRIM_VEC_SSE2,
+				   .nt_cold_min = 1024 };
 	struct memmig_tuning u = SENTINEL_TUNING;
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 64];
 
@@ -461,6 +467,16 @@ static void test_save_load(void)
 		CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &v), 0);
 		CU_ASSERT(tuning_eq(&v, &t));
 	}
+	/* And the vector primitives. */
+	for (int p = MEMMIG_PRIM_VEC_SSE2; p <= MEMMIG_PRIM_VEC_AVX512; p++) {
+		struct memmig_tuning v = SENTINEL_TUNING;
+
+		t.vec_prim = p;
+		t.vec_max += 16;
+		CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), 0);
+		CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &v), 0);
+		CU_ASSERT(tuning_eq(&v, &t));
+	}
 
 	/* "never" round-trips; a size the loader would refuse is not saved. */
 	{
@@ -478,12 +494,19 @@ static void test_save_load(void)
 		t.nt_min = 12345678;
 	}
 
-	/* A temporal primitive is no NT choice: nothing written. */
+	/* A temporal primitive is no NT choice, nor a string one a vector
+	 * choice: nothing written. */
 	t.nt_prim = MEMMIG_PRIM_REP_MOVSB;
 	tmp_path(path, sizeof(path), "notsaved");
 	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), -EINVAL);
 	CU_ASSERT_EQUAL(access(path, F_OK), -1);
 	t.nt_prim = MEMMIG_PRIM_NT_MOVNTI;
+	t.vec_prim = MEMMIG_PRIM_MOVQ;
+	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), -EINVAL);
+	t.vec_prim = MEMMIG_PRIM_NT_AVX2;
+	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), -EINVAL);
+	CU_ASSERT_EQUAL(access(path, F_OK), -1);
+	t.vec_prim = MEMMIG_PRIM_VEC_SSE2;
 	CU_ASSERT_EQUAL(memmig_tuning_save(NULL, path, &t), -EINVAL);
 	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, NULL, &t), -EINVAL);
 	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, NULL), -EINVAL);
@@ -503,6 +526,10 @@ static void test_load_errors(void)
 		"no_such_key = 5\n",
 		"nt_prim = movq\n",
 		"nt_prim = nt-bogus\n",
+		"vec_prim = movsb\n",
+		"vec_prim = nt-avx2\n",
+		"vec_max = 2T\n",
+		"nt_cold_min = lots\n",
 	};
 	struct memmig_tuning u = SENTINEL_TUNING, want = SENTINEL_TUNING;
 	char text[512], missing[PATH_MAX + 64];
@@ -596,6 +623,31 @@ static void test_env_overrides(void)
 	CU_ASSERT_EQUAL(t.movsq_min, 640);
 	CU_ASSERT_EQUAL(t.movsb_min, 4096);
 	memmig_ctx_unref(c);
+	unset_env();
+
+	/* The vector copy and the cold threshold. */
+	setenv("MEMMIG_COPY_VEC_MAX", "1K", 1);
+	setenv("MEMMIG_COPY_VEC_PRIM", "sse2", 1);
+	setenv("MEMMIG_COPY_NT_COLD_MIN", "512", 1);
+	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
+	CU_ASSERT_EQUAL(t.vec_max, 1024);
+	CU_ASSERT_EQUAL(t.vec_prim, MEMMIG_PRIM_VEC_SSE2);
+	CU_ASSERT_EQUAL(t.nt_cold_min, 512);
+	if (cpu.features & MEMMIG_CPU_SSE2) {
+		CU_ASSERT_EQUAL(memmig_copy_query(c, 1023, 0), MEMMIG_PRIM_VEC_SSE2);
+		CU_ASSERT_NOT_EQUAL(memmig_copy_query(c, 1024, 0), MEMMIG_PRIM_VEC_SSE2);
+		CU_ASSERT_FALSE(memmig_prim_is_nt(memmig_copy_query(c, 512, 0)));
+		CU_ASSERT_TRUE(memmig_prim_is_nt(memmig_copy_query(c, 512,
+								   MEMMIG_COPY_COLD)));
+		CU_ASSERT_FALSE(memmig_prim_is_nt(memmig_copy_query(c, 511,
+								    MEMMIG_COPY_COLD)));
+	}
+	memmig_ctx_unref(c);
+	unset_env();
+	setenv("MEMMIG_COPY_VEC_PRIM", "movsb", 1);
+	CU_ASSERT_EQUAL(new_ctx(&c), -EINVAL);
+	CU_ASSERT_PTR_NULL(c);
 	unset_env();
 
 	/* Bad values: the context is not made. */
@@ -703,7 +755,9 @@ static void test_calibration_env(void)
 {
 	struct memmig_tuning saved = { .sz = sizeof(saved), .movsb_min = 5000,
 				       .movsq_min = 600, .nt_min = 7777777,
-				       .nt_prim = MEMMIG_PRIM_NT_MOVNTI };
+				       .nt_prim = MEMMIG_PRIM_NT_MOVNTI, .vec_max = 777,
+				       .vec_prim = MEMMIG_PRIM_VEC_SSE2,
+				       .nt_cold_min = 8192 };
 	struct memmig_tuning t = { .sz = sizeof(t) };
 	char path[PATH_MAX + 64], stale[PATH_MAX + 64];
 	struct memmig_ctx *c;
@@ -788,6 +842,23 @@ static void test_sized_structs(void)
 	CU_ASSERT_EQUAL(cur.movsq_min, base.movsq_min);
 	CU_ASSERT_EQUAL(cur.nt_min, base.nt_min);
 	CU_ASSERT_EQUAL(cur.nt_prim, base.nt_prim);
+	/* A caller built before the vector fields: saving keeps this CPU's
+	 * defaults for them, and what it saved loads back. */
+	{
+		struct memmig_tuning old = base, back = SENTINEL_TUNING;
+		char path[PATH_MAX + 64];
+
+		old.sz = offsetof(struct memmig_tuning, vec_max);
+		old.vec_prim = -1;	/* beyond its size: never read */
+		tmp_path(path, sizeof(path), "old-size");
+		CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &old), 0);
+		CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &back), 0);
+		CU_ASSERT_EQUAL(back.vec_prim, base.vec_prim);
+		CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &old), 0);
+		CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &cur), 0);
+		CU_ASSERT_EQUAL(cur.vec_prim, base.vec_prim);
+		unlink(path);
+	}
 	t.sz = 0;
 	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &t), -EINVAL);
 	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, NULL), -EINVAL);
@@ -809,6 +880,14 @@ static void test_set_tuning(void)
 		CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &t), -EINVAL);
 		CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &cur), 0);
 		CU_ASSERT(tuning_eq(&cur, &base));	/* nothing applied */
+		/* Nor is any of them (nor an NT one) a vector choice. */
+		t.nt_prim = base.nt_prim;
+		t.vec_prim = not_nt[i];
+		CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &t), -EINVAL);
+		t.vec_prim = MEMMIG_PRIM_NT_MOVNTI;
+		CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &t), -EINVAL);
+		CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &cur), 0);
+		CU_ASSERT(tuning_eq(&cur, &base));
 	}
 	t = base;
 	t.movsb_min = 999;

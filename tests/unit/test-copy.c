@@ -240,6 +240,47 @@ static void test_misaligned(void)
 						   odd_lengths[i], 0);
 }
 
+/*
+ * The vector copies: every length from 0 to 4 KiB at every pair of source
+ * and destination offsets within a cache line, each primitive called
+ * directly and through memmig_copy_run() with the tuning forcing it.
+ * Their overlapping head and tail moves change at every multiple of the
+ * vector, and the aligned loop at each destination offset.
+ */
+static void check_vec_all(int via)
+{
+	for (size_t so = 0; so < ALIGN_MAX; so++)
+		for (size_t d = 0; d < ALIGN_MAX; d++)
+			for (size_t len = 0; len <= 4096; len++)
+				if (!check_copy(via, so, d, len, 0))
+					return;	/* the first failure says it */
+}
+
+static void test_vec_exhaustive(void)
+{
+	struct memmig_tuning saved = { .sz = sizeof(saved) }, t;
+	int n = 0;
+
+	CU_ASSERT_EQUAL_FATAL(memmig_ctx_get_tuning(ctx, &saved), 0);
+	for (int p = MEMMIG_PRIM_VEC_SSE2; p <= MEMMIG_PRIM_VEC_AVX512; p++) {
+		if (!memmig_prim_supported(&cpu, p))
+			continue;
+		n++;
+		check_vec_all(p);
+		t = saved;
+		t.vec_prim = p;
+		t.vec_max = MEMMIG_SIZE_NEVER;
+		CU_ASSERT_EQUAL_FATAL(memmig_ctx_set_tuning(ctx, &t), 0);
+		CU_ASSERT_EQUAL(memmig_copy_query(ctx, 4096, 0), p);
+		CU_ASSERT_EQUAL(memmig_copy_query(ctx, 0, 0), p);
+		check_vec_all(VIA_RUN);
+		printf("[%s] ", memmig_prim_name(p));
+	}
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &saved), 0);
+	if (memmig_test_x86_build())
+		CU_ASSERT(n >= 1);	/* SSE2 at least */
+}
+
 /* A copy with flags over lengths 0..600, the odd lengths at a few
  * alignments, and a few larger sizes. */
 static void check_flags(int via, unsigned int flags)
@@ -386,6 +427,8 @@ static CU_TestInfo copy_tests[] = {
 	{ "every length 0..4160", test_every_length },
 	{ "powers of two and +-1 up to 64 MiB", test_powers_of_two },
 	{ "source and destination misalignment 0..63", test_misaligned },
+	{ "vector copies: every length to 4 KiB, every alignment pair",
+	  test_vec_exhaustive },
 	{ "NT primitives with pmem/nodrain/noflush", test_nt_flags },
 	{ "temporal primitives with pmem (flush path)", test_temporal_pmem },
 	{ "copy_run and copy_units with flags", test_dispatched_flags },

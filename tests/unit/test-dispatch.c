@@ -72,6 +72,9 @@ enum {
 	NTI = MEMMIG_PRIM_NT_MOVNTI,
 	NT2 = MEMMIG_PRIM_NT_AVX2,
 	NT512 = MEMMIG_PRIM_NT_AVX512,
+	V1 = MEMMIG_PRIM_VEC_SSE2,
+	V2 = MEMMIG_PRIM_VEC_AVX2,
+	V4 = MEMMIG_PRIM_VEC_AVX512,
 };
 
 static const size_t sizes[] = { 16, 168, 512, 2 * KiB, 4 * KiB, 2 * MiB, GiB };
@@ -83,26 +86,32 @@ static const struct cpu_case {
 	/* memmig_tuning_default() */
 	size_t movsb_min, movsq_min, nt_min;
 	int nt_prim;
+	size_t vec_max;
+	int vec_prim;
 	/* memmig_policy_choose(..., sizes[i], 0) */
 	int prim[NSIZES];
 } cases[] = {
-	/* REP_GOOD without ERMS/FSRM: rep movsq from 512 B (seeds/000).
-	 * ERMS/FSRM CPUs get no movsq window: movsq_min is never. */
-	{ "Zen 3", &zen3, 2048, 512, 16 * MiB, NT2,
-	  { MOVQ, MOVQ, MOVSQ, MOVSQ, MOVSQ, MOVSQ, NT2 } },
-	/* ERMS without FSRM: rep movsb from 2048 B (seeds/001). */
-	{ "Cooper Lake", &cooper_lake, 2048, NEVER, 77 * MiB / 4, NT512,
-	  { MOVQ, MOVQ, MOVQ, MOVSB, MOVSB, MOVSB, NT512 } },
-	/* Intel FSRM: movq still wins at 512 B, movsb from 1 KiB (seeds/000
-	 * Ice Lake); 168 B stays movq (seeds/004). */
+	/* REP_GOOD without ERMS/FSRM: rep movsq from 512 B (seeds/000), but
+	 * the AVX2 vector copy goes on up to the NT threshold. */
+	{ "Zen 3", &zen3, 2048, 512, 16 * MiB, NT2, NEVER, V2,
+	  { V2, V2, V2, V2, V2, V2, NT2 } },
+	/* ERMS without FSRM: rep movsb from 2048 B (seeds/001), after the
+	 * AVX2 copy's 4 KiB (glibc's threshold for 32-byte vectors).  AVX-512
+	 * only by calibration. */
+	{ "Cooper Lake", &cooper_lake, 2048, NEVER, 77 * MiB / 4, NT512, 4096, V2,
+	  { V2, V2, V2, V2, MOVSB, MOVSB, NT512 } },
+	/* Intel FSRM: movsb from 1 KiB (seeds/000 Ice Lake), below 4 KiB the
+	 * vector copy; 168 B is no rep movsb (seeds/004). */
 	{ "Sapphire Rapids", &sapphire_rapids, 1024, NEVER, 105 * MiB / 2, NT512,
-	  { MOVQ, MOVQ, MOVQ, MOVSB, MOVSB, MOVSB, NT512 } },
-	/* AMD FSRM: rep movsb from 256 B (seeds/000 Zen 5). */
-	{ "Zen 5", &zen5, 256, NEVER, 16 * MiB, NT512,
-	  { MOVQ, MOVQ, MOVSB, MOVSB, MOVSB, MOVSB, NT512 } },
-	/* No AVX: movnti is the only NT store; 2 MiB < nt_min (4 MiB). */
-	{ "no AVX", &no_avx, 2048, NEVER, 4 * MiB, NTI,
-	  { MOVQ, MOVQ, MOVQ, MOVSB, MOVSB, MOVSB, NTI } },
+	  4096, V2, { V2, V2, V2, V2, MOVSB, MOVSB, NT512 } },
+	/* AMD FSRM: rep movsb from 256 B (seeds/000 Zen 5), the vector copy
+	 * below 4 KiB. */
+	{ "Zen 5", &zen5, 256, NEVER, 16 * MiB, NT512, 4096, V2,
+	  { V2, V2, V2, V2, MOVSB, MOVSB, NT512 } },
+	/* No AVX: SSE2 vectors below 2 KiB, movnti the only NT store; 2 MiB <
+	 * nt_min (4 MiB). */
+	{ "no AVX", &no_avx, 2048, NEVER, 4 * MiB, NTI, 2048, V1,
+	  { V1, V1, V1, MOVSB, MOVSB, MOVSB, NTI } },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -154,6 +163,12 @@ static void test_defaults(void)
 				    t.movsq_min, t.nt_min, pname(t.nt_prim),
 				    c->movsb_min, c->movsq_min, c->nt_min,
 				    pname(c->nt_prim));
+		else if (t.vec_max != c->vec_max || t.vec_prim != c->vec_prim ||
+			 t.nt_cold_min != 4 * KiB)
+			CUNIT_FAILF("%s: defaults vec_max %zu %s nt_cold_min %zu, "
+				    "want %zu %s 4096", c->name, t.vec_max,
+				    pname(t.vec_prim), t.nt_cold_min, c->vec_max,
+				    pname(c->vec_prim));
 		else
 			CU_PASS(c->name);
 		CU_ASSERT_EQUAL(t.sz, sizeof(t));
@@ -199,16 +214,118 @@ static void test_default_crossovers(void)
 		const struct cpu_case *c = &cases[i];
 		const struct memmig_cpu_info *cpu = c->cpu;
 		struct memmig_tuning t = tuning_of(cpu);
-		bool erms = cpu->features & (MEMMIG_CPU_ERMS | MEMMIG_CPU_FSRM);
-		size_t lo = erms ? t.movsb_min : t.movsq_min;
-		int rep = erms ? MOVSB : MOVSQ;
 
-		EXPECT(c->name, cpu, &t, 0, 0, MOVQ);
-		EXPECT(c->name, cpu, &t, lo - 1, 0, MOVQ);
-		EXPECT(c->name, cpu, &t, lo, 0, rep);
-		EXPECT(c->name, cpu, &t, t.nt_min - 1, 0, rep);
+		EXPECT(c->name, cpu, &t, 0, 0, c->vec_prim);
+		if (c->vec_max == NEVER) {
+			EXPECT(c->name, cpu, &t, t.nt_min - 1, 0, c->vec_prim);
+		} else {
+			/* Every default vec_max is at or above movsb_min. */
+			EXPECT(c->name, cpu, &t, c->vec_max - 1, 0, c->vec_prim);
+			EXPECT(c->name, cpu, &t, c->vec_max, 0, MOVSB);
+			EXPECT(c->name, cpu, &t, t.nt_min - 1, 0, MOVSB);
+		}
 		EXPECT(c->name, cpu, &t, t.nt_min, 0, c->nt_prim);
 		EXPECT(c->name, cpu, &t, SIZE_MAX, 0, c->nt_prim);
+		/* Without the vector copy, the string crossovers as before. */
+		{
+			bool erms = cpu->features & (MEMMIG_CPU_ERMS | MEMMIG_CPU_FSRM);
+			size_t lo = erms ? t.movsb_min : t.movsq_min;
+			int rep = erms ? MOVSB : MOVSQ;
+
+			t.vec_max = 0;
+			EXPECT(c->name, cpu, &t, 0, 0, MOVQ);
+			EXPECT(c->name, cpu, &t, lo - 1, 0, MOVQ);
+			EXPECT(c->name, cpu, &t, lo, 0, rep);
+			EXPECT(c->name, cpu, &t, t.nt_min - 1, 0, rep);
+		}
+	}
+}
+
+/* A vector choice the CPU cannot run, or no vector at all, is the default
+ * one; below vec_max the vector copy wins over every string window. */
+static void test_vec(void)
+{
+	struct memmig_tuning t = tuning_of(&zen3);
+
+	t.vec_prim = V4;
+	EXPECT("Zen 3", &zen3, &t, 64, 0, V2);
+	t.vec_prim = V1;
+	EXPECT("Zen 3", &zen3, &t, 64, 0, V1);
+	t.vec_prim = MOVSB;
+	EXPECT("Zen 3", &zen3, &t, 64, 0, V2);
+	t.vec_prim = NT2;
+	EXPECT("Zen 3", &zen3, &t, 64, 0, V2);
+	t.vec_prim = -1;
+	EXPECT("Zen 3", &zen3, &t, 64, 0, V2);
+	t.vec_prim = MEMMIG_PRIM_COUNT;
+	EXPECT("Zen 3", &zen3, &t, 64, 0, V2);
+
+	t = tuning_of(&no_avx);
+	t.vec_prim = V2;
+	EXPECT("no AVX", &no_avx, &t, 64, 0, V1);
+	t.vec_prim = V4;
+	EXPECT("no AVX", &no_avx, &t, 64, 0, V1);
+
+	t = tuning_of(&zen5);
+	t.vec_prim = V4;
+	t.vec_max = 777;
+	t.movsb_min = 100;
+	t.movsq_min = 50;
+	EXPECT("Zen 5", &zen5, &t, 0, 0, V4);
+	EXPECT("Zen 5", &zen5, &t, 776, 0, V4);
+	EXPECT("Zen 5", &zen5, &t, 777, 0, MOVSB);
+	/* AVX-512 without AVX2 (no such CPU) would need AVX2 below 64 B. */
+	{
+		struct memmig_cpu_info odd = zen5;
+
+		odd.features &= ~(uint64_t)MEMMIG_CPU_AVX2;
+		EXPECT("AVX-512F only", &odd, &t, 64, 0, V1);
+		CU_ASSERT_FALSE(memmig_prim_supported(&odd, V4));
+	}
+	/* vec_max 0: no vector copy; never: up to the NT threshold. */
+	t.vec_max = 0;
+	EXPECT("Zen 5", &zen5, &t, 0, 0, MOVQ);
+	EXPECT("Zen 5", &zen5, &t, 100, 0, MOVSB);
+	t.vec_max = NEVER;
+	EXPECT("Zen 5", &zen5, &t, t.nt_min - 1, 0, V4);
+	EXPECT("Zen 5", &zen5, &t, t.nt_min, 0, NT512);
+	EXPECT("Zen 5", &zen5, &t, GiB, MEMMIG_COPY_TEMPORAL, V4);
+	/* The portable build has no vector copy. */
+	t = tuning_of(&non_x86);
+	EXPECT("non-x86", &non_x86, &t, 64, 0, MEMMIG_PRIM_GENERIC);
+}
+
+/* MEMMIG_COPY_COLD: NT from nt_cold_min (and from nt_min, whichever is
+ * first); below it, and with TEMPORAL, what an unflagged copy gets. */
+static void test_cold(void)
+{
+	for (size_t i = 0; i < NCASES; i++) {
+		const struct cpu_case *c = &cases[i];
+		struct memmig_tuning t = tuning_of(c->cpu);
+		const unsigned int cold = MEMMIG_COPY_COLD;
+
+		EXPECT(c->name, c->cpu, &t, 0, cold, c->vec_prim);
+		EXPECT(c->name, c->cpu, &t, t.nt_cold_min - 1, cold,
+		       memmig_policy_choose(c->cpu, &t, t.nt_cold_min - 1, 0));
+		EXPECT(c->name, c->cpu, &t, t.nt_cold_min, cold, c->nt_prim);
+		EXPECT(c->name, c->cpu, &t, GiB, cold, c->nt_prim);
+		EXPECT(c->name, c->cpu, &t, 2 * MiB, cold | MEMMIG_COPY_NODRAIN,
+		       c->nt_prim);
+		EXPECT(c->name, c->cpu, &t, 2 * MiB, cold | MEMMIG_COPY_TEMPORAL,
+		       c->prim[NSIZES - 2]);
+		EXPECT(c->name, c->cpu, &t, 16, cold | MEMMIG_COPY_PMEM, c->nt_prim);
+		EXPECT(c->name, c->cpu, &t, 16, cold | MEMMIG_COPY_NONTEMPORAL,
+		       c->nt_prim);
+		/* Unflagged, the same length stays temporal. */
+		CU_ASSERT_FALSE(memmig_prim_is_nt(memmig_policy_choose(c->cpu, &t,
+							t.nt_cold_min, 0)));
+		/* A cold threshold above the NT one: nt_min still holds. */
+		t.nt_cold_min = NEVER;
+		EXPECT(c->name, c->cpu, &t, t.nt_min, cold, c->nt_prim);
+		EXPECT(c->name, c->cpu, &t, t.nt_min - 1, cold,
+		       memmig_policy_choose(c->cpu, &t, t.nt_min - 1, 0));
+		t.nt_cold_min = 0;
+		EXPECT(c->name, c->cpu, &t, 0, cold, c->nt_prim);
 	}
 }
 
@@ -258,7 +375,9 @@ static void test_temporal(void)
 			EXPECT(c->name, c->cpu, &t, sizes[k], MEMMIG_COPY_NODRAIN,
 			       c->prim[k]);
 		}
-		EXPECT(c->name, c->cpu, &t, SIZE_MAX, MEMMIG_COPY_TEMPORAL,
+		/* The largest length a copy can have (vec_max "never" is
+		 * SIZE_MAX itself, which no copy reaches). */
+		EXPECT(c->name, c->cpu, &t, SIZE_MAX - 1, MEMMIG_COPY_TEMPORAL,
 		       c->prim[NSIZES - 2]);
 	}
 }
@@ -298,7 +417,7 @@ static void test_invalid_flags(void)
 		MEMMIG_COPY_NOFLUSH,
 		MEMMIG_COPY_NOFLUSH | MEMMIG_COPY_NONTEMPORAL,
 		MEMMIG_COPY_NOFLUSH | MEMMIG_COPY_TEMPORAL,
-		1u << 5, 1u << 15, 1u << 24, 3u << 24, 1u << 31, ~0u,
+		1u << 6, 1u << 15, 1u << 24, 3u << 24, 1u << 31, ~0u,
 		MEMMIG_COPY_PMEM | (1u << 24),
 	};
 
@@ -368,6 +487,7 @@ static void test_custom_thresholds(void)
 		for (size_t k = 0; k < sizeof(th) / sizeof(th[0]); k++) {
 			struct memmig_tuning t = tuning_of(c->cpu);
 
+			t.vec_max = 0;	/* the string thresholds alone */
 			t.movsb_min = th[k];
 			t.movsq_min = th[k];
 			t.nt_min = 4 * th[k] + 64;
@@ -385,6 +505,7 @@ static void test_custom_thresholds(void)
 		{
 			struct memmig_tuning t = tuning_of(c->cpu);
 
+			t.vec_max = 0;
 			t.movsq_min = 300;
 			t.movsb_min = 1000;
 			EXPECT(c->name, c->cpu, &t, 299, 0, MOVQ);
@@ -405,6 +526,7 @@ static void test_custom_thresholds(void)
 	{
 		struct memmig_tuning t = tuning_of(&sapphire_rapids);
 
+		t.vec_max = 0;
 		t.movsb_min = 169;
 		EXPECT("Sapphire Rapids", &sapphire_rapids, &t, 168, 0, MOVQ);
 		t.movsb_min = 168;
@@ -419,6 +541,7 @@ static void test_custom_thresholds(void)
 		EXPECT("Cooper Lake", &cooper_lake, &t, 1, 0, NT512);
 		t = tuning_of(&cooper_lake);
 		t.movsb_min = 0;
+		t.vec_max = 0;
 		EXPECT("Cooper Lake", &cooper_lake, &t, 1, 0, MOVSB);
 	}
 	/* ERMS without REP_GOOD (not what detection reports, but the
@@ -429,11 +552,13 @@ static void test_custom_thresholds(void)
 
 		erms_only.features = MEMMIG_CPU_SSE2 | MEMMIG_CPU_ERMS;
 		t = tuning_of(&erms_only);
+		t.vec_max = 0;
 		t.movsq_min = 300;
 		EXPECT("ERMS only", &erms_only, &t, 300, 0, MOVQ);
 		EXPECT("ERMS only", &erms_only, &t, 2048, 0, MOVSB);
 	}
-	/* Without ERMS, FSRM or REP_GOOD only movq is temporal. */
+	/* Without ERMS, FSRM or REP_GOOD: the SSE2 copy up to the NT
+	 * threshold, and without it only movq is temporal. */
 	{
 		struct memmig_cpu_info plain = no_avx;
 		struct memmig_tuning t;
@@ -441,8 +566,12 @@ static void test_custom_thresholds(void)
 		plain.features = MEMMIG_CPU_SSE2;
 		t = tuning_of(&plain);
 		for (size_t k = 0; k < NSIZES - 1; k++)
-			EXPECT("plain SSE2", &plain, &t, sizes[k], 0, MOVQ);
+			EXPECT("plain SSE2", &plain, &t, sizes[k], 0, V1);
 		EXPECT("plain SSE2", &plain, &t, GiB, 0, NTI);
+		EXPECT("plain SSE2", &plain, &t, GiB, MEMMIG_COPY_TEMPORAL, V1);
+		t.vec_max = 0;
+		for (size_t k = 0; k < NSIZES - 1; k++)
+			EXPECT("plain SSE2", &plain, &t, sizes[k], 0, MOVQ);
 		EXPECT("plain SSE2", &plain, &t, GiB, MEMMIG_COPY_TEMPORAL, MOVQ);
 	}
 }
@@ -456,6 +585,9 @@ static void test_prim_table(void)
 		[MEMMIG_PRIM_NT_AVX2] = "nt-avx2",
 		[MEMMIG_PRIM_NT_AVX512] = "nt-avx512",
 		[MEMMIG_PRIM_GENERIC] = "generic",
+		[MEMMIG_PRIM_VEC_SSE2] = "sse2",
+		[MEMMIG_PRIM_VEC_AVX2] = "avx2",
+		[MEMMIG_PRIM_VEC_AVX512] = "avx512",
 	};
 
 	for (int p = 0; p < MEMMIG_PRIM_COUNT; p++) {
@@ -473,6 +605,11 @@ static void test_prim_table(void)
 		CU_ASSERT_FALSE(memmig_prim_supported(&no_avx, NT2));
 		CU_ASSERT_TRUE(memmig_prim_supported(&no_avx, NTI));
 		CU_ASSERT_TRUE(memmig_prim_supported(&no_avx, MOVSB));
+		CU_ASSERT_TRUE(memmig_prim_supported(&no_avx, MEMMIG_PRIM_VEC_SSE2));
+		CU_ASSERT_FALSE(memmig_prim_supported(&no_avx, MEMMIG_PRIM_VEC_AVX2));
+		CU_ASSERT_TRUE(memmig_prim_supported(&zen3, MEMMIG_PRIM_VEC_AVX2));
+		CU_ASSERT_FALSE(memmig_prim_supported(&zen3, MEMMIG_PRIM_VEC_AVX512));
+		CU_ASSERT_TRUE(memmig_prim_supported(&zen5, MEMMIG_PRIM_VEC_AVX512));
 	}
 	CU_ASSERT_FALSE(memmig_prim_supported(&zen3, -1));
 	CU_ASSERT_FALSE(memmig_prim_supported(&zen3, MEMMIG_PRIM_COUNT));
@@ -534,6 +671,8 @@ static CU_TestInfo dispatch_tests[] = {
 	{ "default thresholds: edge cases", test_default_edges },
 	{ "primitive per CPU and size", test_table },
 	{ "default crossovers are exact", test_default_crossovers },
+	{ "vector copy: fallback, vec_max", test_vec },
+	{ "MEMMIG_COPY_COLD: NT from nt_cold_min", test_cold },
 	{ "NONTEMPORAL and PMEM force NT", test_forced_nt },
 	{ "TEMPORAL never gives NT", test_temporal },
 	{ "non-x86 CPU gets generic", test_non_x86 },

@@ -11,6 +11,8 @@ int memmig_tuning_init(struct memmig_ctx *ctx, unsigned int flags);
 /* Sets ctx->tuning and what is cached from it. */
 void memmig_ctx_apply_tuning(struct memmig_ctx *ctx, const struct memmig_tuning *t);
 
+/* The function of a valid primitive (enum memmig_prim). */
+memmig_prim_fn memmig_copy_prim_fn(int prim);
 /* 0 if [dst, dst+len) and [src, src+len) are usable for a copy, else
  * -EINVAL (NULL, overlap) or -EOVERFLOW (wraps). */
 int memmig_copy_check(const void *dst, const void *src, size_t len);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The checked copy entry points: validate, dispatch, flush, drain. */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "lib/copy/arch/arch.h"
@@ -18,6 +20,11 @@ static memmig_prim_fn prim_fn(int prim)
 	return prim == MEMMIG_PRIM_GENERIC ? copy_generic : memmig_arch_prims[prim];
 }
 
+memmig_prim_fn memmig_copy_prim_fn(int prim)
+{
+	return prim_fn(prim);
+}
+
 /* 0 if [dst, dst+len) and [src, src+len) are usable for a copy. */
 static int copy_check(const void *dst, const void *src, size_t len)
 {
@@ -30,6 +37,57 @@ static int copy_check(const void *dst, const void *src, size_t len)
 	if (d < s + len && s < d + len)
 		return -EINVAL;
 	return 0;
+}
+
+/*
+ * copy_check() in one branch for the common case: neither NULL, no overlap,
+ * and addresses and length below 2^62, so that nothing can wrap.  false
+ * sends the copy to copy_check() for the exact answer.
+ */
+static inline bool copy_fast_ok(const void *dst, const void *src, size_t len)
+{
+	uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
+
+	return !((d == 0) | (s == 0) | ((d | s | len) >> 62 != 0) |
+		 (d - s < len) | (s - d < len));
+}
+
+/*
+ * 0..32 bytes with overlapping moves from both ends: the vector copies'
+ * own shortest cases, inline where a call costs more than the copy (glibc
+ * memcpy at 16 B is 2.5 ns here, and a call through the cached pointer
+ * added 2.4).
+ */
+static inline void copy_tiny(unsigned char *d, const unsigned char *s, size_t n)
+{
+	if (n >= 16) {
+		unsigned char a[16], b[16];
+
+		__builtin_memcpy(a, s, 16);
+		__builtin_memcpy(b, s + n - 16, 16);
+		__builtin_memcpy(d, a, 16);
+		__builtin_memcpy(d + n - 16, b, 16);
+	} else if (n >= 8) {
+		uint64_t a, b;
+
+		__builtin_memcpy(&a, s, 8);
+		__builtin_memcpy(&b, s + n - 8, 8);
+		__builtin_memcpy(d, &a, 8);
+		__builtin_memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+
+		__builtin_memcpy(&a, s, 4);
+		__builtin_memcpy(&b, s + n - 4, 4);
+		__builtin_memcpy(d, &a, 4);
+		__builtin_memcpy(d + n - 4, &b, 4);
+	} else if (n) {
+		unsigned char a = s[0], m = s[n / 2], z = s[n - 1];
+
+		d[0] = a;
+		d[n / 2] = m;
+		d[n - 1] = z;
+	}
 }
 
 /* A temporal primitive asked for pmem: every line it wrote is flushed.  Out
@@ -88,20 +146,46 @@ int memmig_copy_query(struct memmig_ctx *ctx, size_t len, unsigned int flags)
 	return memmig_policy(&ctx->cpu, &ctx->tuning, len, flags);
 }
 
-int memmig_copy_run(struct memmig_ctx *ctx, void *dst, const void *src,
-		    size_t len, unsigned int flags)
+/* memmig_copy_run() beyond its small-copy path. */
+static __attribute__((noinline)) int
+copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
+		unsigned int flags)
 {
 	int prim;
 
 	if (!ctx)
 		return -EINVAL;
-	if (__builtin_expect(!flags && len < ctx->small_below, 1))
-		prim = ctx->small_prim;
-	else
-		prim = memmig_policy(&ctx->cpu, &ctx->tuning, len, flags);
+	prim = memmig_policy(&ctx->cpu, &ctx->tuning, len, flags);
 	if (prim < 0)
 		return prim;
 	return copy_checked(ctx, prim, dst, src, len, flags);
+}
+
+/*
+ * Small unflagged copies, the common case, take a few nanoseconds: the
+ * primitive cached for them is called with nothing on the way but the
+ * checks, and with no frame of this function's own (the policy is out of
+ * line); up to 32 bytes of a vector copy are done right here.  A glibc
+ * memcpy is one jump.
+ */
+int memmig_copy_run(struct memmig_ctx *ctx, void *dst, const void *src,
+		    size_t len, unsigned int flags)
+{
+	if (__builtin_expect(ctx && !flags && len < ctx->small_below, 1)) {
+		if (__builtin_expect(!copy_fast_ok(dst, src, len), 0)) {
+			int rc = copy_check(dst, src, len);
+
+			if (rc)
+				return len ? rc : 0;	/* nothing to copy is no error */
+		}
+		if (len <= 32 && ctx->small_tiny) {
+			copy_tiny(dst, src, len);
+			return 0;
+		}
+		ctx->small_fn(dst, src, len, 0);
+		return 0;
+	}
+	return copy_run_policy(ctx, dst, src, len, flags);
 }
 
 int memmig_copy_with(struct memmig_ctx *ctx, int prim, void *dst,

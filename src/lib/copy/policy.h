@@ -13,8 +13,13 @@
  *    crossover with FSRM;
  *  - rep movsq on fast-string CPUs with neither (AMD Zen 3), where the movq
  *    loop loses 1.4-2x from 1 KB up;
- *  - NT stores once the working set outgrows the cache, and always for
- *    NT or pmem requests.
+ *  - below all of these, and instead of them where calibration finds it
+ *    faster (CPUs without ERMS), a temporal vector copy with overlapping
+ *    head and tail loads, as glibc's memcpy does: user space may use the
+ *    vector registers the kernel avoids;
+ *  - NT stores once the working set outgrows the cache, from a page when
+ *    the caller says the destination is cold, and always for NT or pmem
+ *    requests.
  * It does not look at the running CPU, so tests can feed it any CPU.  Inline:
  * it runs before every copy, however small.
  */
@@ -28,15 +33,45 @@ static inline int memmig_policy_widest_nt(const struct memmig_cpu_info *cpu)
 	return MEMMIG_PRIM_NT_MOVNTI;
 }
 
+/* The widest vector copy whose registers every such CPU runs well:
+ * AVX-512 only where calibration measured it ahead (frequency licences on
+ * Intel, split 512-bit units on Zen 4). */
+static inline int memmig_policy_default_vec(const struct memmig_cpu_info *cpu)
+{
+	return cpu->features & MEMMIG_CPU_AVX2 ? MEMMIG_PRIM_VEC_AVX2 :
+						 MEMMIG_PRIM_VEC_SSE2;
+}
+
+static inline bool memmig_policy_vec_ok(const struct memmig_cpu_info *cpu,
+					int prim)
+{
+	switch (prim) {
+	case MEMMIG_PRIM_VEC_SSE2:
+		return true;
+	case MEMMIG_PRIM_VEC_AVX2:
+		return cpu->features & MEMMIG_CPU_AVX2;
+	case MEMMIG_PRIM_VEC_AVX512:
+		return (cpu->features & MEMMIG_CPU_AVX512F) &&
+		       (cpu->features & MEMMIG_CPU_AVX2);
+	default:
+		return false;
+	}
+}
+
 /*
- * Temporal copies: rep movsb from movsb_min on ERMS/FSRM CPUs, rep movsq
- * from movsq_min on fast-string CPUs (a window below movsb_min where
- * calibration found it faster), the movq loop below both.
+ * Temporal copies: the vector copy below vec_max (a calibrated choice this
+ * CPU cannot run falls back to the default one), then rep movsb from
+ * movsb_min on ERMS/FSRM CPUs, rep movsq from movsq_min on fast-string CPUs
+ * (a window below movsb_min where calibration found it faster), the movq
+ * loop below both.
  */
 static inline int memmig_policy_temporal(const struct memmig_cpu_info *cpu,
 					 const struct memmig_tuning *t,
 					 size_t len)
 {
+	if (len < t->vec_max)
+		return memmig_policy_vec_ok(cpu, t->vec_prim) ?
+			       t->vec_prim : memmig_policy_default_vec(cpu);
 	if (len >= t->movsb_min &&
 	    (cpu->features & (MEMMIG_CPU_ERMS | MEMMIG_CPU_FSRM)))
 		return MEMMIG_PRIM_REP_MOVSB;
@@ -49,6 +84,11 @@ static inline int memmig_policy_temporal(const struct memmig_cpu_info *cpu,
 static inline bool memmig_policy_is_nt(int prim)
 {
 	return prim >= MEMMIG_PRIM_NT_MOVNTI && prim <= MEMMIG_PRIM_NT_AVX512;
+}
+
+static inline bool memmig_policy_is_vec(int prim)
+{
+	return prim >= MEMMIG_PRIM_VEC_SSE2 && prim <= MEMMIG_PRIM_VEC_AVX512;
 }
 
 static inline bool memmig_policy_nt_ok(const struct memmig_cpu_info *cpu,
@@ -85,7 +125,8 @@ static inline int memmig_policy(const struct memmig_cpu_info *cpu,
 		nt = false;
 	else
 		nt = (flags & (MEMMIG_COPY_NONTEMPORAL | MEMMIG_COPY_PMEM)) ||
-		     len >= t->nt_min;
+		     len >= t->nt_min ||
+		     ((flags & MEMMIG_COPY_COLD) && len >= t->nt_cold_min);
 	if (!nt)
 		return memmig_policy_temporal(cpu, t, len);
 	/* A calibrated choice this CPU cannot run falls back to the widest. */

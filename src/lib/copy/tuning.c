@@ -4,6 +4,7 @@
  * this CPU by "memmig-cli bench copy --calibrate", then the environment.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,29 +19,76 @@
 /* Thresholds beyond this are typos, not tuning. */
 #define TUNING_SIZE_MAX (1ULL << 40)
 
-enum key { K_MOVSB_MIN, K_MOVSQ_MIN, K_NT_MIN, K_NT_PRIM, K_COUNT };
+/* What a key's value is: a size, or one kind of primitive. */
+enum key_kind { KIND_SIZE, KIND_NT_PRIM, KIND_VEC_PRIM };
 
-static const struct {
+static const struct key {
 	const char *file_key;
 	const char *env;
-} keys[K_COUNT] = {
-	[K_MOVSB_MIN] = { "movsb_min", "MEMMIG_COPY_MOVSB_MIN" },
-	[K_MOVSQ_MIN] = { "movsq_min", "MEMMIG_COPY_MOVSQ_MIN" },
-	[K_NT_MIN] = { "nt_min", "MEMMIG_COPY_NT_MIN" },
-	[K_NT_PRIM] = { "nt_prim", "MEMMIG_COPY_NT_PRIM" },
+	enum key_kind kind;
+	size_t off;		/* in struct memmig_tuning */
+} keys[] = {
+	{ "movsb_min", "MEMMIG_COPY_MOVSB_MIN", KIND_SIZE,
+	  offsetof(struct memmig_tuning, movsb_min) },
+	{ "movsq_min", "MEMMIG_COPY_MOVSQ_MIN", KIND_SIZE,
+	  offsetof(struct memmig_tuning, movsq_min) },
+	{ "nt_min", "MEMMIG_COPY_NT_MIN", KIND_SIZE,
+	  offsetof(struct memmig_tuning, nt_min) },
+	{ "nt_prim", "MEMMIG_COPY_NT_PRIM", KIND_NT_PRIM,
+	  offsetof(struct memmig_tuning, nt_prim) },
+	{ "vec_max", "MEMMIG_COPY_VEC_MAX", KIND_SIZE,
+	  offsetof(struct memmig_tuning, vec_max) },
+	{ "vec_prim", "MEMMIG_COPY_VEC_PRIM", KIND_VEC_PRIM,
+	  offsetof(struct memmig_tuning, vec_prim) },
+	{ "nt_cold_min", "MEMMIG_COPY_NT_COLD_MIN", KIND_SIZE,
+	  offsetof(struct memmig_tuning, nt_cold_min) },
+};
+#define K_COUNT (sizeof(keys) / sizeof(keys[0]))
+
+static const char *const kind_wants[] = {
+	[KIND_SIZE] = "size up to 1T, or never",
+	[KIND_NT_PRIM] = "non-temporal primitive name",
+	[KIND_VEC_PRIM] = "vector primitive name (sse2, avx2, avx512)",
 };
 
+static size_t *key_size(struct memmig_tuning *t, const struct key *k)
+{
+	return (size_t *)((char *)t + k->off);
+}
+
+static int *key_prim(struct memmig_tuning *t, const struct key *k)
+{
+	return (int *)((char *)t + k->off);
+}
+
+static bool prim_of_kind(int prim, enum key_kind kind)
+{
+	if (kind == KIND_NT_PRIM)
+		return memmig_policy_is_nt(prim);
+	return memmig_policy_is_vec(prim);
+}
+
+/* *t read into *n over this CPU's defaults: a caller built before the
+ * later fields were added leaves them at what they would be. */
+static int tuning_in(struct memmig_ctx *ctx, struct memmig_tuning *n,
+		     const struct memmig_tuning *t)
+{
+	memmig_tuning_default(&ctx->cpu, n);
+	return memmig_struct_in(n, sizeof(*n), t);
+}
+
 /* Sets one key of *t from text; -EINVAL or -ERANGE leave it unchanged. */
-static int tuning_set_key(struct memmig_tuning *t, enum key k, const char *val)
+static int tuning_set_key(struct memmig_tuning *t, const struct key *k,
+			  const char *val)
 {
 	size_t v;
 	int rc;
 
-	if (k == K_NT_PRIM) {
+	if (k->kind != KIND_SIZE) {
 		rc = memmig_prim_parse(val);
-		if (rc < 0 || !memmig_prim_is_nt(rc))
+		if (rc < 0 || !prim_of_kind(rc, k->kind))
 			return -EINVAL;
-		t->nt_prim = rc;
+		*key_prim(t, k) = rc;
 		return 0;
 	}
 	if (!strcmp(val, "never")) {
@@ -52,12 +100,7 @@ static int tuning_set_key(struct memmig_tuning *t, enum key k, const char *val)
 		if (v > TUNING_SIZE_MAX)
 			return -ERANGE;
 	}
-	if (k == K_MOVSB_MIN)
-		t->movsb_min = v;
-	else if (k == K_MOVSQ_MIN)
-		t->movsq_min = v;
-	else
-		t->nt_min = v;
+	*key_size(t, k) = v;
 	return 0;
 }
 
@@ -66,18 +109,17 @@ int memmig_tuning_from_env(struct memmig_ctx *ctx, struct memmig_tuning *t)
 	struct memmig_tuning n = { .sz = sizeof(n) };
 	int rc;
 
-	if (!ctx || memmig_struct_in(&n, sizeof(n), t) < 0)
+	if (!ctx || tuning_in(ctx, &n, t) < 0)
 		return -EINVAL;
-	for (int k = 0; k < K_COUNT; k++) {
+	for (size_t k = 0; k < K_COUNT; k++) {
 		const char *val = getenv(keys[k].env);
 
 		if (!val)
 			continue;
-		rc = tuning_set_key(&n, k, val);
+		rc = tuning_set_key(&n, &keys[k], val);
 		if (rc < 0) {
 			err(ctx, "%s=\"%s\": not a %s\n", keys[k].env, val,
-			    k == K_NT_PRIM ? "non-temporal primitive name" :
-					     "size up to 1T, or never");
+			    kind_wants[keys[k].kind]);
 			return -EINVAL;	/* too big (-ERANGE) too */
 		}
 	}
@@ -122,10 +164,10 @@ static int tuning_parse_line(struct memmig_ctx *ctx, const char *path,
 		*cpu_ok = !strcmp(val, want);
 		return 0;
 	}
-	for (int k = 0; k < K_COUNT; k++) {
+	for (size_t k = 0; k < K_COUNT; k++) {
 		if (strcmp(key, keys[k].file_key))
 			continue;
-		if (tuning_set_key(t, k, val) < 0) {
+		if (tuning_set_key(t, &keys[k], val) < 0) {
 			err(ctx, "%s:%u: bad value for %s\n", path, lineno, key);
 			return -EINVAL;
 		}
@@ -145,7 +187,7 @@ int memmig_tuning_load(struct memmig_ctx *ctx, const char *path,
 	int rc = 0;
 	FILE *f;
 
-	if (!ctx || !path || memmig_struct_in(&n, sizeof(n), t) < 0)
+	if (!ctx || !path || tuning_in(ctx, &n, t) < 0)
 		return -EINVAL;
 	f = fopen(path, "re");
 	if (!f)
@@ -170,23 +212,40 @@ int memmig_tuning_load(struct memmig_ctx *ctx, const char *path,
 	return memmig_struct_out(t, &n, sizeof(n));
 }
 
-static void fprint_size(FILE *f, const char *key, size_t v)
-{
-	if (v == MEMMIG_SIZE_NEVER)
-		fprintf(f, "%s = never\n", key);
-	else
-		fprintf(f, "%s = %zu\n", key, v);
-}
-
-/* What the parser accepts: sizes up to 1T or never, an NT primitive. */
+/* What the parser accepts: sizes up to 1T or never, primitives of their
+ * kind. */
 static bool memmig_tuning_valid(const struct memmig_tuning *t)
 {
-	const size_t v[] = { t->movsb_min, t->movsq_min, t->nt_min };
+	struct memmig_tuning c = *t;
 
-	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-		if (v[i] > TUNING_SIZE_MAX && v[i] != MEMMIG_SIZE_NEVER)
+	for (size_t k = 0; k < K_COUNT; k++) {
+		size_t v;
+
+		if (keys[k].kind != KIND_SIZE) {
+			if (!prim_of_kind(*key_prim(&c, &keys[k]), keys[k].kind))
+				return false;
+			continue;
+		}
+		v = *key_size(&c, &keys[k]);
+		if (v > TUNING_SIZE_MAX && v != MEMMIG_SIZE_NEVER)
 			return false;
-	return memmig_prim_is_nt(t->nt_prim);
+	}
+	return true;
+}
+
+static void fprint_key(FILE *f, struct memmig_tuning *t, const struct key *k)
+{
+	size_t v;
+
+	if (k->kind != KIND_SIZE) {
+		fprintf(f, "%s = %s\n", k->file_key, memmig_prim_name(*key_prim(t, k)));
+		return;
+	}
+	v = *key_size(t, k);
+	if (v == MEMMIG_SIZE_NEVER)
+		fprintf(f, "%s = never\n", k->file_key);
+	else
+		fprintf(f, "%s = %zu\n", k->file_key, v);
 }
 
 int memmig_tuning_save(struct memmig_ctx *ctx, const char *path,
@@ -197,7 +256,7 @@ int memmig_tuning_save(struct memmig_ctx *ctx, const char *path,
 	FILE *f;
 	int rc;
 
-	if (!ctx || !path || memmig_struct_in(&n, sizeof(n), t) < 0 ||
+	if (!ctx || !path || tuning_in(ctx, &n, t) < 0 ||
 	    !memmig_tuning_valid(&n))
 		return -EINVAL;
 	/* Write a temporary file and rename it: a reader never sees half. */
@@ -209,10 +268,8 @@ int memmig_tuning_save(struct memmig_ctx *ctx, const char *path,
 	cpu_id(&ctx->cpu, id, sizeof(id));
 	fprintf(f, "# memmig copy calibration, written by memmig-cli bench copy --calibrate\n"
 		   "cpu = %s\n", id);
-	fprint_size(f, keys[K_MOVSB_MIN].file_key, n.movsb_min);
-	fprint_size(f, keys[K_MOVSQ_MIN].file_key, n.movsq_min);
-	fprint_size(f, keys[K_NT_MIN].file_key, n.nt_min);
-	fprintf(f, "%s = %s\n", keys[K_NT_PRIM].file_key, memmig_prim_name(n.nt_prim));
+	for (size_t k = 0; k < K_COUNT; k++)
+		fprint_key(f, &n, &keys[k]);
 	rc = ferror(f) ? -EIO : 0;
 	if (fclose(f) && !rc)
 		rc = -errno;
@@ -286,16 +343,24 @@ apply:
 	return 0;
 }
 
+/*
+ * The unflagged choice can change only at a threshold: the first one where
+ * it does bounds the cached small-copy choice, so that memmig_copy_run()
+ * below it skips the policy.
+ */
 void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 			     const struct memmig_tuning *t)
 {
-	size_t below = t->nt_min;
+	const size_t at[] = { t->vec_max, t->movsb_min, t->movsq_min, t->nt_min };
+	size_t below = MEMMIG_SIZE_NEVER;
 
 	ctx->tuning = *t;
-	if (t->movsb_min < below && (ctx->cpu.features & (MEMMIG_CPU_ERMS | MEMMIG_CPU_FSRM)))
-		below = t->movsb_min;
-	if (t->movsq_min < below && (ctx->cpu.features & MEMMIG_CPU_REP_GOOD))
-		below = t->movsq_min;
-	ctx->small_below = below;
 	ctx->small_prim = memmig_policy(&ctx->cpu, t, 0, 0);
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+		if (at[i] < below &&
+		    memmig_policy(&ctx->cpu, t, at[i], 0) != ctx->small_prim)
+			below = at[i];
+	ctx->small_below = below;
+	ctx->small_fn = memmig_copy_prim_fn(ctx->small_prim);
+	ctx->small_tiny = memmig_policy_is_vec(ctx->small_prim);
 }

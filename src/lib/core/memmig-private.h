@@ -13,7 +13,7 @@
 
 #define MEMMIG_COPY_ALL_FLAGS                                               \
 	(MEMMIG_COPY_NONTEMPORAL | MEMMIG_COPY_TEMPORAL | MEMMIG_COPY_NODRAIN | \
-	 MEMMIG_COPY_PMEM | MEMMIG_COPY_NOFLUSH)
+	 MEMMIG_COPY_PMEM | MEMMIG_COPY_NOFLUSH | MEMMIG_COPY_COLD)
 
 struct memmig_fault {
 	unsigned int nth;	/* 1-based event that fails, 0: disarmed */
@@ -42,6 +42,8 @@ struct memmig_ctx {
 	 * cannot afford the whole policy (memmig_ctx_apply_tuning()). */
 	size_t small_below;
 	int small_prim;
+	memmig_prim_fn small_fn;
+	bool small_tiny;	/* a vector copy: up to 32 B inline (copy.c) */
 
 	pthread_mutex_t lock;	/* faults and reserve pools */
 	struct memmig_fault faults[MEMMIG_FAULT_COUNT];

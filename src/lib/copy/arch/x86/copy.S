@@ -50,7 +50,7 @@ memmig_x86_copy_movq:
 	ret
 .Lmovq_small:			/* 0..31 bytes */
 	cmp	$16, %edx
-	jb	.Lmovq_lt16
+	jb	memmig_x86_copy_lt16
 	mov	0(%rsi), %rax
 	mov	8(%rsi), %rcx
 	mov	-16(%rsi,%rdx), %r10
@@ -60,7 +60,19 @@ memmig_x86_copy_movq:
 	mov	%r10, -16(%rdi,%rdx)
 	mov	%r11, -8(%rdi,%rdx)
 	ret
-.Lmovq_lt16:
+	.cfi_endproc
+	.size	memmig_x86_copy_movq, .-memmig_x86_copy_movq
+
+/*
+ * 0..15 bytes with overlapping moves from both ends: the movq loop's and
+ * the vector copies' shortest lengths (vec.S jumps here).
+ */
+	.globl	memmig_x86_copy_lt16
+	.hidden	memmig_x86_copy_lt16
+	.type	memmig_x86_copy_lt16, @function
+	.p2align 4
+memmig_x86_copy_lt16:
+	.cfi_startproc
 	cmp	$8, %edx
 	jb	.Lmovq_lt8
 	mov	0(%rsi), %rax
@@ -90,7 +102,7 @@ memmig_x86_copy_movq:
 .Lmovq_done:
 	ret
 	.cfi_endproc
-	.size	memmig_x86_copy_movq, .-memmig_x86_copy_movq
+	.size	memmig_x86_copy_lt16, .-memmig_x86_copy_lt16
 
 /* rep movsq for len / 8 quadwords, rep movsb for the 0..7 byte tail. */
 	.globl	memmig_x86_copy_movsq

@@ -11,4 +11,7 @@ const memmig_prim_fn memmig_arch_prims[MEMMIG_PRIM_COUNT] = {
 	[MEMMIG_PRIM_NT_MOVNTI] = memmig_x86_nt_movnti,
 	[MEMMIG_PRIM_NT_AVX2] = memmig_x86_nt_avx2,
 	[MEMMIG_PRIM_NT_AVX512] = memmig_x86_nt_avx512,
+	[MEMMIG_PRIM_VEC_SSE2] = memmig_x86_copy_sse2,
+	[MEMMIG_PRIM_VEC_AVX2] = memmig_x86_copy_avx2,
+	[MEMMIG_PRIM_VEC_AVX512] = memmig_x86_copy_avx512,
 };

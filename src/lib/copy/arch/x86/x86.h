@@ -15,6 +15,14 @@ void memmig_x86_copy_movsq(void *dst, const void *src, size_t len,
 void memmig_x86_copy_movsb(void *dst, const void *src, size_t len,
 			   unsigned int flags);
 
+/* vec.S: temporal vector copies; copy.S: below 16 bytes, for them */
+void memmig_x86_copy_sse2(void *dst, const void *src, size_t len,
+			  unsigned int flags);
+void memmig_x86_copy_avx2(void *dst, const void *src, size_t len,
+			  unsigned int flags);
+void memmig_x86_copy_avx512(void *dst, const void *src, size_t len,
+			    unsigned int flags);
+
 /* nt.c */
 void memmig_x86_nt_movnti(void *dst, const void *src, size_t len,
 			  unsigned int flags);
