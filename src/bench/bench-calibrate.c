@@ -22,6 +22,8 @@ static void print_row(void *opaque, const struct memmig_calibrate_row *row)
 		[MEMMIG_CALIBRATE_SMALL] = "hot copies, GB/s",
 		[MEMMIG_CALIBRATE_NT_PRIM] = "NT primitives beyond the cache, GB/s",
 		[MEMMIG_CALIBRATE_NT_MIN] = "repeated copies of one buffer, GB/s",
+		[MEMMIG_CALIBRATE_VEC_PRIM] = "vector copies, hot, GB/s",
+		[MEMMIG_CALIBRATE_NT_COLD] = "cold copies (MEMMIG_COPY_COLD), GB/s",
 	};
 	int *last_step = opaque;
 	char sz[32];
@@ -108,12 +110,9 @@ int bench_calibrate(struct memmig_ctx *ctx, const char *output, bool json)
 		json_object_object_add(j, "tuning", cli_json_tuning(&t));
 		cli_json_print(j);
 	} else {
-		char a[32], b[32], c[32];
+		char th[256];
 
-		printf("\nwrote %s: movsb from %s, movsq from %s, NT (%s) from %s\n",
-		       output, cli_size(t.movsb_min, a, sizeof(a)),
-		       cli_size(t.movsq_min, b, sizeof(b)), memmig_prim_name(t.nt_prim),
-		       cli_size(t.nt_min, c, sizeof(c)));
+		printf("\nwrote %s: %s\n", output, cli_thresholds(&t, th, sizeof(th)));
 	}
 	return 0;
 }

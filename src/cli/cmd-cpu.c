@@ -36,18 +36,18 @@ static void cpu_print_text(struct memmig_ctx *ctx,
 			printf(" %s", name);
 	}
 	printf("\nllc:        %s\n", util_size_format(cpu->llc_size, buf, sizeof(buf)));
-	char b2[32], b3[32];
+	char th[256];
 
-	printf("thresholds: movsb from %s, movsq from %s, NT from %s (%s)\n",
-	       cli_size(t->movsb_min, buf, sizeof(buf)),
-	       cli_size(t->movsq_min, b2, sizeof(b2)),
-	       cli_size(t->nt_min, b3, sizeof(b3)), memmig_prim_name(t->nt_prim));
+	printf("thresholds: %s\n", cli_thresholds(t, th, sizeof(th)));
 	printf("calibration file: %s\n\n", memmig_tuning_default_path());
-	printf("%10s  %-10s %-10s %-10s\n", "size", "default", "temporal", "pmem");
+	printf("%10s  %-10s %-10s %-10s %-10s\n", "size", "default", "cold", "temporal",
+	       "pmem");
 	for (size_t i = 0; i < N_SAMPLES; i++)
-		printf("%10s  %-10s %-10s %-10s\n",
+		printf("%10s  %-10s %-10s %-10s %-10s\n",
 		       util_size_format(sample_sizes[i], buf, sizeof(buf)),
 		       memmig_prim_name(memmig_copy_query(ctx, sample_sizes[i], 0)),
+		       memmig_prim_name(memmig_copy_query(ctx, sample_sizes[i],
+							  MEMMIG_COPY_COLD)),
 		       memmig_prim_name(memmig_copy_query(ctx, sample_sizes[i],
 							  MEMMIG_COPY_TEMPORAL)),
 		       memmig_prim_name(memmig_copy_query(ctx, sample_sizes[i],
@@ -69,6 +69,8 @@ static void cpu_print_json(struct memmig_ctx *ctx,
 		json_object_object_add(row, "size", json_object_new_int64((int64_t)n));
 		json_object_object_add(row, "default", json_object_new_string(
 			memmig_prim_name(memmig_copy_query(ctx, n, 0))));
+		json_object_object_add(row, "cold", json_object_new_string(
+			memmig_prim_name(memmig_copy_query(ctx, n, MEMMIG_COPY_COLD))));
 		json_object_object_add(row, "temporal", json_object_new_string(
 			memmig_prim_name(memmig_copy_query(ctx, n, MEMMIG_COPY_TEMPORAL))));
 		json_object_object_add(row, "pmem", json_object_new_string(

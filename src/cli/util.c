@@ -142,6 +142,24 @@ const char *cli_size(size_t v, char *buf, size_t len)
 	return util_size_format(v, buf, len);
 }
 
+const char *cli_thresholds(const struct memmig_tuning *t, char *buf, size_t len)
+{
+	char v[32], b[32], q[32], n[32], c[32];
+
+	if (t->vec_max == MEMMIG_SIZE_NEVER)
+		snprintf(v, sizeof(v), "%s up to NT", memmig_prim_name(t->vec_prim));
+	else if (t->vec_max)
+		snprintf(v, sizeof(v), "%s below %s", memmig_prim_name(t->vec_prim),
+			 util_size_format(t->vec_max, n, sizeof(n)));
+	else
+		snprintf(v, sizeof(v), "no vector copy");
+	snprintf(buf, len, "%s, movsb from %s, movsq from %s, NT (%s) from %s, "
+		 "cold NT from %s", v, cli_size(t->movsb_min, b, sizeof(b)),
+		 cli_size(t->movsq_min, q, sizeof(q)), memmig_prim_name(t->nt_prim),
+		 cli_size(t->nt_min, n, sizeof(n)), cli_size(t->nt_cold_min, c, sizeof(c)));
+	return buf;
+}
+
 static struct json_object *json_size(size_t v)
 {
 	return v == MEMMIG_SIZE_NEVER ? NULL : json_object_new_int64((int64_t)v);
@@ -183,6 +201,10 @@ struct json_object *cli_json_tuning(const struct memmig_tuning *t)
 	json_object_object_add(o, "nt_min", json_size(t->nt_min));
 	json_object_object_add(o, "nt_prim",
 			       json_object_new_string(memmig_prim_name(t->nt_prim)));
+	json_object_object_add(o, "vec_max", json_size(t->vec_max));
+	json_object_object_add(o, "vec_prim",
+			       json_object_new_string(memmig_prim_name(t->vec_prim)));
+	json_object_object_add(o, "nt_cold_min", json_size(t->nt_cold_min));
 	return o;
 }
 

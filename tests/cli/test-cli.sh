@@ -54,13 +54,22 @@ check "bench text" exit_is 0 "$cli" "${bench[@]}"
 check "bench text hot table" grep -q '^hot copies' "$tmp/out"
 check "bench text cold table" grep -q '^cold copies' "$tmp/out"
 check "bench text units" grep -q '^memmig, 2 MiB units' "$tmp/out"
+check "bench text verdict last" sh -c "tail -1 '$tmp/out' | grep -q \"^memmig's dispatch (hot: unflagged; cold: MEMMIG_COPY_COLD) at its worst is [0-9.]*x the better of glibc\""
 check "bench json" exit_is 0 "$cli" "${bench[@]}" --json
 check "bench json rows" test "$(jq '.hot | length' "$tmp/out")" -eq 2
 check "bench json all positive" \
 	test "$(jq '[.hot[], .cold[] | .results[] | .median_gbs > 0] | all' "$tmp/out")" = true
 check "bench json units positive" test "$(jq '[.units[] | .median_gbs > 0] | all' "$tmp/out")" = true
 check "bench json has glibc and memmig" \
-	test "$(jq '.hot[0].results | has("glibc") and has("memmig")' "$tmp/out")" = true
+	test "$(jq '.hot[0].results | has("glibc") and has("memmig") and has("memmig-cold")' "$tmp/out")" = true
+check "bench json judged per mode" \
+	test "$(jq -c '[.hot[0].judged, .cold[0].judged]' "$tmp/out")" = '["memmig","memmig-cold"]'
+check "bench json verdict is the worst row" \
+	test "$(jq '.dispatch_worst.ratio == ([.hot[], .cold[] | .vs_peer] | min)' "$tmp/out")" = true
+cold4k=$(jq -r '.cold[0].dispatch_cold' "$tmp/out")
+check "cpu json" exit_is 0 "$cli" cpu --json
+check "bench and cpu name one cold choice" \
+	test "$(jq -r '.dispatch[] | select(.size == 4096) | .cold' "$tmp/out")" = "$cold4k"
 
 # bench migrate: the data survives every case; on one node the kernel
 # strategy has nothing to move and the copy strategy still copies and swaps

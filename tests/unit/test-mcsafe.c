@@ -697,9 +697,74 @@ static int suite_fini(void)
 	return 0;
 }
 
+/*
+ * Each vector copy, forced through the tuning for every length: its
+ * overlapping head and tail loads stay inside the source, so a copy that
+ * runs into the hole reports exactly the bytes past the hole's start, and
+ * the ones before it arrive.
+ */
+static void test_vec_exact(void)
+{
+	static const size_t lens[] = { 4, 16, 17, 33, 64, 65, 100, 129, 300,
+				       511, 1000, 4096, 5000, 3 * PAGE + 7 };
+	struct memmig_tuning saved = { .sz = sizeof(saved) }, t;
+	struct memmig_cpu_info cpu = { .sz = sizeof(cpu) };
+	struct holed h;
+	int n = 0;
+
+	CU_ASSERT_EQUAL_FATAL(holed_make(&h), 0);
+	memmig_ctx_get_cpu(ctx, &cpu);
+	CU_ASSERT_EQUAL_FATAL(memmig_ctx_get_tuning(ctx, &saved), 0);
+	for (int p = MEMMIG_PRIM_VEC_SSE2; p <= MEMMIG_PRIM_VEC_AVX512; p++) {
+		if (!memmig_prim_supported(&cpu, p))
+			continue;
+		n++;
+		t = saved;
+		t.vec_prim = p;
+		t.vec_max = MEMMIG_SIZE_NEVER;
+		t.nt_min = MEMMIG_SIZE_NEVER;
+		CU_ASSERT_EQUAL_FATAL(memmig_ctx_set_tuning(ctx, &t), 0);
+		CU_ASSERT_EQUAL(memmig_copy_query(ctx, SRC_LEN, 0), p);
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+			for (size_t before = 1; before <= 70; before += 23) {
+				size_t len = lens[i] + before;
+				ssize_t left;
+
+				memset(h.dst, DST_FILL, len + 64);
+				left = memmig_copy_mc(ctx, h.dst + 1, h.src + HOLE_OFF - before,
+						      len, NULL);
+				if (left != (ssize_t)(len - before))
+					CUNIT_FAILF("%s len %zu: %zd not copied, want %zu",
+						    memmig_prim_name(p), len, left, len - before);
+				if (memcmp(h.dst + 1, h.src + HOLE_OFF - before, before))
+					CUNIT_FAILF("%s len %zu: the bytes before the hole "
+						    "differ", memmig_prim_name(p), len);
+				if (h.dst[0] != DST_FILL || h.dst[len + 1] != DST_FILL)
+					CUNIT_FAILF("%s len %zu: wrote outside", memmig_prim_name(p),
+						    len);
+			}
+		}
+		/* And the whole source, as a migration copies it. */
+		memset(h.dst, DST_FILL, SRC_LEN);
+		{
+			struct bad_log b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+			struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1,
+						    .bad = on_bad, .opaque = &b };
+
+			check_holed_copy(&h, memmig_copy_mc(ctx, h.dst, h.src, SRC_LEN, &o),
+					 &b);
+		}
+	}
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &saved), 0);
+	holed_free(&h);
+	if (cpu.features & MEMMIG_CPU_SSE2)
+		CU_ASSERT(n >= 1);
+}
+
 static CU_TestInfo mc_tests[] = {
 	{ "truncated window: exact count, both sides", test_truncated_window },
 	{ "truncated window under each flag", test_truncated_flags },
+	{ "vector copies report exactly what they did not copy", test_vec_exact },
 	{ "two threads, two guards", test_threads },
 	{ "poison markers, kernel read", test_poison_kernel_read },
 	{ "poison marker moves with mremap", test_marker_moves },

@@ -13,34 +13,55 @@
 #include <sys/mman.h>
 
 #include "lib/core/memmig-private.h"
+#include "lib/copy/policy.h"
 
 #define CAL_POOL (256UL << 20)
 #define CAL_SAMPLE_S 0.002	/* one sample's length */
 #define PASSES 3		/* each ladder, per-size median of these */
-#define LADDER_MAX 18		/* rows of any ladder */
+#define LADDER_MAX 24		/* rows of any ladder */
 
 static const size_t ladder_small[] = {
 	16, 32, 64, 96, 128, 168, 192, 256, 320, 384, 512, 768, 1024,
-	1536, 2048, 3072, 4096, 8192,
+	1536, 2048, 3072, 4096, 8192, 16384, 32768, 65536,
 };
 #define N_SMALL (sizeof(ladder_small) / sizeof(ladder_small[0]))
+
+static double median3(double a, double b, double c);
 
 struct cal {
 	struct memmig_ctx *ctx;
 	struct memmig_cpu_info cpu;
 	struct memmig_calibrate_opts o;
 	uint8_t *src, *dst;
+	size_t next;		/* the next cold place */
 };
 
-/* iters copies of len bytes with prim, drained once at the end. */
-static double time_copies(struct cal *c, int prim, size_t len, size_t iters)
+/*
+ * iters copies of len bytes with prim, drained once at the end: hot, the
+ * same buffers each time; cold, each at a new page-aligned place in the
+ * pool, in an order no prefetcher follows (an odd multiplier modulo a
+ * power of two visits every slot).
+ */
+static double time_copies(struct cal *c, int prim, size_t len, size_t iters,
+			  bool cold)
 {
-	double t0 = memmig_now();
+	size_t stride = (len + MEMMIG_PAGE_SIZE - 1) & ~(MEMMIG_PAGE_SIZE - 1);
+	size_t mask = 1, at = c->next;
+	double t0;
 
-	for (size_t i = 0; i < iters; i++)
-		memmig_copy_with(c->ctx, prim, c->dst, c->src, len,
+	while (mask * 2 <= CAL_POOL / stride)
+		mask *= 2;
+	mask--;
+	t0 = memmig_now();
+	for (size_t i = 0; i < iters; i++) {
+		size_t off = cold ? (at++ * 0x9e3779b1u & mask) * stride : 0;
+
+		memmig_copy_with(c->ctx, prim, c->dst + off, c->src + off, len,
 				 i + 1 < iters ? MEMMIG_COPY_NODRAIN : 0);
-	return memmig_now() - t0;
+	}
+	t0 = memmig_now() - t0;
+	c->next = at;
+	return t0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -50,9 +71,10 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Median GB/s of hot copies of len bytes by n primitives, sampled
+/* Median GB/s of copies of len bytes by n primitives, sampled
  * round-robin so that a noisy moment hits them all alike. */
-static void hot(struct cal *c, const int *prims, unsigned int n, size_t len, double *out)
+static void measure(struct cal *c, const int *prims, unsigned int n, size_t len,
+		    bool cold, double *out)
 {
 	double samples[4][64], t = 0;
 	size_t iters[4];
@@ -61,7 +83,7 @@ static void hot(struct cal *c, const int *prims, unsigned int n, size_t len, dou
 	for (unsigned int p = 0; p < n; p++) {
 		/* Warm-up, growing the count until a sample is long enough. */
 		for (iters[p] = 1;; iters[p] *= 4) {
-			t = time_copies(c, prims[p], len, iters[p]);
+			t = time_copies(c, prims[p], len, iters[p], cold);
 			if (t >= CAL_SAMPLE_S / 4)
 				break;
 		}
@@ -70,13 +92,30 @@ static void hot(struct cal *c, const int *prims, unsigned int n, size_t len, dou
 	}
 	for (unsigned int r = 0; r < reps; r++)
 		for (unsigned int p = 0; p < n; p++) {
-			t = time_copies(c, prims[p], len, iters[p]);
+			t = time_copies(c, prims[p], len, iters[p], cold);
 			samples[p][r] = t > 0 ? (double)len * iters[p] / t / 1e9 : 0;
 		}
 	for (unsigned int p = 0; p < n; p++) {
 		qsort(samples[p], reps, sizeof(double), cmp_double);
 		out[p] = samples[p][reps / 2];
 	}
+}
+
+static void hot(struct cal *c, const int *prims, unsigned int n, size_t len, double *out)
+{
+	measure(c, prims, n, len, false, out);
+}
+
+/* hot() or cold, each size PASSES times, the per-primitive median. */
+static void measure3(struct cal *c, const int *prims, unsigned int n, size_t len,
+		     bool cold, double *out)
+{
+	double r[PASSES][4];
+
+	for (int p = 0; p < PASSES; p++)
+		measure(c, prims, n, len, cold, r[p]);
+	for (unsigned int k = 0; k < n; k++)
+		out[k] = median3(r[0][k], r[1][k], r[2][k]);
 }
 
 static void report(struct cal *c, int step, size_t len, const int *prims, unsigned int n,
@@ -132,37 +171,97 @@ static double median3(double a, double b, double c)
 	return c < a ? a : c > b ? b : c;
 }
 
+/* The vector copy with the least loss summed over the sizes it would
+ * copy: each size counts alike, however fast. */
+static void cal_vec_prim(struct cal *c, struct memmig_tuning *t)
+{
+	static const size_t ladder[] = { 16, 64, 256, 1024, 4096, 16384 };
+	double v[4][LADDER_MAX], best = 1e300;
+	int prims[4];
+	unsigned int n = 0;
+
+	for (int p = MEMMIG_PRIM_VEC_SSE2; p <= MEMMIG_PRIM_VEC_AVX512; p++)
+		if (memmig_prim_supported(&c->cpu, p))
+			prims[n++] = p;
+	if (n < 2)
+		return;
+	for (size_t i = 0; i < sizeof(ladder) / sizeof(ladder[0]); i++) {
+		double row[4];
+
+		measure3(c, prims, n, ladder[i], false, row);
+		for (unsigned int k = 0; k < n; k++)
+			v[k][i] = row[k];
+		report(c, MEMMIG_CALIBRATE_VEC_PRIM, ladder[i], prims, n, row);
+	}
+	for (unsigned int k = 0; k < n; k++) {
+		double loss = 0;
+
+		for (size_t i = 0; i < sizeof(ladder) / sizeof(ladder[0]); i++) {
+			double top = 0;
+
+			for (unsigned int j = 0; j < n; j++)
+				top = v[j][i] > top ? v[j][i] : top;
+			if (top > 0)
+				loss += (top - v[k][i]) / top;
+		}
+		if (loss < best) {
+			best = loss;
+			t->vec_prim = prims[k];
+		}
+	}
+}
+
 /*
- * Temporal crossovers: rep movsq against the movq loop, and rep movsb
- * against the better of the two.  A movsq window survives only below
- * movsb_min.
+ * Temporal crossovers: rep movsq against the movq loop, rep movsb against
+ * the better of the two (a movsq window survives only below movsb_min),
+ * then the vector copy against whichever string copy those give: vec_max.
  */
 static void cal_small(struct cal *c, struct memmig_tuning *t)
 {
-	static const int prims[] = { MEMMIG_PRIM_MOVQ, MEMMIG_PRIM_REP_MOVSQ,
-				     MEMMIG_PRIM_REP_MOVSB };
 	bool erms = c->cpu.features & (MEMMIG_CPU_ERMS | MEMMIG_CPU_FSRM);
-	double v[3][LADDER_MAX], best_q[LADDER_MAX];
-	unsigned int ncols = erms ? 3 : 2;
+	bool rep = c->cpu.features & MEMMIG_CPU_REP_GOOD;
+	double v[4][LADDER_MAX], best_q[LADDER_MAX], str[LADDER_MAX];
+	int prims[4] = { MEMMIG_PRIM_MOVQ, t->vec_prim };
+	unsigned int n = 2, col_q = 0, col_b = 0;
 
-	if (!(c->cpu.features & MEMMIG_CPU_REP_GOOD) && !erms)
-		return;	/* the movq loop at every size: nothing to find */
-	for (size_t i = 0; i < N_SMALL; i++) {
-		double r[PASSES][4], row[3];
-
-		for (int p = 0; p < PASSES; p++)
-			hot(c, prims, ncols, ladder_small[i], r[p]);
-		for (unsigned int k = 0; k < 3; k++)
-			v[k][i] = row[k] = median3(r[0][k], r[1][k], r[2][k]);
-		best_q[i] = v[0][i] > v[1][i] ? v[0][i] : v[1][i];
-		report(c, MEMMIG_CALIBRATE_SMALL, ladder_small[i], prims, ncols, row);
+	if (rep) {
+		col_q = n;
+		prims[n++] = MEMMIG_PRIM_REP_MOVSQ;
 	}
-	t->movsq_min = crossover(ladder_small, N_SMALL, v[0], v[1], 16384);
 	if (erms) {
-		t->movsb_min = crossover(ladder_small, N_SMALL, best_q, v[2], 16384);
+		col_b = n;
+		prims[n++] = MEMMIG_PRIM_REP_MOVSB;
+	}
+	for (size_t i = 0; i < N_SMALL; i++) {
+		double row[4];
+
+		measure3(c, prims, n, ladder_small[i], false, row);
+		for (unsigned int k = 0; k < n; k++)
+			v[k][i] = row[k];
+		report(c, MEMMIG_CALIBRATE_SMALL, ladder_small[i], prims, n, row);
+	}
+	if (rep) {
+		t->movsq_min = crossover(ladder_small, N_SMALL, v[0], v[col_q], 1 << 20);
+		for (size_t i = 0; i < N_SMALL; i++)
+			best_q[i] = v[0][i] > v[col_q][i] ? v[0][i] : v[col_q][i];
+	}
+	if (erms) {
+		t->movsb_min = crossover(ladder_small, N_SMALL, rep ? best_q : v[0],
+					 v[col_b], 1 << 20);
 		if (t->movsq_min >= t->movsb_min)
 			t->movsq_min = MEMMIG_SIZE_NEVER;	/* no window */
 	}
+	/* What each size gets without the vector copy, under these t. */
+	for (size_t i = 0; i < N_SMALL; i++) {
+		struct memmig_tuning s = *t;
+		int p;
+
+		s.vec_max = 0;
+		p = memmig_policy_temporal(&c->cpu, &s, ladder_small[i]);
+		str[i] = v[p == MEMMIG_PRIM_REP_MOVSB ? col_b :
+			   p == MEMMIG_PRIM_REP_MOVSQ ? col_q : 0][i];
+	}
+	t->vec_max = crossover(ladder_small, N_SMALL, v[1], str, MEMMIG_SIZE_NEVER);
 }
 
 /* The fastest NT primitive, on a working set beyond the cache. */
@@ -208,6 +307,29 @@ static void cal_nt_min(struct cal *c, struct memmig_tuning *t)
 	t->nt_min = crossover(ladder, n, v[0], v[1], MEMMIG_SIZE_NEVER);
 }
 
+/*
+ * Cold copies (each at a new place, far from the last): from which size
+ * NT stores, which need not read the lines they write, beat what a
+ * temporal copy of that size gets.
+ */
+static void cal_nt_cold(struct cal *c, struct memmig_tuning *t)
+{
+	double v[2][LADDER_MAX];
+
+	for (size_t i = 0; i < N_SMALL; i++) {
+		int prims[] = { memmig_policy_choose(&c->cpu, t, ladder_small[i],
+						     MEMMIG_COPY_TEMPORAL),
+				t->nt_prim };
+		double r[4];
+
+		measure3(c, prims, 2, ladder_small[i], true, r);
+		v[0][i] = r[0];
+		v[1][i] = r[1];
+		report(c, MEMMIG_CALIBRATE_NT_COLD, ladder_small[i], prims, 2, r);
+	}
+	t->nt_cold_min = crossover(ladder_small, N_SMALL, v[0], v[1], MEMMIG_SIZE_NEVER);
+}
+
 int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrate_opts *opts,
 			    struct memmig_tuning *out)
 {
@@ -233,9 +355,11 @@ int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrat
 	c.dst = c.src + CAL_POOL;
 	memset(c.src, 0x5a, CAL_POOL);
 	memset(c.dst, 0, CAL_POOL);
+	cal_vec_prim(&c, &t);
 	cal_small(&c, &t);
 	cal_nt_prim(&c, &t);
 	cal_nt_min(&c, &t);
+	cal_nt_cold(&c, &t);
 	munmap(c.src, 2 * CAL_POOL);
 	return memmig_struct_out(out, &t, sizeof(t));
 }

@@ -43,7 +43,7 @@ struct memmig_ctx {
 	size_t small_below;
 	int small_prim;
 	memmig_prim_fn small_fn;
-	bool small_tiny;	/* a vector copy: up to 32 B inline (copy.c) */
+	bool small_tiny;	/* a vector copy: up to 64 B inline (copy.c) */
 
 	pthread_mutex_t lock;	/* faults and reserve pools */
 	struct memmig_fault faults[MEMMIG_FAULT_COUNT];

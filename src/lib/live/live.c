@@ -542,7 +542,9 @@ int memmig_live_run(struct memmig_live *l)
 	if (rc < 0)
 		goto out;
 	t = memmig_now();
-	l->prim = memmig_copy_query(l->vm->ctx, l->rep.bytes, 0);
+	/* The pre-copy rounds write the destination, cold: NT or not by the
+	 * guest's size as a cold copy. */
+	l->prim = memmig_copy_query(l->vm->ctx, l->rep.bytes, MEMMIG_COPY_COLD);
 	rc = l->prim < 0 ? l->prim : memmig_dirty_start(l);
 	if (!rc)
 		rc = precopy(l);

@@ -78,8 +78,9 @@ static int copy_setup(struct memmig_job *job)
 	struct memmig_swap_src *src;
 	int rc;
 
-	/* The whole range is the working set: it decides NT or not. */
-	job->prim = memmig_copy_query(job->ctx, job->len, 0);
+	/* The whole range is the working set, and the destination is fresh
+	 * pages, cold: they decide NT or not. */
+	job->prim = memmig_copy_query(job->ctx, job->len, MEMMIG_COPY_COLD);
 	if (job->prim < 0)
 		return job->prim;
 	if (job->region->desc.backing != MEMMIG_BACKING_ANON)

@@ -77,8 +77,9 @@ static int dax_setup(struct memmig_job *job)
 		    (unsigned long long)job->len);
 		return -ENOMEM;
 	}
-	/* The whole range is the working set: it decides NT or not. */
-	prim = memmig_copy_query(job->ctx, job->len, 0);
+	/* The whole range is the working set, and the destination is fresh
+	 * pages, cold: they decide NT or not. */
+	prim = memmig_copy_query(job->ctx, job->len, MEMMIG_COPY_COLD);
 	if (prim < 0)
 		return prim;
 	dj->copy_flags = memmig_prim_is_nt(prim) ? MEMMIG_COPY_NONTEMPORAL : 0;
