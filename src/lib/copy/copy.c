@@ -52,34 +52,42 @@ static inline bool copy_fast_ok(const void *dst, const void *src, size_t len)
 		 (d - s < len) | (s - d < len));
 }
 
+/* 16 bytes through a vector register (SSE2 on x86-64). */
+static inline void copy16(unsigned char *d, const unsigned char *s)
+{
+	unsigned char v[16];
+
+	__builtin_memcpy(v, s, 16);
+	__builtin_memcpy(d, v, 16);
+}
+
+/* k 16-byte moves from each end of n > 16 * (k / 2) bytes. */
+#define COPY_ENDS(d, s, n, k)                                                  \
+	do {                                                                   \
+		_Pragma("GCC unroll 8")                                        \
+		for (size_t i_ = 0; i_ < (k); i_++) {                          \
+			copy16((d) + 16 * i_, (s) + 16 * i_);                  \
+			copy16((d) + (n) - 16 * (i_ + 1), (s) + (n) - 16 * (i_ + 1)); \
+		}                                                              \
+	} while (0)
+
 /*
- * 0..64 bytes with overlapping moves from both ends, 16 bytes at most at a
- * time: the SSE2 copy's own shortest cases, inline where a call costs more
- * than the copy (glibc memcpy at 16 B is 2.5 ns on an AMD family 17h host,
- * and a call through the cached pointer added 2.4).  The wider copies' are
- * the same bytes moved; 16-byte moves need no vzeroupper after them (2 ns
- * there).
+ * 0..128 bytes with overlapping 16-byte moves from both ends: the SSE2
+ * copy's own cases (vec.S) up to 8 vectors, inline where the call costs
+ * more than the copy (glibc memcpy at 16 B is 2.5 ns on an AMD family 17h
+ * host, and a call through the cached pointer added 2.4).  Up to 64 bytes
+ * the wider copies move the same bytes, and 16-byte moves need no
+ * vzeroupper after them (2 ns there).
  */
-static inline void copy_tiny(unsigned char *d, const unsigned char *s, size_t n)
+static inline void copy_inline(unsigned char *d, const unsigned char *s, size_t n)
 {
 	if (__builtin_expect(n >= 16, 1)) {
-		unsigned char a[16], b[16], y[16], z[16];
-
-		if (n > 32) {
-			__builtin_memcpy(a, s, 16);
-			__builtin_memcpy(b, s + 16, 16);
-			__builtin_memcpy(y, s + n - 32, 16);
-			__builtin_memcpy(z, s + n - 16, 16);
-			__builtin_memcpy(d, a, 16);
-			__builtin_memcpy(d + 16, b, 16);
-			__builtin_memcpy(d + n - 32, y, 16);
-			__builtin_memcpy(d + n - 16, z, 16);
-			return;
-		}
-		__builtin_memcpy(a, s, 16);
-		__builtin_memcpy(z, s + n - 16, 16);
-		__builtin_memcpy(d, a, 16);
-		__builtin_memcpy(d + n - 16, z, 16);
+		if (n <= 32)
+			COPY_ENDS(d, s, n, 1);
+		else if (n <= 64)
+			COPY_ENDS(d, s, n, 2);
+		else
+			COPY_ENDS(d, s, n, 4);
 	} else if (n >= 8) {
 		uint64_t a, b;
 
@@ -178,7 +186,7 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
  * Small unflagged copies, the common case, take a few nanoseconds: the
  * primitive cached for them is called with nothing on the way but the
  * checks, and with no frame of this function's own (the policy is out of
- * line); up to 64 bytes of a vector copy are done right here.  A glibc
+ * line); the shortest vector copies are done right here.  A glibc
  * memcpy is one jump.
  */
 int memmig_copy_run(struct memmig_ctx *ctx, void *dst, const void *src,
@@ -191,8 +199,8 @@ int memmig_copy_run(struct memmig_ctx *ctx, void *dst, const void *src,
 			if (rc)
 				return len ? rc : 0;	/* nothing to copy is no error */
 		}
-		if (len <= 64 && ctx->small_tiny) {
-			copy_tiny(dst, src, len);
+		if (len <= ctx->small_inline) {
+			copy_inline(dst, src, len);
 			return 0;
 		}
 		ctx->small_fn(dst, src, len, 0);

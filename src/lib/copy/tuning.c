@@ -362,5 +362,8 @@ void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 			below = at[i];
 	ctx->small_below = below;
 	ctx->small_fn = memmig_copy_prim_fn(ctx->small_prim);
-	ctx->small_tiny = memmig_policy_is_vec(ctx->small_prim);
+	if (ctx->small_prim == MEMMIG_PRIM_VEC_SSE2)
+		ctx->small_inline = 128;
+	else
+		ctx->small_inline = memmig_policy_is_vec(ctx->small_prim) ? 64 : 0;
 }

@@ -43,7 +43,10 @@ struct memmig_ctx {
 	size_t small_below;
 	int small_prim;
 	memmig_prim_fn small_fn;
-	bool small_tiny;	/* a vector copy: up to 64 B inline (copy.c) */
+	/* Up to this many bytes of a vector copy are done inline (copy.c):
+	 * 128 for SSE2, whose moves those are, 64 for the wider ones (the
+	 * same bytes as their two-vector case), 0 for the others. */
+	size_t small_inline;
 
 	pthread_mutex_t lock;	/* faults and reserve pools */
 	struct memmig_fault faults[MEMMIG_FAULT_COUNT];

@@ -9,14 +9,16 @@
  *  - below V: the next narrower copy (AVX-512 -> AVX2 -> SSE2 -> the 0..15
  *    byte moves of copy.S);
  *  - V..2V: the first and the last vector, overlapping in the middle;
- *  - up to 4V and up to 8V: two and four vectors from each end;
+ *  - up to 4V, 8V and 16V: two, four and eight vectors from each end
+ *    (no loop, whose branch and set-up cost a sixth of a 256-byte SSE2
+ *    copy on an AMD family 17h host);
  *  - beyond: the first vector, a loop of four vectors stored to V-aligned
  *    destinations, then the last four vectors.
  * Writing some bytes twice is harmless (the same bytes).  Every load is
  * inside [src, src + len) and every store inside [dst, dst + len): a
  * guarded copy (mcsafe.c) faults only on its own bytes.
  * AVX2 ends with vzeroupper (SSE code after it pays no transition); the
- * AVX-512 copy uses zmm16-23 only, which leave no dirty upper state.
+ * AVX-512 copy uses zmm16-31 only, which leave no dirty upper state.
  */
 	.text
 
@@ -65,6 +67,42 @@
 	\STU	\r7, -\V(%rdi,%rdx)
 .endm
 
+/* Eight vectors from each end, in two halves of eight registers. */
+.macro ENDS16 V, LDU, STU, r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15
+	\LDU	(%rsi), \r0
+	\LDU	\V(%rsi), \r1
+	\LDU	2*\V(%rsi), \r2
+	\LDU	3*\V(%rsi), \r3
+	\LDU	4*\V(%rsi), \r4
+	\LDU	5*\V(%rsi), \r5
+	\LDU	6*\V(%rsi), \r6
+	\LDU	7*\V(%rsi), \r7
+	\LDU	-8*\V(%rsi,%rdx), \r8
+	\LDU	-7*\V(%rsi,%rdx), \r9
+	\LDU	-6*\V(%rsi,%rdx), \r10
+	\LDU	-5*\V(%rsi,%rdx), \r11
+	\LDU	-4*\V(%rsi,%rdx), \r12
+	\LDU	-3*\V(%rsi,%rdx), \r13
+	\LDU	-2*\V(%rsi,%rdx), \r14
+	\LDU	-\V(%rsi,%rdx), \r15
+	\STU	\r0, (%rdi)
+	\STU	\r1, \V(%rdi)
+	\STU	\r2, 2*\V(%rdi)
+	\STU	\r3, 3*\V(%rdi)
+	\STU	\r4, 4*\V(%rdi)
+	\STU	\r5, 5*\V(%rdi)
+	\STU	\r6, 6*\V(%rdi)
+	\STU	\r7, 7*\V(%rdi)
+	\STU	\r8, -8*\V(%rdi,%rdx)
+	\STU	\r9, -7*\V(%rdi,%rdx)
+	\STU	\r10, -6*\V(%rdi,%rdx)
+	\STU	\r11, -5*\V(%rdi,%rdx)
+	\STU	\r12, -4*\V(%rdi,%rdx)
+	\STU	\r13, -3*\V(%rdi,%rdx)
+	\STU	\r14, -2*\V(%rdi,%rdx)
+	\STU	\r15, -\V(%rdi,%rdx)
+.endm
+
 /* The last four vectors of what is left: rsi + rdx is the source's end. */
 .macro LAST4 V, LDU, STU, r0, r1, r2, r3
 	\LDU	-4*\V(%rsi,%rdx), \r0
@@ -77,7 +115,7 @@
 	\STU	\r3, -\V(%rdi,%rdx)
 .endm
 
-.macro VEC_COPY name, V, LDU, STU, STA, narrower, vz, r0, r1, r2, r3, r4, r5, r6, r7
+.macro VEC_COPY name, V, LDU, STU, STA, narrower, vz, r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15
 	.globl	\name
 	.hidden	\name
 	.type	\name, @function
@@ -95,8 +133,12 @@
 	ENDS4	\V, \LDU, \STU, \r0, \r1, \r2, \r3
 	VRET	\vz
 2:	cmp	$8*\V, %rdx
-	ja	3f
+	ja	5f
 	ENDS8	\V, \LDU, \STU, \r0, \r1, \r2, \r3, \r4, \r5, \r6, \r7
+	VRET	\vz
+5:	cmp	$16*\V, %rdx
+	ja	3f
+	ENDS16	\V, \LDU, \STU, \r0, \r1, \r2, \r3, \r4, \r5, \r6, \r7, \r8, \r9, \r10, \r11, \r12, \r13, \r14, \r15
 	VRET	\vz
 3:	/* The first vector, then dst rounded up to the next V boundary:
 	 * the 1..V bytes skipped are inside the first vector. */
@@ -107,7 +149,7 @@
 	and	$-\V, %rdi
 	sub	%rdi, %rcx		/* minus the bytes skipped */
 	sub	%rcx, %rsi
-	add	%rcx, %rdx		/* still more than 7V */
+	add	%rcx, %rdx		/* still more than 15V */
 	.p2align 4
 4:	\LDU	(%rsi), \r0
 	\LDU	\V(%rsi), \r1
@@ -131,12 +173,15 @@
 
 	VEC_COPY memmig_x86_copy_sse2, 16, movdqu, movdqu, movdqa, \
 		 memmig_x86_copy_lt16, 0, \
-		 %xmm0, %xmm1, %xmm2, %xmm3, %xmm4, %xmm5, %xmm6, %xmm7
+		 %xmm0, %xmm1, %xmm2, %xmm3, %xmm4, %xmm5, %xmm6, %xmm7, \
+		 %xmm8, %xmm9, %xmm10, %xmm11, %xmm12, %xmm13, %xmm14, %xmm15
 	VEC_COPY memmig_x86_copy_avx2, 32, vmovdqu, vmovdqu, vmovdqa, \
 		 memmig_x86_copy_sse2, 1, \
-		 %ymm0, %ymm1, %ymm2, %ymm3, %ymm4, %ymm5, %ymm6, %ymm7
+		 %ymm0, %ymm1, %ymm2, %ymm3, %ymm4, %ymm5, %ymm6, %ymm7, \
+		 %ymm8, %ymm9, %ymm10, %ymm11, %ymm12, %ymm13, %ymm14, %ymm15
 	VEC_COPY memmig_x86_copy_avx512, 64, vmovdqu64, vmovdqu64, vmovdqa64, \
 		 memmig_x86_copy_avx2, 0, \
-		 %zmm16, %zmm17, %zmm18, %zmm19, %zmm20, %zmm21, %zmm22, %zmm23
+		 %zmm16, %zmm17, %zmm18, %zmm19, %zmm20, %zmm21, %zmm22, %zmm23, \
+		 %zmm24, %zmm25, %zmm26, %zmm27, %zmm28, %zmm29, %zmm30, %zmm31
 
 	.section .note.GNU-stack,"",@progbits
