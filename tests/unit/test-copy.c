@@ -226,6 +226,32 @@ static void test_powers_of_two(void)
 	}
 }
 
+/* MEMMIG_COPY_COLD on both sides of the cold threshold, wherever it is:
+ * below it the small-copy path, from it the NT primitive. */
+static void test_cold_threshold(void)
+{
+	static const size_t at[] = { 0, 1, 17, 64, 200, 256, 4096 };
+	struct memmig_tuning saved = { .sz = sizeof(saved) }, t;
+
+	CU_ASSERT_EQUAL_FATAL(memmig_ctx_get_tuning(ctx, &saved), 0);
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		t = saved;
+		t.nt_cold_min = at[i];
+		CU_ASSERT_EQUAL_FATAL(memmig_ctx_set_tuning(ctx, &t), 0);
+		for (size_t len = 0; len <= 4160; len++) {
+			const int via = VIA_RUN;
+
+			check_copy(via, 0, 0, len, MEMMIG_COPY_COLD);
+			if (len % 61 == 0)
+				check_copy(via, 13, 7, len, MEMMIG_COPY_COLD);
+		}
+		if (memmig_test_x86_build() && at[i])
+			CU_ASSERT_TRUE(memmig_prim_is_nt(memmig_copy_query(ctx, at[i],
+								 MEMMIG_COPY_COLD)));
+	}
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &saved), 0);
+}
+
 static const size_t odd_lengths[] = { 1, 7, 63, 64, 65, 255, 256, 257, 1000,
 				      4096 + 13 };
 #define NODD (sizeof(odd_lengths) / sizeof(odd_lengths[0]))
@@ -358,6 +384,9 @@ static void test_dispatched_flags(void)
 		MEMMIG_COPY_PMEM | MEMMIG_COPY_NOFLUSH,
 		MEMMIG_COPY_PMEM | MEMMIG_COPY_TEMPORAL,
 		MEMMIG_COPY_PMEM | MEMMIG_COPY_TEMPORAL | MEMMIG_COPY_NODRAIN,
+		MEMMIG_COPY_COLD,
+		MEMMIG_COPY_COLD | MEMMIG_COPY_NODRAIN,
+		MEMMIG_COPY_COLD | MEMMIG_COPY_TEMPORAL,
 	};
 
 	for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
@@ -376,7 +405,7 @@ static void test_units(void)
 	static const unsigned int flags[] = {
 		0, MEMMIG_COPY_NONTEMPORAL, MEMMIG_COPY_TEMPORAL,
 		MEMMIG_COPY_NODRAIN, MEMMIG_COPY_PMEM,
-		MEMMIG_COPY_PMEM | MEMMIG_COPY_NOFLUSH,
+		MEMMIG_COPY_PMEM | MEMMIG_COPY_NOFLUSH, MEMMIG_COPY_COLD,
 	};
 	const int via = VIA_UNITS;
 
@@ -433,6 +462,7 @@ static CU_TestInfo copy_tests[] = {
 	{ "temporal primitives with pmem (flush path)", test_temporal_pmem },
 	{ "copy_run and copy_units with flags", test_dispatched_flags },
 	{ "copy_units over several units", test_units },
+	{ "MEMMIG_COPY_COLD around the cold threshold", test_cold_threshold },
 	{ "copy_flush keeps the content", test_flush_keeps_content },
 	CU_TEST_INFO_NULL,
 };

@@ -167,7 +167,29 @@ int memmig_copy_query(struct memmig_ctx *ctx, size_t len, unsigned int flags)
 	return memmig_policy(&ctx->cpu, &ctx->tuning, len, flags);
 }
 
-/* memmig_copy_run() beyond its small-copy path. */
+/*
+ * A small copy, below the first threshold: the primitive cached for it
+ * with nothing on the way but the checks (one branch in the common case),
+ * and the shortest vector copies done right here.
+ */
+static inline __attribute__((always_inline)) int
+copy_small(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
+{
+	if (__builtin_expect(!copy_fast_ok(dst, src, len), 0)) {
+		int rc = copy_check(dst, src, len);
+
+		if (rc)
+			return len ? rc : 0;	/* nothing to copy is no error */
+	}
+	if (len <= ctx->small_inline) {
+		copy_inline(dst, src, len);
+		return 0;
+	}
+	ctx->small_fn(dst, src, len, 0);
+	return 0;
+}
+
+/* memmig_copy_run() beyond its small unflagged copies. */
 static __attribute__((noinline)) int
 copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 		unsigned int flags)
@@ -176,6 +198,10 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 
 	if (!ctx)
 		return -EINVAL;
+	/* Below the cold threshold a cold copy is what an unflagged one is. */
+	if (flags == MEMMIG_COPY_COLD && len < ctx->small_below &&
+	    len < ctx->tuning.nt_cold_min)
+		return copy_small(ctx, dst, src, len);
 	prim = memmig_policy(&ctx->cpu, &ctx->tuning, len, flags);
 	if (prim < 0)
 		return prim;
@@ -183,29 +209,15 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 }
 
 /*
- * Small unflagged copies, the common case, take a few nanoseconds: the
- * primitive cached for them is called with nothing on the way but the
- * checks, and with no frame of this function's own (the policy is out of
- * line); the shortest vector copies are done right here.  A glibc
+ * Small unflagged copies, the common case, take a few nanoseconds, with no
+ * frame of this function's own (the policy is out of line).  A glibc
  * memcpy is one jump.
  */
 int memmig_copy_run(struct memmig_ctx *ctx, void *dst, const void *src,
 		    size_t len, unsigned int flags)
 {
-	if (__builtin_expect(ctx && !flags && len < ctx->small_below, 1)) {
-		if (__builtin_expect(!copy_fast_ok(dst, src, len), 0)) {
-			int rc = copy_check(dst, src, len);
-
-			if (rc)
-				return len ? rc : 0;	/* nothing to copy is no error */
-		}
-		if (len <= ctx->small_inline) {
-			copy_inline(dst, src, len);
-			return 0;
-		}
-		ctx->small_fn(dst, src, len, 0);
-		return 0;
-	}
+	if (__builtin_expect(ctx && !flags && len < ctx->small_below, 1))
+		return copy_small(ctx, dst, src, len);
 	return copy_run_policy(ctx, dst, src, len, flags);
 }
 
