@@ -175,6 +175,10 @@ struct memmig_tuning {
 	size_t vec_max;
 	int vec_prim;
 	size_t nt_cold_min;	/* NT stores from here with MEMMIG_COPY_COLD */
+	/* From vec_wide_min (below vec_max) the vector copy is vec_wide_prim:
+	 * a wider one can win the loop and lose the short copies. */
+	size_t vec_wide_min;
+	int vec_wide_prim;
 };
 
 /* The seed-derived defaults for a CPU: movsb_min 2048 on ERMS without FSRM,
@@ -183,14 +187,16 @@ struct memmig_tuning {
  * the last-level cache size, the widest NT primitive the CPU has; the AVX2
  * vector copy (SSE2 without AVX2) below vec_max, which is glibc's rep movsb
  * threshold (2 KiB per 16 bytes of vector) on ERMS/FSRM CPUs and never
- * elsewhere; nt_cold_min 4 KiB, a page. */
+ * elsewhere; nt_cold_min 4 KiB, a page; no wider vector copy (vec_wide_min
+ * never, vec_wide_prim the same copy). */
 MEMMIG_EXPORT int memmig_tuning_default(const struct memmig_cpu_info *cpu,
 					struct memmig_tuning *out);
 /*
  * Applies the environment on top of *t: MEMMIG_COPY_MOVSB_MIN,
  * MEMMIG_COPY_MOVSQ_MIN, MEMMIG_COPY_NT_MIN, MEMMIG_COPY_VEC_MAX,
- * MEMMIG_COPY_NT_COLD_MIN (sizes up to 1T, with optional K/M/G suffix, or
- * "never"), MEMMIG_COPY_NT_PRIM and MEMMIG_COPY_VEC_PRIM (primitive names).
+ * MEMMIG_COPY_NT_COLD_MIN, MEMMIG_COPY_VEC_WIDE_MIN (sizes up to 1T, with
+ * optional K/M/G suffix, or "never"), MEMMIG_COPY_NT_PRIM,
+ * MEMMIG_COPY_VEC_PRIM and MEMMIG_COPY_VEC_WIDE_PRIM (primitive names).
  * -EINVAL (a value that is no size, too big, or no NT primitive) leaves *t
  * unchanged and names the bad variable through the context's log.
  */

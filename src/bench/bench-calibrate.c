@@ -15,7 +15,14 @@
 #include "bench/bench.h"
 #include "util/size.h"
 
-/* Prints each step's table as libmemmig measures it. */
+struct cal_print {
+	int step;
+	unsigned int n;
+	int prims[4];
+};
+
+/* Prints each step's table as libmemmig measures it, the header again
+ * where a column's primitive changes (the vector copy, size by size). */
 static void print_row(void *opaque, const struct memmig_calibrate_row *row)
 {
 	static const char *const titles[] = {
@@ -25,15 +32,20 @@ static void print_row(void *opaque, const struct memmig_calibrate_row *row)
 		[MEMMIG_CALIBRATE_VEC_PRIM] = "vector copies, hot, GB/s",
 		[MEMMIG_CALIBRATE_NT_COLD] = "cold copies (MEMMIG_COPY_COLD), GB/s",
 	};
-	int *last_step = opaque;
+	struct cal_print *last = opaque;
 	char sz[32];
 
-	if (row->step != *last_step) {
-		*last_step = row->step;
-		printf("%s\n%10s", titles[row->step], "size");
+	if (row->step != last->step || row->n != last->n ||
+	    memcmp(row->prims, last->prims, row->n * sizeof(int))) {
+		if (row->step != last->step)
+			printf("%s\n", titles[row->step]);
+		printf("%10s", "size");
 		for (unsigned int c = 0; c < row->n; c++)
 			printf(" %12s", memmig_prim_name(row->prims[c]));
 		printf("\n");
+		last->step = row->step;
+		last->n = row->n;
+		memcpy(last->prims, row->prims, row->n * sizeof(int));
 	}
 	printf("%10s", util_size_format(row->len, sz, sizeof(sz)));
 	for (unsigned int c = 0; c < row->n; c++)
@@ -77,10 +89,11 @@ static int output_writable(const char *path)
 int bench_calibrate(struct memmig_ctx *ctx, const char *output, bool json)
 {
 	struct memmig_tuning t = { .sz = sizeof(t) };
-	int last_step = -1, rc;
+	struct cal_print last = { .step = -1 };
 	struct memmig_calibrate_opts o = {
-		.sz = sizeof(o), .row = json ? NULL : print_row, .opaque = &last_step,
+		.sz = sizeof(o), .row = json ? NULL : print_row, .opaque = &last,
 	};
+	int rc;
 
 	/* A path that cannot be written fails now, not after the measuring. */
 	rc = mkdir_parent(output);

@@ -144,12 +144,16 @@ const char *cli_size(size_t v, char *buf, size_t len)
 
 const char *cli_thresholds(const struct memmig_tuning *t, char *buf, size_t len)
 {
-	char v[32], b[32], q[32], n[32], c[32];
+	char v[96], w[48], b[32], q[32], n[32], c[32];
 
+	w[0] = '\0';
+	if (t->vec_wide_min < t->vec_max && t->vec_wide_prim != t->vec_prim)
+		snprintf(w, sizeof(w), " (%s from %s)", memmig_prim_name(t->vec_wide_prim),
+			 util_size_format(t->vec_wide_min, n, sizeof(n)));
 	if (t->vec_max == MEMMIG_SIZE_NEVER)
-		snprintf(v, sizeof(v), "%s up to NT", memmig_prim_name(t->vec_prim));
+		snprintf(v, sizeof(v), "%s%s up to NT", memmig_prim_name(t->vec_prim), w);
 	else if (t->vec_max)
-		snprintf(v, sizeof(v), "%s below %s", memmig_prim_name(t->vec_prim),
+		snprintf(v, sizeof(v), "%s%s below %s", memmig_prim_name(t->vec_prim), w,
 			 util_size_format(t->vec_max, n, sizeof(n)));
 	else
 		snprintf(v, sizeof(v), "no vector copy");
@@ -205,6 +209,9 @@ struct json_object *cli_json_tuning(const struct memmig_tuning *t)
 	json_object_object_add(o, "vec_prim",
 			       json_object_new_string(memmig_prim_name(t->vec_prim)));
 	json_object_object_add(o, "nt_cold_min", json_size(t->nt_cold_min));
+	json_object_object_add(o, "vec_wide_min", json_size(t->vec_wide_min));
+	json_object_object_add(o, "vec_wide_prim",
+			       json_object_new_string(memmig_prim_name(t->vec_wide_prim)));
 	return o;
 }
 

@@ -22,6 +22,7 @@ static const char *const env_vars[] = {
 	"MEMMIG_COPY_MOVSB_MIN", "MEMMIG_COPY_MOVSQ_MIN", "MEMMIG_COPY_NT_MIN",
 	"MEMMIG_COPY_NT_PRIM",	 "MEMMIG_CALIBRATION",	  "MEMMIG_LOG",
 	"MEMMIG_COPY_VEC_MAX",	 "MEMMIG_COPY_VEC_PRIM",  "MEMMIG_COPY_NT_COLD_MIN",
+	"MEMMIG_COPY_VEC_WIDE_MIN", "MEMMIG_COPY_VEC_WIDE_PRIM",
 };
 
 static struct memmig_ctx *ctx;
@@ -427,7 +428,8 @@ static void test_prim_names(void)
 #define SENTINEL_TUNING                                                        \
 	{ .sz = sizeof(struct memmig_tuning), .movsb_min = 11, .movsq_min = 22, \
 	  .nt_min = 33, .nt_prim = MEMMIG_PRIM_NT_AVX2, .vec_max = 44,         \
-	  .vec_prim = MEMMIG_PRIM_VEC_AVX2, .nt_cold_min = 55 }
+	  .vec_prim = MEMMIG_PRIM_VEC_AVX2, .nt_cold_min = 55,                 \
+	  .vec_wide_min = 66, .vec_wide_prim = MEMMIG_PRIM_VEC_AVX512 }
 
 static bool tuning_eq(const struct memmig_tuning *a,
 		      const struct memmig_tuning *b)
@@ -435,7 +437,9 @@ static bool tuning_eq(const struct memmig_tuning *a,
 	return a->movsb_min == b->movsb_min && a->movsq_min == b->movsq_min &&
 	       a->nt_min == b->nt_min && a->nt_prim == b->nt_prim &&
 	       a->vec_max == b->vec_max && a->vec_prim == b->vec_prim &&
-	       a->nt_cold_min == b->nt_cold_min;
+	       a->nt_cold_min == b->nt_cold_min &&
+	       a->vec_wide_min == b->vec_wide_min &&
+	       a->vec_wide_prim == b->vec_wide_prim;
 }
 
 static void test_save_load(void)
@@ -444,7 +448,8 @@ static void test_save_load(void)
 				   .movsq_min = 700, .nt_min = 12345678,
 				   .nt_prim = MEMMIG_PRIM_NT_MOVNTI, .vec_max = 6000,
 				   .vec_prim = MEMMIG_PRIM_VEC_SSE2,
-				   .nt_cold_min = 1024 };
+				   .nt_cold_min = 1024, .vec_wide_min = 4096,
+				   .vec_wide_prim = MEMMIG_PRIM_VEC_AVX2 };
 	struct memmig_tuning u = SENTINEL_TUNING;
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 64];
 
@@ -472,6 +477,7 @@ static void test_save_load(void)
 		struct memmig_tuning v = SENTINEL_TUNING;
 
 		t.vec_prim = p;
+		t.vec_wide_prim = p;
 		t.vec_max += 16;
 		CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), 0);
 		CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &v), 0);
@@ -529,6 +535,7 @@ static void test_load_errors(void)
 		"vec_prim = movsb\n",
 		"vec_prim = nt-avx2\n",
 		"vec_max = 2T\n",
+		"vec_wide_prim = movq\n",
 		"nt_cold_min = lots\n",
 	};
 	struct memmig_tuning u = SENTINEL_TUNING, want = SENTINEL_TUNING;
@@ -629,11 +636,15 @@ static void test_env_overrides(void)
 	setenv("MEMMIG_COPY_VEC_MAX", "1K", 1);
 	setenv("MEMMIG_COPY_VEC_PRIM", "sse2", 1);
 	setenv("MEMMIG_COPY_NT_COLD_MIN", "512", 1);
+	setenv("MEMMIG_COPY_VEC_WIDE_MIN", "256", 1);
+	setenv("MEMMIG_COPY_VEC_WIDE_PRIM", "sse2", 1);
 	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
 	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
 	CU_ASSERT_EQUAL(t.vec_max, 1024);
 	CU_ASSERT_EQUAL(t.vec_prim, MEMMIG_PRIM_VEC_SSE2);
 	CU_ASSERT_EQUAL(t.nt_cold_min, 512);
+	CU_ASSERT_EQUAL(t.vec_wide_min, 256);
+	CU_ASSERT_EQUAL(t.vec_wide_prim, MEMMIG_PRIM_VEC_SSE2);
 	if (cpu.features & MEMMIG_CPU_SSE2) {
 		CU_ASSERT_EQUAL(memmig_copy_query(c, 1023, 0), MEMMIG_PRIM_VEC_SSE2);
 		CU_ASSERT_NOT_EQUAL(memmig_copy_query(c, 1024, 0), MEMMIG_PRIM_VEC_SSE2);
@@ -757,7 +768,8 @@ static void test_calibration_env(void)
 				       .movsq_min = 600, .nt_min = 7777777,
 				       .nt_prim = MEMMIG_PRIM_NT_MOVNTI, .vec_max = 777,
 				       .vec_prim = MEMMIG_PRIM_VEC_SSE2,
-				       .nt_cold_min = 8192 };
+				       .nt_cold_min = 8192, .vec_wide_min = 512,
+				       .vec_wide_prim = MEMMIG_PRIM_VEC_AVX2 };
 	struct memmig_tuning t = { .sz = sizeof(t) };
 	char path[PATH_MAX + 64], stale[PATH_MAX + 64];
 	struct memmig_ctx *c;

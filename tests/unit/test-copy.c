@@ -295,7 +295,9 @@ static void test_vec_exhaustive(void)
 		check_vec_all(p);
 		t = saved;
 		t.vec_prim = p;
+		t.vec_wide_prim = p;
 		t.vec_max = MEMMIG_SIZE_NEVER;
+		t.vec_wide_min = MEMMIG_SIZE_NEVER;
 		CU_ASSERT_EQUAL_FATAL(memmig_ctx_set_tuning(ctx, &t), 0);
 		CU_ASSERT_EQUAL(memmig_copy_query(ctx, 4096, 0), p);
 		CU_ASSERT_EQUAL(memmig_copy_query(ctx, 0, 0), p);

@@ -164,7 +164,8 @@ static void test_defaults(void)
 				    c->movsb_min, c->movsq_min, c->nt_min,
 				    pname(c->nt_prim));
 		else if (t.vec_max != c->vec_max || t.vec_prim != c->vec_prim ||
-			 t.nt_cold_min != 4 * KiB)
+			 t.nt_cold_min != 4 * KiB || t.vec_wide_min != NEVER ||
+			 t.vec_wide_prim != c->vec_prim)
 			CUNIT_FAILF("%s: defaults vec_max %zu %s nt_cold_min %zu, "
 				    "want %zu %s 4096", c->name, t.vec_max,
 				    pname(t.vec_prim), t.nt_cold_min, c->vec_max,
@@ -282,6 +283,19 @@ static void test_vec(void)
 		EXPECT("AVX-512F only", &odd, &t, 64, 0, V1);
 		CU_ASSERT_FALSE(memmig_prim_supported(&odd, V4));
 	}
+	/* A wider copy from vec_wide_min, still below vec_max; one the CPU
+	 * cannot run is the default one. */
+	t.vec_prim = V1;
+	t.vec_wide_prim = V4;
+	t.vec_wide_min = 300;
+	EXPECT("Zen 5", &zen5, &t, 299, 0, V1);
+	EXPECT("Zen 5", &zen5, &t, 300, 0, V4);
+	EXPECT("Zen 5", &zen5, &t, 776, 0, V4);
+	EXPECT("Zen 5", &zen5, &t, 777, 0, MOVSB);
+	EXPECT("Zen 3", &zen3, &t, 300, 0, V2);
+	t.vec_wide_min = NEVER;
+	EXPECT("Zen 5", &zen5, &t, 776, 0, V1);
+	t.vec_prim = V4;
 	/* vec_max 0: no vector copy; never: up to the NT threshold. */
 	t.vec_max = 0;
 	EXPECT("Zen 5", &zen5, &t, 0, 0, MOVQ);
@@ -661,12 +675,15 @@ static void test_calibrate(void)
 	}
 	CU_ASSERT(on_ladder(t.vec_max));
 	CU_ASSERT(on_ladder(t.nt_cold_min));
+	CU_ASSERT(on_ladder(t.vec_wide_min));
+	CU_ASSERT(t.vec_wide_min == NEVER ? t.vec_wide_prim == t.vec_prim :
+					    t.vec_wide_prim != t.vec_prim);
 	if (memmig_test_x86_build()) {
 		/* The vector copies: a choice between them where there are
 		 * two; against the string copies over the whole ladder. */
 		CU_ASSERT(memmig_prim_supported(&cpu, t.vec_prim));
 		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_VEC_PRIM],
-				memmig_prim_supported(&cpu, MEMMIG_PRIM_VEC_AVX2) ? 6 : 0);
+				memmig_prim_supported(&cpu, MEMMIG_PRIM_VEC_AVX2) ? 7 : 0);
 		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_SMALL], 21);
 		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_NT_COLD], 21);
 	}

@@ -721,7 +721,9 @@ static void test_vec_exact(void)
 		n++;
 		t = saved;
 		t.vec_prim = p;
+		t.vec_wide_prim = p;
 		t.vec_max = MEMMIG_SIZE_NEVER;
+		t.vec_wide_min = MEMMIG_SIZE_NEVER;
 		t.nt_min = MEMMIG_SIZE_NEVER;
 		CU_ASSERT_EQUAL_FATAL(memmig_ctx_set_tuning(ctx, &t), 0);
 		CU_ASSERT_EQUAL(memmig_copy_query(ctx, SRC_LEN, 0), p);

@@ -171,12 +171,18 @@ static double median3(double a, double b, double c)
 	return c < a ? a : c > b ? b : c;
 }
 
-/* The vector copy with the least loss summed over the sizes it would
- * copy: each size counts alike, however fast. */
+/*
+ * The vector copies against each other: vec_prim for the short copies and,
+ * from vec_wide_min, vec_wide_prim, the pair and crossover with the least
+ * loss summed over the sizes (each size counts alike, however fast).  A
+ * wider copy can win the loop and lose the short copies (AVX2's vzeroupper
+ * costs ~2 ns a call on AMD family 17h).
+ */
 static void cal_vec_prim(struct cal *c, struct memmig_tuning *t)
 {
-	static const size_t ladder[] = { 16, 64, 256, 1024, 4096, 16384 };
-	double v[4][LADDER_MAX], best = 1e300;
+	static const size_t ladder[] = { 16, 64, 256, 1024, 4096, 16384, 65536 };
+	const size_t nl = sizeof(ladder) / sizeof(ladder[0]);
+	double v[4][LADDER_MAX], top[LADDER_MAX], best = 1e300;
 	int prims[4];
 	unsigned int n = 0;
 
@@ -185,7 +191,7 @@ static void cal_vec_prim(struct cal *c, struct memmig_tuning *t)
 			prims[n++] = p;
 	if (n < 2)
 		return;
-	for (size_t i = 0; i < sizeof(ladder) / sizeof(ladder[0]); i++) {
+	for (size_t i = 0; i < nl; i++) {
 		double row[4];
 
 		measure3(c, prims, n, ladder[i], false, row);
@@ -193,21 +199,35 @@ static void cal_vec_prim(struct cal *c, struct memmig_tuning *t)
 			v[k][i] = row[k];
 		report(c, MEMMIG_CALIBRATE_VEC_PRIM, ladder[i], prims, n, row);
 	}
-	for (unsigned int k = 0; k < n; k++) {
-		double loss = 0;
+	/* Every pair (a below the crossover, b from it) and crossover,
+	 * each size's loss against the best of all there. */
+	for (size_t i = 0; i < nl; i++) {
+		top[i] = 0;
+		for (unsigned int k = 0; k < n; k++)
+			top[i] = v[k][i] > top[i] ? v[k][i] : top[i];
+	}
+	for (unsigned int a = 0; a < n; a++)
+		for (unsigned int b = 0; b < n; b++)
+			for (size_t at = 0; at <= nl; at++) {
+				double loss = 0;
 
-		for (size_t i = 0; i < sizeof(ladder) / sizeof(ladder[0]); i++) {
-			double top = 0;
-
-			for (unsigned int j = 0; j < n; j++)
-				top = v[j][i] > top ? v[j][i] : top;
-			if (top > 0)
-				loss += (top - v[k][i]) / top;
-		}
-		if (loss < best) {
-			best = loss;
-			t->vec_prim = prims[k];
-		}
+				for (size_t i = 0; i < nl; i++)
+					if (top[i] > 0)
+						loss += (top[i] - (i < at ? v[a][i] : v[b][i])) /
+							top[i];
+				/* Strictly less: fewer crossovers win ties. */
+				if (loss < best - 1e-9) {
+					best = loss;
+					t->vec_prim = prims[a];
+					t->vec_wide_prim = prims[b];
+					t->vec_wide_min = at < nl ? ladder[at] : MEMMIG_SIZE_NEVER;
+				}
+			}
+	if (t->vec_wide_min == MEMMIG_SIZE_NEVER)
+		t->vec_wide_prim = t->vec_prim;
+	if (t->vec_wide_min == ladder[0] || t->vec_wide_prim == t->vec_prim) {
+		t->vec_prim = t->vec_wide_prim;	/* one copy at every size */
+		t->vec_wide_min = MEMMIG_SIZE_NEVER;
 	}
 }
 
@@ -223,6 +243,9 @@ static void cal_small(struct cal *c, struct memmig_tuning *t)
 	double v[4][LADDER_MAX], best_q[LADDER_MAX], str[LADDER_MAX];
 	int prims[4] = { MEMMIG_PRIM_MOVQ, t->vec_prim };
 	unsigned int n = 2, col_q = 0, col_b = 0;
+	struct memmig_tuning vt = *t;
+
+	vt.vec_max = MEMMIG_SIZE_NEVER;	/* which vector copy, size by size */
 
 	if (rep) {
 		col_q = n;
@@ -235,6 +258,7 @@ static void cal_small(struct cal *c, struct memmig_tuning *t)
 	for (size_t i = 0; i < N_SMALL; i++) {
 		double row[4];
 
+		prims[1] = memmig_policy_temporal(&c->cpu, &vt, ladder_small[i]);
 		measure3(c, prims, n, ladder_small[i], false, row);
 		for (unsigned int k = 0; k < n; k++)
 			v[k][i] = row[k];

@@ -40,15 +40,20 @@ static int copy_check(const void *dst, const void *src, size_t len)
 }
 
 /*
- * copy_check() in one branch for the common case: neither NULL, no overlap,
- * and addresses and length below 2^62, so that nothing can wrap.  false
- * sends the copy to copy_check() for the exact answer.
+ * copy_check() in one branch for the common case of a small copy (len below
+ * a quarter of the address space, see memmig_ctx_apply_tuning()): both
+ * addresses in [4 KiB, a quarter of it), so that neither is NULL and
+ * nothing can wrap, and no overlap.  false sends the copy to copy_check()
+ * for the exact answer.
  */
+#define FAST_LO ((uintptr_t)4096)
+#define FAST_SPAN (MEMMIG_SMALL_MAX - FAST_LO)
+
 static inline bool copy_fast_ok(const void *dst, const void *src, size_t len)
 {
 	uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
 
-	return !((d == 0) | (s == 0) | ((d | s | len) >> 62 != 0) |
+	return !((d - FAST_LO >= FAST_SPAN) | (s - FAST_LO >= FAST_SPAN) |
 		 (d - s < len) | (s - d < len));
 }
 

@@ -59,8 +59,9 @@ static inline bool memmig_policy_vec_ok(const struct memmig_cpu_info *cpu,
 }
 
 /*
- * Temporal copies: the vector copy below vec_max (a calibrated choice this
- * CPU cannot run falls back to the default one), then rep movsb from
+ * Temporal copies: the vector copy below vec_max, the wider one from
+ * vec_wide_min (a calibrated choice this CPU cannot run falls back to the
+ * default one), then rep movsb from
  * movsb_min on ERMS/FSRM CPUs, rep movsq from movsq_min on fast-string CPUs
  * (a window below movsb_min where calibration found it faster), the movq
  * loop below both.
@@ -69,9 +70,11 @@ static inline int memmig_policy_temporal(const struct memmig_cpu_info *cpu,
 					 const struct memmig_tuning *t,
 					 size_t len)
 {
-	if (len < t->vec_max)
-		return memmig_policy_vec_ok(cpu, t->vec_prim) ?
-			       t->vec_prim : memmig_policy_default_vec(cpu);
+	if (len < t->vec_max) {
+		int v = len >= t->vec_wide_min ? t->vec_wide_prim : t->vec_prim;
+
+		return memmig_policy_vec_ok(cpu, v) ? v : memmig_policy_default_vec(cpu);
+	}
 	if (len >= t->movsb_min &&
 	    (cpu->features & (MEMMIG_CPU_ERMS | MEMMIG_CPU_FSRM)))
 		return MEMMIG_PRIM_REP_MOVSB;

@@ -102,6 +102,8 @@ int memmig_tuning_default(const struct memmig_cpu_info *cpu,
 	 * cost more than the NT stores' own overhead: from 256 B on that
 	 * host.  A page is the least a migration copies. */
 	t.nt_cold_min = MEMMIG_PAGE_SIZE;
+	t.vec_wide_min = MEMMIG_SIZE_NEVER;
+	t.vec_wide_prim = t.vec_prim;
 	return memmig_struct_out(out, &t, sizeof(t));
 }
 

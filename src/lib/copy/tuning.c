@@ -42,6 +42,10 @@ static const struct key {
 	  offsetof(struct memmig_tuning, vec_prim) },
 	{ "nt_cold_min", "MEMMIG_COPY_NT_COLD_MIN", KIND_SIZE,
 	  offsetof(struct memmig_tuning, nt_cold_min) },
+	{ "vec_wide_min", "MEMMIG_COPY_VEC_WIDE_MIN", KIND_SIZE,
+	  offsetof(struct memmig_tuning, vec_wide_min) },
+	{ "vec_wide_prim", "MEMMIG_COPY_VEC_WIDE_PRIM", KIND_VEC_PRIM,
+	  offsetof(struct memmig_tuning, vec_wide_prim) },
 };
 #define K_COUNT (sizeof(keys) / sizeof(keys[0]))
 
@@ -351,7 +355,8 @@ apply:
 void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 			     const struct memmig_tuning *t)
 {
-	const size_t at[] = { t->vec_max, t->movsb_min, t->movsq_min, t->nt_min };
+	const size_t at[] = { t->vec_max, t->vec_wide_min, t->movsb_min,
+			      t->movsq_min, t->nt_min };
 	size_t below = MEMMIG_SIZE_NEVER;
 
 	ctx->tuning = *t;
@@ -360,7 +365,8 @@ void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 		if (at[i] < below &&
 		    memmig_policy(&ctx->cpu, t, at[i], 0) != ctx->small_prim)
 			below = at[i];
-	ctx->small_below = below;
+	/* copy_fast_ok() counts on small copies being below this. */
+	ctx->small_below = below < MEMMIG_SMALL_MAX ? below : MEMMIG_SMALL_MAX;
 	ctx->small_fn = memmig_copy_prim_fn(ctx->small_prim);
 	if (ctx->small_prim == MEMMIG_PRIM_VEC_SSE2)
 		ctx->small_inline = 128;

@@ -15,6 +15,11 @@
 	(MEMMIG_COPY_NONTEMPORAL | MEMMIG_COPY_TEMPORAL | MEMMIG_COPY_NODRAIN | \
 	 MEMMIG_COPY_PMEM | MEMMIG_COPY_NOFLUSH | MEMMIG_COPY_COLD)
 
+/* The most a small copy (memmig_copy_run()'s fast path) can be: a quarter
+ * of the address space, so that a checked address below it plus the
+ * length cannot wrap. */
+#define MEMMIG_SMALL_MAX (SIZE_MAX >> 2)
+
 struct memmig_fault {
 	unsigned int nth;	/* 1-based event that fails, 0: disarmed */
 	int err;
@@ -40,7 +45,7 @@ struct memmig_ctx {
 	unsigned int prims_ok;	/* bit per primitive this CPU can run */
 	/* Cached policy for unflagged copies below small_below: small copies
 	 * cannot afford the whole policy (memmig_ctx_apply_tuning()). */
-	size_t small_below;
+	size_t small_below;	/* at most MEMMIG_SMALL_MAX */
 	int small_prim;
 	memmig_prim_fn small_fn;
 	/* Up to this many bytes of a vector copy are done inline (copy.c):
