@@ -858,17 +858,23 @@ static void test_sized_structs(void)
 	 * defaults for them, and what it saved loads back. */
 	{
 		struct memmig_tuning old = base, back = SENTINEL_TUNING;
+		struct memmig_tuning def = { .sz = sizeof(def) };
 		char path[PATH_MAX + 64];
 
+		CU_ASSERT_EQUAL(memmig_tuning_default(&cpu, &def), 0);
 		old.sz = offsetof(struct memmig_tuning, vec_max);
 		old.vec_prim = -1;	/* beyond its size: never read */
 		tmp_path(path, sizeof(path), "old-size");
+		/* Saved: the CPU's defaults for what the caller cannot know. */
 		CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &old), 0);
 		CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &back), 0);
-		CU_ASSERT_EQUAL(back.vec_prim, base.vec_prim);
+		CU_ASSERT_EQUAL(back.vec_prim, def.vec_prim);
+		CU_ASSERT_EQUAL(back.vec_max, def.vec_max);
+		/* Set: the context keeps its own (calibrated, perhaps). */
 		CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &old), 0);
 		CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &cur), 0);
 		CU_ASSERT_EQUAL(cur.vec_prim, base.vec_prim);
+		CU_ASSERT_EQUAL(cur.vec_wide_min, base.vec_wide_min);
 		unlink(path);
 	}
 	t.sz = 0;
