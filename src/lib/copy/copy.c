@@ -66,7 +66,7 @@ static inline void copy16(unsigned char *d, const unsigned char *s)
 	__builtin_memcpy(d, v, 16);
 }
 
-/* k 16-byte moves from each end of n > 16 * (k / 2) bytes. */
+/* k 16-byte moves from each end: n from 16 * k to 32 * k bytes. */
 #define COPY_ENDS(d, s, n, k)                                                  \
 	do {                                                                   \
 		_Pragma("GCC unroll 8")                                        \
