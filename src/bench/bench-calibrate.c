@@ -125,7 +125,7 @@ int bench_calibrate(struct memmig_ctx *ctx, const char *output, bool json)
 	} else {
 		char th[256];
 
-		printf("\nwrote %s: %s\n", output, cli_thresholds(&t, th, sizeof(th)));
+		printf("\nwrote %s: %s\n", output, cli_thresholds(ctx, &t, th, sizeof(th)));
 	}
 	return 0;
 }

@@ -523,7 +523,7 @@ static int copy_report(struct copy_bench *b, const struct bench_pool *pool,
 
 	printf("memmig bench copy: %s family %#x model %#x, LLC %zu MiB; thresholds: %s\n",
 	       cpu.vendor, cpu.family, cpu.model, cpu.llc_size >> 20,
-	       cli_thresholds(&t, th, sizeof(th)));
+	       cli_thresholds(b->ctx, &t, th, sizeof(th)));
 	for (int m = 0; m < 2; m++)
 		if (b->modes & (1 << m))
 			print_table(b, m);

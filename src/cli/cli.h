@@ -81,8 +81,10 @@ int cli_parse_size_list(const char *opt, const char *arg, size_t **out,
 const char *cli_human(uint64_t v, char *buf, size_t len);
 /* "2 MiB", "168 B", or "never" for MEMMIG_SIZE_NEVER. */
 const char *cli_size(size_t v, char *buf, size_t len);
-/* The dispatch thresholds in one line: "avx2 below 4 KiB, movsb from ...". */
-const char *cli_thresholds(const struct memmig_tuning *t, char *buf, size_t len);
+/* The dispatch thresholds in one line: "avx2 below 4 KiB, movsb from ...";
+ * a vector copy this CPU cannot run is marked so (the policy falls back). */
+const char *cli_thresholds(struct memmig_ctx *ctx, const struct memmig_tuning *t,
+			   char *buf, size_t len);
 
 /* Prints obj as pretty JSON on stdout and drops the reference. */
 void cli_json_print(struct json_object *obj);

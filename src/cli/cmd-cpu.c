@@ -38,7 +38,7 @@ static void cpu_print_text(struct memmig_ctx *ctx,
 	printf("\nllc:        %s\n", util_size_format(cpu->llc_size, buf, sizeof(buf)));
 	char th[256];
 
-	printf("thresholds: %s\n", cli_thresholds(t, th, sizeof(th)));
+	printf("thresholds: %s\n", cli_thresholds(ctx, t, th, sizeof(th)));
 	printf("calibration file: %s\n\n", memmig_tuning_default_path());
 	printf("%10s  %-10s %-10s %-10s %-10s\n", "size", "default", "cold", "temporal",
 	       "pmem");

@@ -142,18 +142,33 @@ const char *cli_size(size_t v, char *buf, size_t len)
 	return util_size_format(v, buf, len);
 }
 
-const char *cli_thresholds(const struct memmig_tuning *t, char *buf, size_t len)
+/* A vector copy's name, marked where this CPU cannot run it. */
+static const char *vec_name(const struct memmig_cpu_info *cpu, int prim,
+			    char *buf, size_t len)
 {
-	char v[96], w[48], b[32], q[32], n[32], c[32];
+	snprintf(buf, len, "%s%s", memmig_prim_name(prim),
+		 memmig_prim_supported(cpu, prim) ? "" : " (not on this CPU)");
+	return buf;
+}
 
+const char *cli_thresholds(struct memmig_ctx *ctx, const struct memmig_tuning *t,
+			   char *buf, size_t len)
+{
+	struct memmig_cpu_info cpu = { .sz = sizeof(cpu) };
+	char v[160], w[80], b[32], q[32], n[32], c[32], p1[48], p2[48];
+
+	memmig_ctx_get_cpu(ctx, &cpu);
 	w[0] = '\0';
 	if (t->vec_wide_min < t->vec_max && t->vec_wide_prim != t->vec_prim)
-		snprintf(w, sizeof(w), " (%s from %s)", memmig_prim_name(t->vec_wide_prim),
+		snprintf(w, sizeof(w), " (%s from %s)",
+			 vec_name(&cpu, t->vec_wide_prim, p2, sizeof(p2)),
 			 util_size_format(t->vec_wide_min, n, sizeof(n)));
 	if (t->vec_max == MEMMIG_SIZE_NEVER)
-		snprintf(v, sizeof(v), "%s%s up to NT", memmig_prim_name(t->vec_prim), w);
+		snprintf(v, sizeof(v), "%s%s up to NT",
+			 vec_name(&cpu, t->vec_prim, p1, sizeof(p1)), w);
 	else if (t->vec_max)
-		snprintf(v, sizeof(v), "%s%s below %s", memmig_prim_name(t->vec_prim), w,
+		snprintf(v, sizeof(v), "%s%s below %s",
+			 vec_name(&cpu, t->vec_prim, p1, sizeof(p1)), w,
 			 util_size_format(t->vec_max, n, sizeof(n)));
 	else
 		snprintf(v, sizeof(v), "no vector copy");
