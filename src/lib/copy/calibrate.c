@@ -26,8 +26,6 @@ static const size_t ladder_small[] = {
 };
 #define N_SMALL (sizeof(ladder_small) / sizeof(ladder_small[0]))
 
-static double median3(double a, double b, double c);
-
 struct cal {
 	struct memmig_ctx *ctx;
 	struct memmig_cpu_info cpu;
@@ -106,6 +104,17 @@ static void hot(struct cal *c, const int *prims, unsigned int n, size_t len, dou
 	measure(c, prims, n, len, false, out);
 }
 
+static double median3(double a, double b, double c)
+{
+	if (a > b) {
+		double x = a;
+
+		a = b;
+		b = x;
+	}
+	return c < a ? a : c > b ? b : c;
+}
+
 /* hot() or cold, each size PASSES times, the per-primitive median. */
 static void measure3(struct cal *c, const int *prims, unsigned int n, size_t len,
 		     bool cold, double *out)
@@ -158,17 +167,6 @@ static size_t crossover(const size_t *ladder, size_t n, const double *base,
 		}
 	}
 	return best_t;
-}
-
-static double median3(double a, double b, double c)
-{
-	if (a > b) {
-		double x = a;
-
-		a = b;
-		b = x;
-	}
-	return c < a ? a : c > b ? b : c;
 }
 
 /*
