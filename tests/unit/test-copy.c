@@ -271,15 +271,22 @@ static void test_misaligned(void)
  * and destination offsets within a cache line, each primitive called
  * directly and through memmig_copy_run() with the tuning forcing it.
  * Their overlapping head and tail moves change at every multiple of the
- * vector, and the aligned loop at each destination offset.
+ * vector, and the aligned loop at each destination offset.  The loop runs
+ * down when the destination is just ahead of the source modulo 4 KiB (as
+ * here: 1 to 127 bytes) and up otherwise: the lengths that reach it go
+ * again with the destination 2 KiB further.
  */
 static void check_vec_all(int via)
 {
 	for (size_t so = 0; so < ALIGN_MAX; so++)
-		for (size_t d = 0; d < ALIGN_MAX; d++)
+		for (size_t d = 0; d < ALIGN_MAX; d++) {
 			for (size_t len = 0; len <= 4096; len++)
 				if (!check_copy(via, so, d, len, 0))
 					return;	/* the first failure says it */
+			for (size_t len = 257; len <= 4096; len++)
+				if (!check_copy(via, so, 2048 + d, len, 0))
+					return;
+		}
 }
 
 static void test_vec_exhaustive(void)
