@@ -13,6 +13,7 @@
 
 #include "lib/copy/arch/arch.h"
 #include "lib/core/memmig-private.h"
+#include "lib/copy/copy-private.h"
 #include "cunit-main.h"
 
 #define LINE 64
@@ -75,6 +76,11 @@ static int suite_init(void)
 	ctx.tuning.sz = sizeof(ctx.tuning);
 	if (memmig_tuning_default(&ctx.cpu, &ctx.tuning) < 0)
 		return 1;
+	{
+		struct memmig_tuning t = ctx.tuning;
+
+		memmig_ctx_apply_tuning(&ctx, &t);
+	}
 	for (int p = 0; p < MEMMIG_PRIM_COUNT; p++)
 		if (memmig_prim_supported(&ctx.cpu, p))
 			ctx.prims_ok |= 1u << p;
@@ -342,6 +348,57 @@ static void test_dispatched(void)
 		    FLUSH_NOTHING, 0);
 }
 
+/*
+ * Unflagged copies go by the choice cached per length range
+ * (memmig_ctx_apply_tuning()), not by the policy: it must be the policy's.
+ * An NT primitive drains once, a temporal one never, neither flushes.
+ */
+static void test_unflagged_by_len(void)
+{
+	static const size_t at[][5] = {
+		/* vec_max, vec_wide_min, movsb_min, movsq_min, nt_min */
+		{ 4096, 1024, 2048, 512, 1 << 20 },
+		{ MEMMIG_SIZE_NEVER, MEMMIG_SIZE_NEVER, 2048, 1536, 256 << 10 },
+		{ 0, MEMMIG_SIZE_NEVER, 256, 100, 8192 },
+		{ 300, 200, 100, 50, 700 },
+		{ 64, 64, 64, 64, 64 },
+	};
+	const struct memmig_tuning saved = ctx.tuning;
+	struct copy_case c = { .what = "copy_run unflagged", .flush = FLUSH_NOTHING };
+
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		struct memmig_tuning t = saved;
+
+		t.vec_max = at[i][0];
+		t.vec_wide_min = at[i][1];
+		t.vec_wide_prim = memmig_prim_supported(&ctx.cpu, MEMMIG_PRIM_VEC_AVX2) ?
+					  MEMMIG_PRIM_VEC_AVX2 : MEMMIG_PRIM_VEC_SSE2;
+		t.movsb_min = at[i][2];
+		t.movsq_min = at[i][3];
+		t.nt_min = at[i][4];
+		memmig_ctx_apply_tuning(&ctx, &t);
+		for (size_t k = 0; k < 5; k++) {
+			for (size_t d = 0; d < 3; d++) {
+				if (at[i][k] == MEMMIG_SIZE_NEVER || at[i][k] + d < 1 ||
+				    at[i][k] + d > BUF_MAX - 4 * LINE)
+					continue;
+				c.len = at[i][k] + d - 1;
+				if (!c.len)
+					continue;
+				c.drains = memmig_prim_is_nt(memmig_policy_choose(
+						   &ctx.cpu, &t, c.len, 0)) ? 1 : 0;
+				run_case(HOW_RUN, &c);
+			}
+		}
+		for (c.len = 1; c.len <= BUF_MAX - 4 * LINE; c.len *= 3) {
+			c.drains = memmig_prim_is_nt(memmig_policy_choose(&ctx.cpu, &t,
+									  c.len, 0)) ? 1 : 0;
+			run_case(HOW_RUN, &c);
+		}
+	}
+	memmig_ctx_apply_tuning(&ctx, &saved);
+}
+
 /* Batched units: one drain for the batch, after every flush. */
 static void test_units(void)
 {
@@ -391,6 +448,7 @@ static CU_TestInfo pmem_tests[] = {
 	{ "temporal primitives flush every line", test_temporal_pmem },
 	{ "copy_run with pmem, temporal, noflush", test_dispatched },
 	{ "copy_units drains once per batch", test_units },
+	{ "unflagged copy_run: the cached choice is the policy's", test_unflagged_by_len },
 	{ "flush instruction: clwb > clflushopt > clflush", test_flush_choice },
 	CU_TEST_INFO_NULL,
 };

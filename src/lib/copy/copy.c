@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/copy/arch/arch.h"
@@ -207,6 +208,18 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 	if (flags == MEMMIG_COPY_COLD && len < ctx->small_below &&
 	    len < ctx->tuning.nt_cold_min)
 		return copy_small(ctx, dst, src, len);
+	/* Unflagged: the choice for this length, found without the policy. */
+	if (!flags) {
+		const struct memmig_len_prim *r = ctx->by_len;
+		int rc = copy_check(dst, src, len);
+
+		if (rc)
+			return len ? rc : 0;
+		while (len >= r->below)
+			r++;
+		r->fn(dst, src, len, 0);
+		return 0;
+	}
 	prim = memmig_policy(&ctx->cpu, &ctx->tuning, len, flags);
 	if (prim < 0)
 		return prim;
@@ -293,4 +306,59 @@ int memmig_copy_flush(struct memmig_ctx *ctx, const void *addr, size_t len)
 		return -EOVERFLOW;
 	memmig_arch_flush(ctx->flush_kind, addr, len);
 	return 0;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* ctx->by_len: the unflagged choice between consecutive thresholds, with
+ * neighbours that choose alike merged. */
+static void apply_by_len(struct memmig_ctx *ctx, size_t *at, size_t n)
+{
+	int prim = memmig_policy(&ctx->cpu, &ctx->tuning, 0, 0);
+	size_t k = 0;
+
+	qsort(at, n, sizeof(*at), cmp_size);
+	for (size_t i = 0; i < n; i++) {
+		int p = memmig_policy(&ctx->cpu, &ctx->tuning, at[i], 0);
+
+		if (p == prim)
+			continue;
+		ctx->by_len[k++] = (struct memmig_len_prim){ at[i], memmig_copy_prim_fn(prim) };
+		prim = p;
+	}
+	ctx->by_len[k] = (struct memmig_len_prim){ MEMMIG_SIZE_NEVER,
+						    memmig_copy_prim_fn(prim) };
+}
+
+/*
+ * What memmig_copy_run() caches from the thresholds.  The unflagged choice
+ * can change only at a threshold: the first one where it does bounds the
+ * small-copy path, and by_len has the choice between each two.
+ */
+void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
+			     const struct memmig_tuning *t)
+{
+	size_t at[MEMMIG_TUNING_THRESHOLDS] = { t->vec_max, t->vec_wide_min,
+						t->movsb_min, t->movsq_min, t->nt_min };
+	size_t below = MEMMIG_SIZE_NEVER;
+
+	ctx->tuning = *t;
+	ctx->small_prim = memmig_policy(&ctx->cpu, t, 0, 0);
+	for (size_t i = 0; i < MEMMIG_TUNING_THRESHOLDS; i++)
+		if (at[i] < below &&
+		    memmig_policy(&ctx->cpu, t, at[i], 0) != ctx->small_prim)
+			below = at[i];
+	/* copy_fast_ok() counts on small copies being below this. */
+	ctx->small_below = below < MEMMIG_SMALL_MAX ? below : MEMMIG_SMALL_MAX;
+	apply_by_len(ctx, at, MEMMIG_TUNING_THRESHOLDS);
+	ctx->small_fn = memmig_copy_prim_fn(ctx->small_prim);
+	if (ctx->small_prim == MEMMIG_PRIM_VEC_SSE2)
+		ctx->small_inline = 128;
+	else
+		ctx->small_inline = memmig_policy_is_vec(ctx->small_prim) ? 64 : 0;
 }

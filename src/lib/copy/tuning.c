@@ -346,30 +346,3 @@ apply:
 	memmig_ctx_apply_tuning(ctx, &t);
 	return 0;
 }
-
-/*
- * The unflagged choice can change only at a threshold: the first one where
- * it does bounds the cached small-copy choice, so that memmig_copy_run()
- * below it skips the policy.
- */
-void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
-			     const struct memmig_tuning *t)
-{
-	const size_t at[] = { t->vec_max, t->vec_wide_min, t->movsb_min,
-			      t->movsq_min, t->nt_min };
-	size_t below = MEMMIG_SIZE_NEVER;
-
-	ctx->tuning = *t;
-	ctx->small_prim = memmig_policy(&ctx->cpu, t, 0, 0);
-	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
-		if (at[i] < below &&
-		    memmig_policy(&ctx->cpu, t, at[i], 0) != ctx->small_prim)
-			below = at[i];
-	/* copy_fast_ok() counts on small copies being below this. */
-	ctx->small_below = below < MEMMIG_SMALL_MAX ? below : MEMMIG_SMALL_MAX;
-	ctx->small_fn = memmig_copy_prim_fn(ctx->small_prim);
-	if (ctx->small_prim == MEMMIG_PRIM_VEC_SSE2)
-		ctx->small_inline = 128;
-	else
-		ctx->small_inline = memmig_policy_is_vec(ctx->small_prim) ? 64 : 0;
-}

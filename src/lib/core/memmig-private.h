@@ -20,6 +20,9 @@
  * length cannot wrap. */
 #define MEMMIG_SMALL_MAX (SIZE_MAX >> 2)
 
+/* The thresholds the unflagged policy has (memmig_ctx_apply_tuning()). */
+#define MEMMIG_TUNING_THRESHOLDS 5
+
 struct memmig_fault {
 	unsigned int nth;	/* 1-based event that fails, 0: disarmed */
 	int err;
@@ -52,6 +55,13 @@ struct memmig_ctx {
 	 * 128 for SSE2, whose moves those are, 64 for the wider ones (the
 	 * same bytes as their two-vector case), 0 for the others. */
 	size_t small_inline;
+	/* The unflagged choice by length, beyond small_below too: the
+	 * primitive for lengths below each bound, the last one unbounded
+	 * (memmig_ctx_apply_tuning()). */
+	struct memmig_len_prim {
+		size_t below;
+		memmig_prim_fn fn;
+	} by_len[MEMMIG_TUNING_THRESHOLDS + 1];
 
 	pthread_mutex_t lock;	/* faults and reserve pools */
 	struct memmig_fault faults[MEMMIG_FAULT_COUNT];
