@@ -58,22 +58,27 @@ static inline bool copy_fast_ok(const void *dst, const void *src, size_t len)
 		 (d - s < len) | (s - d < len));
 }
 
-/* 16 bytes through a vector register (SSE2 on x86-64). */
-static inline void copy16(unsigned char *d, const unsigned char *s)
-{
-	unsigned char v[16];
+/* 16 bytes, as one vector register (SSE2 on x86-64). */
+typedef struct { unsigned char b[16]; } copy_v16;
 
-	__builtin_memcpy(v, s, 16);
-	__builtin_memcpy(d, v, 16);
-}
-
-/* k 16-byte moves from each end: n from 16 * k to 32 * k bytes. */
+/*
+ * k 16-byte vectors from each end, n from 16 * k to 32 * k bytes: every
+ * load before the first store, as the primitives do, so that a cold
+ * source's misses overlap (the compiler cannot move a load above a store
+ * that may alias it).
+ */
 #define COPY_ENDS(d, s, n, k)                                                  \
 	do {                                                                   \
+		copy_v16 h_[k], t_[k];                                         \
 		_Pragma("GCC unroll 8")                                        \
 		for (size_t i_ = 0; i_ < (k); i_++) {                          \
-			copy16((d) + 16 * i_, (s) + 16 * i_);                  \
-			copy16((d) + (n) - 16 * (i_ + 1), (s) + (n) - 16 * (i_ + 1)); \
+			__builtin_memcpy(&h_[i_], (s) + 16 * i_, 16);          \
+			__builtin_memcpy(&t_[i_], (s) + (n) - 16 * (i_ + 1), 16); \
+		}                                                              \
+		_Pragma("GCC unroll 8")                                        \
+		for (size_t i_ = 0; i_ < (k); i_++) {                          \
+			__builtin_memcpy((d) + 16 * i_, &h_[i_], 16);          \
+			__builtin_memcpy((d) + (n) - 16 * (i_ + 1), &t_[i_], 16); \
 		}                                                              \
 	} while (0)
 
@@ -204,10 +209,6 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 
 	if (!ctx)
 		return -EINVAL;
-	/* Below the cold threshold a cold copy is what an unflagged one is. */
-	if (flags == MEMMIG_COPY_COLD && len < ctx->small_below &&
-	    len < ctx->tuning.nt_cold_min)
-		return copy_small(ctx, dst, src, len);
 	/* Unflagged: the choice for this length, found without the policy. */
 	if (!flags) {
 		const struct memmig_len_prim *r = ctx->by_len;
@@ -234,7 +235,9 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 int memmig_copy_run(struct memmig_ctx *ctx, void *dst, const void *src,
 		    size_t len, unsigned int flags)
 {
-	if (__builtin_expect(ctx && !flags && len < ctx->small_below, 1))
+	/* Below the cold threshold a cold copy is what an unflagged one is. */
+	if (__builtin_expect(ctx && !(flags & ~MEMMIG_COPY_COLD) &&
+			     len < (flags ? ctx->cold_below : ctx->small_below), 1))
 		return copy_small(ctx, dst, src, len);
 	return copy_run_policy(ctx, dst, src, len, flags);
 }
@@ -355,6 +358,8 @@ void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 			below = at[i];
 	/* copy_fast_ok() counts on small copies being below this. */
 	ctx->small_below = below < MEMMIG_SMALL_MAX ? below : MEMMIG_SMALL_MAX;
+	ctx->cold_below = t->nt_cold_min < ctx->small_below ? t->nt_cold_min :
+							       ctx->small_below;
 	apply_by_len(ctx, at, MEMMIG_TUNING_THRESHOLDS);
 	ctx->small_fn = memmig_copy_prim_fn(ctx->small_prim);
 	if (ctx->small_prim == MEMMIG_PRIM_VEC_SSE2)

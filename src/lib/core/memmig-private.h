@@ -49,6 +49,7 @@ struct memmig_ctx {
 	/* Cached policy for unflagged copies below small_below: small copies
 	 * cannot afford the whole policy (memmig_ctx_apply_tuning()). */
 	size_t small_below;	/* at most MEMMIG_SMALL_MAX */
+	size_t cold_below;	/* the same for MEMMIG_COPY_COLD copies */
 	int small_prim;
 	memmig_prim_fn small_fn;
 	/* Up to this many bytes of a vector copy are done inline (copy.c):
