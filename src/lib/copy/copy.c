@@ -212,10 +212,13 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 	/* Unflagged: the choice for this length, found without the policy. */
 	if (!flags) {
 		const struct memmig_len_prim *r = ctx->by_len;
-		int rc = copy_check(dst, src, len);
+		int rc;
 
+		if (!len)
+			return 0;	/* as copy_checked(): no primitive, no drain */
+		rc = copy_check(dst, src, len);
 		if (rc)
-			return len ? rc : 0;
+			return rc;
 		while (len >= r->below)
 			r++;
 		r->fn(dst, src, len, 0);
