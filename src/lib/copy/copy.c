@@ -196,7 +196,7 @@ copy_small(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
 		copy_inline(dst, src, len);
 		return 0;
 	}
-	ctx->small_fn(dst, src, len, 0);
+	ctx->by_len[0].fn(dst, src, len, 0);
 	return 0;
 }
 
@@ -343,30 +343,25 @@ static void apply_by_len(struct memmig_ctx *ctx, size_t *at, size_t n)
 
 /*
  * What memmig_copy_run() caches from the thresholds.  The unflagged choice
- * can change only at a threshold: the first one where it does bounds the
- * small-copy path, and by_len has the choice between each two.
+ * can change only at a threshold: by_len has the choice between each two,
+ * and the first range is the small-copy path's.
  */
 void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 			     const struct memmig_tuning *t)
 {
 	size_t at[MEMMIG_TUNING_THRESHOLDS] = { t->vec_max, t->vec_wide_min,
 						t->movsb_min, t->movsq_min, t->nt_min };
-	size_t below = MEMMIG_SIZE_NEVER;
+	int small_prim = memmig_policy(&ctx->cpu, t, 0, 0);
 
 	ctx->tuning = *t;
-	ctx->small_prim = memmig_policy(&ctx->cpu, t, 0, 0);
-	for (size_t i = 0; i < MEMMIG_TUNING_THRESHOLDS; i++)
-		if (at[i] < below &&
-		    memmig_policy(&ctx->cpu, t, at[i], 0) != ctx->small_prim)
-			below = at[i];
+	apply_by_len(ctx, at, MEMMIG_TUNING_THRESHOLDS);
 	/* copy_fast_ok() counts on small copies being below this. */
-	ctx->small_below = below < MEMMIG_SMALL_MAX ? below : MEMMIG_SMALL_MAX;
+	ctx->small_below = ctx->by_len[0].below < MEMMIG_SMALL_MAX ?
+				   ctx->by_len[0].below : MEMMIG_SMALL_MAX;
 	ctx->cold_below = t->nt_cold_min < ctx->small_below ? t->nt_cold_min :
 							       ctx->small_below;
-	apply_by_len(ctx, at, MEMMIG_TUNING_THRESHOLDS);
-	ctx->small_fn = memmig_copy_prim_fn(ctx->small_prim);
-	if (ctx->small_prim == MEMMIG_PRIM_VEC_SSE2)
+	if (small_prim == MEMMIG_PRIM_VEC_SSE2)
 		ctx->small_inline = 128;
 	else
-		ctx->small_inline = memmig_policy_is_vec(ctx->small_prim) ? 64 : 0;
+		ctx->small_inline = memmig_policy_is_vec(small_prim) ? 64 : 0;
 }

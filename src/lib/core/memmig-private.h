@@ -46,12 +46,10 @@ struct memmig_ctx {
 	struct memmig_tuning tuning;
 	enum memmig_flush_kind flush_kind;
 	unsigned int prims_ok;	/* bit per primitive this CPU can run */
-	/* Cached policy for unflagged copies below small_below: small copies
+	/* Unflagged copies below small_below are by_len[0]'s: small copies
 	 * cannot afford the whole policy (memmig_ctx_apply_tuning()). */
-	size_t small_below;	/* at most MEMMIG_SMALL_MAX */
+	size_t small_below;	/* by_len[0].below, at most MEMMIG_SMALL_MAX */
 	size_t cold_below;	/* the same for MEMMIG_COPY_COLD copies */
-	int small_prim;
-	memmig_prim_fn small_fn;
 	/* Up to this many bytes of a vector copy are done inline (copy.c):
 	 * 128 for SSE2, whose moves those are, 64 for the wider ones (the
 	 * same bytes as their two-vector case), 0 for the others. */
