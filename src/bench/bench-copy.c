@@ -217,37 +217,46 @@ static struct json_object *json_mode(struct copy_bench *b, int m)
 	return rows;
 }
 
-/*
- * Worst ratio of the dispatched copy to the best primitive over [from, to)
- * of the sizes, each ratio paired round by round.
- */
+/* Where a column is furthest behind its peer (the best primitive, or with
+ * glibc the better of the two), each ratio paired round by round, over
+ * [from, to) of the sizes; *v is lowered where it finds worse. */
+struct verdict {
+	double ratio;
+	int mode;
+	size_t si;
+	unsigned int peer;
+};
+
+static void worst_of(struct copy_bench *b, int m, unsigned int judged_idx,
+		     size_t from, size_t to, bool with_glibc, struct verdict *v)
+{
+	for (size_t si = from; si < to; si++) {
+		unsigned int peer = 0;
+		double r;
+
+		if (with_glibc)
+			peer = best_peer(b, m, si);
+		else
+			best_prim(b, m, si, &peer);
+		r = bench_paired_ratio(cell(b, m, si, judged_idx), cell(b, m, si, peer));
+		if (r < v->ratio)
+			*v = (struct verdict){ r, m, si, peer };
+	}
+}
+
 static void print_dispatch_worst(struct copy_bench *b, int m, unsigned int judged_idx,
 				 size_t from, size_t to, const char *what)
 {
-	double worst = 1e9;
-	size_t worst_si = from;
-	unsigned int worst_best = 0;
+	struct verdict v = { .ratio = 1e9 };
 	char sz[32];
 
 	if (from >= to)
 		return;
-	for (size_t si = from; si < to; si++) {
-		unsigned int which = 0;
-		double r;
-
-		best_prim(b, m, si, &which);
-		r = bench_paired_ratio(cell(b, m, si, judged_idx),
-				       cell(b, m, si, which));
-		if (r < worst) {
-			worst = r;
-			worst_si = si;
-			worst_best = which;
-		}
-	}
+	worst_of(b, m, judged_idx, from, to, false, &v);
 	printf("%s, %s: %s at its worst is %.3fx the best primitive "
-	       "(%s, at %s)\n", mode_names[m], what, b->copiers[judged_idx].name, worst,
-	       b->copiers[worst_best].name,
-	       util_size_format(b->sizes[worst_si], sz, sizeof(sz)));
+	       "(%s, at %s)\n", mode_names[m], what, b->copiers[judged_idx].name, v.ratio,
+	       b->copiers[v.peer].name,
+	       util_size_format(b->sizes[v.si], sz, sizeof(sz)));
 }
 
 /*
@@ -276,29 +285,13 @@ static void print_dispatch_summary(struct copy_bench *b, int m)
 
 /* Each mode's judged dispatch against the better of glibc and its own
  * best primitive, at its worst over every size and mode. */
-struct verdict {
-	double ratio;
-	int mode;
-	size_t si;
-	unsigned int peer;
-};
-
 static struct verdict dispatch_verdict(struct copy_bench *b)
 {
 	struct verdict v = { .ratio = 1e9 };
 
-	for (int m = 0; m < 2; m++) {
-		if (!(b->modes & (1 << m)))
-			continue;
-		for (size_t si = 0; si < b->nsizes; si++) {
-			unsigned int peer = best_peer(b, m, si);
-			double r = bench_paired_ratio(cell(b, m, si, judged(b, m)),
-						      cell(b, m, si, peer));
-
-			if (r < v.ratio)
-				v = (struct verdict){ r, m, si, peer };
-		}
-	}
+	for (int m = 0; m < 2; m++)
+		if (b->modes & (1 << m))
+			worst_of(b, m, judged(b, m), 0, b->nsizes, true, &v);
 	return v;
 }
 
