@@ -1005,9 +1005,26 @@ struct memmig_live_report {
 	double pause_budget_s;		/* the budget it had */
 	int resume_err;		/* resume() failed after the swap: its
 				 * -errno (the migration stands); 0 */
+	/* pause_expected_s in parts, as pause_stop_s to pause_swap_s: the
+	 * stop and the swap as the last pauses of this vm took (the swap
+	 * per byte), the harvest as the last pre-copy one took, the copy at
+	 * copy_gbps.  A pause over budget shows which part ran over. */
+	double expected_stop_s, expected_harvest_s;
+	double expected_copy_s, expected_swap_s;
 };
 MEMMIG_EXPORT int memmig_live_get_report(const struct memmig_live *live,
 					 struct memmig_live_report *out);
+/* The pause's part i (0 .. 3: "stop", "harvest", "copy", "swap"): its
+ * name, the seconds it took and was expected to take (each optional).
+ * 0, or -ENOENT past the last. */
+MEMMIG_EXPORT int memmig_live_pause_part(const struct memmig_live_report *r, unsigned int i,
+					 const char **name, double *took,
+					 double *expected);
+/* A pause over its budget: the part ("stop", "harvest", "copy" or "swap")
+ * that ran furthest over what it was expected to take, and (took,
+ * expected: optional) its seconds.  NULL for a pause within budget. */
+MEMMIG_EXPORT const char *memmig_live_report_overrun(const struct memmig_live_report *r,
+						     double *took, double *expected);
 /* Round idx (0: the full copy): bytes copied and seconds taken. */
 MEMMIG_EXPORT int memmig_live_get_round(const struct memmig_live *live,
 					unsigned int idx, uint64_t *bytes,

@@ -22,6 +22,7 @@ struct demo {
 	size_t mem;
 	long migrations;
 	long budget_ms;
+	int dirty;		/* enum memmig_dirty_method */
 	const char *tier;
 	bool json, no_kvm, nodes_only;
 	int nodes[2], nnodes;
@@ -33,7 +34,8 @@ struct demo {
 static void demo_usage(FILE *f)
 {
 	fprintf(f, "Usage: memmig-cli demo [--mem SIZE] [--migrations N] [--tier DIR]\n"
-		   "                       [--budget-ms MS] [--no-kvm] [--nodes-only] [--json]\n"
+		   "                       [--budget-ms MS] [--dirty METHOD] [--no-kvm]\n"
+		   "                       [--nodes-only] [--json]\n"
 		   "Runs a guest that rewrites all of its RAM (examples/minivmm) and\n"
 		   "migrates the RAM live N times (default 5) while it runs: between\n"
 		   "a DRAM node and a node of CXL memory (or a CPU-less node) where\n"
@@ -42,7 +44,18 @@ static void demo_usage(FILE *f)
 		   "After each migration every page is checked (--nodes-only: no\n"
 		   "file tier).  Without /dev/kvm (or with --no-kvm) a host thread\n"
 		   "writes the memory instead of a guest.\n"
+		   "--dirty: how writes are tracked: auto (default), log, log-clear,\n"
+		   "ring (KVM), uffd-wp, soft-dirty (host thread).  --mem: up to 3G\n"
+		   "for a KVM guest (its RAM is below 4 GiB), 64G for a host thread.\n"
 		   "Exit: 0 every migration verified, 1 otherwise.\n");
+}
+
+static int demo_dirty_method(const char *name)
+{
+	for (int m = MEMMIG_DIRTY_AUTO; memmig_dirty_method_name(m); m++)
+		if (!strcmp(name, memmig_dirty_method_name(m)))
+			return m;
+	return -EINVAL;
 }
 
 static int demo_parse(int argc, char **argv, struct demo *d)
@@ -52,6 +65,7 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 		{ "migrations", required_argument, NULL, 'n' },
 		{ "tier", required_argument, NULL, 't' },
 		{ "budget-ms", required_argument, NULL, 'b' },
+		{ "dirty", required_argument, NULL, 'd' },
 		{ "no-kvm", no_argument, NULL, 'K' },
 		{ "nodes-only", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'j' },
@@ -65,8 +79,16 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 		case 'm':
 			if (cli_parse_size("--mem", optarg, &d->mem))
 				return CLI_EXIT_USAGE;
-			if (d->mem < (8 << 20) || d->mem > (3ULL << 30) || d->mem % 4096) {
-				cli_error("--mem: 8M to 3G, in 4 KiB pages\n");
+			if (d->mem < (8 << 20) || d->mem > (64ULL << 30) || d->mem % 4096) {
+				cli_error("--mem: 8M to 64G, in 4 KiB pages\n");
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'd':
+			d->dirty = demo_dirty_method(optarg);
+			if (d->dirty < 0) {
+				cli_error("--dirty: auto, log, log-clear, ring, uffd-wp or "
+					  "soft-dirty, not '%s'\n", optarg);
 				return CLI_EXIT_USAGE;
 			}
 			break;
@@ -189,6 +211,7 @@ static struct memmig_live_opts demo_target(const struct demo *d, long i, char *n
 	struct memmig_live_opts o = { .sz = sizeof(o), .target_node = -1 };
 
 	o.pause_budget_ns = (uint64_t)d->budget_ms * 1000000;
+	o.dirty_method = d->dirty;
 	if (d->nnodes > 1)
 		o.target_node = d->nodes[(i + 1) % 2];
 	else if (i % 2 == 0 || d->nodes_only)
@@ -199,6 +222,32 @@ static struct memmig_live_opts demo_target(const struct demo *d, long i, char *n
 		snprintf(name, len, "%s", o.target_path);
 	else
 		snprintf(name, len, "node %d", o.target_node);
+	return o;
+}
+
+/* The pause's parts, each beside what it was expected to take, its budget,
+ * and, over budget though pre-copy converged, the part that ran furthest
+ * over (else stop_reason says why). */
+static struct json_object *pause_json(const struct memmig_live_report *r)
+{
+	struct json_object *o = json_object_new_object();
+	const char *over = memmig_live_report_overrun(r, NULL, NULL), *name;
+	double took, expected;
+
+	json_object_object_add(o, "ms", json_object_new_double(r->pause_s * 1e3));
+	json_object_object_add(o, "expected_ms", json_object_new_double(r->pause_expected_s * 1e3));
+	json_object_object_add(o, "budget_ms", json_object_new_double(r->pause_budget_s * 1e3));
+	for (unsigned int i = 0; !memmig_live_pause_part(r, i, &name, &took, &expected); i++) {
+		struct json_object *p = json_object_new_object();
+
+		json_object_object_add(p, "ms", json_object_new_double(took * 1e3));
+		json_object_object_add(p, "expected_ms", json_object_new_double(expected * 1e3));
+		json_object_object_add(o, name, p);
+	}
+	json_object_object_add(o, "resume_ms", json_object_new_double(r->resume_s * 1e3));
+	json_object_object_add(o, "over_budget", json_object_new_boolean(over != NULL));
+	json_object_object_add(o, "overrun_by", over && r->converged ?
+					       json_object_new_string(over) : NULL);
 	return o;
 }
 
@@ -223,6 +272,7 @@ static struct json_object *migration_json(const char *target,
 	json_object_object_add(o, "bytes_copied", json_object_new_int64((int64_t)r->bytes_copied));
 	json_object_object_add(o, "pause_ms", json_object_new_double(r->pause_s * 1e3));
 	json_object_object_add(o, "pause_bytes", json_object_new_int64((int64_t)r->pause_bytes));
+	json_object_object_add(o, "pause", pause_json(r));
 	json_object_object_add(o, "dirty_method",
 			       json_object_new_string(memmig_dirty_method_name(r->dirty_method)));
 	json_object_object_add(o, "verified", json_object_new_boolean(minivmm_migration_ok(m)));
@@ -238,13 +288,19 @@ static void migration_text(long i, const char *target, const struct minivmm_migr
 			   double raw_s)
 {
 	const struct memmig_live_report *r = &m->rep;
+	const char *over = memmig_live_report_overrun(r, NULL, NULL);
 
-	printf("%3ld  %-14s %6.2f %8.1f %5.2fx %10.1f %6u %9.3f  %-9s %s, lost %llu\n",
+	printf("%3ld  %-14s %6.2f %8.1f %5.2fx %10.1f %6u %9.3f  %-9s %s, lost %llu",
 	       i + 1, target, r->gbps, r->total_s * 1e3, raw_s > 0 ? r->total_s / raw_s : 0,
 	       r->prepare_s * 1e3, r->rounds, r->pause_s * 1e3,
 	       memmig_dirty_method_name(r->dirty_method),
 	       minivmm_migration_ok(m) ? "verified" : "FAILED",
 	       (unsigned long long)m->check.lost);
+	/* Why the pause missed its budget: pre-copy's stop, or a part. */
+	if (over)
+		printf("; over budget: %s", r->converged ? over :
+		       memmig_live_stop_name(r->stop_reason));
+	putchar('\n');
 }
 
 /* The nodes it moves between: [{"id": 0, "kind": "DRAM"}, ...]. */
@@ -262,21 +318,38 @@ static struct json_object *nodes_json(const struct demo *d)
 	return a;
 }
 
-/* Starts the guest: under KVM, or as a host thread when there is none. */
+/* The methods that track a host thread's writes: KVM's bypass the page
+ * tables. */
+static bool dirty_without_kvm(int method)
+{
+	return method == MEMMIG_DIRTY_UFFD_WP || method == MEMMIG_DIRTY_SOFT_DIRTY;
+}
+
+/* Starts the guest: under KVM, or as a host thread when there is none,
+ * when the RAM is beyond a KVM guest's 3 GiB, or when the tracking asked
+ * for works only without KVM. */
 static int demo_guest(struct memmig_ctx *ctx, struct demo *d, struct minivmm **vmm,
 		      struct memmig_vm **vm)
 {
-	struct minivmm_opts o = { .mem = d->mem, .backing = MINIVMM_BACKING_ANON };
+	struct minivmm_opts o = {
+		.mem = d->mem,
+		.backing = MINIVMM_BACKING_ANON,
+		.dirty_ring = d->dirty == MEMMIG_DIRTY_RING ? 4096 : 0,
+	};
+	bool thread = d->no_kvm || d->mem > MINIVMM_KVM_MEM_MAX || dirty_without_kvm(d->dirty);
 	int rc = -ENODEV;
 
-	if (!d->no_kvm)
+	if (!thread)
 		rc = minivmm_up(ctx, &o, vmm, vm);
 	d->kvm = rc != -ENODEV;
 	if (rc == -ENODEV) {
 		if (!d->no_kvm && !d->json)
-			printf("no usable /dev/kvm: a host thread writes the memory "
-			       "instead of a guest\n");
+			printf("%s: a host thread writes the memory instead of a guest\n",
+			       !thread ? "no usable /dev/kvm" :
+			       dirty_without_kvm(d->dirty) ? "--dirty tracks a host thread" :
+							     "beyond 3G");
 		o.vcpu = MINIVMM_VCPU_THREAD;
+		o.dirty_ring = 0;
 		rc = minivmm_up(ctx, &o, vmm, vm);
 	}
 	return rc;

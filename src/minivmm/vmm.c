@@ -10,7 +10,6 @@
 #include "minivmm/vmm-private.h"
 
 /* Below the 32-bit MMIO hole, where PCs keep their low RAM. */
-#define MEM_MAX		(3ULL << 30)
 
 static int sync_init(struct minivmm *vmm)
 {
@@ -66,7 +65,8 @@ int minivmm_create(const struct minivmm_opts *opts, struct minivmm **out)
 	int rc;
 
 	if (!opts || !out || opts->mem % MINIVMM_PAGE ||
-	    opts->mem < 2 * MINIVMM_PAGE || opts->mem > MEM_MAX ||
+	    opts->mem < 2 * MINIVMM_PAGE ||
+	    opts->mem > (opts->vcpu == MINIVMM_VCPU_KVM ? MINIVMM_KVM_MEM_MAX : MINIVMM_THREAD_MEM_MAX) ||
 	    (opts->vcpu != MINIVMM_VCPU_KVM && opts->vcpu != MINIVMM_VCPU_THREAD) ||
 	    (opts->vcpu == MINIVMM_VCPU_THREAD && opts->dirty_ring) ||
 	    opts->guest < MINIVMM_GUEST_MEMCHECK || opts->guest > MINIVMM_GUEST_MCE_NOCR4 ||

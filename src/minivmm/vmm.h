@@ -77,8 +77,15 @@ enum minivmm_guest {
 					 * machine check shuts it down */
 };
 
+/* The guest runs in 32-bit protected mode, its RAM below the 4 GiB hole;
+ * the host-thread vCPU has no such limit. */
+#define MINIVMM_KVM_MEM_MAX	(3ULL << 30)
+#define MINIVMM_THREAD_MEM_MAX	(64ULL << 30)
+
 struct minivmm_opts {
-	uint64_t mem;		/* bytes: 4 KiB multiple, 8 KiB to 3 GiB */
+	uint64_t mem;		/* bytes: 4 KiB multiple, 8 KiB to
+				 * MINIVMM_KVM_MEM_MAX (KVM) or
+				 * MINIVMM_THREAD_MEM_MAX (thread) */
 	int backing;		/* enum minivmm_backing */
 	uint32_t dirty_ring;	/* entries, a power of two; 0: no ring.
 				 * KVM only */

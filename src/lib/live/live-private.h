@@ -48,6 +48,9 @@ struct memmig_live {
 	uint64_t *log;			/* KVM_GET_DIRTY_LOG's buffer */
 	size_t words;
 	int uffd, pagemap;		/* UFFD_WP tracking, or -1 */
+	int uffd_quit;			/* eventfd: the reader returns */
+	pthread_t uffd_reader;		/* reads the swap's remap event */
+	bool uffd_reader_live;
 	bool manual_protect;		/* we turned it on: turn it off */
 	bool logging;			/* the slot's LOG_DIRTY_PAGES is ours */
 
@@ -64,6 +67,7 @@ struct memmig_live {
 	uint64_t unmarked;		/* lost pages without a poison marker */
 	bool lost_enomem;		/* a range could not be recorded */
 
+	double harvest_s;		/* the last pre-copy harvest took */
 	struct live_round *rounds;
 	unsigned int nrounds;
 	struct memmig_live_report rep;

@@ -186,7 +186,7 @@ int memmig_live_new(struct memmig_vm *vm, const struct memmig_live_opts *opts,
 	l->refcount = 1;
 	l->vm = memmig_vm_ref(vm);
 	l->dest.fd = l->dest.old_fd = -1;
-	l->uffd = l->pagemap = -1;
+	l->uffd = l->pagemap = l->uffd_quit = -1;
 	l->opts.target_node = -1;
 	rc = memmig_struct_in(&l->opts, sizeof(l->opts), opts);
 	pthread_mutex_lock(&vm->lock);
@@ -349,14 +349,33 @@ static void round_done(struct memmig_live *l, uint64_t bytes, double t0)
 	     l->nrounds - 1, (unsigned long long)bytes, r->seconds * 1e3);
 }
 
-/* What the pause would take if it came now: the copy of what is dirty at
- * the measured rate, and the rest of the last pause (stop, harvest, swap). */
-static double pause_expected(struct memmig_live *l)
+/* The pause without its copy: what more rounds cannot shrink. */
+static double pause_fixed(const struct memmig_live *l)
+{
+	return l->vm->pause_stop_s + l->harvest_s + l->vm->swap_s_per_byte * l->rep.bytes;
+}
+
+/* What the pause would take if it came now, part by part: the copy of
+ * what is dirty at the measured rate, a harvest as long as the last, and
+ * the stop and the swap as the last pauses took.  The harvest and the swap
+ * grow with the range, not with what is dirty. */
+static double pause_expected(struct memmig_live *l, struct memmig_live_report *parts)
 {
 	/* Until a round was timed: a rate no machine is slower than. */
 	double gbps = l->rep.copy_gbps > 0 ? l->rep.copy_gbps : 1.0;
+	struct memmig_live_report r = { 0 };
 
-	return dirty_bytes(l) / (gbps * 1e9) + l->vm->pause_overhead_s;
+	r.expected_copy_s = dirty_bytes(l) / (gbps * 1e9);
+	r.expected_stop_s = l->vm->pause_stop_s;
+	r.expected_harvest_s = l->harvest_s;
+	r.expected_swap_s = l->vm->swap_s_per_byte * l->rep.bytes;
+	if (parts) {
+		parts->expected_copy_s = r.expected_copy_s;
+		parts->expected_stop_s = r.expected_stop_s;
+		parts->expected_harvest_s = r.expected_harvest_s;
+		parts->expected_swap_s = r.expected_swap_s;
+	}
+	return r.expected_copy_s + pause_fixed(l);
 }
 
 /*
@@ -379,14 +398,14 @@ static int precopy_stop(struct memmig_live *l, struct precopy_watch *w)
 	w->harvested_at = now;
 	if (!dirty)
 		return MEMMIG_LIVE_STOP_CLEAN;
-	if (pause_expected(l) <= budget)
+	if (pause_expected(l, NULL) <= budget)
 		return MEMMIG_LIVE_STOP_CONVERGED;
 	if (dirty < w->low) {
 		w->low = dirty;
 		w->since_low = 0;
 	} else if (++w->since_low >= STALL_ROUNDS) {
-		return l->vm->pause_overhead_s > budget ? MEMMIG_LIVE_STOP_OVERHEAD :
-							  MEMMIG_LIVE_STOP_STALLED;
+		return pause_fixed(l) > budget ? MEMMIG_LIVE_STOP_OVERHEAD :
+						 MEMMIG_LIVE_STOP_STALLED;
 	}
 	if (l->nrounds > l->opts.max_rounds)
 		return MEMMIG_LIVE_STOP_ROUND_LIMIT;
@@ -412,7 +431,9 @@ static int precopy(struct memmig_live *l)
 	for (;;) {
 		if (cancelled(l))
 			return -ECANCELED;
+		t = memmig_now();
 		rc = memmig_dirty_harvest(l);
+		l->harvest_s = memmig_now() - t;
 		if (rc < 0)
 			return rc;
 		why = precopy_stop(l, &w);
@@ -427,7 +448,7 @@ static int precopy(struct memmig_live *l)
 	l->rep.stop_reason = why;
 	l->rep.converged = why == MEMMIG_LIVE_STOP_CONVERGED || why == MEMMIG_LIVE_STOP_CLEAN;
 	l->rep.stop_dirty_bytes = dirty_bytes(l);
-	l->rep.pause_expected_s = pause_expected(l);
+	l->rep.pause_expected_s = pause_expected(l, &l->rep);
 	if (!l->rep.converged)
 		info(l->vm->ctx, "slot %u: pre-copy %s after %u rounds: %llu bytes dirty, "
 		     "dirtied at %.3f GB/s, copied at %.3f GB/s, pause %.1f ms "
@@ -435,7 +456,7 @@ static int precopy(struct memmig_live *l)
 		     memmig_live_stop_name(why), l->nrounds,
 		     (unsigned long long)l->rep.stop_dirty_bytes, l->rep.dirty_gbps,
 		     l->rep.copy_gbps, l->rep.pause_expected_s * 1e3,
-		     l->vm->pause_overhead_s * 1e3, l->rep.pause_budget_s * 1e3);
+		     pause_fixed(l) * 1e3, l->rep.pause_budget_s * 1e3);
 	if (!l->rep.converged && (l->opts.flags & MEMMIG_LIVE_FAIL_OVER_BUDGET))
 		return -ETIMEDOUT;
 	return 0;
@@ -465,13 +486,76 @@ static int paused_part(struct memmig_live *l)
 }
 
 /*
- * What the next pause will cost beyond its copy: a running average, so
- * that one pause the scheduler stretched does not make every later
- * migration spin through its rounds.
+ * What the next pause's stop and swap will cost: the first pause timed
+ * replaces the guesses, later ones move a running average, so that one
+ * pause the scheduler stretched does not make every later migration spin
+ * through its rounds.
  */
-static void learn_overhead(struct memmig_vm *vm, double s)
+static void learn_pause(struct memmig_live *l)
 {
-	vm->pause_overhead_s = 0.75 * vm->pause_overhead_s + 0.25 * s;
+	struct memmig_vm *vm = l->vm;
+	double w = vm->pause_learnt ? 0.25 : 1.0;
+
+	vm->pause_stop_s += w * (l->rep.pause_stop_s - vm->pause_stop_s);
+	if (l->rep.bytes)
+		vm->swap_s_per_byte += w * (l->rep.pause_swap_s / l->rep.bytes -
+					    vm->swap_s_per_byte);
+	vm->pause_learnt = true;
+}
+
+int memmig_live_pause_part(const struct memmig_live_report *r, unsigned int i,
+			   const char **name, double *took, double *expected)
+{
+	static const char *const names[] = { "stop", "harvest", "copy", "swap" };
+	const double t[] = { r->pause_stop_s, r->pause_harvest_s, r->pause_copy_s,
+			     r->pause_swap_s };
+	const double e[] = { r->expected_stop_s, r->expected_harvest_s, r->expected_copy_s,
+			     r->expected_swap_s };
+
+	if (i >= sizeof(names) / sizeof(names[0]))
+		return -ENOENT;
+	if (name)
+		*name = names[i];
+	if (took)
+		*took = t[i];
+	if (expected)
+		*expected = e[i];
+	return 0;
+}
+
+const char *memmig_live_report_overrun(const struct memmig_live_report *r, double *took,
+				       double *expected)
+{
+	const char *name, *worst = NULL;
+	double t, e, over = 0;
+
+	if (r->pause_s <= r->pause_budget_s)
+		return NULL;
+	for (unsigned int i = 0; !memmig_live_pause_part(r, i, &name, &t, &e); i++) {
+		if (worst && t - e <= over)
+			continue;
+		worst = name;
+		over = t - e;
+		if (took)
+			*took = t;
+		if (expected)
+			*expected = e;
+	}
+	return worst;
+}
+
+/* Says which part of a pause over budget ran over its expectation. */
+static void explain_overrun(struct memmig_live *l)
+{
+	const struct memmig_live_report *r = &l->rep;
+	double took, expected;
+	const char *part = memmig_live_report_overrun(r, &took, &expected);
+
+	if (part)
+		info(l->vm->ctx, "slot %u: pause %.2f ms over its budget of %.2f ms "
+		     "(%.2f expected): the %s took %.2f ms, %.2f expected\n", l->slot.slot,
+		     r->pause_s * 1e3, r->pause_budget_s * 1e3, r->pause_expected_s * 1e3,
+		     part, took * 1e3, expected * 1e3);
 }
 
 static int pause_and_swap(struct memmig_live *l)
@@ -493,8 +577,10 @@ static int pause_and_swap(struct memmig_live *l)
 	t = memmig_now();
 	rrc = vm->ops.resume(vm->opaque);
 	l->rep.resume_s = memmig_now() - t;
-	if (!rc)
-		learn_overhead(vm, l->rep.pause_s - l->rep.pause_copy_s);
+	if (!rc) {
+		learn_pause(l);
+		explain_overrun(l);
+	}
 	if (rrc < 0 && !rc) {
 		/* The guest is on the copy (slot_moved() was called): the
 		 * migration stands, and an error would say it did not. */

@@ -43,9 +43,12 @@ struct memmig_vm {
 	struct vm_ring *rings;
 	size_t nrings;
 	struct memmig_live *active;	/* at most one live migration */
-	/* What one pause costs beyond its copy (kick, harvest, swap),
-	 * learnt from the last one: it sizes the next. */
-	double pause_overhead_s;
+	/* What a pause costs beyond its copy and harvest, learnt from the
+	 * last ones: they size the next.  The swap grows with the range
+	 * (page tables, KVM's mappings): seconds per byte. */
+	double pause_stop_s;
+	double swap_s_per_byte;
+	bool pause_learnt;
 };
 
 /* Bitmaps of 4 KiB pages, 64 to a word. */
