@@ -419,3 +419,19 @@ void bench_progress_done(void)
 		fputs("\r\033[K", stderr);
 	progress_tty = false;
 }
+
+double bench_raw_copy_s(struct memmig_ctx *ctx, size_t len)
+{
+	uint8_t *src = bench_alloc(len), *dst = bench_alloc(len);
+	double s[3] = { 0 }, t;
+
+	for (int i = 0; i < 3 && src && dst; i++) {
+		memset(src, 0x5a + i, len);
+		t = bench_now();
+		memmig_copy_run(ctx, dst, src, len, 0);
+		s[i] = bench_now() - t;
+	}
+	bench_free(src, len);
+	bench_free(dst, len);
+	return bench_median(s, 3);
+}

@@ -12,6 +12,7 @@
 extern const struct cli_cmd bench_cmd_copy;
 extern const struct cli_cmd bench_cmd_migrate;
 extern const struct cli_cmd bench_cmd_desc;
+extern const struct cli_cmd bench_cmd_live;
 
 /*
  * One way to copy: a memmig primitive, memmig's dispatch, or a peer.
@@ -65,6 +66,9 @@ uint64_t bench_mem_available(void);
 void bench_free(void *p, size_t len);
 void bench_fill(void *p, size_t len, uint64_t seed);
 uint64_t bench_checksum(const void *p, size_t len);
+/* One copy of len bytes between prefaulted buffers, the median of three:
+ * what a live migration is measured against. */
+double bench_raw_copy_s(struct memmig_ctx *ctx, size_t len);
 /* Monotonic seconds. */
 double bench_now(void);
 /* The median of n values, which it sorts. */

@@ -73,6 +73,11 @@ int cli_parse_size(const char *opt, const char *arg, size_t *out);
 /* Parses a decimal number in [min, max]; prints the error and returns
  * -EINVAL otherwise. */
 int cli_parse_int(const char *opt, const char *arg, long min, long max, long *out);
+/* A connected stream socket to the UNIX socket at path, or -errno. */
+int cli_unix_connect(const char *path);
+/* Parses a dirty-tracking method's name (memmig_dirty_method_name()):
+ * prints the error and returns -EINVAL for another. */
+int cli_parse_dirty(const char *opt, const char *arg, int *out);
 /* Parses a comma-separated list of sizes into a new array. */
 int cli_parse_size_list(const char *opt, const char *arg, size_t **out,
 			size_t *count);

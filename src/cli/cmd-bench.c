@@ -9,6 +9,7 @@ static const struct cli_cmd *const benches[] = {
 	&bench_cmd_copy,
 	&bench_cmd_migrate,
 	&bench_cmd_desc,
+	&bench_cmd_live,
 	NULL,
 };
 

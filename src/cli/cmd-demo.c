@@ -50,14 +50,6 @@ static void demo_usage(FILE *f)
 		   "Exit: 0 every migration verified, 1 otherwise.\n");
 }
 
-static int demo_dirty_method(const char *name)
-{
-	for (int m = MEMMIG_DIRTY_AUTO; memmig_dirty_method_name(m); m++)
-		if (!strcmp(name, memmig_dirty_method_name(m)))
-			return m;
-	return -EINVAL;
-}
-
 static int demo_parse(int argc, char **argv, struct demo *d)
 {
 	static const struct option opts[] = {
@@ -85,12 +77,8 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 			}
 			break;
 		case 'd':
-			d->dirty = demo_dirty_method(optarg);
-			if (d->dirty < 0) {
-				cli_error("--dirty: auto, log, log-clear, ring, uffd-wp or "
-					  "soft-dirty, not '%s'\n", optarg);
+			if (cli_parse_dirty("--dirty", optarg, &d->dirty))
 				return CLI_EXIT_USAGE;
-			}
 			break;
 		case 'n':
 			if (cli_parse_int("--migrations", optarg, 1, 1000, &d->migrations))
@@ -184,24 +172,6 @@ static int demo_nodes(struct memmig_ctx *ctx, struct demo *d)
 		d->nodes[d->nnodes++] = second;
 	}
 	return d->nnodes ? 0 : -ENOENT;
-}
-
-/* One copy of the guest's size between prefaulted buffers, the median of
- * three: what a live migration is measured against. */
-static double raw_copy_seconds(struct memmig_ctx *ctx, size_t len)
-{
-	uint8_t *src = bench_alloc(len), *dst = bench_alloc(len);
-	double s[3] = { 0 }, t;
-
-	for (int i = 0; i < 3 && src && dst; i++) {
-		memset(src, 0x5a + i, len);
-		t = bench_now();
-		memmig_copy_run(ctx, dst, src, len, 0);
-		s[i] = bench_now() - t;
-	}
-	bench_free(src, len);
-	bench_free(dst, len);
-	return bench_median(s, 3);
 }
 
 /* Migration i's target: the other node, or node / tier in turn. */
@@ -318,40 +288,16 @@ static struct json_object *nodes_json(const struct demo *d)
 	return a;
 }
 
-/* The methods that track a host thread's writes: KVM's bypass the page
- * tables. */
-static bool dirty_without_kvm(int method)
-{
-	return method == MEMMIG_DIRTY_UFFD_WP || method == MEMMIG_DIRTY_SOFT_DIRTY;
-}
-
-/* Starts the guest: under KVM, or as a host thread when there is none,
- * when the RAM is beyond a KVM guest's 3 GiB, or when the tracking asked
- * for works only without KVM. */
+/* Starts the guest: under KVM, or as a host thread (saying why). */
 static int demo_guest(struct memmig_ctx *ctx, struct demo *d, struct minivmm **vmm,
 		      struct memmig_vm **vm)
 {
-	struct minivmm_opts o = {
-		.mem = d->mem,
-		.backing = MINIVMM_BACKING_ANON,
-		.dirty_ring = d->dirty == MEMMIG_DIRTY_RING ? 4096 : 0,
-	};
-	bool thread = d->no_kvm || d->mem > MINIVMM_KVM_MEM_MAX || dirty_without_kvm(d->dirty);
-	int rc = -ENODEV;
+	const char *why;
+	int rc = minivmm_up_any(ctx, d->mem, d->dirty, d->no_kvm, vmm, vm, &why);
 
-	if (!thread)
-		rc = minivmm_up(ctx, &o, vmm, vm);
-	d->kvm = rc != -ENODEV;
-	if (rc == -ENODEV) {
-		if (!d->no_kvm && !d->json)
-			printf("%s: a host thread writes the memory instead of a guest\n",
-			       !thread ? "no usable /dev/kvm" :
-			       dirty_without_kvm(d->dirty) ? "--dirty tracks a host thread" :
-							     "beyond 3G");
-		o.vcpu = MINIVMM_VCPU_THREAD;
-		o.dirty_ring = 0;
-		rc = minivmm_up(ctx, &o, vmm, vm);
-	}
+	d->kvm = !why;
+	if (!rc && why && !d->no_kvm && !d->json)
+		printf("%s: a host thread writes the memory instead of a guest\n", why);
 	return rc;
 }
 
@@ -370,7 +316,7 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 		cli_error("demo: cannot start the guest: %s\n", strerror(-rc));
 		goto out;
 	}
-	d->raw_s = raw_copy_seconds(ctx, d->mem);
+	d->raw_s = bench_raw_copy_s(ctx, d->mem);
 	if (!d->json) {
 		printf("%s guest (%s) rewriting all of its RAM; ",
 		       util_size_format(d->mem, size, sizeof(size)),

@@ -5,6 +5,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "util/log.h"
@@ -246,4 +249,39 @@ const char *cli_human(uint64_t v, char *buf, size_t len)
 	else
 		snprintf(buf, len, d < 10 ? "%.2f %s" : "%.1f %s", d, units[u]);
 	return buf;
+}
+
+int cli_parse_dirty(const char *opt, const char *arg, int *out)
+{
+	const char *name;
+
+	for (int m = MEMMIG_DIRTY_AUTO; (name = memmig_dirty_method_name(m)); m++) {
+		if (!strcmp(arg, name)) {
+			*out = m;
+			return 0;
+		}
+	}
+	cli_error("%s: auto, log, log-clear, ring, uffd-wp or soft-dirty, not '%s'\n", opt,
+		  arg);
+	return -EINVAL;
+}
+
+int cli_unix_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
 }

@@ -159,6 +159,41 @@ int minivmm_up(struct memmig_ctx *ctx, const struct minivmm_opts *o,
 	return rc;
 }
 
+/* The methods that track a host thread's writes: KVM's bypass the page
+ * tables. */
+static bool dirty_without_kvm(int method)
+{
+	return method == MEMMIG_DIRTY_UFFD_WP || method == MEMMIG_DIRTY_SOFT_DIRTY;
+}
+
+int minivmm_up_any(struct memmig_ctx *ctx, uint64_t mem, int dirty_method, bool no_kvm,
+		   struct minivmm **vmm, struct memmig_vm **vm, const char **thread_why)
+{
+	struct minivmm_opts o = {
+		.mem = mem,
+		.backing = MINIVMM_BACKING_ANON,
+		.dirty_ring = dirty_method == MEMMIG_DIRTY_RING ? 4096 : 0,
+	};
+	int rc = -ENODEV;
+
+	*thread_why = no_kvm ? "--no-kvm" :
+		      mem > MINIVMM_KVM_MEM_MAX ? "beyond a KVM guest's 3 GiB" :
+		      dirty_without_kvm(dirty_method) ? "the tracking follows a host thread" :
+							NULL;
+	if (!*thread_why)
+		rc = minivmm_up(ctx, &o, vmm, vm);
+	if (rc != -ENODEV)
+		return rc;
+	if (!*thread_why)
+		*thread_why = "no usable /dev/kvm";
+	memmig_vm_unref(*vm);
+	if (*vmm)
+		minivmm_destroy(*vmm);
+	o.vcpu = MINIVMM_VCPU_THREAD;
+	o.dirty_ring = 0;
+	return minivmm_up(ctx, &o, vmm, vm);
+}
+
 int minivmm_migrate(struct memmig_vm *vm, struct minivmm *vmm,
 		    const struct memmig_live_opts *opts, struct minivmm_migration *out)
 {

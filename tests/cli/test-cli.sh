@@ -80,6 +80,25 @@ check "bench migrate copy moved all" \
 	test "$(jq '[.cases[] | select(.case | startswith("copy")) | .bytes_moved == 64*1048576] | all' "$tmp/out")" = true
 check "bench migrate bad size" exit_is 2 "$cli" bench migrate --size 3M
 
+# bench live: memmig's live migrations of a guest idle and writing, every
+# one verified; QEMU's own local migration of the same guest beside them
+# where QEMU is installed (TCG with --no-kvm: quick at 64 MiB)
+check "bench live help" exit_is 0 "$cli" bench live --help
+check "bench live bad size" exit_is 2 "$cli" bench live --sizes 1K
+check "bench live bad dirty" exit_is 2 "$cli" bench live --dirty bogus
+check "bench live bad reps" exit_is 2 "$cli" bench live --reps 0
+check "bench live memmig" exit_is 0 "$cli" bench live --sizes 64M --reps 2 --no-qemu --json
+check "bench live cases" test "$(jq '[.cases[].guest] | join(",")' -r "$tmp/out")" = idle,writing
+check "bench live verified" test "$(jq '[.cases[].memmig | .verified == 2 and .runs == 2 and .seconds > 0 and .pause_ms > 0] | all' "$tmp/out")" = true
+check "bench live no peer" test "$(jq '[.cases[] | has("qemu")] | any' "$tmp/out")" = false
+if command -v qemu-system-x86_64 >/dev/null; then
+	check "bench live qemu" exit_is 0 "$cli" bench live --sizes 64M --reps 1 --no-kvm --json
+	check "bench live qemu ran" test "$(jq '[.cases[].qemu | .accel == "tcg" and .converged == 1 and .seconds > 0 and .downtime_ms >= 0 and .rounds >= 1] | all' "$tmp/out")" = true
+	check "bench live qemu text" exit_is 0 "$cli" bench live --sizes 64M --reps 1 --no-kvm
+	check "bench live qemu row" grep -Eq '^ +QEMU +[0-9.]+ .*QEMU/memmig: total' "$tmp/out"
+	check "bench live qemu cleaned up" test -z "$(find /tmp -maxdepth 1 -name 'memmig-qemu-*' -newer "$tmp/err" 2>/dev/null)"
+fi
+
 # bench desc: every path measured on a small region, ratios present; the
 # forced slow path leaves nothing to compare (debug and sanitizer builds
 # force it: then only that is checked)

@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * memmig-cli bench live: memmig's live migration of a running guest's RAM
+ * (minivmm: a KVM guest, or a host thread) at several sizes, with the guest
+ * idle and writing all of its RAM at full speed, beside QEMU's own local
+ * live migration of a guest of the same size and behaviour
+ * (bench-live-qemu.c), in the same run.  Every memmig migration is checked:
+ * the writing guest page by page, the idle one by a checksum.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench-live.h"
+#include "bench/bench.h"
+#include "minivmm/embed.h"
+#include "util/size.h"
+
+#define MAX_REPS 31
+#define DEFAULT_QEMU_TIMEOUT_S 30
+
+struct live_bench {
+	struct memmig_ctx *ctx;
+	size_t *sizes, nsizes;
+	long reps, budget_ms, qemu_timeout_s;
+	int dirty, node;
+	bool no_kvm, no_qemu, json;
+};
+
+/* Medians over the repetitions of one case. */
+struct live_case {
+	size_t mem;
+	bool writing;
+	bool kvm;			/* memmig's guest */
+	int method;			/* its tracking */
+	double raw_s;
+	double total_s, pause_s, rounds;
+	unsigned int converged, verified, ran;
+	bool qemu_ran;
+	double q_total_s, q_downtime_s, q_rounds, q_limit_s;
+	unsigned int q_converged;
+};
+
+static void live_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: memmig-cli bench live [--sizes LIST] [--reps N] [--budget-ms MS]\n"
+		"                             [--dirty METHOD] [--to-node N] [--no-kvm]\n"
+		"                             [--no-qemu] [--qemu-timeout S] [--json]\n"
+		"Live-migrates a running guest's RAM (minivmm: KVM where it can, else a\n"
+		"host thread) of each size (default 256M,1G) N times (default 3), idle and\n"
+		"writing all of its RAM, to node N (default 0), and runs QEMU's own local\n"
+		"live migration of a guest of the same size, idle and writing, beside it\n"
+		"(qemu-system-x86_64, KVM where memmig's guest is, else TCG; QEMU's\n"
+		"defaults but unlimited bandwidth; cancelled after S seconds, default 30).\n"
+		"Medians: total time, against one raw copy, rounds, and the pause (QEMU's\n"
+		"downtime).  memmig's pause budget is MS (default 5).\n");
+}
+
+static int live_parse(int argc, char **argv, struct live_bench *b)
+{
+	static const struct option opts[] = {
+		{ "sizes", required_argument, NULL, 's' },
+		{ "reps", required_argument, NULL, 'r' },
+		{ "budget-ms", required_argument, NULL, 'b' },
+		{ "dirty", required_argument, NULL, 'd' },
+		{ "to-node", required_argument, NULL, 'n' },
+		{ "no-kvm", no_argument, NULL, 'K' },
+		{ "no-qemu", no_argument, NULL, 'Q' },
+		{ "qemu-timeout", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	long node = 0;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			free(b->sizes);
+			if (cli_parse_size_list("--sizes", optarg, &b->sizes, &b->nsizes))
+				return CLI_EXIT_USAGE;
+			for (size_t i = 0; i < b->nsizes; i++) {
+				if (b->sizes[i] < (8 << 20) || b->sizes[i] > MINIVMM_THREAD_MEM_MAX ||
+				    b->sizes[i] % (1 << 20)) {
+					cli_error("--sizes: 8M to 64G, in MiB\n");
+					return CLI_EXIT_USAGE;
+				}
+			}
+			break;
+		case 'r':
+			if (cli_parse_int("--reps", optarg, 1, MAX_REPS, &b->reps))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'b':
+			if (cli_parse_int("--budget-ms", optarg, 1, 10000, &b->budget_ms))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'd':
+			if (cli_parse_dirty("--dirty", optarg, &b->dirty))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'n':
+			if (cli_parse_int("--to-node", optarg, 0, 4095, &node))
+				return CLI_EXIT_USAGE;
+			b->node = (int)node;
+			break;
+		case 'K':
+			b->no_kvm = true;
+			break;
+		case 'Q':
+			b->no_qemu = true;
+			break;
+		case 't':
+			if (cli_parse_int("--qemu-timeout", optarg, 1, 3600, &b->qemu_timeout_s))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'j':
+			b->json = true;
+			break;
+		case 'h':
+			live_usage(stdout);
+			return CLI_HELP_SHOWN;
+		default:
+			live_usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		live_usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	return CLI_EXIT_OK;
+}
+
+/* The idle guest: paused through the whole migration; its RAM must read
+ * the same after it. */
+static int migrate_idle(struct memmig_vm *vm, struct minivmm *vmm,
+			const struct memmig_live_opts *o, struct memmig_live_report *r,
+			bool *verified)
+{
+	struct minivmm_slot s;
+	uint64_t before;
+	int rc;
+
+	minivmm_pause(vmm);
+	minivmm_get_slot(vmm, &s);
+	before = bench_checksum(s.hva, s.size);
+	rc = memmig_vm_migrate(vm, o, r);
+	minivmm_get_slot(vmm, &s);
+	*verified = !rc && bench_checksum(s.hva, s.size) == before;
+	minivmm_resume(vmm);
+	return rc;
+}
+
+static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_vm *vm,
+		      struct live_case *c)
+{
+	struct memmig_live_opts o = {
+		.sz = sizeof(o),
+		.target_node = b->node,
+		.pause_budget_ns = (uint64_t)b->budget_ms * 1000000,
+		.dirty_method = b->dirty,
+	};
+	double total[MAX_REPS], pause[MAX_REPS], rounds[MAX_REPS];
+	int rc = 0;
+
+	for (long i = 0; i < b->reps && !rc; i++) {
+		struct minivmm_migration m;
+		bool ok = false;
+
+		bench_progress("live: memmig, %zu MiB, %s, %ld/%ld", c->mem >> 20,
+			       c->writing ? "writing" : "idle", i + 1, b->reps);
+		if (c->writing) {
+			rc = minivmm_migrate(vm, vmm, &o, &m);
+			ok = !rc && minivmm_migration_ok(&m);
+		} else {
+			m.rep.sz = sizeof(m.rep);
+			rc = migrate_idle(vm, vmm, &o, &m.rep, &ok);
+		}
+		if (rc < 0) {
+			cli_error("bench live: migration of %zu MiB: %s\n", c->mem >> 20,
+				  strerror(-rc));
+			break;
+		}
+		total[c->ran] = m.rep.total_s;
+		pause[c->ran] = m.rep.pause_s;
+		rounds[c->ran] = m.rep.rounds;
+		c->ran++;
+		c->converged += m.rep.converged;
+		c->verified += ok;
+		c->method = m.rep.dirty_method;
+	}
+	if (c->ran) {
+		c->total_s = bench_median(total, c->ran);
+		c->pause_s = bench_median(pause, c->ran);
+		c->rounds = bench_median(rounds, c->ran);
+	}
+	return rc;
+}
+
+static int run_qemu(struct live_bench *b, struct live_case *c)
+{
+	struct qemu_peer p = {
+		.mem = c->mem, .writing = c->writing, .kvm = c->kvm,
+		.timeout_s = (double)b->qemu_timeout_s,
+	};
+	double total[MAX_REPS], down[MAX_REPS], rounds[MAX_REPS];
+	unsigned int n = 0;
+	int rc = 0;
+
+	for (long i = 0; i < b->reps && !rc; i++) {
+		struct qemu_result r;
+
+		bench_progress("live: QEMU, %zu MiB, %s, %ld/%ld", c->mem >> 20,
+			       c->writing ? "writing" : "idle", i + 1, b->reps);
+		rc = bench_qemu_migrate(&p, &r);
+		if (rc < 0)
+			break;
+		total[n] = r.total_s;
+		down[n] = r.converged ? r.downtime_s : 0;
+		rounds[n++] = (double)r.rounds;
+		c->q_converged += r.converged;
+		c->q_limit_s = r.downtime_limit_s;
+	}
+	c->qemu_ran = n > 0;
+	if (n) {
+		c->q_total_s = bench_median(total, n);
+		c->q_downtime_s = bench_median(down, n);
+		c->q_rounds = bench_median(rounds, n);
+	}
+	return rc;
+}
+
+/* memmig's cases of one size on one guest, then QEMU's. */
+static int run_size(struct live_bench *b, size_t mem, struct live_case *cs)
+{
+	struct minivmm *vmm = NULL;
+	struct memmig_vm *vm = NULL;
+	const char *why;
+	int rc = minivmm_up_any(b->ctx, mem, b->dirty, b->no_kvm, &vmm, &vm, &why);
+
+	if (rc < 0)
+		cli_error("bench live: cannot start a guest of %zu MiB: %s\n", mem >> 20,
+			  strerror(-rc));
+	for (int w = 0; w < 2 && !rc; w++) {
+		cs[w] = (struct live_case){ .mem = mem, .writing = w, .kvm = !why };
+		cs[w].raw_s = bench_raw_copy_s(b->ctx, mem);
+		rc = run_memmig(b, vmm, vm, &cs[w]);
+	}
+	memmig_vm_unref(vm);
+	if (vmm)
+		minivmm_destroy(vmm);
+	for (int w = 0; w < 2 && !rc && !b->no_qemu; w++)
+		run_qemu(b, &cs[w]);	/* a failed peer is said, not fatal */
+	return rc;
+}
+
+static void print_text(const struct live_bench *b, const struct live_case *cs, size_t n)
+{
+	printf("memmig bench live: median of %ld, pause budget %ld ms; memmig's guest: %s;\n"
+	       "QEMU: %s, downtime-limit %.0f ms (its default), unlimited bandwidth\n\n",
+	       b->reps, b->budget_ms, cs[0].kvm ? "KVM (minivmm)" : "a host thread",
+	       b->no_qemu ? "not run" : cs[0].kvm ? "KVM" : "TCG", cs[0].q_limit_s * 1e3);
+	printf("%-6s %-8s %-10s %10s %6s %7s %10s %6s  %s\n", "size", "guest", "who",
+	       "total ms", "/raw", "rounds", "pause ms", "conv", "tracking / check");
+	for (size_t i = 0; i < n; i++) {
+		const struct live_case *c = &cs[i];
+		char size[32];
+
+		util_size_format(c->mem, size, sizeof(size));
+		printf("%-6s %-8s %-10s %10.1f %5.2fx %7.0f %10.3f %3u/%-2ld  %s, %u/%u verified\n",
+		       size, c->writing ? "writing" : "idle", "memmig", c->total_s * 1e3,
+		       c->raw_s > 0 ? c->total_s / c->raw_s : 0, c->rounds, c->pause_s * 1e3,
+		       c->converged, b->reps, memmig_dirty_method_name(c->method), c->verified,
+		       c->ran);
+		if (c->qemu_ran)
+			printf("%-6s %-8s %-10s %10.1f %5.2fx %7.0f %10.3f %3u/%-2ld  "
+			       "QEMU/memmig: total %.1fx, pause %.0fx\n", "", "", "QEMU",
+			       c->q_total_s * 1e3, c->raw_s > 0 ? c->q_total_s / c->raw_s : 0,
+			       c->q_rounds, c->q_downtime_s * 1e3, c->q_converged, b->reps,
+			       c->total_s > 0 ? c->q_total_s / c->total_s : 0,
+			       c->pause_s > 0 ? c->q_downtime_s / c->pause_s : 0);
+	}
+	printf("\nconv: migrations that converged (memmig: within the pause budget;\n"
+	       "QEMU: completed before the timeout; a pause of one that did not is 0).\n");
+}
+
+static struct json_object *case_json(const struct live_case *c)
+{
+	struct json_object *o = json_object_new_object(), *m = json_object_new_object();
+
+	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)c->mem));
+	json_object_object_add(o, "guest", json_object_new_string(c->writing ? "writing" :
+									     "idle"));
+	json_object_object_add(o, "raw_copy_seconds", json_object_new_double(c->raw_s));
+	json_object_object_add(m, "guest", json_object_new_string(c->kvm ? "kvm" : "thread"));
+	json_object_object_add(m, "dirty_method",
+			       json_object_new_string(memmig_dirty_method_name(c->method)));
+	json_object_object_add(m, "seconds", json_object_new_double(c->total_s));
+	json_object_object_add(m, "pause_ms", json_object_new_double(c->pause_s * 1e3));
+	json_object_object_add(m, "rounds", json_object_new_double(c->rounds));
+	json_object_object_add(m, "converged", json_object_new_int((int)c->converged));
+	json_object_object_add(m, "verified", json_object_new_int((int)c->verified));
+	json_object_object_add(m, "runs", json_object_new_int((int)c->ran));
+	json_object_object_add(o, "memmig", m);
+	if (c->qemu_ran) {
+		struct json_object *q = json_object_new_object();
+
+		json_object_object_add(q, "accel", json_object_new_string(c->kvm ? "kvm" : "tcg"));
+		json_object_object_add(q, "seconds", json_object_new_double(c->q_total_s));
+		json_object_object_add(q, "downtime_ms",
+				       json_object_new_double(c->q_downtime_s * 1e3));
+		json_object_object_add(q, "downtime_limit_ms",
+				       json_object_new_double(c->q_limit_s * 1e3));
+		json_object_object_add(q, "rounds", json_object_new_double(c->q_rounds));
+		json_object_object_add(q, "converged", json_object_new_int((int)c->q_converged));
+		json_object_object_add(o, "qemu", q);
+	}
+	return o;
+}
+
+static int live_main(struct memmig_ctx *ctx, int argc, char **argv)
+{
+	struct live_bench b = {
+		.ctx = ctx, .reps = 3, .budget_ms = 5,
+		.qemu_timeout_s = DEFAULT_QEMU_TIMEOUT_S,
+	};
+	struct live_case *cs = NULL;
+	size_t n = 0;
+	int rc = live_parse(argc, argv, &b), failed = 0;
+
+	if (rc) {
+		rc = cli_exit_code(rc);
+		goto out;
+	}
+	if (!b.sizes) {
+		b.nsizes = 2;
+		b.sizes = calloc(2, sizeof(*b.sizes));
+		if (!b.sizes)
+			return CLI_EXIT_FAIL;
+		b.sizes[0] = 256 << 20;
+		b.sizes[1] = 1 << 30;
+	}
+	if (!b.no_qemu && !bench_qemu_available()) {
+		cli_error("bench live: qemu-system-x86_64 is not on the PATH: no peer "
+			  "(apt-get install qemu-system-x86, or --no-qemu)\n");
+		rc = CLI_EXIT_FAIL;
+		goto out;
+	}
+	cs = calloc(2 * b.nsizes, sizeof(*cs));
+	if (!cs) {
+		rc = CLI_EXIT_FAIL;
+		goto out;
+	}
+	for (size_t i = 0; i < b.nsizes && !rc; i++, n += 2)
+		rc = run_size(&b, b.sizes[i], &cs[n]);
+	bench_progress_done();
+	for (size_t i = 0; i < n; i++)
+		failed += cs[i].verified < cs[i].ran;
+	if (b.json) {
+		struct json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+		json_object_object_add(o, "budget_ms", json_object_new_int((int)b.budget_ms));
+		json_object_object_add(o, "reps", json_object_new_int((int)b.reps));
+		for (size_t i = 0; i < n; i++)
+			json_object_array_add(a, case_json(&cs[i]));
+		json_object_object_add(o, "cases", a);
+		cli_json_print(o);
+	} else if (n) {
+		print_text(&b, cs, n);
+	}
+	rc = rc || failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+out:
+	free(cs);
+	free(b.sizes);
+	return rc;
+}
+
+const struct cli_cmd bench_cmd_live = {
+	.name = "live",
+	.summary = "live migration of a running guest, beside QEMU's own",
+	.run = live_main,
+};
