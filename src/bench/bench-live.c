@@ -5,12 +5,17 @@
  * idle and writing all of its RAM at full speed, beside QEMU's own local
  * live migration of a guest of the same size and behaviour
  * (bench-live-qemu.c), in the same run.  Every memmig migration is checked:
- * the writing guest page by page, the idle one by a checksum.
+ * the writing guest page by page, the idle one by a checksum.  With --busy,
+ * the writing guest once more with a CPU-bound process on every CPU: a
+ * pause must not grow much when the host is loaded.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench/bench-live.h"
 #include "bench/bench.h"
@@ -25,17 +30,21 @@ struct live_bench {
 	size_t *sizes, nsizes;
 	long reps, budget_ms, qemu_timeout_s;
 	int dirty, node;
-	bool no_kvm, no_qemu, json;
+	bool no_kvm, no_qemu, busy, json;
 };
+
+/* How the guest behaves while it moves. */
+enum guest_mode { GUEST_IDLE, GUEST_WRITING, GUEST_BUSY, GUEST_MODES };
+static const char *const mode_names[GUEST_MODES] = { "idle", "writing", "busy" };
 
 /* Medians over the repetitions of one case. */
 struct live_case {
 	size_t mem;
-	bool writing;
+	int mode;			/* enum guest_mode */
 	bool kvm;			/* memmig's guest */
 	int method;			/* its tracking */
 	double raw_s;
-	double total_s, pause_s, rounds;
+	double total_s, pause_s, stop_s, rounds;	/* stop: the VMM's pause() */
 	unsigned int converged, verified, ran;
 	bool qemu_ran;
 	double q_total_s, q_downtime_s, q_rounds, q_limit_s;
@@ -47,7 +56,7 @@ static void live_usage(FILE *f)
 	fprintf(f,
 		"Usage: memmig-cli bench live [--sizes LIST] [--reps N] [--budget-ms MS]\n"
 		"                             [--dirty METHOD] [--to-node N] [--no-kvm]\n"
-		"                             [--no-qemu] [--qemu-timeout S] [--json]\n"
+		"                             [--no-qemu] [--qemu-timeout S] [--busy] [--json]\n"
 		"Live-migrates a running guest's RAM (minivmm: KVM where it can, else a\n"
 		"host thread) of each size (default 256M,1G) N times (default 3), idle and\n"
 		"writing all of its RAM, to node N (default 0), and runs QEMU's own local\n"
@@ -55,7 +64,8 @@ static void live_usage(FILE *f)
 		"(qemu-system-x86_64, KVM where memmig's guest is, else TCG; QEMU's\n"
 		"defaults but unlimited bandwidth; cancelled after S seconds, default 30).\n"
 		"Medians: total time, against one raw copy, rounds, and the pause (QEMU's\n"
-		"downtime).  memmig's pause budget is MS (default 5).\n");
+		"downtime).  memmig's pause budget is MS (default 5).  --busy: the writing\n"
+		"guest again with a CPU-bound process on every CPU (\"busy\").\n");
 }
 
 static int live_parse(int argc, char **argv, struct live_bench *b)
@@ -69,6 +79,7 @@ static int live_parse(int argc, char **argv, struct live_bench *b)
 		{ "no-kvm", no_argument, NULL, 'K' },
 		{ "no-qemu", no_argument, NULL, 'Q' },
 		{ "qemu-timeout", required_argument, NULL, 't' },
+		{ "busy", no_argument, NULL, 'B' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -118,6 +129,9 @@ static int live_parse(int argc, char **argv, struct live_bench *b)
 			if (cli_parse_int("--qemu-timeout", optarg, 1, 3600, &b->qemu_timeout_s))
 				return CLI_EXIT_USAGE;
 			break;
+		case 'B':
+			b->busy = true;
+			break;
 		case 'j':
 			b->json = true;
 			break;
@@ -165,7 +179,7 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 		.pause_budget_ns = (uint64_t)b->budget_ms * 1000000,
 		.dirty_method = b->dirty,
 	};
-	double total[MAX_REPS], pause[MAX_REPS], rounds[MAX_REPS];
+	double total[MAX_REPS], pause[MAX_REPS], stop[MAX_REPS], rounds[MAX_REPS];
 	int rc = 0;
 
 	for (long i = 0; i < b->reps && !rc; i++) {
@@ -173,8 +187,8 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 		bool ok = false;
 
 		bench_progress("live: memmig, %zu MiB, %s, %ld/%ld", c->mem >> 20,
-			       c->writing ? "writing" : "idle", i + 1, b->reps);
-		if (c->writing) {
+			       mode_names[c->mode], i + 1, b->reps);
+		if (c->mode != GUEST_IDLE) {
 			rc = minivmm_migrate(vm, vmm, &o, &m);
 			ok = !rc && minivmm_migration_ok(&m);
 		} else {
@@ -188,6 +202,7 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 		}
 		total[c->ran] = m.rep.total_s;
 		pause[c->ran] = m.rep.pause_s;
+		stop[c->ran] = m.rep.pause_stop_s;
 		rounds[c->ran] = m.rep.rounds;
 		c->ran++;
 		c->converged += m.rep.converged;
@@ -197,6 +212,7 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 	if (c->ran) {
 		c->total_s = bench_median(total, c->ran);
 		c->pause_s = bench_median(pause, c->ran);
+		c->stop_s = bench_median(stop, c->ran);
 		c->rounds = bench_median(rounds, c->ran);
 	}
 	return rc;
@@ -205,7 +221,7 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 static int run_qemu(struct live_bench *b, struct live_case *c)
 {
 	struct qemu_peer p = {
-		.mem = c->mem, .writing = c->writing, .kvm = c->kvm,
+		.mem = c->mem, .writing = c->mode != GUEST_IDLE, .kvm = c->kvm,
 		.timeout_s = (double)b->qemu_timeout_s,
 	};
 	double total[MAX_REPS], down[MAX_REPS], rounds[MAX_REPS];
@@ -216,7 +232,7 @@ static int run_qemu(struct live_bench *b, struct live_case *c)
 		struct qemu_result r;
 
 		bench_progress("live: QEMU, %zu MiB, %s, %ld/%ld", c->mem >> 20,
-			       c->writing ? "writing" : "idle", i + 1, b->reps);
+			       mode_names[c->mode], i + 1, b->reps);
 		rc = bench_qemu_migrate(&p, &r);
 		if (rc < 0)
 			break;
@@ -235,28 +251,72 @@ static int run_qemu(struct live_bench *b, struct live_case *c)
 	return rc;
 }
 
+/* A CPU-bound process on every CPU (as the competitor); their pids in
+ * pids[], which holds ncpu entries. */
+static void busy_start(pid_t *pids, long n)
+{
+	for (long i = 0; i < n; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			for (volatile unsigned long x = 0;; x++)
+				;
+		}
+	}
+}
+
+static void busy_stop(pid_t *pids, long n)
+{
+	for (long i = 0; i < n; i++) {
+		if (pids[i] > 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+		pids[i] = 0;
+	}
+}
+
 /* memmig's cases of one size on one guest, then QEMU's. */
 static int run_size(struct live_bench *b, size_t mem, struct live_case *cs)
 {
+	long nb = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+	int modes = b->busy ? GUEST_MODES : GUEST_BUSY;
 	struct minivmm *vmm = NULL;
 	struct memmig_vm *vm = NULL;
+	pid_t *busy = calloc(nb, sizeof(*busy));
 	const char *why;
-	int rc = minivmm_up_any(b->ctx, mem, b->dirty, b->no_kvm, &vmm, &vm, &why);
+	int rc = busy ? minivmm_up_any(b->ctx, mem, b->dirty, b->no_kvm, &vmm, &vm, &why) :
+			-ENOMEM;
 
 	if (rc < 0)
 		cli_error("bench live: cannot start a guest of %zu MiB: %s\n", mem >> 20,
 			  strerror(-rc));
-	for (int w = 0; w < 2 && !rc; w++) {
-		cs[w] = (struct live_case){ .mem = mem, .writing = w, .kvm = !why };
+	for (int w = 0; w < modes && !rc; w++) {
+		cs[w] = (struct live_case){ .mem = mem, .mode = w, .kvm = !why };
 		cs[w].raw_s = bench_raw_copy_s(b->ctx, mem);
+		if (w == GUEST_BUSY)
+			busy_start(busy, nb);
 		rc = run_memmig(b, vmm, vm, &cs[w]);
+		if (w == GUEST_BUSY)
+			busy_stop(busy, nb);
 	}
 	memmig_vm_unref(vm);
 	if (vmm)
 		minivmm_destroy(vmm);
-	for (int w = 0; w < 2 && !rc && !b->no_qemu; w++)
-		run_qemu(b, &cs[w]);	/* a failed peer is said, not fatal */
+	/* A failed peer is said, not fatal. */
+	for (int w = 0; w < modes && !rc && !b->no_qemu; w++) {
+		if (w == GUEST_BUSY)
+			busy_start(busy, nb);
+		run_qemu(b, &cs[w]);
+		if (w == GUEST_BUSY)
+			busy_stop(busy, nb);
+	}
+	free(busy);
 	return rc;
+}
+
+static double busy_ratio(double busy, double quiet)
+{
+	return quiet > 0 ? busy / quiet : 0;
 }
 
 static void print_text(const struct live_bench *b, const struct live_case *cs, size_t n)
@@ -273,7 +333,7 @@ static void print_text(const struct live_bench *b, const struct live_case *cs, s
 
 		util_size_format(c->mem, size, sizeof(size));
 		printf("%-6s %-8s %-10s %10.1f %5.2fx %7.0f %10.3f %3u/%-2ld  %s, %u/%u verified\n",
-		       size, c->writing ? "writing" : "idle", "memmig", c->total_s * 1e3,
+		       size, mode_names[c->mode], "memmig", c->total_s * 1e3,
 		       c->raw_s > 0 ? c->total_s / c->raw_s : 0, c->rounds, c->pause_s * 1e3,
 		       c->converged, b->reps, memmig_dirty_method_name(c->method), c->verified,
 		       c->ran);
@@ -284,9 +344,16 @@ static void print_text(const struct live_bench *b, const struct live_case *cs, s
 			       c->q_rounds, c->q_downtime_s * 1e3, c->q_converged, b->reps,
 			       c->total_s > 0 ? c->q_total_s / c->total_s : 0,
 			       c->pause_s > 0 ? c->q_downtime_s / c->pause_s : 0);
+		if (c->mode == GUEST_BUSY && i > 0)
+			printf("%-6s %-8s busy over writing: memmig's pause %.2fx (of it the "
+			       "VMM's pause() %.3f ms, was %.3f), QEMU's downtime %.2fx\n", "", "",
+			       busy_ratio(c->pause_s, c[-1].pause_s), c->stop_s * 1e3,
+			       c[-1].stop_s * 1e3, busy_ratio(c->q_downtime_s, c[-1].q_downtime_s));
 	}
 	printf("\nconv: migrations that converged (memmig: within the pause budget;\n"
 	       "QEMU: completed before the timeout; a pause of one that did not is 0).\n");
+	if (b->busy)
+		printf("busy: the writing guest with a CPU-bound process on every CPU.\n");
 }
 
 static struct json_object *case_json(const struct live_case *c)
@@ -294,18 +361,21 @@ static struct json_object *case_json(const struct live_case *c)
 	struct json_object *o = json_object_new_object(), *m = json_object_new_object();
 
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)c->mem));
-	json_object_object_add(o, "guest", json_object_new_string(c->writing ? "writing" :
-									     "idle"));
+	json_object_object_add(o, "guest", json_object_new_string(mode_names[c->mode]));
 	json_object_object_add(o, "raw_copy_seconds", json_object_new_double(c->raw_s));
 	json_object_object_add(m, "guest", json_object_new_string(c->kvm ? "kvm" : "thread"));
 	json_object_object_add(m, "dirty_method",
 			       json_object_new_string(memmig_dirty_method_name(c->method)));
 	json_object_object_add(m, "seconds", json_object_new_double(c->total_s));
 	json_object_object_add(m, "pause_ms", json_object_new_double(c->pause_s * 1e3));
+	json_object_object_add(m, "pause_stop_ms", json_object_new_double(c->stop_s * 1e3));
 	json_object_object_add(m, "rounds", json_object_new_double(c->rounds));
 	json_object_object_add(m, "converged", json_object_new_int((int)c->converged));
 	json_object_object_add(m, "verified", json_object_new_int((int)c->verified));
 	json_object_object_add(m, "runs", json_object_new_int((int)c->ran));
+	if (c->mode == GUEST_BUSY)
+		json_object_object_add(m, "pause_vs_writing",
+				       json_object_new_double(busy_ratio(c->pause_s, c[-1].pause_s)));
 	json_object_object_add(o, "memmig", m);
 	if (c->qemu_ran) {
 		struct json_object *q = json_object_new_object();
@@ -318,6 +388,10 @@ static struct json_object *case_json(const struct live_case *c)
 				       json_object_new_double(c->q_limit_s * 1e3));
 		json_object_object_add(q, "rounds", json_object_new_double(c->q_rounds));
 		json_object_object_add(q, "converged", json_object_new_int((int)c->q_converged));
+		if (c->mode == GUEST_BUSY)
+			json_object_object_add(q, "downtime_vs_writing",
+					       json_object_new_double(busy_ratio(c->q_downtime_s,
+										 c[-1].q_downtime_s)));
 		json_object_object_add(o, "qemu", q);
 	}
 	return o;
@@ -351,12 +425,12 @@ static int live_main(struct memmig_ctx *ctx, int argc, char **argv)
 		rc = CLI_EXIT_FAIL;
 		goto out;
 	}
-	cs = calloc(2 * b.nsizes, sizeof(*cs));
+	cs = calloc(GUEST_MODES * b.nsizes, sizeof(*cs));
 	if (!cs) {
 		rc = CLI_EXIT_FAIL;
 		goto out;
 	}
-	for (size_t i = 0; i < b.nsizes && !rc; i++, n += 2)
+	for (size_t i = 0; i < b.nsizes && !rc; i++, n += b.busy ? GUEST_MODES : GUEST_BUSY)
 		rc = run_size(&b, b.sizes[i], &cs[n]);
 	bench_progress_done();
 	for (size_t i = 0; i < n; i++)

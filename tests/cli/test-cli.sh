@@ -91,6 +91,11 @@ check "bench live memmig" exit_is 0 "$cli" bench live --sizes 64M --reps 2 --no-
 check "bench live cases" test "$(jq '[.cases[].guest] | join(",")' -r "$tmp/out")" = idle,writing
 check "bench live verified" test "$(jq '[.cases[].memmig | .verified == 2 and .runs == 2 and .seconds > 0 and .pause_ms > 0] | all' "$tmp/out")" = true
 check "bench live no peer" test "$(jq '[.cases[] | has("qemu")] | any' "$tmp/out")" = false
+check "bench live busy" exit_is 0 "$cli" bench live --sizes 64M --reps 1 --no-qemu --busy --json
+check "bench live busy case" test "$(jq '[.cases[].guest] | join(",")' -r "$tmp/out")" = idle,writing,busy
+check "bench live busy verified" test "$(jq '.cases[2].memmig | .verified == 1 and .pause_vs_writing > 0 and .pause_stop_ms >= 0' "$tmp/out")" = true
+# the CPU-bound processes are forks of memmig-cli, with its command line
+check "bench live busy gone" test -z "$(pgrep -f 'bench live --sizes 64M --reps 1 --no-qemu --busy')"
 if command -v qemu-system-x86_64 >/dev/null; then
 	check "bench live qemu" exit_is 0 "$cli" bench live --sizes 64M --reps 1 --no-kvm --json
 	check "bench live qemu ran" test "$(jq '[.cases[].qemu | .accel == "tcg" and .converged == 1 and .seconds > 0 and .downtime_ms >= 0 and .rounds >= 1] | all' "$tmp/out")" = true
