@@ -355,6 +355,18 @@ MEMMIG_EXPORT ssize_t memmig_copy_mc(struct memmig_ctx *ctx, void *dst,
 				     const void *src, size_t len,
 				     const struct memmig_mc_opts *opts);
 /*
+ * A batch of memmig_copy_mc() calls on this thread.  Each call checks that
+ * the SIGBUS guard is still installed and unblocks SIGBUS for its copy: two
+ * system calls, as long as a cold 4 KiB copy.  Between begin and the
+ * matching end they are made once: begin installs the guard and unblocks
+ * SIGBUS, end blocks it again if the thread had it blocked, and a SIGBUS
+ * sent to the thread meanwhile is queued to it again then, as after one
+ * call.  Until end, the thread must not block SIGBUS nor replace the
+ * SIGBUS handler.  Pairs nest.  begin: 0 or -errno (then no end).
+ */
+MEMMIG_EXPORT int memmig_copy_mc_begin(void);
+MEMMIG_EXPORT void memmig_copy_mc_end(void);
+/*
  * The SIGBUS guard behind memmig_copy_mc(): one process-wide handler that
  * catches faults inside guarded copies (each thread its own) and passes
  * every other SIGBUS to the handler the application had before (or to the

@@ -44,6 +44,25 @@ static void copy_pages(const struct copier *c, uint8_t *d, const uint8_t *s,
 }
 
 /* One call of a peer or primitive; drain false leaves the fence out. */
+/*
+ * The batch the COPIER_MC_BATCH copies run in: opened at the first of them,
+ * closed at the next plain COPIER_MC one.  Samples are taken one copier at
+ * a time, so it opens and closes once a sample, not once a copy.
+ */
+static void mc_batch_set(bool on)
+{
+	static bool open;
+
+	if (on == open)
+		return;
+	if (on)
+		open = memmig_copy_mc_begin() == 0;
+	else
+		memmig_copy_mc_end();
+	if (!on)
+		open = false;
+}
+
 static void copy_one(const struct copier *c, uint8_t *d, const uint8_t *s,
 		     size_t n, bool drain)
 {
@@ -69,12 +88,14 @@ static void copy_one(const struct copier *c, uint8_t *d, const uint8_t *s,
 	case COPIER_GLIBC_PAGES:
 		copy_pages(c, d, s, n);
 		break;
-	case COPIER_MC: {
+	case COPIER_MC:
+	case COPIER_MC_BATCH: {
 		struct memmig_mc_opts o = {
 			.sz = sizeof(o), .src_fd = -1,
 			.flags = c->flags | (drain ? 0 : MEMMIG_COPY_NODRAIN),
 		};
 
+		mc_batch_set(c->kind == COPIER_MC_BATCH);
 		memmig_copy_mc(c->ctx, d, s, n, &o);
 		break;
 	}
@@ -89,7 +110,7 @@ void copier_run(const struct copier *c, void *dst, const void *src, size_t len)
 	/* One call, as a caller would make it: the same path for everyone.
 	 * memmig_copy_mc goes by 2 MiB units itself. */
 	if (len <= MEMMIG_UNIT_SIZE || c->kind == COPIER_MEMMIG_PAGES ||
-	    c->kind == COPIER_GLIBC_PAGES || c->kind == COPIER_MC) {
+	    c->kind == COPIER_GLIBC_PAGES || c->kind == COPIER_MC || c->kind == COPIER_MC_BATCH) {
 		copy_one(c, d, s, len, true);
 		return;
 	}

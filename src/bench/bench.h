@@ -27,6 +27,8 @@ enum copier_kind {
 	COPIER_MEMMIG_PAGES,	/* memmig_copy_run per 4 KiB page */
 	COPIER_GLIBC_PAGES,	/* memcpy per 4 KiB page */
 	COPIER_MC,		/* memmig_copy_mc (flags), whole length */
+	COPIER_MC_BATCH,	/* the same between memmig_copy_mc_begin() and
+				 * _end(), opened once for many copies */
 };
 
 struct copier {

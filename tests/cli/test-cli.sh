@@ -80,6 +80,14 @@ check "bench migrate copy moved all" \
 	test "$(jq '[.cases[] | select(.case | startswith("copy")) | .bytes_moved == 64*1048576] | all' "$tmp/out")" = true
 check "bench migrate bad size" exit_is 2 "$cli" bench migrate --size 3M
 
+# bench copy --pmem: memmig's pmem copy beside libpmem's, and the
+# machine-check-safe copy call by call and in a batch, every size a row
+check "bench copy pmem" exit_is 0 "$cli" bench copy --pmem --sizes 256,4K --reps 3 --json
+check "bench copy pmem rows" test "$(jq '.rows | length' "$tmp/out")" -eq 2
+check "bench copy pmem columns" test "$(jq '[.rows[] | ."memmig-pmem".median_gbs > 0 and ."memmig-mc".median_gbs > 0 and ."memmig-mc-batch".median_gbs > 0 and (.mc_overhead_pct | type) == "number" and (.mc_batch_overhead_pct | type) == "number"] | all' "$tmp/out")" = true
+check "bench copy pmem text" exit_is 0 "$cli" bench copy --pmem --sizes 4K --reps 3
+check "bench copy pmem goals" grep -q '^memmig-mc-batch cost from 4 KiB at its worst' "$tmp/out"
+
 # bench live: memmig's live migrations of a guest idle and writing, every
 # one verified; QEMU's own local migration of the same guest beside them
 # where QEMU is installed (TCG with --no-kvm: quick at 64 MiB)

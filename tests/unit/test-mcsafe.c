@@ -550,37 +550,115 @@ static void on_bad_send(void *opaque, uint64_t off, uint64_t len, int err)
 	}
 }
 
+/* Blocks SIGBUS in this thread and reads it from a signalfd, as QEMU. */
+static int bus_signalfd(void)
+{
+	sigset_t bus;
+
+	bus_block();
+	sigemptyset(&bus);
+	sigaddset(&bus, SIGBUS);
+	return signalfd(-1, &bus, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/* The one SIGBUS this thread sent itself waits in the signalfd, and
+ * nothing else: none of memmig's own faults. */
+static bool only_sent_waits(int sfd)
+{
+	struct signalfd_siginfo fi;
+
+	if (read(sfd, &fi, sizeof(fi)) != sizeof(fi) || fi.ssi_signo != SIGBUS ||
+	    fi.ssi_code != SI_TKILL || fi.ssi_pid != (uint32_t)getpid())
+		return false;
+	return read(sfd, &fi, sizeof(fi)) < 0 && errno == EAGAIN;
+}
+
 static int signalfd_child(void)
 {
 	struct sent_log s = { .b = { .lock = PTHREAD_MUTEX_INITIALIZER } };
 	struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1, .bad = on_bad_send,
 				    .opaque = &s };
-	struct signalfd_siginfo fi;
-	sigset_t bus;
 	struct holed h;
-	int sfd;
+	int sfd = bus_signalfd();
 
-	bus_block();
-	sigemptyset(&bus);
-	sigaddset(&bus, SIGBUS);
-	sfd = signalfd(-1, &bus, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sfd < 0 || holed_make(&h) < 0)
 		return 10;
 	if (holed_copy_ok(&h, &o, &s.b))
 		return 11;
 	if (!bus_blocked())
 		return 12;
-	if (read(sfd, &fi, sizeof(fi)) != sizeof(fi) || fi.ssi_signo != SIGBUS ||
-	    fi.ssi_code != SI_TKILL || fi.ssi_pid != (uint32_t)getpid())
-		return 13;	/* the sent signal did not reach the signalfd */
-	if (read(sfd, &fi, sizeof(fi)) >= 0 || errno != EAGAIN)
-		return 14;	/* nor memmig's own faults */
-	return 0;
+	return only_sent_waits(sfd) ? 0 : 13;
 }
 
 static void test_signalfd(void)
 {
 	run_child(signalfd_child, "SIGBUS blocked and read from a signalfd");
+}
+
+/*
+ * A batch (memmig_copy_mc_begin() .. _end()) in a thread that blocks
+ * SIGBUS and reads it from a signalfd: two faulting copies survive, a
+ * SIGBUS sent to the thread between them (outside any copy, SIGBUS
+ * unblocked by the batch) waits for the signalfd, and end gives the mask
+ * back; nested pairs keep it unblocked until the outer end.
+ */
+static int batch_child(void)
+{
+	struct bad_log b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1, .bad = on_bad,
+				    .opaque = &b };
+	struct holed h;
+	int sfd = bus_signalfd();
+
+	if (sfd < 0 || holed_make(&h) < 0)
+		return 10;
+	if (memmig_copy_mc_begin() || bus_blocked())
+		return 11;	/* the batch runs with SIGBUS open */
+	if (holed_copy_ok(&h, &o, &b))
+		return 12;
+	syscall(SYS_tgkill, getpid(), gettid(), SIGBUS);	/* between copies */
+	if (memmig_copy_mc_begin())
+		return 13;
+	memset(&b, 0, sizeof(b));
+	pthread_mutex_init(&b.lock, NULL);
+	if (holed_copy_ok(&h, &o, &b))
+		return 14;
+	memmig_copy_mc_end();
+	if (bus_blocked())
+		return 15;	/* the outer batch still runs */
+	memmig_copy_mc_end();
+	if (!bus_blocked())
+		return 16;
+	if (!only_sent_waits(sfd))
+		return 17;
+	memmig_copy_mc_end();	/* unpaired: nothing happens */
+	return bus_blocked() ? 0 : 19;
+}
+
+static void test_batch(void)
+{
+	run_child(batch_child, "a batch in a thread that blocks SIGBUS");
+}
+
+/* A batch where SIGBUS was never blocked leaves it unblocked. */
+static int batch_open_child(void)
+{
+	struct bad_log b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1, .bad = on_bad,
+				    .opaque = &b };
+	struct holed h;
+
+	if (holed_make(&h) < 0 || memmig_copy_mc_begin())
+		return 10;
+	if (holed_copy_ok(&h, &o, &b))
+		return 11;
+	memmig_copy_mc_end();
+	return bus_blocked() ? 12 : 0;
+}
+
+static void test_batch_open(void)
+{
+	run_child(batch_open_child, "a batch in a thread that does not block SIGBUS");
 }
 
 /*
@@ -778,6 +856,8 @@ static CU_TestInfo mc_tests[] = {
 	{ "chain: default action still kills", test_chain_default },
 	{ "SIGBUS blocked in the copying thread", test_blocked },
 	{ "SIGBUS blocked and read from a signalfd", test_signalfd },
+	{ "a batch with SIGBUS blocked: held for the signalfd, mask back", test_batch },
+	{ "a batch with SIGBUS open leaves it open", test_batch_open },
 	{ "a memory error reported at its page's address", test_mce_page_address },
 	{ "the application's handler leaves with siglongjmp", test_escape },
 	CU_TEST_INFO_NULL,

@@ -20,12 +20,4 @@ int memmig_copy_check(const void *dst, const void *src, size_t len);
 void memmig_copy_dispatch(struct memmig_ctx *ctx, int prim, void *dst,
 			  const void *src, size_t len, unsigned int flags);
 
-/*
- * memmig_copy_mc() without its check that the SIGBUS guard is still
- * installed (a system call, ~0.2 us): for callers that copy many small
- * runs and called memmig_mc_guard_install() before them.
- */
-ssize_t memmig_copy_mc_installed(struct memmig_ctx *ctx, void *dst, const void *src,
-				 size_t len, const struct memmig_mc_opts *opts);
-
 #endif

@@ -22,7 +22,9 @@
  *
  * Two system calls per memmig_copy_mc() call (is the handler still ours?
  * the mask) and none per unit: the handler runs with SA_NODEFER, so
- * jumping out of it needs no signal mask restored.
+ * jumping out of it needs no signal mask restored.  Two system calls are
+ * ~0.45 us here, as long as a cold 4 KiB copy: a batch of copies between
+ * memmig_copy_mc_begin() and _end() makes them once for all.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -56,6 +58,10 @@ static __thread struct mc_guard *mc_cur __attribute__((tls_model("initial-exec")
 static __thread siginfo_t mc_held __attribute__((tls_model("initial-exec")));
 static __thread volatile sig_atomic_t mc_holding
 	__attribute__((tls_model("initial-exec")));
+/* Inside memmig_copy_mc_begin() .. _end(): how deep, and whether the
+ * thread had SIGBUS blocked before begin (then held as during a copy). */
+static __thread unsigned int mc_batch __attribute__((tls_model("initial-exec")));
+static __thread bool mc_batch_blocked __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t mc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sigaction mc_prev;	/* the application's, before ours */
@@ -121,7 +127,7 @@ static void mc_sigbus(int sig, siginfo_t *si, void *uc)
 		g->code = si->si_code;
 		siglongjmp(g->env, 1);
 	}
-	if (g && g->app_blocked && mc_async(si)) {
+	if (((g && g->app_blocked) || (!g && mc_batch_blocked)) && mc_async(si)) {
 		/* Blocked but for memmig: it waits for the copy's end. */
 		mc_held = *si;
 		mc_holding = 1;
@@ -267,11 +273,12 @@ static size_t mc_span(const struct mc_copy *c, size_t off, size_t n)
 	return mc_span(c, off, mid - s) + mc_span(c, off + (mid - s), s + n - mid);
 }
 
-ssize_t memmig_copy_mc_installed(struct memmig_ctx *ctx, void *dst, const void *src,
+/* memmig_copy_mc() once the guard is known to be installed. */
+static ssize_t copy_mc_installed(struct memmig_ctx *ctx, void *dst, const void *src,
 				 size_t len, const struct memmig_mc_opts *opts)
 {
 	struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1 };
-	struct mc_guard g = { .lo = (uintptr_t)src, .hi = (uintptr_t)src + len };
+	struct mc_guard g;	/* not zeroed whole: env is 200 bytes */
 	struct mc_copy c = { .ctx = ctx, .g = &g, .dst = dst, .src = src, .o = &o };
 	struct mc_guard *prev;
 	size_t left = 0;
@@ -289,11 +296,17 @@ ssize_t memmig_copy_mc_installed(struct memmig_ctx *ctx, void *dst, const void *
 	if (rc)
 		return rc;
 	c.flags = o.flags | MEMMIG_COPY_NODRAIN;
+	g.lo = (uintptr_t)src;
+	g.hi = (uintptr_t)src + len;
+	g.armed = 0;
+	g.code = 0;
 	/* A bad() callback may copy with a guard of its own: nest. */
 	prev = mc_cur;
 	g.prev = prev;
 	if (prev)
 		g.app_blocked = prev->app_blocked;
+	else if (mc_batch)
+		g.app_blocked = mc_batch_blocked;	/* unblocked at begin */
 	else
 		g.app_blocked = mc_unblock();
 	mc_cur = &g;
@@ -301,7 +314,7 @@ ssize_t memmig_copy_mc_installed(struct memmig_ctx *ctx, void *dst, const void *
 		left += mc_span(&c, off, len - off < MEMMIG_UNIT_SIZE ?
 					 len - off : MEMMIG_UNIT_SIZE);
 	mc_cur = prev;
-	if (!prev && g.app_blocked)
+	if (!prev && !mc_batch && g.app_blocked)
 		mc_reblock();
 	/* NOFLUSH leaves the flushes, and so the drain, to the caller. */
 	if (!(o.flags & (MEMMIG_COPY_NODRAIN | MEMMIG_COPY_NOFLUSH)))
@@ -312,7 +325,34 @@ ssize_t memmig_copy_mc_installed(struct memmig_ctx *ctx, void *dst, const void *
 ssize_t memmig_copy_mc(struct memmig_ctx *ctx, void *dst, const void *src,
 		       size_t len, const struct memmig_mc_opts *opts)
 {
-	int rc = memmig_mc_guard_install();
+	/* In a batch, begin checked the handler and the mask. */
+	int rc = mc_batch ? 0 : memmig_mc_guard_install();
 
-	return rc ? rc : memmig_copy_mc_installed(ctx, dst, src, len, opts);
+	return rc ? rc : copy_mc_installed(ctx, dst, src, len, opts);
+}
+
+int memmig_copy_mc_begin(void)
+{
+	int rc;
+
+	if (mc_batch) {
+		mc_batch++;
+		return 0;
+	}
+	rc = memmig_mc_guard_install();
+	if (rc)
+		return rc;
+	/* Inside a guarded copy (a bad() callback), the copy has it. */
+	mc_batch_blocked = mc_cur ? mc_cur->app_blocked : mc_unblock();
+	mc_batch = 1;
+	return 0;
+}
+
+void memmig_copy_mc_end(void)
+{
+	if (!mc_batch || --mc_batch)
+		return;
+	if (mc_batch_blocked && !mc_cur)
+		mc_reblock();
+	mc_batch_blocked = false;
 }

@@ -70,10 +70,10 @@ void memmig_live_copy(struct memmig_live *l, uint64_t page, uint64_t n,
 		.bad = on_bad, .opaque = &c,
 	};
 
-	/* copy_dirty() checked the guard for its runs. */
-	memmig_copy_mc_installed(l->vm->ctx, l->dest.base + (page - l->first) * MEMMIG_PAGE_SIZE,
-				 (const uint8_t *)l->slot.hva + page * MEMMIG_PAGE_SIZE,
-				 n * MEMMIG_PAGE_SIZE, &o);
+	/* In copy_dirty()'s batch. */
+	memmig_copy_mc(l->vm->ctx, l->dest.base + (page - l->first) * MEMMIG_PAGE_SIZE,
+		       (const uint8_t *)l->slot.hva + page * MEMMIG_PAGE_SIZE,
+		       n * MEMMIG_PAGE_SIZE, &o);
 }
 
 int memmig_live_lost_check(struct memmig_live *l)

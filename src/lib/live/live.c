@@ -299,18 +299,24 @@ static bool words_empty(const uint64_t *b, size_t n)
 /*
  * Copies the dirty pages, a chunk at a time: re-protect (LOG_CLEAR), copy,
  * drain.  In the pause nothing is re-protected: the guest is stopped.
+ * One batch of machine-check-safe copies: the guard's system calls once,
+ * not once per run of pages.
  */
 static int copy_dirty(struct memmig_live *l, bool paused, int prim, uint64_t *bytes)
 {
 	size_t w0 = l->first / 64, w1 = bitmap_words(l->first + l->npages);
-	int rc = memmig_mc_guard_install();
+	int rc = memmig_copy_mc_begin();
 
 	*bytes = 0;
+	if (rc)
+		return rc;
 	for (size_t w = w0; !rc && w < w1; w += CHUNK_WORDS) {
 		size_t n = w1 - w < CHUNK_WORDS ? w1 - w : CHUNK_WORDS;
 
-		if (!paused && cancelled(l))
-			return -ECANCELED;
+		if (!paused && cancelled(l)) {
+			rc = -ECANCELED;
+			break;
+		}
 		if (words_empty(&l->dirty[w], n))
 			continue;
 		if (!paused)
@@ -322,6 +328,7 @@ static int copy_dirty(struct memmig_live *l, bool paused, int prim, uint64_t *by
 		if (!rc)
 			rc = memmig_live_lost_check(l);
 	}
+	memmig_copy_mc_end();
 	return rc;
 }
 
