@@ -751,6 +751,12 @@ struct memmig_report_summary {
 	int pid;		/* the process (0: this one) */
 	unsigned int regions;	/* mappings: 1 for a job, those a
 				 * whole-process move got through */
+	double query_s;		/* placement queries before and after
+				 * (move_pages, pagemap), the workers'
+				 * average; in total_s */
+	double plan_s;		/* a whole-process move: listing and
+				 * checking its mappings, the topology
+				 * snapshot; before total_s */
 };
 
 MEMMIG_EXPORT int memmig_report_get_summary(const struct memmig_report *rep,

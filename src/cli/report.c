@@ -111,6 +111,15 @@ void cli_print_move_report(struct json_object *rep)
 	       s > 0 ? (double)moved / s / 1e9 : 0,
 	       cli_json_str(rep, "strategy", "?"), (long long)workers,
 	       workers == 1 ? "" : "s", (long long)regions, regions == 1 ? "" : "s");
+	/* A report from an older memmigd has no breakdown. */
+	if (json_object_object_get_ex(rep, "query_seconds", NULL))
+		printf("time: planning %.1f ms before; of the %.1f ms: placement queries "
+		       "%.1f ms, preparing %.1f ms, copying or moving %.1f ms (workers' "
+		       "average, summed over the regions)\n",
+		       cli_json_double(rep, "plan_seconds", 0) * 1e3, s * 1e3,
+		       cli_json_double(rep, "query_seconds", 0) * 1e3,
+		       cli_json_double(rep, "prepare_seconds", 0) * 1e3,
+		       cli_json_double(rep, "copy_seconds", 0) * 1e3);
 	print_nodes(rep);
 	print_errnos(rep);
 	if (result)

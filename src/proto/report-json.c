@@ -85,6 +85,11 @@ struct json_object *report_json(const struct memmig_report *rep)
 	json_object_object_add(o, "pages_failed", json_u64(s.pages_failed));
 	json_object_object_add(o, "pages_on_target", json_u64(s.pages_verified_on_target));
 	json_object_object_add(o, "seconds", json_object_new_double(s.total_s));
+	/* Where the time went: the copy against the bookkeeping around it. */
+	json_object_object_add(o, "plan_seconds", json_object_new_double(s.plan_s));
+	json_object_object_add(o, "query_seconds", json_object_new_double(s.query_s));
+	json_object_object_add(o, "prepare_seconds", json_object_new_double(s.prepare_s));
+	json_object_object_add(o, "copy_seconds", json_object_new_double(s.copy_s));
 	json_object_object_add(o, "nodes", nodes_of(rep));
 	json_object_object_add(o, "errno_pages", errnos_of(rep));
 	json_object_object_add(o, "failed_ranges", failed_of(rep));

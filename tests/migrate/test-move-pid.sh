@@ -26,6 +26,8 @@ check "all present pages on node 0" \
 	test "$(jq '.nodes[] | select(.node == 0) | .pages_after' "$tmp/out")" -eq \
 	     "$(jq .pages_on_target "$tmp/out")"
 check "memhog's 192 MiB counted" test "$(jq .pages_on_target "$tmp/out")" -ge $((192 * 256))
+# where the time went: planning before, queries and the move within
+check "time parts" test "$(jq '.plan_seconds > 0 and .query_seconds > 0 and .copy_seconds > 0 and .prepare_seconds >= 0 and .query_seconds + .copy_seconds <= .seconds' "$tmp/out")" = true
 second=$(verify)
 check "data intact after move" test "${second% *}" = "verify ok"
 check "still running" test "${second##* }" -gt "${first##* }"
@@ -34,6 +36,7 @@ check "still running" test "${second##* }" -gt "${first##* }"
 check "move range" exit_is 0 "$cli" move --pid "$hog" --to-node 0 --addr "$anon_addr" --len "$anon_len"
 check "range report" grep -q "^pid $hog: moved 0 B of 128 MiB to node 0" "$tmp/out"
 check "range node table" grep -q '^node 0 ' "$tmp/out"
+check "range time line" grep -Eq '^time: planning [0-9.]+ ms before; of the [0-9.]+ ms: placement queries' "$tmp/out"
 third=$(verify)
 check "data intact after range move" test "${third% *}" = "verify ok"
 

@@ -51,7 +51,7 @@ struct memmig_worker {
 	unsigned int idx;
 	size_t first, last;
 	pthread_t thread;
-	double prepare_s, copy_s;
+	double prepare_s, copy_s, query_s;
 	void *priv;		/* the strategy's per-worker state */
 };
 
@@ -110,7 +110,7 @@ struct memmig_job {
 	uint64_t bytes_done;
 
 	double t_start;
-	double prepare_s, copy_s, total_s;
+	double prepare_s, copy_s, query_s, total_s;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -194,7 +194,7 @@ struct memmig_report *memmig_report_new_empty(int pid, int target_node, int stra
 int memmig_report_add(struct memmig_report *to, const struct memmig_report *from);
 /* The move's own figures: its result, all it planned, its wall clock. */
 void memmig_report_set_end(struct memmig_report *rep, int result, uint64_t bytes_total,
-			   double total_s);
+			   double total_s, double plan_s);
 
 const char *memmig_backing_name(int backing);
 /*

@@ -128,20 +128,25 @@ static void worker_main(void *arg)
 	struct memmig_unit *u = &job->units[w->first];
 	struct memmig_thp_probe probe;
 	size_t n = w->last - w->first;
+	double t;
 	int rc;
 
 	if (!n)
 		return;
 	pin_to_node(job);
 	memmig_thp_probe_open(job->ctx, job->pid, &probe);
+	t = memmig_now();
 	rc = memmig_placement_query_units(job, &probe, u, n, job->before, true);
+	w->query_s = memmig_now() - t;
 	if (!rc)
 		rc = job->ops->run(w);
 	if (rc < 0)
 		memmig_job_fail(job, rc);
 	/* Whatever happened, say where the pages are now.  The units keep
 	 * the THPs as they were found. */
+	t = memmig_now();
 	memmig_placement_query_units(job, &probe, u, n, job->after, false);
+	w->query_s += memmig_now() - t;
 	if (job->ops->verify)
 		job->ops->verify(w);
 	memmig_thp_probe_close(&probe);
@@ -167,6 +172,7 @@ static void run_workers(struct memmig_job *job)
 	for (unsigned int i = 0; i < job->nworkers; i++) {
 		job->prepare_s += w[i].prepare_s / job->nworkers;
 		job->copy_s += w[i].copy_s / job->nworkers;
+		job->query_s += w[i].query_s / job->nworkers;
 	}
 	free(w);
 }

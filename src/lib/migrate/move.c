@@ -40,6 +40,7 @@ struct memmig_move {
 	uint64_t done_before;		/* bytes of the regions already done */
 	unsigned int regions_done;
 	double t0, elapsed_s;
+	double plan_s;			/* do_plan() took */
 	struct memmig_report *report;
 };
 
@@ -140,6 +141,7 @@ static int list_ranges(struct memmig_move *mv)
  * caller.  Ends in PLANNED, or DONE with the error. */
 static int do_plan(struct memmig_move *mv)
 {
+	double t = memmig_now();
 	int rc = mv->o.nranges ? list_ranges(mv) :
 		memmig_region_list_pid(mv->ctx, mv->o.pid, &mv->list, &mv->n);
 
@@ -162,6 +164,7 @@ static int do_plan(struct memmig_move *mv)
 			rc = -ENOMEM;
 		mv->o.workers = workers;
 	}
+	mv->plan_s = memmig_now() - t;
 	pthread_mutex_lock(&mv->lock);
 	if (rc) {
 		mv->result = rc;
@@ -329,7 +332,8 @@ static void *run_thread(void *arg)
 		pthread_mutex_lock(&mv->lock);
 		mv->elapsed_s = memmig_now() - mv->t0;
 		mv->result = rc;
-		memmig_report_set_end(mv->report, rc, mv->bytes_total, mv->elapsed_s);
+		memmig_report_set_end(mv->report, rc, mv->bytes_total, mv->elapsed_s,
+				      mv->plan_s);
 		set_state(mv, MEMMIG_MOVE_DONE);
 	}
 	pthread_mutex_unlock(&mv->lock);

@@ -208,6 +208,7 @@ int memmig_report_build(struct memmig_job *job)
 	s->regions = 1;
 	s->prepare_s = job->prepare_s;
 	s->copy_s = job->copy_s;
+	s->query_s = job->query_s;
 	s->total_s = job->total_s;
 	rc = count_nodes(rep, job, npages);
 	if (!rc)
@@ -307,6 +308,7 @@ int memmig_report_add(struct memmig_report *to, const struct memmig_report *from
 	s->units_thp += f->units_thp;
 	s->prepare_s += f->prepare_s;
 	s->copy_s += f->copy_s;
+	s->query_s += f->query_s;
 	s->pages_failed += f->pages_failed;
 	s->pages_verified_on_target += f->pages_verified_on_target;
 	s->regions += f->regions;
@@ -314,8 +316,9 @@ int memmig_report_add(struct memmig_report *to, const struct memmig_report *from
 }
 
 void memmig_report_set_end(struct memmig_report *rep, int result, uint64_t bytes_total,
-			   double total_s)
+			   double total_s, double plan_s)
 {
+	rep->sum.plan_s = plan_s;
 	rep->sum.result = result;
 	rep->sum.bytes_total = bytes_total;
 	rep->sum.total_s = total_s;
