@@ -1024,8 +1024,9 @@ struct memmig_live_report {
 	int resume_err;		/* resume() failed after the swap: its
 				 * -errno (the migration stands); 0 */
 	/* pause_expected_s in parts, as pause_stop_s to pause_swap_s: the
-	 * stop and the swap as the last pauses of this vm took (the swap
-	 * per byte), the harvest as the last pre-copy one took, the copy at
+	 * stop, the harvest and the swap as the last pauses of this vm took
+	 * them (the harvest and the swap per byte; the harvest as the last
+	 * pre-copy one took before a pause with this tracking), the copy at
 	 * copy_gbps.  A pause over budget shows which part ran over. */
 	double expected_stop_s, expected_harvest_s;
 	double expected_copy_s, expected_swap_s;

@@ -169,11 +169,12 @@ check "demo no-kvm uffd-wp" test "$(jq -r '.migrations[0].dirty_method' "$tmp/ou
 thread_dirty=$(jq -r '.migrations[0].dirty_method' "$tmp/out")
 check "demo tier target" test "$(jq -r '.migrations[1].target' "$tmp/out")" != "$(jq -r '.migrations[0].target' "$tmp/out")"
 # The pause in parts, each beside what it was expected to take: the parts
-# add up to the expectation, and the second pause's swap was expected to
-# take what the first one's took (same size, learnt).
+# add up to the expectation, and the second pause's swap and harvest were
+# expected to take what the first one's took (same size, learnt).
 check "demo pause parts" test "$(jq '[.migrations[].pause | select(.stop.ms >= 0 and .harvest.ms > 0 and .copy.ms >= 0 and .swap.ms > 0 and .budget_ms == 5)] | length' "$tmp/out")" -eq 3
 check "demo pause expected in parts" test "$(jq '[.migrations[].pause | (.stop.expected_ms + .harvest.expected_ms + .copy.expected_ms + .swap.expected_ms - .expected_ms) | fabs < 0.001] | all' "$tmp/out")" = true
 check "demo swap learnt" test "$(jq '(.migrations[1].pause.swap.expected_ms - .migrations[0].pause.swap.ms) | fabs < 0.001' "$tmp/out")" = true
+check "demo harvest learnt" test "$(jq '(.migrations[1].pause.harvest.expected_ms - .migrations[0].pause.harvest.ms) | fabs < 0.001' "$tmp/out")" = true
 check "demo overrun named" test "$(jq '[.migrations[] | (.pause.overrun_by != null) == (.pause.over_budget and .converged)] | all' "$tmp/out")" = true
 check "demo bad dirty" exit_is 2 "$cli" demo --dirty bogus
 check "demo bad dirty message" grep -q "dirty: auto, log" "$tmp/err"

@@ -16,12 +16,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdint.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
-#include <signal.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -49,6 +49,9 @@ struct pm_scan_arg {
 #endif
 
 #define SCAN_REGIONS 256
+/* What the tracker asks of userfaultfd (supported() asks the same). */
+#define UFFD_FEATURES (UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED | \
+		       UFFD_FEATURE_EVENT_REMAP)
 
 static uint64_t range_start(const struct memmig_live *l)
 {
@@ -59,7 +62,7 @@ bool memmig_dirty_uffd_supported(void)
 {
 	struct uffdio_api api = {
 		.api = UFFD_API,
-		.features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED,
+		.features = UFFD_FEATURES,
 	};
 	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	bool ok = fd >= 0 && !ioctl(fd, UFFDIO_API, &api);
@@ -111,8 +114,7 @@ int memmig_dirty_uffd_start(struct memmig_live *l)
 	uint64_t len = l->npages * MEMMIG_PAGE_SIZE;
 	struct uffdio_api api = {
 		.api = UFFD_API,
-		.features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED |
-			    UFFD_FEATURE_EVENT_REMAP,
+		.features = UFFD_FEATURES,
 	};
 	struct uffdio_register reg = {
 		.range = { .start = range_start(l), .len = len },

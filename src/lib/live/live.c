@@ -356,10 +356,21 @@ static void round_done(struct memmig_live *l, uint64_t bytes, double t0)
 	     l->nrounds - 1, (unsigned long long)bytes, r->seconds * 1e3);
 }
 
+/* The pause's harvest: as the last pauses' with this tracking, per byte,
+ * else as long as the last pre-copy one. */
+static double harvest_expected(const struct memmig_live *l)
+{
+	const struct memmig_vm *vm = l->vm;
+
+	return vm->harvest_method == l->method ? vm->harvest_s_per_byte * l->rep.bytes :
+						 l->harvest_s;
+}
+
 /* The pause without its copy: what more rounds cannot shrink. */
 static double pause_fixed(const struct memmig_live *l)
 {
-	return l->vm->pause_stop_s + l->harvest_s + l->vm->swap_s_per_byte * l->rep.bytes;
+	return l->vm->pause_stop_s + harvest_expected(l) +
+	       l->vm->swap_s_per_byte * l->rep.bytes;
 }
 
 /* What the pause would take if it came now, part by part: the copy of
@@ -374,7 +385,7 @@ static double pause_expected(struct memmig_live *l, struct memmig_live_report *p
 
 	r.expected_copy_s = dirty_bytes(l) / (gbps * 1e9);
 	r.expected_stop_s = l->vm->pause_stop_s;
-	r.expected_harvest_s = l->harvest_s;
+	r.expected_harvest_s = harvest_expected(l);
 	r.expected_swap_s = l->vm->swap_s_per_byte * l->rep.bytes;
 	if (parts) {
 		parts->expected_copy_s = r.expected_copy_s;
@@ -493,8 +504,8 @@ static int paused_part(struct memmig_live *l)
 }
 
 /*
- * What the next pause's stop and swap will cost: the first pause timed
- * replaces the guesses, later ones move a running average, so that one
+ * What the next pause's stop, harvest and swap will cost: the first pause
+ * timed replaces the guesses, later ones move a running average, so that one
  * pause the scheduler stretched does not make every later migration spin
  * through its rounds.
  */
@@ -504,10 +515,14 @@ static void learn_pause(struct memmig_live *l)
 	double w = vm->pause_learnt ? 0.25 : 1.0;
 
 	vm->pause_stop_s += w * (l->rep.pause_stop_s - vm->pause_stop_s);
-	if (l->rep.bytes)
-		vm->swap_s_per_byte += w * (l->rep.pause_swap_s / l->rep.bytes -
-					    vm->swap_s_per_byte);
 	vm->pause_learnt = true;
+	if (!l->rep.bytes)
+		return;
+	vm->swap_s_per_byte += w * (l->rep.pause_swap_s / l->rep.bytes - vm->swap_s_per_byte);
+	w = vm->harvest_method == l->method ? 0.25 : 1.0;
+	vm->harvest_s_per_byte += w * (l->rep.pause_harvest_s / l->rep.bytes -
+				       vm->harvest_s_per_byte);
+	vm->harvest_method = l->method;
 }
 
 int memmig_live_pause_part(const struct memmig_live_report *r, unsigned int i,

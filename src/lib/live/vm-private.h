@@ -49,6 +49,11 @@ struct memmig_vm {
 	double pause_stop_s;
 	double swap_s_per_byte;
 	bool pause_learnt;
+	/* The last pauses' harvest, per byte, and the tracking it was for:
+	 * pre-copy's harvests share the CPUs with the guest, the pause's
+	 * have them to themselves (half the time with userfaultfd). */
+	double harvest_s_per_byte;
+	int harvest_method;		/* -1: none learnt yet */
 };
 
 /* Bitmaps of 4 KiB pages, 64 to a word. */
