@@ -45,7 +45,7 @@ static void demo_usage(FILE *f)
 		   "file tier).  Without /dev/kvm (or with --no-kvm) a host thread\n"
 		   "writes the memory instead of a guest.\n"
 		   "--dirty: how writes are tracked: auto (default), log, log-clear,\n"
-		   "ring (KVM), uffd-wp, soft-dirty (host thread).  --mem: up to 3G\n"
+		   "ring (KVM), uffd-wp, soft-dirty (host thread).  --mem: up to 4064M\n"
 		   "for a KVM guest (its RAM is below 4 GiB), 64G for a host thread.\n"
 		   "Exit: 0 every migration verified, 1 otherwise.\n");
 }

@@ -77,9 +77,11 @@ enum minivmm_guest {
 					 * machine check shuts it down */
 };
 
-/* The guest runs in 32-bit protected mode, its RAM below the 4 GiB hole;
- * the host-thread vCPU has no such limit. */
-#define MINIVMM_KVM_MEM_MAX	(3ULL << 30)
+/* The guest runs in 32-bit protected mode: its RAM (port I/O only, no
+ * MMIO) ends below 4 GiB, short of the top 32 MiB where KVM may keep pages
+ * of its own (Intel's TSS and identity map; the APIC page).  The
+ * host-thread vCPU has no such limit. */
+#define MINIVMM_KVM_MEM_MAX	(4064ULL << 20)
 #define MINIVMM_THREAD_MEM_MAX	(64ULL << 30)
 
 struct minivmm_opts {
