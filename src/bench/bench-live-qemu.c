@@ -29,7 +29,10 @@ extern const unsigned char bench_qemu_guest_write[], bench_qemu_guest_idle[];
 #define QEMU "qemu-system-x86_64"
 #define LOAD_ADDR 0x100000u		/* multiboot: the kernel at 1 MiB */
 #define HEADER_WORDS 8
-#define START_TIMEOUT_MS 60000	/* the firmware, RAM, the first pass */
+#define START_TIMEOUT_MS 60000	/* QEMU's socket, the firmware */
+/* The first pass over the RAM, a minute a GiB more: nested KVM maps the
+ * guest's pages at its first touch, slowly, and slower on busy CPUs. */
+#define READY_TIMEOUT_MS(mem) (START_TIMEOUT_MS + (int)((mem) >> 30) * 60000)
 
 struct qemu_vm {
 	pid_t pid;
@@ -139,7 +142,7 @@ static double now_s(void)
 
 /* Until the guest wrote all of its RAM once: its dword at 2 MiB reads 2
  * (qemu-guest.S), or the timeout. */
-static int guest_ready(struct qemu_vm *vm)
+static int guest_ready(struct qemu_vm *vm, size_t mem)
 {
 	struct timespec t = { 0, 20 * 1000 * 1000 };
 	struct json_object *a, *r;
@@ -148,8 +151,11 @@ static int guest_ready(struct qemu_vm *vm)
 	int rc = 0;
 
 	for (int waited = 0; !rc && v < 2; waited += 20) {
-		if (waited > START_TIMEOUT_MS)
+		if (waited > READY_TIMEOUT_MS(mem)) {
+			cli_error("QEMU: the guest did not write its RAM in %d s\n",
+				  READY_TIMEOUT_MS(mem) / 1000);
 			return -ETIMEDOUT;
+		}
 		a = json_object_new_object();
 		json_object_object_add(a, "command-line",
 				       json_object_new_string("xp /1wx 0x200000"));
@@ -265,7 +271,7 @@ int bench_qemu_migrate(const struct qemu_peer *p, struct qemu_result *out)
 	if (!rc)
 		rc = qemu_start(&src, p, dir, "src", NULL);
 	if (!rc)
-		rc = guest_ready(&src);
+		rc = guest_ready(&src, p->mem);
 	if (!rc)
 		rc = migrate(&src, p, sock, out);
 	if (rc < 0) {
