@@ -34,6 +34,11 @@ struct mig_result {
 	double prepare;		/* filling a reserve of the size: 1 thread */
 	double copy;		/* the job, destination from that reserve */
 	double all;		/* the job preparing its own destination */
+	/* Of copy+swap's wall clock, the job's own parts: the placement
+	 * queries before and after, and the copy with its swap (median
+	 * shares); the rest is setting up, threads and the reserve's
+	 * hand-over. */
+	double query_share, copy_share;
 	uint64_t moved;		/* bytes, last run */
 };
 
@@ -134,7 +139,7 @@ static int measure_ceiling(struct mig_bench *b)
 }
 
 static int migrate_once(struct mig_bench *b, const struct mig_case *c,
-			double *seconds, uint64_t *moved)
+			double *seconds, uint64_t *moved, struct memmig_report_summary *sum)
 {
 	struct memmig_migrate_opts o = {
 		.sz = sizeof(o), .target_node = b->node, .strategy = c->strategy,
@@ -151,6 +156,8 @@ static int migrate_once(struct mig_bench *b, const struct mig_case *c,
 	} else {
 		memmig_report_get_summary(rep, &s);
 		*moved = s.bytes_moved;
+		if (sum)
+			*sum = s;
 	}
 	memmig_report_unref(rep);
 	return rc;
@@ -163,23 +170,26 @@ static int migrate_once(struct mig_bench *b, const struct mig_case *c,
 static int run_case(struct mig_bench *b, const struct mig_case *c,
 		    struct mig_result *out)
 {
-	double prep[32], copy[32], all[32], t;
+	double prep[32], copy[32], all[32], query[32], cs[32], t;
+	struct memmig_report_summary s = { .sz = sizeof(s) };
 	bool copy_strategy = c->strategy == MEMMIG_STRATEGY_COPY;
 	int rc = 0;
 
 	for (unsigned int r = 0; !rc && r < b->reps; r++) {
-		prep[r] = copy[r] = 0;
+		prep[r] = copy[r] = query[r] = cs[r] = 0;
 		if (copy_strategy) {
 			t = bench_now();
 			rc = memmig_ctx_reserve(b->ctx, b->node, b->len);
 			prep[r] = gbs(b->len, bench_now() - t);
 			if (!rc)
-				rc = migrate_once(b, c, &t, &out->moved);
+				rc = migrate_once(b, c, &t, &out->moved, &s);
 			copy[r] = gbs(b->len, t);
+			query[r] = t > 0 ? s.query_s / t : 0;
+			cs[r] = t > 0 ? s.copy_s / t : 0;
 			memmig_ctx_reserve(b->ctx, b->node, 0);
 		}
 		if (!rc)
-			rc = migrate_once(b, c, &t, &out->moved);
+			rc = migrate_once(b, c, &t, &out->moved, NULL);
 		all[r] = gbs(b->len, t);
 	}
 	if (rc < 0)
@@ -187,6 +197,8 @@ static int run_case(struct mig_bench *b, const struct mig_case *c,
 	out->prepare = median(prep, b->reps);
 	out->copy = median(copy, b->reps);
 	out->all = median(all, b->reps);
+	out->query_share = median(query, b->reps);
+	out->copy_share = median(cs, b->reps);
 	return 0;
 }
 
@@ -218,6 +230,12 @@ static void print_text(const struct mig_bench *b)
 		       r->prepare, r->copy, r->copy / b->ceiling[0], r->all,
 		       r->all / b->ceiling[0]);
 	}
+	for (size_t i = 0; i < NCASES; i++)
+		if (cases[i].strategy == MEMMIG_STRATEGY_COPY)
+			printf("%-18s copy+swap's time: copy and swap %.0f%%, placement "
+			       "queries %.0f%%, the rest %.0f%%\n", cases[i].name,
+			       100 * b->res[i].copy_share, 100 * b->res[i].query_share,
+			       100 * (1 - b->res[i].copy_share - b->res[i].query_share));
 	printf("\nprepare: a reserve of the size filled by one thread (the kernel\n"
 	       "zeroes every new page; move_pages allocates without zeroing, which\n"
 	       "is its edge).  copy+swap: the job taking its destination from that\n"
@@ -243,6 +261,10 @@ static void print_json(const struct mig_bench *b)
 		json_object_object_add(r, "prepare_gbs", json_object_new_double(m->prepare));
 		json_object_object_add(r, "copy_swap_gbs", json_object_new_double(m->copy));
 		json_object_object_add(r, "all_gbs", json_object_new_double(m->all));
+		json_object_object_add(r, "copy_swap_copy_share",
+				       json_object_new_double(m->copy_share));
+		json_object_object_add(r, "copy_swap_query_share",
+				       json_object_new_double(m->query_share));
 		json_object_array_add(rows, r);
 	}
 	json_object_object_add(o, "cases", rows);

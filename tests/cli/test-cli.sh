@@ -78,6 +78,8 @@ check "bench migrate cases" test "$(jq '.cases | length' "$tmp/out")" -eq 4
 check "bench migrate ceiling" test "$(jq '.ceiling_gbs_1t > 0' "$tmp/out")" = true
 check "bench migrate copy moved all" \
 	test "$(jq '[.cases[] | select(.case | startswith("copy")) | .bytes_moved == 64*1048576] | all' "$tmp/out")" = true
+check "bench migrate copy shares" \
+	test "$(jq '[.cases[] | select(.case | startswith("copy")) | .copy_swap_copy_share > 0 and .copy_swap_query_share > 0 and .copy_swap_copy_share + .copy_swap_query_share <= 1] | all' "$tmp/out")" = true
 check "bench migrate bad size" exit_is 2 "$cli" bench migrate --size 3M
 
 # bench copy --pmem: memmig's pmem copy beside libpmem's, and the
