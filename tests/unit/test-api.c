@@ -1042,11 +1042,50 @@ static CU_TestInfo tuning_tests[] = {
 	CU_TEST_INFO_NULL,
 };
 
+/* A live report's pause in parts, and which part of a pause over budget
+ * ran furthest over its expectation. */
+static void test_live_pause_parts(void)
+{
+	struct memmig_live_report r = {
+		.sz = sizeof(r), .pause_budget_s = 5e-3, .pause_s = 4e-3,
+		.pause_stop_s = 1e-4, .pause_harvest_s = 1e-3, .pause_copy_s = 2e-3,
+		.pause_swap_s = 9e-4, .expected_stop_s = 1e-4, .expected_harvest_s = 5e-4,
+		.expected_copy_s = 2.2e-3, .expected_swap_s = 1e-3,
+	};
+	const char *names[] = { "stop", "harvest", "copy", "swap" }, *name;
+	double took, expected;
+	unsigned int i;
+
+	for (i = 0; !memmig_live_pause_part(&r, i, &name, &took, &expected); i++) {
+		CU_ASSERT_STRING_EQUAL(name, names[i]);
+		CU_ASSERT(took > 0 && expected > 0);
+	}
+	CU_ASSERT_EQUAL(i, 4);
+	CU_ASSERT_EQUAL(memmig_live_pause_part(&r, 4, NULL, NULL, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(memmig_live_pause_part(NULL, 0, NULL, NULL, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(memmig_live_pause_part(&r, 2, NULL, &took, &expected), 0);
+	CU_ASSERT_DOUBLE_EQUAL(took, 2e-3, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(expected, 2.2e-3, 1e-12);
+	/* Within budget: nothing to name. */
+	CU_ASSERT_PTR_NULL(memmig_live_report_overrun(&r, NULL, NULL));
+	CU_ASSERT_PTR_NULL(memmig_live_report_overrun(NULL, NULL, NULL));
+	/* Over it: the harvest ran 0.5 ms over, the copy 0.8 ms (then the
+	 * copy is named). */
+	r.pause_s = 6e-3;
+	r.pause_copy_s = 3e-3;
+	CU_ASSERT_STRING_EQUAL(memmig_live_report_overrun(&r, &took, &expected), "copy");
+	CU_ASSERT_DOUBLE_EQUAL(took, 3e-3, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(expected, 2.2e-3, 1e-12);
+	r.pause_copy_s = 2e-3;
+	CU_ASSERT_STRING_EQUAL(memmig_live_report_overrun(&r, NULL, NULL), "harvest");
+}
+
 static CU_TestInfo ctx_tests[] = {
 	{ "sized structs", test_sized_structs },
 	{ "set_tuning rejects a non-NT nt_prim", test_set_tuning },
 	{ "ref and unref", test_refcount },
 	{ "log callback and priority", test_log },
+	{ "live pause parts and overrun", test_live_pause_parts },
 	CU_TEST_INFO_NULL,
 };
 

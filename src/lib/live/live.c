@@ -529,19 +529,19 @@ int memmig_live_pause_part(const struct memmig_live_report *r, unsigned int i,
 			   const char **name, double *took, double *expected)
 {
 	static const char *const names[] = { "stop", "harvest", "copy", "swap" };
-	const double t[] = { r->pause_stop_s, r->pause_harvest_s, r->pause_copy_s,
-			     r->pause_swap_s };
-	const double e[] = { r->expected_stop_s, r->expected_harvest_s, r->expected_copy_s,
-			     r->expected_swap_s };
 
+	if (!r)
+		return -EINVAL;
 	if (i >= sizeof(names) / sizeof(names[0]))
 		return -ENOENT;
 	if (name)
 		*name = names[i];
 	if (took)
-		*took = t[i];
+		*took = (const double[]){ r->pause_stop_s, r->pause_harvest_s, r->pause_copy_s,
+					  r->pause_swap_s }[i];
 	if (expected)
-		*expected = e[i];
+		*expected = (const double[]){ r->expected_stop_s, r->expected_harvest_s,
+					      r->expected_copy_s, r->expected_swap_s }[i];
 	return 0;
 }
 
@@ -551,7 +551,7 @@ const char *memmig_live_report_overrun(const struct memmig_live_report *r, doubl
 	const char *name, *worst = NULL;
 	double t, e, over = 0;
 
-	if (r->pause_s <= r->pause_budget_s)
+	if (!r || r->pause_s <= r->pause_budget_s)
 		return NULL;
 	for (unsigned int i = 0; !memmig_live_pause_part(r, i, &name, &t, &e); i++) {
 		if (worst && t - e <= over)
