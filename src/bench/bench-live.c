@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -258,6 +259,8 @@ static void busy_start(pid_t *pids, long n)
 	for (long i = 0; i < n; i++) {
 		pids[i] = fork();
 		if (pids[i] == 0) {
+			/* Gone with memmig-cli, whatever ends it. */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			for (volatile unsigned long x = 0;; x++)
 				;
 		}
@@ -430,8 +433,12 @@ static int live_main(struct memmig_ctx *ctx, int argc, char **argv)
 		rc = CLI_EXIT_FAIL;
 		goto out;
 	}
-	for (size_t i = 0; i < b.nsizes && !rc; i++, n += b.busy ? GUEST_MODES : GUEST_BUSY)
+	/* A size that failed is said and left out. */
+	for (size_t i = 0; i < b.nsizes && !rc; i++) {
 		rc = run_size(&b, b.sizes[i], &cs[n]);
+		if (!rc)
+			n += b.busy ? GUEST_MODES : GUEST_BUSY;
+	}
 	bench_progress_done();
 	for (size_t i = 0; i < n; i++)
 		failed += cs[i].verified < cs[i].ran;

@@ -106,6 +106,18 @@ check "bench live busy case" test "$(jq '[.cases[].guest] | join(",")' -r "$tmp/
 check "bench live busy verified" test "$(jq '.cases[2].memmig | .verified == 1 and .pause_vs_writing > 0 and .pause_stop_ms >= 0' "$tmp/out")" = true
 # the CPU-bound processes are forks of memmig-cli, with its command line
 check "bench live busy gone" test -z "$(pgrep -f 'bench live --sizes 64M --reps 1 --no-qemu --busy')"
+# ... and die with it, however it ends
+"$cli" bench live --sizes 64M --reps 31 --no-qemu --busy >/dev/null 2>&1 &
+live_pid=$!
+for _ in $(seq 300); do
+	[ "$(pgrep -c -P "$live_pid")" -ge 1 ] && break
+	sleep 0.1
+done
+check "bench live busy started" test "$(pgrep -c -P "$live_pid")" -ge 1
+kill -9 "$live_pid"
+wait "$live_pid" 2>/dev/null
+sleep 0.5
+check "bench live busy killed with it" test -z "$(pgrep -f 'bench live --sizes 64M --reps 31 --no-qemu --busy')"
 if command -v qemu-system-x86_64 >/dev/null; then
 	check "bench live qemu" exit_is 0 "$cli" bench live --sizes 64M --reps 1 --no-kvm --json
 	check "bench live qemu ran" test "$(jq '[.cases[].qemu | .accel == "tcg" and .converged == 1 and .seconds > 0 and .downtime_ms >= 0 and .rounds >= 1] | all' "$tmp/out")" = true
