@@ -8,9 +8,9 @@
  * and protects them again in one walk, as KVM_GET_DIRTY_LOG does.
  *
  * The swap moves the registered range aside with mremap.  Without
- * UFFD_FEATURE_EVENT_REMAP the kernel (6.13 on) moves such a range one
- * page-table entry at a time, to clear their protection bits: 4.4 ms a
- * GiB of split THPs here, all of it in the pause.  With it, whole page
+ * UFFD_FEATURE_EVENT_REMAP a recent kernel (6.18 here) moves such a range
+ * one page-table entry at a time, to clear their protection bits: 4.4 ms
+ * a GiB of split THPs, all of it in the pause.  With it, whole page
  * tables move (0.3 ms a GiB), and the mremap waits until the event is
  * read: a thread of ours reads it.
  */
