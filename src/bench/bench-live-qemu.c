@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bench/bench-live.h"
+#include "bench/bench.h"
 #include "bench/qmp.h"
 #include "cli/cli.h"
 
@@ -132,14 +133,6 @@ static void qemu_stop(struct qemu_vm *vm)
 	waitpid(vm->pid, &status, 0);
 }
 
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 /* Until the guest wrote all of its RAM once: its dword at 2 MiB reads 2
  * (qemu-guest.S), or the timeout. */
 static int guest_ready(struct qemu_vm *vm, size_t mem)
@@ -175,7 +168,7 @@ static int migrate_wait(struct qemu_vm *src, const struct qemu_peer *p,
 			struct qemu_result *out)
 {
 	struct timespec t = { 0, 5 * 1000 * 1000 };
-	double until = now_s() + p->timeout_s;
+	double until = bench_now() + p->timeout_s;
 	struct json_object *st = NULL, *ram;
 	const char *status = "active";
 	int rc;
@@ -190,7 +183,7 @@ static int migrate_wait(struct qemu_vm *src, const struct qemu_peer *p,
 		if (strcmp(status, "active") && strcmp(status, "setup") &&
 		    strcmp(status, "device") && strcmp(status, "pre-switchover"))
 			break;
-		if (now_s() > until) {
+		if (bench_now() > until) {
 			qmp_call(&src->qmp, "migrate_cancel", NULL, NULL);
 			break;
 		}

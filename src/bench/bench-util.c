@@ -55,12 +55,12 @@ static void mc_batch_set(bool on)
 
 	if (on == open)
 		return;
-	if (on)
+	if (on) {
 		open = memmig_copy_mc_begin() == 0;
-	else
+	} else {
 		memmig_copy_mc_end();
-	if (!on)
 		open = false;
+	}
 }
 
 static void copy_one(const struct copier *c, uint8_t *d, const uint8_t *s,

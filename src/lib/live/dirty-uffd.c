@@ -93,19 +93,28 @@ static void *uffd_reader(void *arg)
 	return NULL;
 }
 
-static int reader_start(struct memmig_live *l)
+/* A thread of the tracker's, with every signal blocked: the VMM's signals
+ * are for its own threads.  0 or -errno. */
+static int quiet_thread(pthread_t *th, void *(*fn)(void *), void *arg)
 {
 	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = -pthread_create(th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+static int reader_start(struct memmig_live *l)
+{
 	int rc;
 
 	l->uffd_quit = eventfd(0, EFD_CLOEXEC);
 	if (l->uffd_quit < 0)
 		return -errno;
-	/* The VMM's signals are for its own threads. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = -pthread_create(&l->uffd_reader, NULL, uffd_reader, l);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = quiet_thread(&l->uffd_reader, uffd_reader, l);
 	l->uffd_reader_live = rc == 0;
 	/* The swap waits for it, in the pause: on busy CPUs a wakeup at normal
 	 * priority waited 2.5 ms for one.  It runs for a read per swap, so a
@@ -209,11 +218,8 @@ int memmig_dirty_uffd_harvest(struct memmig_live *l)
 	unsigned int n = scan_threads(len);
 	struct scan_piece pc[SCAN_THREADS_MAX] = { 0 };
 	uint64_t step = (len / n + MEMMIG_UNIT_SIZE - 1) & ~(uint64_t)(MEMMIG_UNIT_SIZE - 1);
-	sigset_t all, old;
 	int rc = 0;
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (unsigned int i = 0; i < n; i++) {
 		pc[i].l = l;
 		/* From 2 MiB boundaries of the slot: whole bitmap words. */
@@ -226,8 +232,7 @@ int memmig_dirty_uffd_harvest(struct memmig_live *l)
 	}
 	for (unsigned int i = 1; i < n; i++)
 		pc[i].live = pc[i].start < pc[i].end &&
-			     !pthread_create(&pc[i].th, NULL, scan_piece, &pc[i]);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+			     !quiet_thread(&pc[i].th, scan_piece, &pc[i]);
 	/* A piece whose thread did not start is scanned here. */
 	for (unsigned int i = 0; i < n; i++)
 		if (!i || !pc[i].live)

@@ -366,34 +366,37 @@ static double harvest_expected(const struct memmig_live *l)
 						 l->harvest_s;
 }
 
-/* The pause without its copy: what more rounds cannot shrink. */
-static double pause_fixed(const struct memmig_live *l)
+/* The pause without its copy, what more rounds cannot shrink, into the
+ * parts' expected_stop_s, _harvest_s and _swap_s: the stop and the swap
+ * as the last pauses took them, the swap per byte.  The harvest and the
+ * swap grow with the range, not with what is dirty. */
+static double fixed_parts(const struct memmig_live *l, struct memmig_live_report *p)
 {
-	return l->vm->pause_stop_s + harvest_expected(l) +
-	       l->vm->swap_s_per_byte * l->rep.bytes;
+	p->expected_stop_s = l->vm->pause_stop_s;
+	p->expected_harvest_s = harvest_expected(l);
+	p->expected_swap_s = l->vm->swap_s_per_byte * l->rep.bytes;
+	return p->expected_stop_s + p->expected_harvest_s + p->expected_swap_s;
 }
 
-/* What the pause would take if it came now, part by part: the copy of
- * what is dirty at the measured rate, a harvest as long as the last, and
- * the stop and the swap as the last pauses took.  The harvest and the swap
- * grow with the range, not with what is dirty. */
+static double pause_fixed(const struct memmig_live *l)
+{
+	struct memmig_live_report p;
+
+	return fixed_parts(l, &p);
+}
+
+/* What the pause would take if it came now, part by part (into parts, when
+ * given): the fixed parts, and the copy of what is dirty at the measured
+ * rate. */
 static double pause_expected(struct memmig_live *l, struct memmig_live_report *parts)
 {
 	/* Until a round was timed: a rate no machine is slower than. */
 	double gbps = l->rep.copy_gbps > 0 ? l->rep.copy_gbps : 1.0;
-	struct memmig_live_report r = { 0 };
+	struct memmig_live_report local;
+	struct memmig_live_report *p = parts ? parts : &local;
 
-	r.expected_copy_s = dirty_bytes(l) / (gbps * 1e9);
-	r.expected_stop_s = l->vm->pause_stop_s;
-	r.expected_harvest_s = harvest_expected(l);
-	r.expected_swap_s = l->vm->swap_s_per_byte * l->rep.bytes;
-	if (parts) {
-		parts->expected_copy_s = r.expected_copy_s;
-		parts->expected_stop_s = r.expected_stop_s;
-		parts->expected_harvest_s = r.expected_harvest_s;
-		parts->expected_swap_s = r.expected_swap_s;
-	}
-	return r.expected_copy_s + pause_fixed(l);
+	p->expected_copy_s = dirty_bytes(l) / (gbps * 1e9);
+	return p->expected_copy_s + fixed_parts(l, p);
 }
 
 /*
