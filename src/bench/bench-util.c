@@ -21,6 +21,22 @@
 #endif
 
 
+bool bench_on_path(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char buf[512];
+
+	while (path && *path) {
+		size_t n = strcspn(path, ":");
+
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, prog);
+		if (!access(buf, X_OK))
+			return true;
+		path += n + (path[n] == ':');
+	}
+	return false;
+}
+
 bool copier_pmem_available(void)
 {
 #ifdef HAVE_LIBPMEM
@@ -416,6 +432,20 @@ int bench_measure_cold(const struct copier *cs, unsigned int n,
 	rc = measure(cs, n, place_cold, &p, len, p.nslots, o, out);
 	free(p.order);
 	return rc;
+}
+
+void bench_plot_copiers(struct plot *p, const struct copier *cs, unsigned int n,
+			const size_t *sizes, size_t nsizes,
+			const struct bench_stats *st, size_t stride)
+{
+	for (unsigned int ci = 0; ci < n; ci++) {
+		enum copier_kind k = cs[ci].kind;
+
+		plot_series(p, cs[ci].name, k == COPIER_MEMMIG ? PLOT_MAIN :
+			    k == COPIER_GLIBC || k == COPIER_PMEM ? PLOT_PEER : PLOT_THIN);
+		for (size_t si = 0; si < nsizes; si++)
+			plot_point(p, (double)sizes[si], st[si * stride + ci].median);
+	}
 }
 
 static bool progress_tty = false;
