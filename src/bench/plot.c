@@ -405,18 +405,22 @@ static void __attribute__((format(printf, 2, 3))) sc(struct script *s, const cha
 		s->len += (size_t)n;
 }
 
-/* A gnuplot double-quoted string: backslashes and quotes escaped, newlines
- * out (the terminals are noenhanced, so no other character is special). */
+/*
+ * A gnuplot single-quoted string: gnuplot runs `commands` even inside
+ * double quotes, never inside single ones, where only a quote is special
+ * (doubled).  Newlines out; the terminals are noenhanced, so no other
+ * character means anything.
+ */
 static void sc_str(struct script *s, const char *text)
 {
-	sc(s, "\"");
+	sc(s, "'");
 	for (; *text; text++) {
-		if (*text == '"' || *text == '\\')
-			sc(s, "\\%c", *text);
+		if (*text == '\'')
+			sc(s, "''");
 		else
-			sc(s, "%c", *text == '\n' ? ' ' : *text);
+			sc(s, "%c", *text == '\n' || *text == '\r' ? ' ' : *text);
 	}
-	sc(s, "\"");
+	sc(s, "'");
 }
 
 static void panel_range(const struct panel *pn, double *lo, double *hi)
@@ -431,24 +435,63 @@ static void panel_range(const struct panel *pn, double *lo, double *hi)
 			}
 }
 
-/* Power-of-two tics named as sizes, at most SIZE_TICS_MAX of them, from
- * the largest size down (the end of a curve is where one reads most). */
-static void size_tics(struct script *s, double lo, double hi)
+/* Whether every size the panel shows is a power of two: at most max of
+ * them, distinct, in xs (ascending), *n of them. */
+static bool data_tics(const struct panel *pn, double *xs, size_t max, size_t *n)
+{
+	*n = 0;
+	for (unsigned int si = 0; si < pn->ns; si++)
+		for (size_t j = 0; !pn->s[si].hline && j < pn->s[si].n; j++) {
+			double x = pn->s[si].x[j];
+			size_t k = 0;
+			int e;
+
+			if (!shown(pn, x, pn->s[si].y[j]))
+				continue;
+			if (frexp(x, &e) != 0.5)
+				return false;
+			while (k < *n && xs[k] < x)
+				k++;
+			if (k < *n && xs[k] == x)
+				continue;
+			if (*n == max)
+				return false;
+			memmove(&xs[k + 1], &xs[k], (*n - k) * sizeof(*xs));
+			xs[k] = x;
+			(*n)++;
+		}
+	return *n > 0;
+}
+
+/*
+ * Sizes named as sizes: the measured ones where they are few powers of
+ * two, else at most SIZE_TICS_MAX powers of two from the largest size down
+ * (the end of a curve is where one reads most).
+ */
+static void size_tics(struct script *s, const struct panel *pn, double lo, double hi)
 {
 	int k0 = (int)ceil(log2(lo)), k1 = (int)floor(log2(hi));
 	int step = (k1 - k0) / SIZE_TICS_MAX + 1;
-	const char *sep = "";
+	double xs[SIZE_TICS_MAX];
+	bool any = false, apart;
 	char name[32];
+	size_t n;
 
-	if (k1 > 62)
-		k1 = 62;
 	sc(s, "set xtics (");
-	for (int k = k1; k >= k0 && k >= 0; k -= step) {
-		util_size_format((size_t)1 << k, name, sizeof(name));
-		sc(s, "%s\"%s\" %.0f", sep, name, ldexp(1, k));
-		sep = ", ";
+	apart = data_tics(pn, xs, SIZE_TICS_MAX, &n);
+	/* Measured sizes as tics only where their names cannot collide. */
+	for (size_t i = 1; apart && i < n; i++)
+		apart = log2(xs[i] / xs[i - 1]) >= step;
+	if (apart) {
+		for (size_t i = 0; i < n; i++, any = true)
+			sc(s, "%s\"%s\" %.0f", any ? ", " : "",
+			   util_size_format((size_t)xs[i], name, sizeof(name)), xs[i]);
+	} else {
+		for (int k = k1 > 62 ? 62 : k1; k >= k0 && k >= 0; k -= step, any = true)
+			sc(s, "%s\"%s\" %.0f", any ? ", " : "",
+			   util_size_format((size_t)1 << k, name, sizeof(name)), ldexp(1, k));
 	}
-	if (!*sep)	/* no power of two in range: the one size */
+	if (!any)	/* no power of two in range: the one size */
 		sc(s, "\"%s\" %.0f", util_size_format((size_t)lo, name, sizeof(name)), lo);
 	sc(s, ")\nset mxtics default\n");
 }
@@ -489,7 +532,7 @@ static void panel_axes(struct script *s, const struct panel *pn)
 		}
 		sc(s, ")\n");
 	} else if (pn->flags & PLOT_SIZES) {
-		size_tics(s, lo, hi);
+		size_tics(s, pn, lo, hi);
 	} else if (pn->flags & PLOT_INTEGER_X) {
 		sc(s, "set xtics %.0f\n", ceil((hi - lo + 1) / 16));
 	}
