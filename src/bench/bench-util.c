@@ -448,6 +448,37 @@ void bench_plot_copiers(struct plot *p, const struct copier *cs, unsigned int n,
 	}
 }
 
+void bench_plot_pause(struct plot *p, const struct memmig_live_report *const *r, size_t n,
+		      const char *const *tics)
+{
+	const char *name;
+	char budget[48];
+	double took;
+	unsigned int i;
+
+	if (!n)
+		return;
+	for (i = 0; !memmig_live_pause_part(r[0], i, &name, NULL, NULL); i++) {
+		plot_series(p, name, PLOT_THIN);
+		for (size_t k = 0; k < n; k++) {
+			memmig_live_pause_part(r[k], i, NULL, &took, NULL);
+			plot_point(p, (double)(k + 1), took * 1e3);
+		}
+	}
+	plot_series(p, "other", PLOT_THIN);
+	for (size_t k = 0; k < n; k++) {
+		double parts = 0;
+
+		for (i = 0; !memmig_live_pause_part(r[k], i, NULL, &took, NULL); i++)
+			parts += took;
+		plot_point(p, (double)(k + 1),
+			   r[k]->pause_s > parts ? (r[k]->pause_s - parts) * 1e3 : 0);
+		plot_xtic(p, (double)(k + 1), tics[k]);
+	}
+	snprintf(budget, sizeof(budget), "budget %g ms", r[0]->pause_budget_s * 1e3);
+	plot_hline(p, r[0]->pause_budget_s * 1e3, budget);
+}
+
 static bool progress_tty = false;
 
 void bench_progress(const char *format, ...)

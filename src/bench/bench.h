@@ -113,6 +113,15 @@ void bench_plot_copiers(struct plot *p, const struct copier *cs, unsigned int n,
 			const size_t *sizes, size_t nsizes,
 			const struct bench_stats *st, size_t stride);
 
+/*
+ * The pauses r[0..n-1] stacked in their parts (stop, harvest, copy, swap,
+ * and what they do not cover as "other"), in ms at x = 1..n, named tics[i],
+ * with r[0]'s budget as a line: into the current panel, PLOT_STACKED.
+ */
+struct memmig_live_report;
+void bench_plot_pause(struct plot *p, const struct memmig_live_report *const *r, size_t n,
+		      const char *const *tics);
+
 /* A status line on stderr when it is a terminal. */
 void bench_progress(const char *format, ...) __attribute__((format(printf, 1, 2)));
 void bench_progress_done(void);

@@ -37,6 +37,8 @@
 #define PANEL_HEIGHT 430
 #define TITLE_HEIGHT 50
 #define SIZE_TICS_MAX 12	/* power-of-two tics on a size axis */
+#define KEY_MAX 24		/* legend characters the right margin holds */
+#define HLINE_COLOUR "#9400d3"	/* a limit: apart from every series */
 
 struct series {
 	char name[NAME_MAX_LEN];
@@ -338,6 +340,13 @@ static double stack_top(const struct panel *pn, unsigned int si, size_t i)
 	return top;
 }
 
+/* Text in a comment line: a newline in a name would end it. */
+static void put_comment(FILE *f, const char *text)
+{
+	for (; *text; text++)
+		fputc(*text == '\n' || *text == '\r' ? ' ' : *text, f);
+}
+
 /* Columns x, y and (stacked) the part's top; a block of each series, two
  * blank lines apart, as gnuplot's "index" counts them. */
 static int write_data(struct plot *p, const char *path)
@@ -348,7 +357,7 @@ static int write_data(struct plot *p, const char *path)
 	if (!f)
 		return -errno;
 	fprintf(f, "# %s\n# x y [stacked top]; one block per series, \"index\" "
-		   "counts from 0\n", p->title);
+		   "counts from 0\n", p->title);	/* the title: no user text */
 	for (unsigned int i = 0; i < p->np; i++) {
 		struct panel *pn = &p->p[i];
 
@@ -362,8 +371,11 @@ static int write_data(struct plot *p, const char *path)
 			if (s->hline || !kept)
 				continue;
 			s->index = index++;
-			fprintf(f, "# index %d, panel \"%s\": %s; x: %s, y: %s\n", s->index,
-				pn->title, s->name, pn->xlabel, pn->ylabel);
+			fprintf(f, "# index %d, panel \"", s->index);
+			put_comment(f, pn->title);
+			fprintf(f, "\": ");
+			put_comment(f, s->name);
+			fprintf(f, "; x: %s, y: %s\n", pn->xlabel, pn->ylabel);
 			for (size_t j = 0; j < s->n; j++) {
 				if (!shown(pn, s->x[j], s->y[j]))
 					continue;
@@ -421,6 +433,22 @@ static void sc_str(struct script *s, const char *text)
 			sc(s, "%c", *text == '\n' || *text == '\r' ? ' ' : *text);
 	}
 	sc(s, "'");
+}
+
+/* A legend entry: one that would not fit the right margin keeps its start
+ * and its end (where names such as paths differ), "..." between. */
+static void sc_key(struct script *s, const char *name)
+{
+	size_t len = strlen(name), head = KEY_MAX / 3;
+	char buf[KEY_MAX + 1];
+
+	if (len <= KEY_MAX) {
+		sc_str(s, name);
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%.*s...%s", (int)head, name,
+		 name + len - (KEY_MAX - 3 - head));
+	sc_str(s, buf);
 }
 
 static void panel_range(const struct panel *pn, double *lo, double *hi)
@@ -538,6 +566,19 @@ static void panel_axes(struct script *s, const struct panel *pn)
 	}
 }
 
+/* The highest point drawn (a stack's top). */
+static double panel_ymax(const struct panel *pn)
+{
+	double m = 0;
+
+	for (unsigned int si = 0; si < pn->ns; si++)
+		for (size_t j = 0; !pn->s[si].hline && j < pn->s[si].n; j++)
+			if (shown(pn, pn->s[si].x[j], pn->s[si].y[j]))
+				m = fmax(m, pn->flags & PLOT_STACKED ? stack_top(pn, si, j) :
+								      pn->s[si].y[j]);
+	return m;
+}
+
 /* The colour of series si: the next of its style's. */
 static const char *series_colour(const struct panel *pn, unsigned int si)
 {
@@ -557,6 +598,7 @@ static const char *series_colour(const struct panel *pn, unsigned int si)
 static void panel_plot(struct script *s, const struct panel *pn)
 {
 	bool stacked = pn->flags & PLOT_STACKED;
+	char label[NAME_MAX_LEN + 32];
 	const char *sep = "plot ";
 
 	/* A stack is drawn tallest first, each part over the one above it. */
@@ -566,8 +608,17 @@ static void panel_plot(struct script *s, const struct panel *pn)
 		const char *colour = series_colour(pn, si);
 
 		if (r->hline) {
-			sc(s, "%s%.9g with lines dt 2 lw 2.5 lc rgb \"#d62728\" title ", sep,
-			   r->y[0]);
+			/* Far above the data on a linear axis it would flatten
+			 * what the panel is for: named, not drawn. */
+			double top = panel_ymax(pn);
+			bool off = !(pn->flags & PLOT_LOGY) && top > 0 && r->y[0] > 2 * top;
+			char y[32];
+
+			snprintf(y, sizeof(y), "%.9g", r->y[0]);
+			snprintf(label, sizeof(label), "%s%s", r->name,
+				 off ? " (above)" : "");
+			sc(s, "%s%s with lines dt 3 lw 3 lc rgb \"" HLINE_COLOUR "\" title ", sep,
+			   off ? "1/0" : y);
 		} else if (r->index < 0) {
 			continue;
 		} else if (stacked) {
@@ -580,7 +631,7 @@ static void panel_plot(struct script *s, const struct panel *pn)
 			   r->style == PLOT_MAIN ? "lw 3.5 ps 1.2" :
 			   r->style == PLOT_PEER ? "lw 3 dt 2 ps 1.1" : "lw 1.5 ps 0.8");
 		}
-		sc_str(s, r->name);
+		sc_key(s, r->hline ? label : r->name);
 		sep = ", \\\n     ";
 	}
 	/* gnuplot needs something to plot: an empty panel says so. */

@@ -416,9 +416,9 @@ static void plot_rounds(struct plot *p, const struct demo *d, bool bytes)
 static int demo_plot(const struct demo *d)
 {
 	struct plot *p = plot_new("memmig-cli demo");
-	char title[160], size[32], tic[24];
-	const char *name;
-	double took, parts, budget;
+	const struct memmig_live_report *reps[DEMO_PLOT_MAX];
+	char title[160], size[32], tics[DEMO_PLOT_MAX][24];
+	const char *names[DEMO_PLOT_MAX];
 	int rc;
 
 	util_size_format(d->mem, size, sizeof(size));
@@ -431,28 +431,12 @@ static int demo_plot(const struct demo *d)
 	plot_rounds(p, d, false);
 	plot_panel(p, "the pause, vCPUs stopped, in its parts", "migration",
 		   "pause (ms)", PLOT_STACKED);
-	for (unsigned int i = 0; !memmig_live_pause_part(&d->runs[0].m.rep, i, &name, NULL,
-							   NULL); i++) {
-		plot_series(p, name, PLOT_THIN);
-		for (long k = 0; k < d->nruns; k++) {
-			memmig_live_pause_part(&d->runs[k].m.rep, i, NULL, &took, NULL);
-			plot_point(p, k + 1, took * 1e3);
-		}
-	}
-	plot_series(p, "other", PLOT_THIN);
 	for (long k = 0; k < d->nruns; k++) {
-		const struct memmig_live_report *r = &d->runs[k].m.rep;
-
-		parts = 0;
-		for (unsigned int i = 0; !memmig_live_pause_part(r, i, NULL, &took, NULL); i++)
-			parts += took;
-		plot_point(p, k + 1, r->pause_s > parts ? (r->pause_s - parts) * 1e3 : 0);
-		snprintf(tic, sizeof(tic), "#%ld", k + 1);
-		plot_xtic(p, k + 1, tic);
+		reps[k] = &d->runs[k].m.rep;
+		snprintf(tics[k], sizeof(tics[k]), "#%ld", k + 1);
+		names[k] = tics[k];
 	}
-	budget = d->runs[0].m.rep.pause_budget_s * 1e3;
-	snprintf(title, sizeof(title), "budget %g ms", budget);
-	plot_hline(p, budget, title);
+	bench_plot_pause(p, reps, (size_t)d->nruns, names);
 	rc = plot_emit(p, &d->plot, "demo");
 	plot_free(p);
 	return rc;

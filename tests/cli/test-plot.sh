@@ -133,15 +133,23 @@ check "demo --plot" exit_is 0 "$cli" demo --mem 16M --migrations 2 --nodes-only 
 check "demo svg valid" is_svg "$tmp/demo.svg"
 mkdir "$tmp/tier \`touch pwned\` 'q\""
 check "demo --plot, odd tier" exit_is 0 "$cli" demo --mem 16M --migrations 2 \
-	--tier "$tmp/tier \`touch pwned\` 'q\"" --plot "$tmp/tier.svg"
-check "odd tier: named as given" grep -qF "#2 to $tmp/tier \`touch pwned\` 'q\"" \
-	"$tmp/tier.svg"
+	--tier "$tmp/tier \`touch pwned\` 'q\"" --plot "$tmp/tier.svg" --plot-data "$tmp/tier.dat"
+check "odd tier: named as given" grep -qF "#2 to $tmp/tier \`touch pwned\` 'q\"" "$tmp/tier.dat"
+check "odd tier: in the legend (shortened)" grep -qF "pwned\` 'q\"" "$tmp/tier.svg"
 check "odd tier: nothing run" test -z "$(find "$TMPDIR" . -maxdepth 2 -name pwned)"
 for name in "#1 to node" "#2 to node" stop harvest copy swap other "budget 5 ms" \
 	"bytes copied (MiB, log scale)" "duration (ms, log scale)" "pause (ms)"; do
 	check "demo svg names '$name'" grep -qF "$name" "$tmp/demo.svg"
 done
 check "demo data: the pause's rest" grep -q '^# index .*: other;' "$tmp/demo.dat"
+
+check "bench live --plot" exit_is 0 "$cli" bench live --sizes 16M --reps 1 --no-qemu \
+	--plot "$tmp/live.svg"
+check "live svg valid" is_svg "$tmp/live.svg"
+for name in "memmig pause" "budget 5 ms" "16 MiB idle" "16 MiB writing" "one raw copy" \
+	stop swap "pause (ms, log scale)"; do
+	check "live svg names '$name'" grep -qF "$name" "$tmp/live.svg"
+done
 
 check "no temporary directory left" test -z "$(ls -A "$TMPDIR")"
 summary
