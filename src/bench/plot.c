@@ -32,6 +32,7 @@
 #define MAX_SERIES 24
 #define MAX_TICS 32
 #define NAME_MAX_LEN 96
+#define SERIES_NAME_MAX 256	/* demo's legend holds tier paths */
 #define SCRIPT_MAX (64 << 10)
 #define WIDTH 1100
 #define PANEL_HEIGHT 430
@@ -41,7 +42,7 @@
 #define HLINE_COLOUR "#9400d3"	/* a limit: apart from every series */
 
 struct series {
-	char name[NAME_MAX_LEN];
+	char name[SERIES_NAME_MAX];
 	enum plot_style style;
 	bool hline;		/* y[0] across the panel */
 	double *x, *y;
@@ -80,13 +81,12 @@ static const char *const thin_colours[] = {
 };
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-bool plot_opt(struct plot_out *o, int c, const char *arg)
+void plot_opt(struct plot_out *o, int c, const char *arg)
 {
 	if (c == PLOT_OPT_FILE)
 		o->file = arg;
 	else if (c == PLOT_OPT_DATA)
 		o->data = arg;
-	return c == PLOT_OPT_FILE || c == PLOT_OPT_DATA;
 }
 
 /* ".svg" or ".png" (any case), else NULL. */
@@ -114,11 +114,15 @@ static int check_path(const char *opt, const char *path, const char *who)
 		cli_error("%s: %s '%s': a file name, not a directory\n", who, opt, path);
 		return -EINVAL;
 	}
+	/* install() adds ".XXXXXX" for its temporary file. */
+	if (strlen(path) + 8 > sizeof(dir)) {
+		cli_error("%s: %s: the name is too long\n", who, opt);
+		return -ENAMETOOLONG;
+	}
 	if (!slash)
 		snprintf(dir, sizeof(dir), ".");
-	else if (snprintf(dir, sizeof(dir), "%.*s", (int)(slash == path ? 1 : slash - path),
-			  path) >= (int)sizeof(dir))
-		return -ENAMETOOLONG;
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash == path ? 1 : slash - path), path);
 	if (access(dir, W_OK) < 0) {
 		int err = errno;
 
@@ -598,7 +602,7 @@ static const char *series_colour(const struct panel *pn, unsigned int si)
 static void panel_plot(struct script *s, const struct panel *pn)
 {
 	bool stacked = pn->flags & PLOT_STACKED;
-	char label[NAME_MAX_LEN + 32];
+	char label[SERIES_NAME_MAX + 16];
 	const char *sep = "plot ";
 
 	/* A stack is drawn tallest first, each part over the one above it. */

@@ -29,8 +29,8 @@ enum { PLOT_OPT_FILE = 0x1000, PLOT_OPT_DATA };
 	"  --plot-data FILE write the plotted numbers (gnuplot columns, one block\n" \
 	"                   per series)\n"
 
-/* Takes getopt's PLOT_OPT_* value c: true when it was one. */
-bool plot_opt(struct plot_out *o, int c, const char *arg);
+/* Takes getopt's PLOT_OPT_* value c and its argument. */
+void plot_opt(struct plot_out *o, int c, const char *arg);
 static inline bool plot_wanted(const struct plot_out *o)
 {
 	return o->file || o->data;

@@ -429,8 +429,9 @@ static int demo_plot(const struct demo *d)
 	plot_panel(p, "the time each round took", "round", "duration (ms, log scale)",
 		   PLOT_LOGY | PLOT_INTEGER_X);
 	plot_rounds(p, d, false);
-	plot_panel(p, "the pause, vCPUs stopped, in its parts", "migration",
-		   "pause (ms)", PLOT_STACKED);
+	snprintf(title, sizeof(title), "the pause, vCPUs stopped, in its parts%s",
+		 d->migrations > d->nruns ? " (the first migrations)" : "");
+	plot_panel(p, title, "migration", "pause (ms)", PLOT_STACKED);
 	for (long k = 0; k < d->nruns; k++) {
 		reps[k] = &d->runs[k].m.rep;
 		snprintf(tics[k], sizeof(tics[k]), "#%ld", k + 1);
