@@ -887,5 +887,10 @@ int plot_emit(struct plot *p, const struct plot_out *o, const char *who)
 	if (!rc && o->file)
 		rc = draw(p, dir, o->file, who);
 	remove_dir(dir);
+	/* On stderr: stdout may be --json. */
+	if (!rc)
+		fprintf(stderr, "%s: wrote%s%s%s%s\n", who, o->file ? " " : "",
+			o->file ? o->file : "", o->data ? (o->file ? " and " : " ") : "",
+			o->data ? o->data : "");
 	return rc;
 }
