@@ -633,7 +633,7 @@ static void panel_plot(struct script *s, const struct panel *pn)
 			sc(s, "%s\"data\" index %d using 1:2 with linespoints lc rgb \"%s\" "
 			      "pt %u %s title ", sep, r->index, colour, si % 13 + 1,
 			   r->style == PLOT_MAIN ? "lw 3.5 ps 1.2" :
-			   r->style == PLOT_PEER ? "lw 3 dt 2 ps 1.1" : "lw 1.5 ps 0.8");
+			   r->style == PLOT_PEER ? "lw 3 dt 2 ps 1.1" : "lw 1.5 ps 1");
 		}
 		sc_key(s, r->hline ? label : r->name);
 		sep = ", \\\n     ";

@@ -25,7 +25,7 @@ enum { PLOT_OPT_FILE = 0x1000, PLOT_OPT_DATA };
 	{ "plot", required_argument, NULL, PLOT_OPT_FILE }, \
 	{ "plot-data", required_argument, NULL, PLOT_OPT_DATA }
 #define PLOT_USAGE \
-	"  --plot FILE      draw the results with gnuplot: FILE.svg or FILE.png\n" \
+	"  --plot FILE      draw the results with gnuplot (FILE: .svg or .png)\n" \
 	"  --plot-data FILE write the plotted numbers (gnuplot columns, one block\n" \
 	"                   per series)\n"
 
