@@ -74,15 +74,8 @@ void conn_out_drop(struct conn *c)
 }
 
 /* Queued behind what may be in flight: queued grows, out never moves. */
-int conn_queue(struct conn *c, struct json_object *reply)
+int conn_queue_line(struct conn *c, const char *line, size_t len)
 {
-	size_t len;
-	char *line = reply ? proto_reply_line(reply, &len) : NULL;
-	int rc = 0;
-
-	json_object_put(reply);
-	if (!line)
-		return -ENOMEM;
 	if (c->queued_len + len > c->queued_cap) {
 		size_t cap = c->queued_cap ? c->queued_cap : 4096;
 		char *p;
@@ -90,16 +83,26 @@ int conn_queue(struct conn *c, struct json_object *reply)
 		while (cap < c->queued_len + len)
 			cap *= 2;
 		p = realloc(c->queued, cap);
-		if (!p) {
-			rc = -ENOMEM;
-			goto out;
-		}
+		if (!p)
+			return -ENOMEM;
 		c->queued = p;
 		c->queued_cap = cap;
 	}
 	memcpy(c->queued + c->queued_len, line, len);
 	c->queued_len += len;
-out:
+	return 0;
+}
+
+int conn_queue(struct conn *c, struct json_object *reply)
+{
+	size_t len;
+	char *line = reply ? proto_reply_line(reply, &len) : NULL;
+	int rc;
+
+	json_object_put(reply);
+	if (!line)
+		return -ENOMEM;
+	rc = conn_queue_line(c, line, len);
 	free(line);
 	return rc;
 }

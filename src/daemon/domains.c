@@ -345,3 +345,8 @@ void domains_free(struct domains *d)
 	free(d->ents);
 	free(d);
 }
+
+int domains_libvirt_state(struct domains *d)
+{
+	return d->lv ? domains_libvirt_connected(d->lv) : -1;
+}

@@ -45,6 +45,8 @@ int domains_unregister(struct domains *d, const char *name);
 int domains_resolve(struct domains *d, const char *name, int *pid);
 /* {"domains": [...]} members as an array (new reference). */
 struct json_object *domains_list_json(struct domains *d);
+/* libvirtd: -1 not used, 0 not connected now, 1 connected. */
+int domains_libvirt_state(struct domains *d);
 /*
  * A domain's job ended (result 0 or -errno, bytes moved): recorded in the
  * list and, with libvirt, in the domain's metadata as
