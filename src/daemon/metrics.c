@@ -163,17 +163,20 @@ static void count_pairs(struct metrics *m, int to_node, const struct memmig_repo
 	}
 }
 
-/* Lock held: pages not moved, by errno; poisoned ones apart as well. */
+/* Lock held: pages not moved, by errno (the report's failed ranges, as
+ * its pages_failed counts them: an absent page is not one); poisoned
+ * ones apart as well. */
 static void count_failed(struct metrics *m, const struct memmig_report *rep)
 {
-	int n = memmig_report_errno_count(rep);
+	int n = memmig_report_failed_count(rep);
 
 	for (int i = 0; i < n; i++) {
-		uint64_t pages;
+		uint64_t addr, len, pages;
 		int err;
 
-		if (memmig_report_get_errno(rep, (unsigned int)i, &err, &pages))
+		if (memmig_report_get_failed(rep, (unsigned int)i, &addr, &len, &err))
 			continue;
+		pages = (len + PAGE_BYTES - 1) / PAGE_BYTES;
 		err = err < 0 ? -err : err;
 		m->pages_failed[err < METRICS_MAX_ERRNO ? err : METRICS_MAX_ERRNO] += pages;
 		if (err == EHWPOISON || err == EIO)
@@ -358,7 +361,8 @@ static void render_jobs(struct sink *s, struct metrics *m, const struct metrics_
 
 static void render_bytes(struct sink *s, struct metrics *m)
 {
-	char from[16], to[16], err[16], le[24];
+	char from[16], to[16], name[16], le[24];
+	const char *err;
 	uint64_t cum = 0;
 
 	one_u(s, "memmigd_moved_bytes_total", "counter",
@@ -395,10 +399,7 @@ static void render_bytes(struct sink *s, struct metrics *m)
 	for (int e = 1; e <= METRICS_MAX_ERRNO; e++) {
 		if (!m->pages_failed[e])
 			continue;
-		if (e < METRICS_MAX_ERRNO)
-			proto_errno_name(e, err, sizeof(err));
-		else
-			snprintf(err, sizeof(err), "other");
+		err = e < METRICS_MAX_ERRNO ? proto_errno_name(e, name, sizeof(name)) : "other";
 		sample_u(s, (struct label[]){ { "error", err }, { NULL, NULL } }, m->pages_failed[e]);
 	}
 	one_u(s, "memmigd_pages_poisoned_total", "counter",
