@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -397,6 +398,8 @@ static struct json_object *op_metrics(struct memmigd *d, const struct client_cre
 static struct json_object *op_subscribe(struct memmigd *d, const struct proto_request *req,
 					struct conn *conn)
 {
+	int sndbuf;
+
 	if (!conn)
 		return proto_reply_error(req, EINVAL, "no connection to send events to");
 	if (conn->subscribed)
@@ -405,6 +408,11 @@ static struct json_object *op_subscribe(struct memmigd *d, const struct proto_re
 		return proto_reply_error(req, EBUSY, "already %d subscribers",
 					 EVENTS_MAX_SUBSCRIBERS);
 	conn->subscribed = true;
+	/* The kernel's buffer for a subscriber that does not read is bounded
+	 * too: EVENTS_MAX_BACKLOG (doubled by the kernel) besides ours. */
+	sndbuf = EVENTS_MAX_BACKLOG;
+	if (setsockopt(conn->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)))
+		util_log(LOG_DEBUG, "subscriber's SO_SNDBUF: %s", strerror(errno));
 	return proto_reply_ok(req);
 }
 
