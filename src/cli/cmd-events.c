@@ -26,7 +26,7 @@ static void events_usage(FILE *f)
 static void print_event(struct json_object *ev)
 {
 	const char *type = cli_json_str(ev, "event", "?");
-	time_t t = (time_t)cli_json_double(ev, "time", 0);
+	time_t t = (time_t)cli_json_int(ev, "time", 0);
 	struct json_object *o = NULL;
 	char when[32];
 	struct tm tm;

@@ -30,16 +30,16 @@ static void print_limits(struct json_object *l)
 	       (long long)cli_json_int(l, "max_clients", 0),
 	       (long long)cli_json_int(l, "root_clients", 0),
 	       (long long)cli_json_int(l, "max_clients_per_user", 0),
-	       (long long)cli_json_int(l, "idle_timeout_seconds", 0),
+	       (long long)cli_json_int(l, "idle_timeout_s", 0),
 	       (long long)cli_json_int(l, "max_subscribers", 0),
-	       (long long)cli_json_int(l, "subscriber_backlog_bytes", 0));
+	       (long long)cli_json_int(l, "bytes_subscriber_backlog", 0));
 }
 
 static void print_status(struct json_object *r)
 {
 	struct json_object *jobs = json_object_object_get(r, "jobs");
 	struct json_object *limits = json_object_object_get(r, "limits");
-	long long up = (long long)cli_json_double(r, "uptime_seconds", 0);
+	long long up = (long long)cli_json_double(r, "uptime_s", 0);
 	const char *metrics = cli_json_str(r, "metrics_file", NULL);
 
 	printf("memmigd %s (protocol %lld), pid %lld, up %lld d %02lld:%02lld:%02lld\n",

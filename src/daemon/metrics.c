@@ -313,7 +313,7 @@ static void render_daemon(struct sink *s, struct metrics *m, const struct metric
 	family(s, "memmigd_info", "gauge", "memmigd's version (the value is always 1)");
 	sample_u(s, (struct label[]){ { "version", PACKAGE_VERSION }, { NULL, NULL } }, 1);
 	family(s, "memmigd_start_time_seconds", "gauge", "when memmigd started, seconds since the epoch");
-	sample_d(s, NULL, start);
+	sample_u(s, NULL, (uint64_t)m->start.tv_sec);
 	family(s, "memmigd_uptime_seconds", "gauge", "seconds since memmigd started");
 	sample_d(s, NULL, (double)t.tv_sec + t.tv_nsec / 1e9 - start);
 	one_u(s, "memmigd_clients", "gauge", "client connections open", now->clients);

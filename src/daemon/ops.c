@@ -341,12 +341,12 @@ static struct json_object *status_limits(const struct memmigd *d)
 	add_uint(l, "max_clients_per_user", MEMMIGD_USER_CLIENTS);
 	add_uint(l, "keep_finished_per_user", MEMMIGD_KEEP_FINISHED);
 	add_uint(l, "keep_finished", MEMMIGD_KEEP_FINISHED_ALL);
-	add_uint(l, "idle_timeout_seconds", d->opts.idle_timeout_s);
-	add_uint(l, "max_line_bytes", PROTO_MAX_LINE);
-	add_uint(l, "reply_backlog_bytes", CONN_OUT_HIGH);
+	add_uint(l, "idle_timeout_s", d->opts.idle_timeout_s);
+	add_uint(l, "bytes_line_max", PROTO_MAX_LINE);
+	add_uint(l, "bytes_reply_backlog", CONN_OUT_HIGH);
 	add_uint(l, "max_subscribers", EVENTS_MAX_SUBSCRIBERS);
 	add_uint(l, "max_events_queued", EVENTS_MAX_QUEUED);
-	add_uint(l, "subscriber_backlog_bytes", EVENTS_MAX_BACKLOG);
+	add_uint(l, "bytes_subscriber_backlog", EVENTS_MAX_BACKLOG);
 	return l;
 }
 
@@ -359,7 +359,7 @@ static struct json_object *op_status(struct memmigd *d, const struct client_cred
 
 	ops_metrics_now(d, &now);
 	json_object_object_add(o, "pid", json_object_new_int(getpid()));
-	json_object_object_add(o, "uptime_seconds", json_object_new_double(uptime_s(d)));
+	json_object_object_add(o, "uptime_s", json_object_new_double(uptime_s(d)));
 	json_object_object_add(o, "libvirt_state", json_object_new_string(libvirt[now.libvirt + 1]));
 	json_object_object_add(o, "socket", json_object_new_string(d->opts.socket));
 	json_object_object_add(o, "socket_activated", json_object_new_boolean(d->activated));
