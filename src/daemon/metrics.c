@@ -451,26 +451,12 @@ bool metrics_dirty(struct metrics *m)
 	return d;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int metrics_file_write(struct metrics *m, const struct metrics_now *now, const char *path)
 {
 	char tmp[PATH_MAX];
 	char *text;
-	int fd, rc;
+	FILE *f = NULL;
+	int fd, rc = 0;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
 		return -ENAMETOOLONG;
@@ -482,10 +468,15 @@ int metrics_file_write(struct metrics *m, const struct metrics_now *now, const c
 		return -ENOMEM;
 	/* 0644 whatever the umask: the collector runs as another user. */
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	rc = fd < 0 ? -errno : fchmod(fd, 0644) ? -errno : write_all(fd, text, strlen(text));
-	free(text);
-	if (fd >= 0 && close(fd) && !rc)
+	if (fd < 0 || fchmod(fd, 0644) || !(f = fdopen(fd, "w")))
 		rc = -errno;
+	else if (fputs(text, f) < 0)
+		rc = -EIO;
+	if (f && fclose(f) && !rc)
+		rc = -errno;
+	else if (!f && fd >= 0)
+		close(fd);
+	free(text);
 	if (!rc && rename(tmp, path))
 		rc = -errno;
 	if (rc && fd >= 0)

@@ -332,21 +332,25 @@ static void add_uint(struct json_object *o, const char *key, uint64_t v)
 
 static struct json_object *status_limits(const struct memmigd *d)
 {
+	const struct { const char *key; uint64_t v; } limits[] = {
+		{ "max_jobs", d->opts.max_jobs },
+		{ "max_jobs_per_node", d->opts.max_jobs_per_node },
+		{ "max_clients", MEMMIGD_MAX_CLIENTS },
+		{ "root_clients", MEMMIGD_ROOT_CLIENTS },
+		{ "max_clients_per_user", MEMMIGD_USER_CLIENTS },
+		{ "keep_finished_per_user", MEMMIGD_KEEP_FINISHED },
+		{ "keep_finished", MEMMIGD_KEEP_FINISHED_ALL },
+		{ "idle_timeout_s", d->opts.idle_timeout_s },
+		{ "bytes_line_max", PROTO_MAX_LINE },
+		{ "bytes_reply_backlog", CONN_OUT_HIGH },
+		{ "max_subscribers", EVENTS_MAX_SUBSCRIBERS },
+		{ "max_events_queued", EVENTS_MAX_QUEUED },
+		{ "bytes_subscriber_backlog", EVENTS_MAX_BACKLOG },
+	};
 	struct json_object *l = json_object_new_object();
 
-	add_uint(l, "max_jobs", d->opts.max_jobs);
-	add_uint(l, "max_jobs_per_node", d->opts.max_jobs_per_node);
-	add_uint(l, "max_clients", MEMMIGD_MAX_CLIENTS);
-	add_uint(l, "root_clients", MEMMIGD_ROOT_CLIENTS);
-	add_uint(l, "max_clients_per_user", MEMMIGD_USER_CLIENTS);
-	add_uint(l, "keep_finished_per_user", MEMMIGD_KEEP_FINISHED);
-	add_uint(l, "keep_finished", MEMMIGD_KEEP_FINISHED_ALL);
-	add_uint(l, "idle_timeout_s", d->opts.idle_timeout_s);
-	add_uint(l, "bytes_line_max", PROTO_MAX_LINE);
-	add_uint(l, "bytes_reply_backlog", CONN_OUT_HIGH);
-	add_uint(l, "max_subscribers", EVENTS_MAX_SUBSCRIBERS);
-	add_uint(l, "max_events_queued", EVENTS_MAX_QUEUED);
-	add_uint(l, "bytes_subscriber_backlog", EVENTS_MAX_BACKLOG);
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
+		add_uint(l, limits[i].key, limits[i].v);
 	return l;
 }
 
