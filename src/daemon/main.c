@@ -220,6 +220,8 @@ static int start(struct memmigd *d)
 #endif
 	rc = domains_new(uri, ops_domain_move, d, &d->domains);
 	if (!rc)
+		domains_set_event_fn(d->domains, ops_domain_event);
+	if (!rc)
 		rc = jobs_new(d->ctx, d->domains, d->opts.max_jobs_per_node, d->opts.max_jobs,
 			      d->wake_fd, &d->jobs);
 	if (!rc)

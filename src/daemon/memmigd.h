@@ -186,6 +186,8 @@ void plans_collect(void (*deliver)(void *opaque, struct conn *c, struct json_obj
 void plans_forget(struct conn *c);
 /* Whether a plan is in flight or not yet collected. */
 bool plans_pending(void);
+/* domains_event_fn: a domain registered or forgotten, to the subscribers. */
+void ops_domain_event(void *opaque, const char *name, int pid, const char *state);
 /* domains_move_fn: a move asked for by the libvirt watcher, as root. */
 int ops_domain_move(void *opaque, const char *name, int pid, int to_node);
 

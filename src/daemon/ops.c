@@ -263,15 +263,16 @@ static struct json_object *op_cancel(struct memmigd *d, const struct client_cred
 	return job_reply(req, rc, job, c->uid);
 }
 
-/* Every subscriber may hear of domains: the domains op shows them to all. */
-static void domain_event(struct memmigd *d, const struct proto_request *req, const char *state)
+/* domains_event_fn: every subscriber may hear of domains, as the domains
+ * op shows them to all. */
+void ops_domain_event(void *opaque, const char *name, int pid, const char *state)
 {
+	struct memmigd *d = opaque;
 	struct json_object *o = json_object_new_object();
 
-	json_object_object_add(o, "name", json_object_new_string(req->domain));
+	json_object_object_add(o, "name", json_object_new_string(name));
 	json_object_object_add(o, "state", json_object_new_string(state));
-	if (req->op == PROTO_OP_REGISTER)
-		json_object_object_add(o, "pid", json_object_new_int(req->pid));
+	json_object_object_add(o, "pid", json_object_new_int(pid));
 	events_post(d->events, EVENTS_ANYONE, "domain", "domain", o);
 }
 
@@ -284,7 +285,6 @@ static struct json_object *op_register(struct memmigd *d, const struct client_cr
 		return proto_reply_error(req, rc, "register %s: %s", req->domain, strerror(-rc));
 	util_log(LOG_INFO, "domain %s registered: pid %d, nodeset %s", req->domain, req->pid,
 	     req->nodeset[0] ? req->nodeset : "-");
-	domain_event(d, req, "registered");
 	return proto_reply_ok(req);
 }
 
@@ -296,7 +296,6 @@ static struct json_object *op_unregister(struct memmigd *d, const struct client_
 	if (rc)
 		return proto_reply_error(req, rc, "no domain \"%s\"", req->domain);
 	util_log(LOG_INFO, "domain %s unregistered", req->domain);
-	domain_event(d, req, "unregistered");
 	return proto_reply_ok(req);
 }
 
