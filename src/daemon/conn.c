@@ -133,9 +133,11 @@ void conn_process(struct memmigd *d, struct conn *c)
 	c->in_len -= start;
 	c->scan -= start;
 	if (c->in_len == PROTO_MAX_LINE && c->scan == c->in_len) {
-		conn_queue(c, proto_reply_error(NULL, EMSGSIZE,
-			"a line longer than %d bytes: closing the connection",
-			PROTO_MAX_LINE));
+		struct json_object *reply = proto_reply_error(NULL, EMSGSIZE,
+			"a line longer than %d bytes: closing the connection", PROTO_MAX_LINE);
+
+		ops_account(d, &c->cred, -1, reply);
+		conn_queue(c, reply);
 		c->in_len = c->scan = 0;
 		c->closing = true;
 	}

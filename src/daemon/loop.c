@@ -48,6 +48,9 @@ struct loop {
 	time_t stop_deadline;
 	time_t metrics_written;			/* CLOCK_MONOTONIC s */
 	int metrics_err;			/* the last write's, said once */
+	bool notify;				/* under systemd: STATUS= */
+	time_t status_sent;			/* CLOCK_MONOTONIC s */
+	unsigned int status_jobs[2];		/* queued, running: as sent */
 };
 
 static struct io_uring_sqe *get_sqe(struct loop *l)
@@ -434,6 +437,29 @@ static bool write_metrics(struct loop *l, bool now)
 	return false;
 }
 
+/*
+ * Under systemd: STATUS= follows the jobs ("systemctl status" shows it),
+ * at most once a second; true while a change waits for its second.
+ */
+static bool report_status(struct loop *l)
+{
+	unsigned int q, r;
+
+	if (!l->notify || l->stopping)
+		return false;
+	jobs_count(l->d->jobs, &q, &r);
+	if (q == l->status_jobs[0] && r == l->status_jobs[1])
+		return false;
+	if (mono_s() - l->status_sent < 1)
+		return true;
+	notify_send("STATUS=%u job%s running, %u queued; %u client%s", r, r == 1 ? "" : "s", q,
+		    l->nconns, l->nconns == 1 ? "" : "s");
+	l->status_sent = mono_s();
+	l->status_jobs[0] = q;
+	l->status_jobs[1] = r;
+	return false;
+}
+
 static void handle(struct loop *l, struct io_uring_cqe *cqe)
 {
 	struct loop_io *io = io_uring_cqe_get_data(cqe);
@@ -551,17 +577,20 @@ int loop_run(struct memmigd *d)
 	util_log(LOG_INFO, "listening on %s%s", d->opts.socket,
 		 d->activated ? " (the socket systemd made)" : "");
 	write_metrics(&l, true);
+	l.notify = getenv("NOTIFY_SOCKET") != NULL;
 	notify_send("READY=1\nSTATUS=listening on %s\nMAINPID=%d", d->opts.socket, getpid());
 	while (!finished(&l)) {
 		struct io_uring_cqe *cqe;
 		unsigned int head, n = 0;
-		bool metrics_due = write_metrics(&l, false);
+		bool due = write_metrics(&l, false);
 
-		/* Woken each second while clients may go idle or the metrics
-		 * file waits for its next write. */
+		due |= report_status(&l);
+
+		/* Woken each second while clients may go idle, or the metrics
+		 * file or systemd's status waits for its next write. */
 		rc = io_uring_submit_and_wait_timeout(&l.ring, &cqe, 1, l.stopping ? &tick :
 						      (d->opts.idle_timeout_s && l.nconns) ||
-						      metrics_due ? &second : NULL, NULL);
+						      due ? &second : NULL, NULL);
 		if (rc < 0 && rc != -ETIME && rc != -EINTR) {
 			util_log(LOG_ERR, "io_uring: %s", strerror(-rc));
 			break;

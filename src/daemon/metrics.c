@@ -38,6 +38,7 @@ struct node_pair {
 struct metrics {
 	pthread_mutex_t lock;
 	struct timespec start;		/* CLOCK_REALTIME */
+	struct timespec mono_start;	/* CLOCK_MONOTONIC: uptime */
 	bool dirty;
 	uint64_t requests[METRICS_NR_OPS + 1];	/* the last: invalid */
 	uint64_t refused[REFUSE_NR];
@@ -59,6 +60,7 @@ int metrics_new(struct metrics **out)
 		return -ENOMEM;
 	pthread_mutex_init(&m->lock, NULL);
 	clock_gettime(CLOCK_REALTIME, &m->start);
+	clock_gettime(CLOCK_MONOTONIC, &m->mono_start);
 	m->pairs[METRICS_MAX_PAIRS] = (struct node_pair){ -1, -1, 0 };
 	m->dirty = true;
 	*out = m;
@@ -307,15 +309,15 @@ static void one_u(struct sink *s, const char *name, const char *type, const char
 static void render_daemon(struct sink *s, struct metrics *m, const struct metrics_now *now)
 {
 	struct timespec t;
-	double start = (double)m->start.tv_sec + m->start.tv_nsec / 1e9;
 
-	clock_gettime(CLOCK_REALTIME, &t);
+	clock_gettime(CLOCK_MONOTONIC, &t);
 	family(s, "memmigd_info", "gauge", "memmigd's version (the value is always 1)");
 	sample_u(s, (struct label[]){ { "version", PACKAGE_VERSION }, { NULL, NULL } }, 1);
 	family(s, "memmigd_start_time_seconds", "gauge", "when memmigd started, seconds since the epoch");
 	sample_u(s, NULL, (uint64_t)m->start.tv_sec);
 	family(s, "memmigd_uptime_seconds", "gauge", "seconds since memmigd started");
-	sample_d(s, NULL, (double)t.tv_sec + t.tv_nsec / 1e9 - start);
+	sample_d(s, NULL, (double)(t.tv_sec - m->mono_start.tv_sec) +
+		 (t.tv_nsec - m->mono_start.tv_nsec) / 1e9);
 	one_u(s, "memmigd_clients", "gauge", "client connections open", now->clients);
 	one_u(s, "memmigd_subscribers", "gauge", "connections subscribed to events",
 	      now->subscribers);

@@ -5,8 +5,9 @@
  *
  * 1. Socket activation and an abstract NOTIFY_SOCKET ("@..."), stderr a
  *    file whose dev:ino is JOURNAL_STREAM: memmigd serves on fd 3 (status
- *    says so), sends READY=1 and, on SIGTERM, STOPPING=1, leaves the
- *    socket file (systemd's) in place, and logs "<6>message" lines.
+ *    says so), sends READY=1, STATUS= as a job runs and ends, and on
+ *    SIGTERM STOPPING=1, leaves the socket file (systemd's) in place, and
+ *    logs "<6>message" lines.
  * 2. A NOTIFY_SOCKET path, LISTEN_PID another process's, JOURNAL_STREAM
  *    another file's: memmigd binds its own --socket, READY=1 still comes,
  *    logs are "memmigd: info: ..." lines.
@@ -138,6 +139,29 @@ static char *first_line(const char *path, char *buf, size_t len)
 	return buf;
 }
 
+/* A real move of memhog: systemd hears of it running, then of none. */
+static void job_status(struct tc_conn *c, int nfd)
+{
+	struct json_object *r, *job;
+	struct tc_hog h;
+	char msg[512] = "";
+
+	if (!c || tc_hog_start(&h, 8, 8, (uid_t)-1, 0)) {
+		CHECK(0, "memhog starts");
+		return;
+	}
+	r = tc_call(c, "{\"op\":\"move\",\"pid\":%d,\"to_node\":0}", h.pid);
+	job = tc_wait_job(c, tc_int(tc_get(r, "job"), "id"), 60000);
+	CHECK(job && !strcmp(tc_str(job, "state"), "done"), "the job is done");
+	CHECK(notified(nfd, "STATUS=1 job running, 0 queued", msg, sizeof(msg)),
+	      "STATUS while it runs: '%s'", msg);
+	CHECK(notified(nfd, "STATUS=0 jobs running, 0 queued", msg, sizeof(msg)),
+	      "STATUS once it ended: '%s'", msg);
+	json_object_put(job);
+	json_object_put(r);
+	CHECK(tc_hog_stop(&h), "memhog's data");
+}
+
 static void activated(void)
 {
 	char act[128], notify[64], msg[512] = "", line[512];
@@ -168,6 +192,7 @@ static void activated(void)
 	      s ? json_object_to_json_string(s) : "no reply");
 	CHECK(access(r.sock, F_OK) != 0, "--socket not made when activated");
 	json_object_put(s);
+	job_status(c, nfd);
 	tc_close(c);
 	CHECK(stop(pid) == 0, "memmigd exits 0");
 	CHECK(notified(nfd, "STOPPING=1", msg, sizeof(msg)), "STOPPING=1: '%s'", msg);
