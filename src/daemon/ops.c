@@ -196,6 +196,7 @@ static struct json_object *op_move(struct memmigd *d, const struct client_cred *
 
 int ops_domain_move(void *opaque, const char *name, int pid, int to_node)
 {
+	struct memmigd *d = opaque;
 	struct proto_request req = { .op = PROTO_OP_MOVE, .pid = pid, .to_node = to_node,
 				     .strategy = MEMMIG_STRATEGY_KERNEL };
 	struct client_cred root = { .pid = getpid() };
@@ -205,19 +206,19 @@ int ops_domain_move(void *opaque, const char *name, int pid, int to_node)
 	int rc;
 
 	snprintf(req.domain, sizeof(req.domain), "%s", name);
-	rc = check_move(opaque, &root, pid, &req, &spec, &mv, msg, sizeof(msg));
+	rc = check_move(d, &root, pid, &req, &spec, &mv, msg, sizeof(msg));
 	if (!rc) {
 		spec.domain = name;
 		/* The libvirt watcher's own thread: it may plan. */
-		rc = queue_planned(opaque, memmig_move_plan(mv), mv, &spec, NULL,
+		rc = queue_planned(d, memmig_move_plan(mv), mv, &spec, NULL,
 				   msg, sizeof(msg));
 	}
 	if (rc)
 		util_log(LOG_ERR, "domain %s: %s", name, msg);
 	/* Logged above (every one: libvirt asked, not a client). */
-	metrics_request(((struct memmigd *)opaque)->metrics, PROTO_OP_MOVE);
+	metrics_request(d->metrics, PROTO_OP_MOVE);
 	if (rc)
-		metrics_refused(((struct memmigd *)opaque)->metrics, metrics_refuse_reason(-rc));
+		metrics_refused(d->metrics, metrics_refuse_reason(-rc));
 	return rc;
 }
 
