@@ -3,6 +3,7 @@
 #ifndef MEMMIG_CLI_H
 #define MEMMIG_CLI_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,8 +67,17 @@ static inline int cli_parse_json_only(int argc, char **argv,
 	return cli_parse_json_args(argc, argv, usage, json, 0);
 }
 
-/* Errors, through the one log path (util/log.h): "memmig-cli: error: ...". */
+/*
+ * Every error of memmig-cli goes through cli_verror() (one place for a
+ * --json error object to hook in), down the one log path (util/log.h).
+ * One style: "memmig-cli: error: COMMAND: what: why", where the message
+ * begins with the command ("move: pid 42: ...") and cli_opt_error() adds
+ * it before an option's name ("move: --range: ...").
+ */
+void cli_verror(const char *format, va_list ap) __attribute__((format(printf, 1, 0)));
 void cli_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
+void cli_opt_error(const char *opt, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
 /* Parses a size option ("2M"); prints the error and returns -EINVAL. */
 int cli_parse_size(const char *opt, const char *arg, size_t *out);
 /* Parses a decimal number in [min, max]; prints the error and returns

@@ -86,7 +86,7 @@ static int parse_range(struct move_args *a, const char *arg)
 		goto bad;
 	return add_range(a, from, to - from);
 bad:
-	cli_error("--range: START-END with END > START, not '%s'\n", arg);
+	cli_opt_error("--range", "START-END with END > START, not '%s'\n", arg);
 	return -EINVAL;
 }
 
@@ -102,7 +102,7 @@ static int parse_opt(struct move_args *a, int c, size_t *addr, size_t *len)
 		return 0;
 	case 'd':
 		if (!*optarg || strlen(optarg) >= PROTO_NAME_MAX) {
-			cli_error("--domain: a name of 1 to %d bytes\n", PROTO_NAME_MAX - 1);
+			cli_opt_error("--domain", "a name of 1 to %d bytes\n", PROTO_NAME_MAX - 1);
 			return -EINVAL;
 		}
 		a->domain = optarg;
@@ -122,7 +122,7 @@ static int parse_opt(struct move_args *a, int c, size_t *addr, size_t *len)
 		a->req.strategy = proto_strategy_parse(optarg);
 		if (a->req.strategy >= 0)
 			return 0;
-		cli_error("--strategy: auto, kernel or copy, not '%s'\n", optarg);
+		cli_opt_error("--strategy", "auto, kernel or copy, not '%s'\n", optarg);
 		return -EINVAL;
 	case 't':
 		if (cli_parse_int("--threads", optarg, 1, PROTO_MAX_THREADS, &n) < 0)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
 #include "util/log.h"
 #include "util/size.h"
 
@@ -64,20 +65,36 @@ int cli_parse_json_args(int argc, char **argv, void (*usage)(FILE *), bool *json
 	return CLI_EXIT_OK;
 }
 
+void cli_verror(const char *format, va_list ap)
+{
+	util_vlog(NULL, LOG_ERR, format, ap);
+}
+
 void cli_error(const char *format, ...)
 {
 	va_list ap;
 
 	va_start(ap, format);
-	util_vlog(NULL, LOG_ERR, format, ap);
+	cli_verror(format, ap);
 	va_end(ap);
+}
+
+void cli_opt_error(const char *opt, const char *format, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, format);
+	vsnprintf(msg, sizeof(msg), format, ap);
+	va_end(ap);
+	cli_error("%s%s%s: %s", cli_global.cmd ? cli_global.cmd : "",
+		  cli_global.cmd ? ": " : "", opt, msg);
 }
 
 int cli_parse_size(const char *opt, const char *arg, size_t *out)
 {
 	if (util_size_parse(arg, out) < 0) {
-		cli_error("%s: '%s' is not a size (e.g. 4096, 64K, 2M, 1G)\n",
-			  opt, arg);
+		cli_opt_error(opt, "'%s' is not a size (e.g. 4096, 64K, 2M, 1G)\n", arg);
 		return -EINVAL;
 	}
 	return 0;
@@ -90,8 +107,8 @@ int cli_parse_int(const char *opt, const char *arg, long min, long max, long *ou
 	errno = 0;
 	*out = strtol(arg, &end, 10);
 	if (errno || end == arg || *end || *out < min || *out > max) {
-		cli_error("%s: expected a number from %ld to %ld, not '%s'\n", opt,
-			  min, max, arg);
+		cli_opt_error(opt, "expected a number from %ld to %ld, not '%s'\n", min,
+			      max, arg);
 		return -EINVAL;
 	}
 	return 0;
@@ -118,7 +135,7 @@ int cli_parse_size_list(const char *opt, const char *arg, size_t **out,
 		if (rc < 0)
 			break;
 		if (!v[n]) {
-			cli_error("%s: sizes must be above zero\n", opt);
+			cli_opt_error(opt, "sizes must be above zero\n");
 			rc = -EINVAL;
 			break;
 		}
@@ -126,7 +143,7 @@ int cli_parse_size_list(const char *opt, const char *arg, size_t **out,
 	}
 	free(copy);
 	if (!rc && !n) {
-		cli_error("%s: empty list\n", opt);
+		cli_opt_error(opt, "empty list\n");
 		rc = -EINVAL;
 	}
 	if (rc < 0) {
@@ -261,8 +278,8 @@ int cli_parse_dirty(const char *opt, const char *arg, int *out)
 			return 0;
 		}
 	}
-	cli_error("%s: auto, log, log-clear, ring, uffd-wp or soft-dirty, not '%s'\n", opt,
-		  arg);
+	cli_opt_error(opt, "auto, log, log-clear, ring, uffd-wp or soft-dirty, not '%s'\n",
+		      arg);
 	return -EINVAL;
 }
 
