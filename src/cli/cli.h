@@ -92,6 +92,13 @@ int cli_parse_dirty(const char *opt, const char *arg, int *out);
 int cli_parse_size_list(const char *opt, const char *arg, size_t **out,
 			size_t *count);
 
+/* Ascending numbers as ranges, "0-3,8,10-11"; "-" for none; a cut is
+ * marked "...". */
+const char *cli_list_format(const int *v, size_t n, char *buf, size_t len);
+/* 0, or -ENOENT with "OPT: node N does not exist (nodes with memory: 0-1)"
+ * printed. */
+int cli_node_check(struct memmig_ctx *ctx, const char *opt, int node);
+
 /* Memory sizes for people, rounded: "512.0 MiB", "7.84 GiB", "168 B". */
 const char *cli_human(uint64_t v, char *buf, size_t len);
 /* "2 MiB", "168 B", or "never" for MEMMIG_SIZE_NEVER. */

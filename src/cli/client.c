@@ -117,7 +117,7 @@ int cli_connect_or_local(const char *cmd, struct cli_conn **out)
 	if (cli_global.socket_given)
 		return connect_failed(cmd, rc);
 	/* memmigd runs but refuses this user: the move would most likely
-	 * be refused in-process too, so say why, even under -q. */
+	 * be refused in-process too, so say why as a warning. */
 	if (rc == -EACCES)
 		util_log(LOG_WARNING, "%s: in-process: %s", cmd,
 			 conn_why(rc, why, sizeof(why)));

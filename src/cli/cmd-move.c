@@ -392,6 +392,9 @@ static int move_run(struct memmig_ctx *ctx, int argc, char **argv)
 
 	if (rc)
 		return cli_exit_code(rc);
+	/* A node this host lacks is a fact of the host, not bad syntax. */
+	if (cli_node_check(ctx, "--to-node", a.req.target_node) < 0)
+		return CLI_EXIT_FAIL;
 	if (cli_connect_or_local("move", &c) < 0)
 		return CLI_EXIT_NO_DAEMON;
 	if (!c)

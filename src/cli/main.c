@@ -55,7 +55,7 @@ static int help_run(struct memmig_ctx *ctx, int argc, char **argv)
 	}
 	cmd = cli_cmd_find(commands, argv[1]);
 	if (!cmd || cmd == &cli_cmd_help) {
-		cli_error("no command '%s'\n", argv[1]);
+		cli_error("help: unknown command '%s'\n", argv[1]);
 		usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
@@ -125,13 +125,17 @@ int main(int argc, char **argv)
 		util_log_setup(NULL, LOG_ERR);
 		cli_global.quiet_mode = true;
 	}
+	/* Through the environment, so that the context's own start is
+	 * logged too. */
+	if (verbosity)
+		setenv("MEMMIG_LOG", verbosity > 0 ? "debug" : "err", 1);
 	if (optind >= argc) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
 	cmd = cli_cmd_find(commands, argv[optind]);
 	if (!cmd) {
-		cli_error("no command '%s'\n", argv[optind]);
+		cli_error("unknown command '%s'\n", argv[optind]);
 		usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
@@ -145,8 +149,6 @@ int main(int argc, char **argv)
 	}
 	/* libmemmig speaks through the CLI's own log path. */
 	memmig_ctx_set_log_fn(ctx, util_log_memmig, NULL);
-	if (verbosity)
-		memmig_ctx_set_log_priority(ctx, verbosity > 0 ? LOG_DEBUG : LOG_ERR);
 	cli_global.cmd = cmd->name;
 	argc -= optind;
 	argv += optind;

@@ -302,3 +302,55 @@ int cli_unix_connect(const char *path)
 	}
 	return fd;
 }
+
+const char *cli_list_format(const int *v, size_t n, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	if (!n)
+		return "-";
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && off < len; i++) {
+		size_t j = i;
+
+		while (j + 1 < n && v[j + 1] == v[j] + 1)
+			j++;
+		if (j == i)
+			off += (size_t)snprintf(buf + off, len - off, "%s%d", i ? "," : "",
+						v[i]);
+		else
+			off += (size_t)snprintf(buf + off, len - off, "%s%d-%d",
+						i ? "," : "", v[i], v[j]);
+		i = j;
+	}
+	/* Too long for the line: mark the cut. */
+	if (off >= len && len > 4)
+		strcpy(buf + len - 4, "...");
+	return buf;
+}
+
+int cli_node_check(struct memmig_ctx *ctx, const char *opt, int node)
+{
+	struct memmig_node_info ni = { .sz = sizeof(ni) };
+	struct memmig_topo *topo;
+	char path[64], list[128];
+	int rc, ids[64];
+	size_t k = 0;
+
+	if (memmig_topo_new(ctx, &topo) < 0)
+		return 0;	/* memmigd or the move says it better */
+	rc = memmig_topo_find_node(topo, node, &ni);
+	if (rc == -ENOENT) {
+		int n = memmig_topo_node_count(topo);
+
+		for (int i = 0; i < n && k < sizeof(ids) / sizeof(ids[0]); i++)
+			if (!memmig_topo_get_node(topo, (unsigned int)i, &ni))
+				ids[k++] = ni.id;
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d", node);
+		cli_opt_error(opt, "node %d %s (nodes with memory: %s)\n", node,
+			      access(path, F_OK) ? "does not exist" : "has no memory",
+			      cli_list_format(ids, k, list, sizeof(list)));
+	}
+	memmig_topo_unref(topo);
+	return rc == -ENOENT ? rc : 0;
+}
