@@ -95,6 +95,13 @@ int cli_parse_size_list(const char *opt, const char *arg, size_t **out,
 /* Ascending numbers as ranges, "0-3,8,10-11"; "-" for none; a cut is
  * marked "...". */
 const char *cli_list_format(const int *v, size_t n, char *buf, size_t len);
+/*
+ * A nodeset in numactl's syntax: "N", "N-M", comma-separated ("0-2,4"),
+ * "all", and "!SET" for all nodes but SET.  Fills nodes[0..PROTO_MAX_NODE]
+ * ascending, without repeats; prints the error and returns -EINVAL for
+ * anything else or an empty set.
+ */
+int cli_parse_nodeset(const char *opt, const char *arg, int *nodes, unsigned int *count);
 /* 0, or -ENOENT with "OPT: node N does not exist (nodes with memory: 0-1)"
  * printed. */
 int cli_node_check(struct memmig_ctx *ctx, const char *opt, int node);

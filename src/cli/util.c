@@ -354,3 +354,62 @@ int cli_node_check(struct memmig_ctx *ctx, const char *opt, int node)
 	memmig_topo_unref(topo);
 	return rc == -ENOENT ? rc : 0;
 }
+
+/* "N" or "N-M" of a nodeset into bits; -EINVAL when it is neither. */
+static int nodeset_item(const char *tok, uint64_t *bits)
+{
+	long from, to;
+	char *end;
+
+	if (*tok < '0' || *tok > '9')
+		return -EINVAL;
+	errno = 0;
+	from = to = strtol(tok, &end, 10);
+	if (*end == '-') {
+		if (end[1] < '0' || end[1] > '9')
+			return -EINVAL;
+		to = strtol(end + 1, &end, 10);
+	}
+	if (errno || *end || from > to || to > PROTO_MAX_NODE)
+		return -EINVAL;
+	for (long n = from; n <= to; n++)
+		bits[n / 64] |= 1ULL << (n % 64);
+	return 0;
+}
+
+int cli_parse_nodeset(const char *opt, const char *arg, int *nodes, unsigned int *count)
+{
+	uint64_t bits[(PROTO_MAX_NODE + 64) / 64] = { 0 };
+	const char *list = arg + (*arg == '!');
+	char *copy, *tok, *save = NULL;
+	int rc = 0;
+
+	if (!strcmp(list, "all")) {
+		memset(bits, 0xff, sizeof(bits));
+	} else {
+		copy = strdup(list);
+		if (!copy)
+			return -ENOMEM;
+		/* strtok_r would pass over empty items: "0,,1" is a typo. */
+		if (!*list || *list == ',' || list[strlen(list) - 1] == ',' ||
+		    strstr(list, ",,"))
+			rc = -EINVAL;
+		for (tok = strtok_r(copy, ",", &save); !rc && tok;
+		     tok = strtok_r(NULL, ",", &save))
+			rc = nodeset_item(tok, bits);
+		free(copy);
+	}
+	*count = 0;
+	for (int n = 0; !rc && n <= PROTO_MAX_NODE; n++) {
+		bool in = bits[n / 64] >> (n % 64) & 1;
+
+		if (in != (*arg == '!'))
+			nodes[(*count)++] = n;
+	}
+	if (!rc && !*count)
+		rc = -EINVAL;
+	if (rc == -EINVAL)
+		cli_opt_error(opt, "'%s' is not a set of nodes from 0 to %d (like 0-2,4, "
+			      "all, or !1 for all but 1)\n", arg, PROTO_MAX_NODE);
+	return rc;
+}
