@@ -5,7 +5,6 @@
 # memmigd's --group (a real memmigd, the client run as nobody).
 set -u
 cli=${MEMMIG_CLI:-src/cli/memmig-cli}
-daemon=${MEMMIGD:-src/daemon/memmigd}
 memhog=${MEMHOG:-tests/helpers/memhog}
 # shellcheck source=../testlib.sh
 . "$(dirname "$0")/../testlib.sh"
@@ -53,22 +52,18 @@ check "other CPU named" grep -q "calibration file $tmp/other.cal was measured on
 check "no Stale file handle" not grep -q 'Stale file handle' "$tmp/err"
 
 # a socket that refuses this user: memmigd's --group named
-[ -x "$daemon" ] || { echo "FAIL: $daemon was not built"; exit 1; }
 chmod 755 "$tmp"
 as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 for group in root daemon; do
 	sock=$tmp/$group.sock
-	"$daemon" --foreground --socket "$sock" --group "$group" --no-libvirt \
-		--config /dev/null 2>"$tmp/daemon.log" &
-	dpid=$!
-	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+	memmigd_start "$sock" --group "$group"
 	check "nobody refused by a $group socket" exit_is 3 as_nobody "$cli" --socket "$sock" jobs
 	if [ "$group" = root ]; then
 		check "refusal says --group" grep -q "^memmig-cli: error: jobs: permission denied on $sock: ask the administrator to start memmigd with --group G and add you to G" "$tmp/err"
 	else
 		check "refusal names the group" grep -q "^memmig-cli: error: jobs: permission denied on $sock: it is for the group daemon: ask the administrator to add you to daemon" "$tmp/err"
 	fi
-	kill "$dpid" && wait "$dpid"
+	memmigd_stop
 done
 
 summary

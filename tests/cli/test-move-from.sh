@@ -7,24 +7,16 @@
 # (tests/vm/guest-move-pid.sh) moves pages across real nodes.
 set -u
 cli=${MEMMIG_CLI:-src/cli/memmig-cli}
-daemon=${MEMMIGD:-src/daemon/memmigd}
 memhog=${MEMHOG:-tests/helpers/memhog}
 # shellcheck source=../testlib.sh
 . "$(dirname "$0")/../testlib.sh"
-
 command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
-[ -x "$daemon" ] || { echo "FAIL: $daemon was not built"; exit 1; }
 
 # A node this host does not have: matches no page.
 absent=1
 while [ -e "/sys/devices/system/node/node$absent" ]; do absent=$((absent + 1)); done
-
-chmod 755 "$tmp"
 sock=$tmp/memmigd.sock
-"$daemon" --foreground --socket "$sock" --no-libvirt --config /dev/null 2>"$tmp/daemon.log" &
-dpid=$!
-trap 'kill "$dpid" 2>/dev/null; wait "$dpid"; cleanup' EXIT
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+memmigd_start "$sock"
 
 memhog_start 32 16
 check "all to node 0 first" exit_is 0 "$cli" -l move --pid "$hog" --to-node 0 --json
