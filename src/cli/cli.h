@@ -78,6 +78,13 @@ void cli_verror(const char *format, va_list ap) __attribute__((format(printf, 1,
 void cli_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
 void cli_opt_error(const char *opt, const char *format, ...)
 	__attribute__((format(printf, 2, 3)));
+/*
+ * The command now running, for errors' prefix (bench: "bench copy"; NULL
+ * before the command).  Returns "memmig-cli: error: NAME" for argv[0], so
+ * that getopt's own messages ("...: unrecognized option '--x'") read the
+ * same.
+ */
+char *cli_set_cmd(const char *name);
 /* Parses a size option ("2M"); prints the error and returns -EINVAL. */
 int cli_parse_size(const char *opt, const char *arg, size_t *out);
 /* Parses a decimal number in [min, max]; prints the error and returns

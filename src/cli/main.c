@@ -59,8 +59,8 @@ static int help_run(struct memmig_ctx *ctx, int argc, char **argv)
 		usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
-	cli_global.cmd = cmd->name;
 	memcpy(args, argv + 1, (size_t)(argc - 1) * sizeof(*args));
+	args[0] = cli_set_cmd(cmd->name);
 	args[argc - 1] = "--help";
 	args[argc] = NULL;
 	return cmd->run(ctx, argc, args);
@@ -92,6 +92,7 @@ int main(int argc, char **argv)
 		cli_global.socket = env;
 		cli_global.socket_given = true;
 	}
+	argv[0] = cli_set_cmd(NULL);
 	/* Stop at the first non-option: the rest belongs to the command. */
 	while ((c = getopt_long(argc, argv, "+hVs:lqv", opts, NULL)) != -1) {
 		switch (c) {
@@ -149,9 +150,9 @@ int main(int argc, char **argv)
 	}
 	/* libmemmig speaks through the CLI's own log path. */
 	memmig_ctx_set_log_fn(ctx, util_log_memmig, NULL);
-	cli_global.cmd = cmd->name;
 	argc -= optind;
 	argv += optind;
+	argv[0] = cli_set_cmd(cmd->name);
 	optind = 0; /* the command parses its own options from argv[0] */
 	rc = cmd->run(ctx, argc, argv);
 	memmig_ctx_unref(ctx);

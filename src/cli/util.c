@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Helpers the sub-commands share: the table, errors, sizes, JSON. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -55,10 +56,10 @@ int cli_parse_json_args(int argc, char **argv, void (*usage)(FILE *), bool *json
 	}
 	if (argc - optind != nargs) {
 		if (argc - optind > nargs)
-			cli_error("%s: unexpected argument '%s'\n", argv[0],
+			cli_error("%s: unexpected argument '%s'\n", cli_global.cmd,
 				  argv[optind + nargs]);
 		else
-			cli_error("%s: an argument is missing\n", argv[0]);
+			cli_error("%s: an argument is missing\n", cli_global.cmd);
 		usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
@@ -77,6 +78,16 @@ void cli_error(const char *format, ...)
 	va_start(ap, format);
 	cli_verror(format, ap);
 	va_end(ap);
+}
+
+char *cli_set_cmd(const char *name)
+{
+	static char prefix[96];
+
+	cli_global.cmd = name;
+	snprintf(prefix, sizeof(prefix), "%s: error%s%s", program_invocation_short_name,
+		 name ? ": " : "", name ? name : "");
+	return prefix;
 }
 
 void cli_opt_error(const char *opt, const char *format, ...)

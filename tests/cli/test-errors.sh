@@ -33,6 +33,12 @@ check "-q still prints errors" exit_is 2 "$cli" -q move --pid 1 --to-node 0 --ra
 check "option error prefix" grep -q "^memmig-cli: error: move: --range: " "$tmp/err"
 check "size error prefix" exit_is 2 "$cli" move --pid 1 --to-node 0 --addr banana --len 4K
 check "size error names the command" grep -q "^memmig-cli: error: move: --addr: 'banana' is not a size" "$tmp/err"
+check "getopt's own message" exit_is 2 "$cli" move --bogus
+check "getopt's message in the same form" grep -q "^memmig-cli: error: move: unrecognized option '--bogus'" "$tmp/err"
+check "a benchmark's option error" exit_is 2 "$cli" bench copy --sizes 4K,banana
+check "names the benchmark" grep -q "^memmig-cli: error: bench copy: --sizes: 'banana' is not a size" "$tmp/err"
+check "a global option error" exit_is 2 "$cli" --bogus
+check "global error form" grep -q "^memmig-cli: error: unrecognized option '--bogus'" "$tmp/err"
 
 # short options: -l (in-process), -p, -n, -j
 memhog_start 8 4
