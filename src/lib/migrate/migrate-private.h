@@ -184,9 +184,12 @@ static inline size_t memmig_job_page(const struct memmig_job *job, uint64_t addr
  * alone).  A page found nowhere (absent) is the kernel's to answer. */
 static inline bool memmig_job_page_wanted(const struct memmig_job *job, size_t page)
 {
-	int node = job->before[page];
+	int node;
 
-	return !job->from_mask || node < 0 || node >= MEMMIG_MOVE_MAX_NODES ||
+	if (!job->from_mask)
+		return true;
+	node = job->before[page];
+	return node < 0 || node >= MEMMIG_MOVE_MAX_NODES ||
 	       (job->from_mask[node / 64] >> (node % 64) & 1);
 }
 /* True when every page of the unit was on the target before the job. */
