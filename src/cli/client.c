@@ -100,7 +100,7 @@ static void say_via(const char *cmd, const char *how)
 
 int cli_connect_or_local(const char *cmd, struct cli_conn **out)
 {
-	char how[512], why[384];
+	char how[256], why[384];
 	int rc;
 
 	*out = NULL;

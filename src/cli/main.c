@@ -77,8 +77,8 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
-		{ "socket", required_argument, NULL, 'S' },
-		{ "local", no_argument, NULL, 'L' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "local", no_argument, NULL, 'l' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
@@ -97,12 +97,10 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+hVs:lqv", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-		case 'S':
 			cli_global.socket = optarg;
 			cli_global.socket_given = true;
 			break;
 		case 'l':
-		case 'L':
 			cli_global.local = true;
 			break;
 		case 'q':

@@ -104,15 +104,17 @@ a=$(placement "$anon_addr")
 echo "  spread: numa_maps anon [$a]"
 check "spread: anon on N0, N1, N2" test "$a" = "N0=$((third / 4096)) N1=$((third / 4096)) N2=$(((anon_len - 2 * third) / 4096))"
 check "--from 0,2 --to-node 1" move --to-node 1 --from 0,2 --addr "$anon_addr" --len "$anon_len"
-echo "  --from 0,2: $(json bytes_moved) bytes moved, $(json pages_skipped) pages skipped," \
-	"numa_maps anon [$(placement "$anon_addr")]"
+echo "  --from 0,2: $(json bytes_moved) bytes moved in $(json seconds) s," \
+	"$(json pages_skipped) pages skipped, numa_maps anon [$(placement "$anon_addr")]"
 check "--from: the third on node 1 left alone" test "$(json pages_skipped)" = "$((third / 4096))"
 check "--from: the thirds on 0 and 2 moved" test "$(json bytes_moved)" = "$((anon_len - third))"
 check "--from: anon on N1 only" test "$(placement "$anon_addr")" = "N1=$anon_pages"
 check_alive "after --from 0,2"
 check "spread again" spread
+t0=$(date +%s%N)
 check "migratepages 0,2 1" migratepages "$hog" 0,2 1
-echo "  migratepages $hog 0,2 1: numa_maps anon [$(placement "$anon_addr")]"
+echo "  migratepages $hog 0,2 1: $((($(date +%s%N) - t0) / 1000000)) ms (the whole" \
+	"process), numa_maps anon [$(placement "$anon_addr")]"
 check "migratepages ends where memmig --from did" test "$(placement "$anon_addr")" = "N1=$anon_pages"
 check_alive "after migratepages 0,2 1"
 
