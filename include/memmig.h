@@ -660,6 +660,8 @@ struct memmig_range {
 };
 
 #define MEMMIG_MOVE_MAX_RANGES 65536
+/* Node ids of from_nodes are below this. */
+#define MEMMIG_MOVE_MAX_NODES 1024
 
 enum memmig_move_state {
 	MEMMIG_MOVE_NEW = 0,	/* checked, nothing listed yet */
@@ -686,6 +688,12 @@ struct memmig_move_opts {
 	unsigned int flags;		/* enum memmig_migrate_flags */
 	memmig_move_notify_fn notify;	/* NULL: none */
 	void *opaque;
+	/* Like migratepages(8): NULL moves pages wherever they are; else
+	 * only the pages found on these nodes (ids below
+	 * MEMMIG_MOVE_MAX_NODES) move, with the kernel strategy, and the
+	 * others are left alone (the report's pages_skipped).  Copied. */
+	const int *from_nodes;
+	unsigned int nfrom_nodes;	/* up to MEMMIG_MOVE_MAX_NODES */
 };
 
 struct memmig_move_progress {
@@ -774,6 +782,8 @@ struct memmig_report_summary {
 	double plan_s;		/* a whole-process move: listing and
 				 * checking its mappings, the topology
 				 * snapshot; before total_s */
+	uint64_t pages_skipped;	/* on a node outside the move's
+				 * from_nodes: left alone */
 };
 
 MEMMIG_EXPORT int memmig_report_get_summary(const struct memmig_report *rep,

@@ -461,7 +461,7 @@ static int parse_args(struct copy_bench *b, int argc, char **argv,
 			if (cli_parse_size("--pool", optarg, &b->pool_size) < 0)
 				return CLI_EXIT_USAGE;
 			if (b->pool_size < MEMMIG_UNIT_SIZE) {
-				cli_error("--pool: at least 2M\n");
+				cli_opt_error("--pool", "at least 2M\n");
 				return CLI_EXIT_USAGE;
 			}
 			break;

@@ -409,7 +409,7 @@ static int desc_parse(struct desc_bench *b, int argc, char **argv)
 			if (cli_parse_size("--size", optarg, &size) < 0)
 				return CLI_EXIT_USAGE;
 			if (!size || size % MEMMIG_DESC_PAGE_SIZE) {
-				cli_error("--size: a multiple of 4K\n");
+				cli_opt_error("--size", "a multiple of 4K\n");
 				return CLI_EXIT_USAGE;
 			}
 			b->region_len = size;

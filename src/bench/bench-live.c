@@ -105,7 +105,7 @@ static int live_parse(int argc, char **argv, struct live_bench *b)
 			for (size_t i = 0; i < b->nsizes; i++) {
 				if (b->sizes[i] < (8 << 20) || b->sizes[i] > MINIVMM_THREAD_MEM_MAX ||
 				    b->sizes[i] % (1 << 20)) {
-					cli_error("--sizes: 8M to 64G, in MiB\n");
+					cli_opt_error("--sizes", "8M to 64G, in MiB\n");
 					return CLI_EXIT_USAGE;
 				}
 			}

@@ -2,9 +2,11 @@
 /* memmig-cli's connection to memmigd: a UNIX socket, one JSON line each way. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -55,6 +57,41 @@ void cli_conn_close(struct cli_conn *c)
 	free(c);
 }
 
+/*
+ * Why the socket did not answer, for people: a refused connection is
+ * memmigd's --group at work (memmigd(8)), which names what to ask for.
+ */
+static const char *conn_why(int rc, char *buf, size_t len)
+{
+	struct group *gr;
+	struct stat st;
+
+	if (rc != -EACCES)
+		return strerror(-rc);
+	gr = stat(cli_global.socket, &st) == 0 && st.st_gid ? getgrgid(st.st_gid) : NULL;
+	if (gr)
+		snprintf(buf, len, "permission denied on %s: it is for the group %s: ask "
+			 "the administrator to add you to %s (memmigd --group, see "
+			 "memmigd(8))", cli_global.socket, gr->gr_name, gr->gr_name);
+	else
+		snprintf(buf, len, "permission denied on %s: ask the administrator to "
+			 "start memmigd with --group G and add you to G (see memmigd(8))",
+			 cli_global.socket);
+	return buf;
+}
+
+static int connect_failed(const char *cmd, int rc)
+{
+	char why[384];
+
+	if (rc == -EACCES)
+		cli_error("%s: %s\n", cmd, conn_why(rc, why, sizeof(why)));
+	else
+		cli_error("%s: cannot reach memmigd at %s: %s\n", cmd,
+			  cli_global.socket, strerror(-rc));
+	return rc;
+}
+
 static void say_via(const char *cmd, const char *how)
 {
 	if (!cli_global.quiet_mode)
@@ -63,7 +100,7 @@ static void say_via(const char *cmd, const char *how)
 
 int cli_connect_or_local(const char *cmd, struct cli_conn **out)
 {
-	char how[160];
+	char how[256], why[384];
 	int rc;
 
 	*out = NULL;
@@ -77,14 +114,18 @@ int cli_connect_or_local(const char *cmd, struct cli_conn **out)
 		say_via(cmd, how);
 		return 0;
 	}
-	if (cli_global.socket_given) {
-		cli_error("%s: cannot reach memmigd at %s: %s\n", cmd,
-			  cli_global.socket, strerror(-rc));
-		return rc;
+	if (cli_global.socket_given)
+		return connect_failed(cmd, rc);
+	/* memmigd runs but refuses this user: the move would most likely
+	 * be refused in-process too, so say why as a warning. */
+	if (rc == -EACCES)
+		util_log(LOG_WARNING, "%s: in-process: %s", cmd,
+			 conn_why(rc, why, sizeof(why)));
+	else {
+		snprintf(how, sizeof(how), "in-process (memmigd is not running at %s: %s)",
+			 cli_global.socket, strerror(-rc));
+		say_via(cmd, how);
 	}
-	snprintf(how, sizeof(how), "in-process (memmigd is not running at %s: %s)",
-		 cli_global.socket, strerror(-rc));
-	say_via(cmd, how);
 	return 0;
 }
 
@@ -98,10 +139,7 @@ int cli_connect_daemon(const char *cmd, struct cli_conn **out)
 		return -EINVAL;
 	}
 	rc = conn_open(cli_global.socket, out);
-	if (rc < 0)
-		cli_error("%s: cannot reach memmigd at %s: %s\n", cmd,
-			  cli_global.socket, strerror(-rc));
-	return rc;
+	return rc < 0 ? connect_failed(cmd, rc) : 0;
 }
 
 static int send_all(int fd, const char *p, size_t len)

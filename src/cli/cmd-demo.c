@@ -89,7 +89,7 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 			if (cli_parse_size("--mem", optarg, &d->mem))
 				return CLI_EXIT_USAGE;
 			if (d->mem < (8 << 20) || d->mem > (64ULL << 30) || d->mem % 4096) {
-				cli_error("--mem: 8M to 64G, in 4 KiB pages\n");
+				cli_opt_error("--mem", "8M to 64G, in 4 KiB pages\n");
 				return CLI_EXIT_USAGE;
 			}
 			break;

@@ -122,6 +122,9 @@ void cli_print_move_report(struct json_object *rep)
 		       cli_json_double(rep, "copy_seconds", 0) * 1e3);
 	print_nodes(rep);
 	print_errnos(rep);
+	if (cli_json_int(rep, "pages_skipped", 0))
+		printf("left alone: %lld pages on nodes outside --from\n",
+		       (long long)cli_json_int(rep, "pages_skipped", 0));
 	if (result)
 		printf("result: %s\n", strerror((int)-result));
 	if (numa_balancing_on())

@@ -99,6 +99,8 @@ static int check_move(struct memmigd *d, const struct client_cred *c, int pid,
 		 * every process's) move only for root, as move_pages(2) has it. */
 		.flags = c->uid != 0 ? MEMMIG_MIGRATE_OWN_PAGES : 0,
 		.notify = wake_loop, .opaque = d,
+		.from_nodes = req->nfrom_nodes ? req->from_nodes : NULL,
+		.nfrom_nodes = req->nfrom_nodes,
 	};
 	int rc;
 

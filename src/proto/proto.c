@@ -33,6 +33,7 @@ enum {
 	M_PID = 1 << 0, M_DOMAIN = 1 << 1, M_TO_NODE = 1 << 2,
 	M_RANGES = 1 << 3, M_STRATEGY = 1 << 4, M_THREADS = 1 << 5,
 	M_JOB = 1 << 6, M_NAME = 1 << 7, M_UUID = 1 << 8, M_NODESET = 1 << 9,
+	M_FROM_NODES = 1 << 10,
 };
 
 static const struct {
@@ -43,7 +44,7 @@ static const struct {
 	[PROTO_OP_VERSION] = { "version", 0, 0 },
 	[PROTO_OP_NODES] = { "nodes", 0, 0 },
 	[PROTO_OP_MOVE] = { "move", M_PID | M_DOMAIN | M_TO_NODE | M_RANGES |
-			    M_STRATEGY | M_THREADS, M_TO_NODE },
+			    M_STRATEGY | M_THREADS | M_FROM_NODES, M_TO_NODE },
 	[PROTO_OP_JOBS] = { "jobs", 0, 0 },
 	[PROTO_OP_JOB] = { "job", M_JOB, M_JOB },
 	[PROTO_OP_CANCEL] = { "cancel", M_JOB, M_JOB },
@@ -63,7 +64,7 @@ static const struct {
 	{ "pid", M_PID }, { "domain", M_DOMAIN }, { "to_node", M_TO_NODE },
 	{ "ranges", M_RANGES }, { "strategy", M_STRATEGY },
 	{ "threads", M_THREADS }, { "job", M_JOB }, { "name", M_NAME },
-	{ "uuid", M_UUID }, { "nodeset", M_NODESET },
+	{ "uuid", M_UUID }, { "nodeset", M_NODESET }, { "from_nodes", M_FROM_NODES },
 };
 
 __attribute__((format(printf, 4, 5)))
@@ -198,6 +199,35 @@ static int parse_ranges(struct json_object *v, struct proto_request *req,
 	return 0;
 }
 
+/* from_nodes: 1 to PROTO_MAX_NODE + 1 node ids, each up to PROTO_MAX_NODE. */
+static int parse_from_nodes(struct json_object *v, struct proto_request *req,
+			    char *err, size_t errlen)
+{
+	size_t n;
+
+	if (!json_object_is_type(v, json_type_array))
+		return fail(err, errlen, EINVAL, "from_nodes: an array, not %s",
+			    json_type_to_name(json_object_get_type(v)));
+	n = json_object_array_length(v);
+	if (n < 1 || n > PROTO_MAX_NODE + 1)
+		return fail(err, errlen, EINVAL, "from_nodes: 1 to %d nodes, not %zu",
+			    PROTO_MAX_NODE + 1, n);
+	for (size_t i = 0; i < n; i++) {
+		char what[32];
+		int64_t x;
+		int rc;
+
+		snprintf(what, sizeof(what), "from_nodes[%zu]", i);
+		rc = get_int(json_object_array_get_idx(v, i), what, 0, PROTO_MAX_NODE, &x,
+			     err, errlen);
+		if (rc)
+			return rc;
+		req->from_nodes[i] = (int)x;
+	}
+	req->nfrom_nodes = (unsigned int)n;
+	return 0;
+}
+
 /* nodeset: a cpuset-style list ("0-1,3"), checked for its characters only. */
 static int check_nodeset(const char *s, char *err, size_t errlen)
 {
@@ -229,6 +259,8 @@ static int parse_member(const char *key, struct json_object *v, unsigned int bit
 		return rc;
 	case M_RANGES:
 		return parse_ranges(v, req, err, errlen);
+	case M_FROM_NODES:
+		return parse_from_nodes(v, req, err, errlen);
 	case M_STRATEGY:
 		if (!json_object_is_type(v, json_type_string))
 			return fail(err, errlen, EINVAL, "strategy: a string, not %s",
@@ -441,6 +473,13 @@ struct json_object *proto_request_to_json(const struct proto_request *req)
 				       json_object_new_string(proto_strategy_name(req->strategy)));
 		if (req->threads)
 			json_object_object_add(o, "threads", json_object_new_int((int)req->threads));
+		if (req->nfrom_nodes) {
+			struct json_object *from = json_object_new_array();
+
+			for (unsigned int i = 0; i < req->nfrom_nodes; i++)
+				json_object_array_add(from, json_object_new_int(req->from_nodes[i]));
+			json_object_object_add(o, "from_nodes", from);
+		}
 		break;
 	case PROTO_OP_JOB:
 	case PROTO_OP_CANCEL:

@@ -52,6 +52,8 @@ struct proto_request {
 	unsigned int threads;		/* 0: the daemon's default */
 	unsigned int nranges;		/* 0: every mapping */
 	struct memmig_range ranges[PROTO_MAX_RANGES];
+	unsigned int nfrom_nodes;	/* 0: pages on any node */
+	int from_nodes[PROTO_MAX_NODE + 1];
 	/* job, cancel */
 	uint64_t job;
 	/* register */

@@ -84,6 +84,7 @@ struct json_object *report_json(const struct memmig_report *rep)
 	json_object_object_add(o, "bytes_moved", json_u64(s.bytes_moved));
 	json_object_object_add(o, "pages_failed", json_u64(s.pages_failed));
 	json_object_object_add(o, "pages_on_target", json_u64(s.pages_verified_on_target));
+	json_object_object_add(o, "pages_skipped", json_u64(s.pages_skipped));
 	json_object_object_add(o, "seconds", json_object_new_double(s.total_s));
 	/* Where the time went: the copy against the bookkeeping around it. */
 	json_object_object_add(o, "plan_seconds", json_object_new_double(s.plan_s));

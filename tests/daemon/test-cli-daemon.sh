@@ -88,7 +88,7 @@ check "no progress bar in a pipe" sh -c "! grep -q ETA '$tmp/err' '$tmp/out'"
 
 # errors: clear, with exit codes
 check "no such node" exit_is 1 mc move --pid "$hog" --to-node 9 --wait
-check "no such node: ENOENT" grep -q "ENOENT" "$tmp/err"
+check "no such node named" grep -q "node 9 does not exist (nodes with memory: " "$tmp/err"
 check "copy refused" exit_is 1 mc move --pid "$hog" --to-node 0 --strategy copy
 check "copy refused: EINVAL" grep -q "EINVAL" "$tmp/err"
 check "unmapped range" exit_is 1 mc move --pid "$hog" --to-node 0 --range 0x1000-0x2000

@@ -89,6 +89,36 @@ check "migratepages 2 1 after memmig" migratepages "$hog" 2 1
 check "anon still on N1 only" test "$(placement "$anon_addr")" = "N1=$anon_pages"
 check_alive "after migratepages"
 
+# --from, like migratepages FROM TO: the anonymous memory in thirds on
+# nodes 0, 1 and 2 (2 MiB-aligned, whole THPs), then --from 0,2 --to-node 1
+# moves the thirds on 0 and 2 and leaves the one on 1 alone; migratepages
+# from the same spread ends where memmig did.
+third=$(((anon_len / 3) & ~((2 << 20) - 1)))
+spread() {
+	move --to-node 0 --addr "$anon_addr" --len "$third" &&
+	move --to-node 1 --addr "$((anon_addr + third))" --len "$third" &&
+	move --to-node 2 --addr "$((anon_addr + 2 * third))" --len "$((anon_len - 2 * third))"
+}
+check "spread over 0, 1, 2" spread
+a=$(placement "$anon_addr")
+echo "  spread: numa_maps anon [$a]"
+check "spread: anon on N0, N1, N2" test "$a" = "N0=$((third / 4096)) N1=$((third / 4096)) N2=$(((anon_len - 2 * third) / 4096))"
+check "--from 0,2 --to-node 1" move --to-node 1 --from 0,2 --addr "$anon_addr" --len "$anon_len"
+echo "  --from 0,2: $(json bytes_moved) bytes moved in $(json seconds) s," \
+	"$(json pages_skipped) pages skipped, numa_maps anon [$(placement "$anon_addr")]"
+check "--from: the third on node 1 left alone" test "$(json pages_skipped)" = "$((third / 4096))"
+check "--from: the thirds on 0 and 2 moved" test "$(json bytes_moved)" = "$((anon_len - third))"
+check "--from: anon on N1 only" test "$(placement "$anon_addr")" = "N1=$anon_pages"
+check_alive "after --from 0,2"
+check "spread again" spread
+# busybox's date has no %N: the uptime's hundredths time it.
+t0=$(cut -d' ' -f1 /proc/uptime)
+check "migratepages 0,2 1" migratepages "$hog" 0,2 1
+echo "  migratepages $hog 0,2 1: $(awk -v t0="$t0" '{ printf "%.2f", $1 - t0 }' /proc/uptime) s" \
+	"(the whole process), numa_maps anon [$(placement "$anon_addr")]"
+check "migratepages ends where memmig --from did" test "$(placement "$anon_addr")" = "N1=$anon_pages"
+check_alive "after migratepages 0,2 1"
+
 # SIGTERM in the middle of a move: a clear message, exit 1, what moved is on
 # the target, the rest where it was, memhog's bytes intact.
 "$cli" move --pid "$hog" --to-node 2 --workers 1 >"$tmp/out" 2>"$tmp/err" &
