@@ -78,6 +78,7 @@ int cli_connect_or_local(const char *cmd, struct cli_conn **out)
 		return 0;
 	}
 	if (cli_global.socket_given) {
+		cli_json_error_errno(rc);
 		cli_error("%s: cannot reach memmigd at %s: %s\n", cmd,
 			  cli_global.socket, strerror(-rc));
 		return rc;
@@ -98,9 +99,11 @@ int cli_connect_daemon(const char *cmd, struct cli_conn **out)
 		return -EINVAL;
 	}
 	rc = conn_open(cli_global.socket, out);
-	if (rc < 0)
+	if (rc < 0) {
+		cli_json_error_errno(rc);
 		cli_error("%s: cannot reach memmigd at %s: %s\n", cmd,
 			  cli_global.socket, strerror(-rc));
+	}
 	return rc;
 }
 
@@ -190,6 +193,7 @@ int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
 	json_object_put(req);
 	used = rc < 0 ? rc : read_line(c, &line);
 	if (used < 0) {
+		cli_json_error_errno(used);
 		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket,
 			  strerror(-used));
 		return used;
@@ -200,6 +204,7 @@ int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
 	if (!*reply || !json_object_is_type(*reply, json_type_object)) {
 		json_object_put(*reply);
 		*reply = NULL;
+		cli_json_error_errno(EBADMSG);
 		cli_error("%s: memmigd sent something that is not a JSON object\n", cmd);
 		return -EBADMSG;
 	}
@@ -212,6 +217,7 @@ void cli_print_reply_error(const char *cmd, struct json_object *reply)
 
 	json_object_object_get_ex(reply, "error", &name);
 	json_object_object_get_ex(reply, "message", &msg);
+	cli_json_error_errno(-reply_errno(reply));
 	cli_error("%s: %s: %s\n", cmd, name ? json_object_get_string(name) : "error",
 		  msg ? json_object_get_string(msg) : "memmigd gave no message");
 }
