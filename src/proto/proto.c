@@ -62,6 +62,9 @@ static const struct {
 	{ "ranges", M_RANGES }, { "strategy", M_STRATEGY },
 	{ "threads", M_THREADS }, { "job", M_JOB }, { "name", M_NAME },
 	{ "uuid", M_UUID }, { "nodeset", M_NODESET },
+	/* The names the report used before one name per concept
+	 * (docs/json.md): accepted, after the names above. */
+	{ "target_node", M_TO_NODE }, { "workers", M_THREADS },
 };
 
 __attribute__((format(printf, 4, 5)))
@@ -319,6 +322,9 @@ static int parse_object(struct json_object *o, struct proto_request *req,
 			return fail(err, errlen, EINVAL, "op %s has no member \"%s\"",
 				    ops[req->op].name, shown);
 		}
+		if (seen & bit)
+			return fail(err, errlen, EINVAL, "\"%s\": given twice, under two names",
+				    key);
 		rc = parse_member(key, v, bit, req, err, errlen);
 		if (rc)
 			return rc;
