@@ -81,18 +81,7 @@ json_error() {
 
 chmod 755 "$tmp"
 sock=$tmp/memmigd.sock
-"$daemon" --foreground --socket "$sock" --no-libvirt --config /dev/null \
-	2>"$tmp/daemon.log" &
-dpid=$!
-stop_daemon() {
-	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid"
-	dpid=
-}
-trap 'stop_daemon; cleanup' EXIT
-for _ in $(seq 100); do
-	[ -S "$sock" ] && break
-	sleep 0.1
-done
+memmigd_start "$sock"
 mc() { "$cli" --socket "$sock" "$@"; }
 check "memmigd listens" test -S "$sock"
 
@@ -161,5 +150,5 @@ check "  (stdout empty)" test ! -s "$tmp/out"
 
 check_alive "after the moves"
 memhog_stop
-stop_daemon
+memmigd_stop
 summary

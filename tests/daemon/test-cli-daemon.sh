@@ -15,18 +15,7 @@ command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install j
 
 chmod 755 "$tmp"
 sock=$tmp/memmigd.sock
-"$daemon" --foreground --socket "$sock" --group nogroup --no-libvirt \
-	--config /dev/null 2>"$tmp/daemon.log" &
-dpid=$!
-stop_daemon() {
-	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid"
-	dpid=
-}
-trap 'stop_daemon; cleanup' EXIT
-for _ in $(seq 100); do
-	[ -S "$sock" ] && break
-	sleep 0.1
-done
+memmigd_start "$sock" --group nogroup
 mc() { "$cli" --socket "$sock" "$@"; }
 
 check "memmigd listens" test -S "$sock"
@@ -125,6 +114,6 @@ fourth=$(verify)
 check "root's data intact" test "${fourth% *}" = "verify ok"
 
 memhog_stop
-stop_daemon
+memmigd_stop
 check "memmigd removed its socket" test ! -e "$sock"
 summary
