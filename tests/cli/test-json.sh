@@ -28,8 +28,9 @@ awk '/^## Object: / { obj = substr($0, 12) }
 	jq -Rn '[inputs | split("\t")] |
 		reduce .[] as $r ({}; .[$r[0]][$r[1]] = $r[2])' >"$tmp/schema.json"
 check "schema read from docs/json.md" \
-	test "$(jq '[.job, .report, .["node row"], .["failed range"], .error] |
-		    map(length) | all(. > 2)' "$tmp/schema.json")" = true
+	test "$(jq '[.job, .report, .["node row"], .["failed range"], .error, .nodes,
+		     .node, .["dax device"], .domain, .["last job"]] |
+		    map(length) | all(. >= 2)' "$tmp/schema.json")" = true
 
 # problems(NAME) and job_problems: what is wrong with an object, as a
 # list of lines; [] when it matches the schema.
@@ -51,6 +52,13 @@ def job_problems: problems("job") +
 	(if (.report | type) == "object" then .report | report_problems else [] end);
 def error_problems: (del(.job) | problems("error")) +
 	(if has("job") then .job | job_problems else [] end);
+def nodes_problems: problems("nodes") +
+	([.nodes[]? | problems("node") +
+	  [(.cpus[]?, (.distances | to_entries[]? | .value)) |
+	   select(is("integer") | not) | "node: \(tojson) is not an integer"]] | add // []) +
+	([.dax[]? | problems("dax device")] | add // []);
+def domain_problems: problems("domain") +
+	(if (.last_job | type) == "object" then .last_job | problems("last job") else [] end);
 EOF
 # conforms WHAT FILTER: the filter (job_problems, ...) on $tmp/out is []
 conforms() {
@@ -131,6 +139,25 @@ read -r rate moved <"$tmp/want"
 row=$(awk -v j="$job" '$1 == j' "$tmp/out")
 check "jobs table: the JSON's rate" test "$(echo "$row" | awk '{ print $(NF - 2) + 0 }')" = "$(awk -v r="$rate" 'BEGIN { print r + 0 }')"
 [ "$moved" -eq 0 ] && check "jobs table: the JSON's bytes moved" grep -q ' 0 B ' <<<"$row"
+
+# A move by domain name: the same job object, its domain named; the
+# domain's own object after.
+check "register a domain" exit_is 0 mc domains register --name json-vm --pid "$hog" --nodeset 0
+check "move --domain" exit_is 0 mc move --domain json-vm --to-node 0 --wait --json
+check "--domain: the job object" conforms "--domain" job_problems
+check "--domain: the domain named" test "$(jq -r .domain "$tmp/out")" = json-vm
+check "domains --json" exit_is 0 mc domains --json
+check "domains: the domain objects" conforms "domains" '[.[] | domain_problems] | add // []'
+check "domains: its last job" test "$(jq -c '.[] | select(.name == "json-vm") | .last_job | [.to_node, .result]' "$tmp/out")" = '[0,"OK"]'
+
+# nodes: one shape in-process and through memmigd.
+check "nodes in-process" exit_is 0 "$cli" --local nodes --json
+check "nodes in-process: the nodes object" conforms "nodes in-process" nodes_problems
+jq -S '[paths | map(if type == "number" then 0 else . end)] | unique' "$tmp/out" >"$tmp/paths.local"
+check "nodes via memmigd" exit_is 0 mc nodes --json
+check "nodes via memmigd: the nodes object" conforms "nodes via memmigd" nodes_problems
+check "nodes: the same keys both ways" cmp -s "$tmp/paths.local" \
+	<(jq -S '[paths | map(if type == "number" then 0 else . end)] | unique' "$tmp/out")
 
 # Cancelling a job that had ended: says so, and fails.
 json_error "cancel of an ended job" 1 EALREADY mc cancel "$job" --json
