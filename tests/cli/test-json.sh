@@ -38,7 +38,8 @@ cat >"$tmp/check.jq" <<'EOF'
 def is($t): if $t == "integer" then type == "number" and . == floor
 	elif $t == "number" then type == "number" else type == $t end;
 def problems($name): . as $o | $schema[0][$name] as $k |
-	[(($k | keys) - ($o | keys))[] | "\($name): no key \(.)"] +
+	[(($k | keys) - ($o | keys))[] | select($k[.] | split("|") | index("absent") | not) |
+	 "\($name): no key \(.)"] +
 	[(($o | keys) - ($k | keys))[] | "\($name): undocumented key \(.)"] +
 	[$k | to_entries[] | . as $e | select($o | has($e.key)) |
 	 select([$e.value | split("|")[] as $t | $o[$e.key] | is($t)] | any | not) |
