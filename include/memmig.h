@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "memmig-version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -24,6 +26,21 @@ extern "C" {
 #else
 #define MEMMIG_EXPORT
 #endif
+
+/* ------------------------------------------------------------------ */
+/* Version: MEMMIG_VERSION_* (memmig-version.h) are what a program was  */
+/* built with; these calls answer for the library that runs.           */
+
+/* "MAJOR.MINOR.PATCH", as MEMMIG_VERSION_STRING was when it was built. */
+MEMMIG_EXPORT const char *memmig_version(void);
+/*
+ * 0 when the running library has what major.minor has: the same major and
+ * a minor at least as new (in 0.x, where minors may break, the same
+ * minor); -EOPNOTSUPP otherwise.  A program checks with the numbers it
+ * was built against: memmig_version_check(MEMMIG_VERSION_MAJOR,
+ * MEMMIG_VERSION_MINOR).
+ */
+MEMMIG_EXPORT int memmig_version_check(unsigned int major, unsigned int minor);
 
 /* ------------------------------------------------------------------ */
 /* Context: owns the CPU description, copy tuning and logging.         */

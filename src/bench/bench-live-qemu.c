@@ -233,18 +233,7 @@ static int migrate(struct qemu_vm *src, const struct qemu_peer *p, const char *s
 
 bool bench_qemu_available(void)
 {
-	const char *path = getenv("PATH");
-	char buf[512];
-
-	while (path && *path) {
-		size_t n = strcspn(path, ":");
-
-		snprintf(buf, sizeof(buf), "%.*s/" QEMU, (int)n, path);
-		if (!access(buf, X_OK))
-			return true;
-		path += n + (path[n] == ':');
-	}
-	return false;
+	return bench_on_path(QEMU);
 }
 
 int bench_qemu_migrate(const struct qemu_peer *p, struct qemu_result *out)

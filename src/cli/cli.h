@@ -47,6 +47,8 @@ extern const struct cli_cmd cli_cmd_jobs;
 extern const struct cli_cmd cli_cmd_status;
 extern const struct cli_cmd cli_cmd_cancel;
 extern const struct cli_cmd cli_cmd_domains;
+extern const struct cli_cmd cli_cmd_stats;
+extern const struct cli_cmd cli_cmd_events;
 
 /* Finds name in a NULL-terminated table of commands, or NULL. */
 const struct cli_cmd *cli_cmd_find(const struct cli_cmd *const *table,

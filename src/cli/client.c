@@ -179,8 +179,8 @@ int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
 {
 	const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
 	size_t len = strlen(s);
-	char *line = NULL, *copy = malloc(len + 2);
-	int rc, used;
+	char *copy = malloc(len + 2);
+	int rc;
 
 	*reply = NULL;
 	rc = copy ? 0 : -ENOMEM;
@@ -191,24 +191,41 @@ int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
 		free(copy);
 	}
 	json_object_put(req);
-	used = rc < 0 ? rc : read_line(c, &line);
+	if (rc < 0) {
+		cli_json_error_errno(rc);
+		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket, strerror(-rc));
+		return rc;
+	}
+	rc = cli_read_line(c, cmd, reply);
+	if (rc == -ETIMEDOUT)
+		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket, strerror(-rc));
+	return rc ? rc : reply_errno(*reply);
+}
+
+int cli_read_line(struct cli_conn *c, const char *cmd, struct json_object **out)
+{
+	char *line = NULL;
+	int used = read_line(c, &line);
+
+	*out = NULL;
 	if (used < 0) {
 		cli_json_error_errno(used);
-		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket,
-			  strerror(-used));
+		if (used != -ETIMEDOUT)
+			cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket,
+				  strerror(-used));
 		return used;
 	}
-	*reply = json_tokener_parse(line);
+	*out = json_tokener_parse(line);
 	c->len -= (size_t)used;
 	memmove(c->buf, c->buf + used, c->len);
-	if (!*reply || !json_object_is_type(*reply, json_type_object)) {
-		json_object_put(*reply);
-		*reply = NULL;
+	if (!*out || !json_object_is_type(*out, json_type_object)) {
+		json_object_put(*out);
+		*out = NULL;
 		cli_json_error_errno(EBADMSG);
 		cli_error("%s: memmigd sent something that is not a JSON object\n", cmd);
 		return -EBADMSG;
 	}
-	return reply_errno(*reply);
+	return 0;
 }
 
 void cli_print_reply_error(const char *cmd, struct json_object *reply)

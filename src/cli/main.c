@@ -19,6 +19,8 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_cpu,
 	&cli_cmd_bench,
 	&cli_cmd_demo,
+	&cli_cmd_stats,
+	&cli_cmd_events,
 	NULL,
 };
 

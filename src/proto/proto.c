@@ -52,6 +52,9 @@ static const struct {
 				M_NAME | M_PID },
 	[PROTO_OP_UNREGISTER] = { "unregister", M_NAME, M_NAME },
 	[PROTO_OP_DOMAINS] = { "domains", 0, 0 },
+	[PROTO_OP_STATUS] = { "status", 0, 0 },
+	[PROTO_OP_METRICS] = { "metrics", 0, 0 },
+	[PROTO_OP_SUBSCRIBE] = { "subscribe", 0, 0 },
 };
 
 static const struct {
@@ -550,6 +553,11 @@ int proto_errno_value(const char *name)
 	    strspn(name + 1, "0123456789") == strlen(name + 1) && strlen(name) < 6)
 		return atoi(name + 1);
 	return 0;
+}
+
+const char *proto_op_name(enum proto_op op)
+{
+	return (size_t)op < sizeof(ops) / sizeof(ops[0]) ? ops[op].name : "?";
 }
 
 const char *proto_strategy_name(int strategy)

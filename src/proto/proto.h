@@ -35,6 +35,9 @@ enum proto_op {
 	PROTO_OP_REGISTER,
 	PROTO_OP_UNREGISTER,
 	PROTO_OP_DOMAINS,
+	PROTO_OP_STATUS,
+	PROTO_OP_METRICS,
+	PROTO_OP_SUBSCRIBE,
 };
 
 struct proto_request {
@@ -90,6 +93,9 @@ char *proto_reply_line(struct json_object *reply, size_t *len);
 const char *proto_errno_name(int err, char *buf, size_t len);
 /* The errno for a name from a reply, or 0 when unknown. */
 int proto_errno_value(const char *name);
+
+/* The op's name on the wire ("move"). */
+const char *proto_op_name(enum proto_op op);
 
 /* "auto", "kernel", "copy"; -1 when unknown. */
 const char *proto_strategy_name(int strategy);
