@@ -58,6 +58,11 @@ def nodes_problems: problems("nodes") +
 	  [(.cpus[]?, (.distances | to_entries[]? | .value)) |
 	   select(is("integer") | not) | "node: \(tojson) is not an integer"]] | add // []) +
 	([.dax[]? | problems("dax device")] | add // []);
+def status_problems: problems("daemon status") +
+	[(.jobs, .limits) | to_entries[] | select(.value | is("integer") | not) |
+	 "daemon status: \(.key): \(.value | tojson) is not an integer"];
+def event_problems: problems("event") +
+	(if .event == "job" then .job | job_problems else [] end);
 def domain_problems: problems("domain") +
 	(if (.last_job | type) == "object" then .last_job | problems("last job") else [] end);
 EOF
@@ -159,6 +164,24 @@ check "nodes via memmigd" exit_is 0 mc nodes --json
 check "nodes via memmigd: the nodes object" conforms "nodes via memmigd" nodes_problems
 check "nodes: the same keys both ways" cmp -s "$tmp/paths.local" \
 	<(jq -S '[paths | map(if type == "number" then 0 else . end)] | unique' "$tmp/out")
+
+# memmigd itself, and its events: a job's events carry the job object.
+check "daemon status" exit_is 0 mc status --json
+check "daemon status: the object" conforms "daemon status" status_problems
+check "daemon status: short floats" short_floats
+timeout 30 "$cli" --socket "$sock" events --json --count 2 >"$tmp/events" 2>/dev/null &
+evpid=$!
+for _ in $(seq 50); do
+	[ "$(mc status --json 2>/dev/null | jq .subscribers)" = 1 ] && break
+	sleep 0.1
+done
+check "a move for the events" exit_is 0 mc move --pid "$hog" --to-node 0 --wait
+wait "$evpid"
+cp "$tmp/events" "$tmp/out"
+check "events: two" test "$(jq -s length "$tmp/out")" -eq 2
+check "events: the event objects" conforms "events" '[.] | map(event_problems) | add'
+check "events: the job's" test "$(jq -r .event "$tmp/out" | sort -u)" = job
+check "events: short floats" short_floats
 
 # Cancelling a job that had ended: says so, and fails.
 json_error "cancel of an ended job" 1 EALREADY mc cancel "$job" --json
