@@ -2,8 +2,9 @@
 # memmig-cli --json against docs/json.md, the schema itself: the tables of
 # that page are read here, and every object the real commands print -- a
 # move in-process, through a real memmigd on a real socket, with and
-# without --wait, status, jobs, cancel, errors -- must have exactly the
-# keys documented there, with their types.  Floats have at most 6
+# without --wait, by pid and by domain, status, jobs, cancel, nodes (both
+# ways), domains, memmigd's status and events, errors -- must have exactly
+# the keys documented there, with their types.  Floats have at most 6
 # significant digits; errors under --json are the error object on stdout
 # with the exit code unchanged; the jobs table shows the JSON's figures.
 # memhog checks its bytes before and after the moves.
