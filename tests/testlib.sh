@@ -171,3 +171,25 @@ summary() {
 	echo "$passes passed, $fails failed"
 	[ "$fails" -eq 0 ]
 }
+
+# memmigd_start SOCK [ARG...]: a real memmigd ($daemon) in the foreground
+# on SOCK, without libvirt or a config file, its log in $tmp/daemon.log;
+# waits for its socket.  memmigd_stop (also on exit) stops it.
+dpid=
+memmigd_stop() {
+	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid"
+	dpid=
+}
+memmigd_start() {
+	local sock=$1
+
+	shift
+	"$daemon" --foreground --socket "$sock" --no-libvirt --config /dev/null "$@" \
+		2>"$tmp/daemon.log" &
+	dpid=$!
+	trap 'memmigd_stop; cleanup' EXIT
+	for _ in $(seq 100); do
+		[ -S "$sock" ] && break
+		sleep 0.1
+	done
+}

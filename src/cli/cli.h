@@ -134,10 +134,28 @@ int64_t cli_json_int(struct json_object *o, const char *key, int64_t def);
 double cli_json_double(struct json_object *o, const char *key, double def);
 const char *cli_json_str(struct json_object *o, const char *key, const char *def);
 
+/*
+ * --json errors (json-error.c): what cli_error() says is kept, and a
+ * command that fails without printing JSON of its own gets docs/json.md's
+ * error object on stdout from cli_json_error_flush() (main, after run).
+ */
+void cli_json_error_errno(int err);	/* the errno of the error said next */
+void cli_json_error_note(const char *format, va_list ap);
+void cli_json_error_want(void);		/* the command parsed --json */
+void cli_json_printed(void);		/* cli_json_print() printed */
+/* The error object {"ok": false, "error", "errno", "message"} with job
+ * (may be NULL; not consumed) as its "job" member. */
+void cli_json_print_error(int err, const char *message, struct json_object *job);
+/* Prints the error object when rc is a failure, --json was asked for and
+ * nothing printed; returns rc. */
+int cli_json_error_flush(int rc, int argc, char **argv);
+
 /* A move's report (JSON from memmigd or the in-process move) for people. */
 void cli_print_move_report(struct json_object *rep);
-/* The exit code a move report stands for; says why it is not 0. */
-int cli_move_exit(const char *cmd, struct json_object *rep);
+/* A job's or a report's result: 0, an errno, EPROTO when it has none. */
+int cli_json_result(struct json_object *o);
+/* The exit code an ended job (docs/json.md) stands for; says why not 0. */
+int cli_move_exit(const char *cmd, struct json_object *job);
 
 /* memmig-cli status and cancel: a job op and how the command reads. */
 struct job_cmd {

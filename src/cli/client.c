@@ -84,6 +84,7 @@ static int connect_failed(const char *cmd, int rc)
 {
 	char why[384];
 
+	cli_json_error_errno(rc);
 	if (rc == -EACCES)
 		cli_error("%s: %s\n", cmd, conn_why(rc, why, sizeof(why)));
 	else
@@ -227,6 +228,7 @@ int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
 	}
 	json_object_put(req);
 	if (rc < 0) {
+		cli_json_error_errno(rc);
 		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket, strerror(-rc));
 		return rc;
 	}
@@ -243,6 +245,7 @@ int cli_read_line(struct cli_conn *c, const char *cmd, struct json_object **out)
 
 	*out = NULL;
 	if (used < 0) {
+		cli_json_error_errno(used);
 		if (used != -ETIMEDOUT)
 			cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket,
 				  strerror(-used));
@@ -254,6 +257,7 @@ int cli_read_line(struct cli_conn *c, const char *cmd, struct json_object **out)
 	if (!*out || !json_object_is_type(*out, json_type_object)) {
 		json_object_put(*out);
 		*out = NULL;
+		cli_json_error_errno(EBADMSG);
 		cli_error("%s: memmigd sent something that is not a JSON object\n", cmd);
 		return -EBADMSG;
 	}
@@ -266,6 +270,7 @@ void cli_print_reply_error(const char *cmd, struct json_object *reply)
 
 	json_object_object_get_ex(reply, "error", &name);
 	json_object_object_get_ex(reply, "message", &msg);
+	cli_json_error_errno(-reply_errno(reply));
 	cli_error("%s: %s: %s\n", cmd, name ? json_object_get_string(name) : "error",
 		  msg ? json_object_get_string(msg) : "memmigd gave no message");
 }

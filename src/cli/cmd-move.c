@@ -17,6 +17,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "proto/job-json.h"
 #include "proto/report-json.h"
 
 struct move_args {
@@ -143,6 +144,7 @@ static int parse_opt(struct move_args *a, int c, size_t *addr, size_t *len)
 		return 0;
 	case 'j':
 		a->json = true;
+		cli_json_error_want();
 		return 0;
 	}
 	return -EINVAL;
@@ -211,18 +213,21 @@ static void catch_stop(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
-/* Prints the report the way the user asked; the exit code from it. */
-static int finish(struct json_object *rep, const struct move_args *a)
+/* Prints the ended job (docs/json.md) the way the user asked; the exit
+ * code from it. */
+static int finish(struct json_object *job, const struct move_args *a)
 {
+	struct json_object *rep = NULL;
 	int rc;
 
 	cli_progress_end();
+	json_object_object_get_ex(job, "report", &rep);
 	if (a->json)
-		cli_json_print(json_object_get(rep));
-	else
+		cli_json_print(json_object_get(job));
+	else if (rep && json_object_is_type(rep, json_type_object))
 		cli_print_move_report(rep);
-	rc = cli_move_exit("move", rep);
-	json_object_put(rep);
+	rc = cli_move_exit("move", job);
+	json_object_put(job);
 	return rc;
 }
 
@@ -238,11 +243,40 @@ static void wake_fd(struct memmig_move *mv, void *opaque)
 	}
 }
 
+/* The in-process move as the job object memmigd would show for it. */
+static struct json_object *local_job(const struct move_args *a,
+				     const struct memmig_move_progress *p, int result,
+				     struct memmig_report *report)
+{
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct proto_job j = {
+		.via = "local", .state = proto_job_end_state(result),
+		.pid = a->req.pid, .to_node = a->req.target_node,
+		.strategy = a->req.strategy, .threads = a->req.workers,
+		.uid = getuid(), .p = *p, .ended = true, .result = result,
+	};
+	struct json_object *job;
+	char message[256];
+
+	if (report) {
+		memmig_report_get_summary(report, &s);
+		j.bytes_moved = s.bytes_moved;
+		j.strategy = s.strategy;	/* auto resolved, as memmigd shows it */
+		j.report = report_json(report);
+		memmig_report_unref(report);
+	}
+	proto_job_message(message, sizeof(message), result, j.bytes_moved,
+			  p->bytes_total, j.to_node, p->elapsed_s);
+	j.message = message;
+	job = proto_job_json(&j);
+	json_object_put(j.report);
+	return job;
+}
+
 static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 {
 	struct memmig_move_progress p = { .sz = sizeof(p) };
 	struct memmig_report *report = NULL;
-	struct json_object *rep;
 	struct memmig_move *mv = NULL;
 	struct pollfd pfd = { .events = POLLIN };
 	int rc;
@@ -267,6 +301,7 @@ static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 	if (!rc)
 		rc = memmig_move_start(mv);
 	if (rc < 0) {
+		cli_json_error_errno(rc);
 		cli_error("move: pid %d: %s\n", a->req.pid, rc == -EINVAL &&
 			  a->req.strategy == MEMMIG_STRATEGY_COPY ?
 			  (a->req.from_nodes ? "--from moves page by page, with the "
@@ -285,13 +320,11 @@ static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 		memmig_move_get_progress(mv, &p);
 		cli_progress(p.bytes_done, p.bytes_total, p.rate);
 	} while (p.state != MEMMIG_MOVE_DONE);
-	memmig_move_wait(mv, &report);
+	rc = memmig_move_wait(mv, &report);
+	memmig_move_get_progress(mv, &p);
 	memmig_move_unref(mv);
 	close(pfd.fd);
-	rep = report_json(report);
-	memmig_report_unref(report);
-	json_object_object_add(rep, "via", json_object_new_string("local"));
-	return finish(rep, a);
+	return finish(local_job(a, &p, rc, report), a);
 }
 
 /* ---- through memmigd ---- */
@@ -356,7 +389,7 @@ static int follow(struct cli_conn *c, int64_t id, struct json_object **job)
 
 static int move_daemon(struct cli_conn *c, struct move_args *a)
 {
-	struct json_object *reply, *job = NULL, *rep;
+	struct json_object *reply, *job = NULL;
 	int64_t id;
 	int rc = cli_call(c, "move", move_request(a), &reply);
 
@@ -382,20 +415,7 @@ static int move_daemon(struct cli_conn *c, struct move_args *a)
 	job = NULL;
 	if (follow(c, id, &job) < 0)
 		return CLI_EXIT_FAIL;
-	cli_progress_end();
-	json_object_object_get_ex(job, "report", &rep);
-	if (!rep || !json_object_is_type(rep, json_type_object)) {
-		cli_error("move: job %lld %s: %s\n", (long long)id,
-			  cli_json_str(job, "state", "?"),
-			  cli_json_str(job, "message", "no report"));
-		json_object_put(job);
-		return CLI_EXIT_FAIL;
-	}
-	json_object_object_add(rep, "job", json_object_new_int64(id));
-	json_object_object_add(rep, "via", json_object_new_string("memmigd"));
-	json_object_get(rep);
-	json_object_put(job);
-	return finish(rep, a);
+	return finish(job, a);
 }
 
 static int move_run(struct memmig_ctx *ctx, int argc, char **argv)

@@ -154,7 +154,7 @@ int main(int argc, char **argv)
 	argv += optind;
 	argv[0] = cli_set_cmd(cmd->name);
 	optind = 0; /* the command parses its own options from argv[0] */
-	rc = cmd->run(ctx, argc, argv);
+	rc = cli_json_error_flush(cmd->run(ctx, argc, argv), argc, argv);
 	memmig_ctx_unref(ctx);
 	return rc;
 }

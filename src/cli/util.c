@@ -45,6 +45,7 @@ int cli_parse_json_args(int argc, char **argv, void (*usage)(FILE *), bool *json
 		switch (c) {
 		case 'j':
 			*json = true;
+			cli_json_error_want();
 			break;
 		case 'h':
 			usage(stdout);
@@ -77,6 +78,10 @@ void cli_error(const char *format, ...)
 
 	va_start(ap, format);
 	cli_verror(format, ap);
+	va_end(ap);
+	/* The same words for the --json error object (json-error.c). */
+	va_start(ap, format);
+	cli_json_error_note(format, ap);
 	va_end(ap);
 }
 
@@ -217,9 +222,10 @@ static struct json_object *json_size(size_t v)
 
 void cli_json_print(struct json_object *obj)
 {
-	puts(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY |
-							 JSON_C_TO_STRING_NOSLASHESCAPE));
+	puts(proto_json_string(obj, JSON_C_TO_STRING_PRETTY |
+			       JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(obj);
+	cli_json_printed();
 }
 
 struct json_object *cli_json_cpu(const struct memmig_cpu_info *cpu)

@@ -25,6 +25,7 @@
 
 #include "daemon/memmigd.h"
 #include "daemon/jobs-private.h"
+#include "proto/job-json.h"
 #include "proto/report-json.h"
 
 static void wake(struct jobs *j)
@@ -53,18 +54,9 @@ static void job_end(struct jobs *j, struct job *job, int result, const char *why
 	job->state = result == 0 ? JOB_DONE : result == -ECANCELED ? JOB_CANCELLED : JOB_FAILED;
 	if (why)
 		snprintf(job->message, sizeof(job->message), "%s", why);
-	else if (result == -ECANCELED)
-		snprintf(job->message, sizeof(job->message),
-			 "cancelled: what moved stays moved, the rest is where it was");
-	else if (result)
-		snprintf(job->message, sizeof(job->message), "%s", strerror(-result));
 	else
-		snprintf(job->message, sizeof(job->message),
-			 "moved %llu of %llu bytes to node %d in %.3f s%s",
-			 (unsigned long long)moved,
-			 (unsigned long long)job->last.bytes_total, job->to_node,
-			 job->last.elapsed_s, moved < job->last.bytes_total ?
-			 ": the rest was on the node already, or not present" : "");
+		proto_job_message(job->message, sizeof(job->message), result, moved,
+				  job->last.bytes_total, job->to_node, job->last.elapsed_s);
 	j->active--;
 	job->notify = job->domain[0] != 0;
 	/* The process's handle is not needed once the job ended. */

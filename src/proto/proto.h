@@ -80,6 +80,14 @@ struct json_object *proto_reply_ok(const struct proto_request *req);
 struct json_object *proto_reply_error(const struct proto_request *req, int err,
 				      const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * Every double memmig prints, 6 significant digits (docs/json.md): its
+ * clocks are not finer, and json-c's default 17 digits print binary noise.
+ */
+#define PROTO_DOUBLE_FORMAT	"%.6g"
+/* json_object_to_json_string_ext() with PROTO_DOUBLE_FORMAT; the string
+ * lives as long as o. */
+const char *proto_json_string(struct json_object *o, int flags);
 /* The reply as one line with its newline, malloc'd; *len its length. */
 char *proto_reply_line(struct json_object *reply, size_t *len);
 

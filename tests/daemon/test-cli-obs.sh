@@ -13,14 +13,7 @@ command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install j
 [ -x "$daemon" ] || { echo "FAIL: $daemon was not built"; exit 1; }
 
 sock=$tmp/memmigd.sock
-"$daemon" --foreground --socket "$sock" --no-libvirt --config /dev/null \
-	--max-jobs 12 2>"$tmp/daemon.log" &
-dpid=$!
-trap 'kill "$dpid" 2>/dev/null; wait "$dpid"; cleanup' EXIT
-for _ in $(seq 100); do
-	[ -S "$sock" ] && break
-	sleep 0.1
-done
+memmigd_start "$sock" --max-jobs 12
 mc() { "$cli" --socket "$sock" "$@"; }
 
 check "status" exit_is 0 mc status
