@@ -147,49 +147,35 @@ need_nodes() {
 	done
 }
 
-# memmigd_start SOCKET ARGS...: a real memmigd (${MEMMIGD}) listening on
-# SOCKET, its log in $tmp/memmigd.log, as $dpid; memmigd_stop ends it.
-dpid=
-memmigd_start() {
-	local sock=$1
-
-	shift
-	[ -x "${MEMMIGD:-src/daemon/memmigd}" ] || { echo "FAIL: memmigd was not built"; exit 1; }
-	"${MEMMIGD:-src/daemon/memmigd}" --foreground --socket "$sock" --no-libvirt \
-		--config /dev/null "$@" 2>"$tmp/memmigd.log" &
-	dpid=$!
-	for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.1; done
-	echo "FAIL: memmigd did not listen on $sock"; cat "$tmp/memmigd.log"; exit 1
-}
-memmigd_stop() {
-	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid"
-	dpid=
-}
-
 # The closing line, and the exit status: 0 when nothing failed.
 summary() {
 	echo "$passes passed, $fails failed"
 	[ "$fails" -eq 0 ]
 }
 
-# memmigd_start SOCK [ARG...]: a real memmigd ($daemon) in the foreground
-# on SOCK, without libvirt or a config file, its log in $tmp/daemon.log;
-# waits for its socket.  memmigd_stop (also on exit) stops it.
+# memmigd_start SOCK [ARG...]: a real memmigd ($daemon, else $MEMMIGD, else
+# the build tree's) in the foreground on SOCK, without libvirt or a config
+# file, its log in $tmp/daemon.log, as $dpid; waits for its socket (fails
+# the test without it).  memmigd_stop (also on exit) stops it.
 dpid=
 memmigd_stop() {
 	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid"
 	dpid=
 }
 memmigd_start() {
-	local sock=$1
+	local sock=$1 bin=${daemon:-${MEMMIGD:-src/daemon/memmigd}}
 
 	shift
-	"$daemon" --foreground --socket "$sock" --no-libvirt --config /dev/null "$@" \
+	[ -x "$bin" ] || { echo "FAIL: $bin was not built"; exit 1; }
+	"$bin" --foreground --socket "$sock" --no-libvirt --config /dev/null "$@" \
 		2>"$tmp/daemon.log" &
 	dpid=$!
 	trap 'memmigd_stop; cleanup' EXIT
 	for _ in $(seq 100); do
-		[ -S "$sock" ] && break
+		[ -S "$sock" ] && return 0
 		sleep 0.1
 	done
+	echo "FAIL: memmigd did not listen on $sock"
+	cat "$tmp/daemon.log"
+	exit 1
 }

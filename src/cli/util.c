@@ -364,6 +364,7 @@ int cli_node_check(struct memmig_ctx *ctx, const char *opt, int node)
 			if (!memmig_topo_get_node(topo, (unsigned int)i, &ni))
 				ids[k++] = ni.id;
 		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d", node);
+		cli_json_error_errno(-ENOENT);
 		cli_opt_error(opt, "node %d %s (nodes with memory: %s)\n", node,
 			      access(path, F_OK) ? "does not exist" : "has no memory",
 			      cli_list_format(ids, k, list, sizeof(list)));

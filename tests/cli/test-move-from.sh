@@ -27,23 +27,23 @@ check_alive "before"
 for via in local daemon; do
 	if [ "$via" = local ]; then mc() { "$cli" -l "$@"; }; else mc() { "$cli" -s "$sock" "$@" --wait; }; fi
 	check "$via: --from 0" exit_is 0 mc move -p "$hog" -n 0 -f 0 -j
-	check "$via: --from 0 skips nothing" test "$(jq .pages_skipped "$tmp/out")" -eq 0
-	on=$(jq .pages_on_target "$tmp/out")
+	check "$via: --from 0 skips nothing" test "$(jq .report.pages_skipped "$tmp/out")" -eq 0
+	on=$(jq .report.pages_on_target "$tmp/out")
 	check "$via: --from 0 pages on node 0" test "$on" -ge $((48 * 256))
 
 	check "$via: --from !0" exit_is 0 mc move -p "$hog" -n 0 -f '!0' -j
 	check "$via: --from !0 skips every present page" \
-		test "$(jq .pages_skipped "$tmp/out")" -eq "$(jq .pages_on_target "$tmp/out")"
-	check "$via: --from !0 skipped are memhog's" test "$(jq .pages_skipped "$tmp/out")" -ge $((48 * 256))
-	check "$via: --from !0 nothing failed" test "$(jq .pages_failed "$tmp/out")" -eq 0
+		test "$(jq .report.pages_skipped "$tmp/out")" -eq "$(jq .report.pages_on_target "$tmp/out")"
+	check "$via: --from !0 skipped are memhog's" test "$(jq .report.pages_skipped "$tmp/out")" -ge $((48 * 256))
+	check "$via: --from !0 nothing failed" test "$(jq .report.pages_failed "$tmp/out")" -eq 0
 	check "$via: --from !0 nothing moved" test "$(jq .bytes_moved "$tmp/out")" -eq 0
 
 	check "$via: --from absent node $absent" exit_is 0 mc move -p "$hog" -n 0 --from "0-$((absent - 1)),$absent" -j
-	check "$via: a set with node 0 skips nothing" test "$(jq .pages_skipped "$tmp/out")" -eq 0
+	check "$via: a set with node 0 skips nothing" test "$(jq .report.pages_skipped "$tmp/out")" -eq 0
 
 	check "$via: range, --from $absent" exit_is 0 mc move -p "$hog" -n 0 \
 		--addr "$anon_addr" --len "$anon_len" --from "$absent" -j
-	check "$via: range's pages skipped" test "$(jq .pages_skipped "$tmp/out")" -eq "$anon_pages"
+	check "$via: range's pages skipped" test "$(jq .report.pages_skipped "$tmp/out")" -eq "$anon_pages"
 	check "$via: numa_maps unchanged" test "$(placement "$anon_addr")" = "$anon0"
 	check_alive "$via"
 done
@@ -62,7 +62,7 @@ for bad in "" x 0- -1 3-1 0,,1 ,0 0, 1024 '!all' 0-1024 '0 1'; do
 	check "bad nodeset '$bad' said" grep -q "^memmig-cli: error: move: --from: '$bad' is not a set of nodes" "$tmp/err"
 done
 check "all" exit_is 0 "$cli" -l move -p "$hog" -n 0 --from all -j
-check "all skips nothing" test "$(jq .pages_skipped "$tmp/out")" -eq 0
+check "all skips nothing" test "$(jq .report.pages_skipped "$tmp/out")" -eq 0
 memhog_stop
 
 summary
