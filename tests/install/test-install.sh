@@ -1,0 +1,63 @@
+#!/bin/bash
+# make install DESTDIR=...: every file lands where the program that reads
+# it looks (readers.sh asks each reader), the installed programs and
+# library work from there, and make uninstall takes everything back.
+set -u
+# shellcheck source=../testlib.sh
+. "$(dirname "$0")/../testlib.sh"
+# shellcheck source=readers.sh
+. "$(dirname "$0")/readers.sh"
+top=${top_builddir:-$(pwd)}
+[ -f "$top/Makefile" ] || { echo "FAIL: no Makefile in $top (run from the build tree)"; exit 1; }
+
+root=$tmp/root
+${MAKE:-make} -C "$top" install DESTDIR="$root" >"$tmp/install.log" 2>&1 ||
+	{ cat "$tmp/install.log"; echo "FAIL: make install"; exit 1; }
+files=$(find "$root" ! -type d | sort)
+echo "installed:"
+echo "${files//$root/  }"
+check_readers "$root"
+
+run() { LD_LIBRARY_PATH=$root$libdir "$@"; }
+check "installed memmig-cli runs" exit_is 0 run "$root$cli" --version
+check "installed memmigd runs" exit_is 0 run "$root$daemon" --version
+# memmigd reads the sample as it is (every line a comment or a default)
+sock=$tmp/memmigd.sock
+LD_LIBRARY_PATH=$root$libdir "$root$daemon" --foreground --socket "$sock" --no-libvirt \
+	--config "$root$sample" 2>"$tmp/daemon.log" &
+dpid=$!
+trap 'kill "$dpid" 2>/dev/null; cleanup' EXIT
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+check "memmigd starts with the sample configuration" test -S "$sock"
+check "the installed CLI talks to it" exit_is 0 run "$root$cli" --socket "$sock" nodes
+check "through memmigd" grep -q 'via memmigd' "$tmp/err"
+kill "$dpid"
+wait "$dpid"
+check "memmigd stops on SIGTERM" test $? -eq 0
+
+# A program built against the installed header, library and .pc
+pc=$(find_one "$root" libmemmig.pc)
+cat >"$tmp/use.c" <<'C'
+#include <memmig.h>
+#include <stdio.h>
+int main(void)
+{
+	struct memmig_ctx *ctx;
+	char a[4096] = "installed", b[4096];
+
+	if (memmig_ctx_new(&ctx) || memmig_copy_run(ctx, b, a, sizeof(a), 0))
+		return 1;
+	memmig_ctx_unref(ctx);
+	return puts(b) < 0;
+}
+C
+check "builds against the installed libmemmig" ${CC:-cc} -o "$tmp/use" "$tmp/use.c" \
+	-I"$root$(pkg-config --variable=includedir "$root$pc")" \
+	-L"$root$libdir" $(pkg-config --libs-only-l "$root$pc")
+check "and runs with it" test "$(run "$tmp/use")" = installed
+
+${MAKE:-make} -C "$top" uninstall DESTDIR="$root" >"$tmp/uninstall.log" 2>&1
+left=$(find "$root" ! -type d)
+check "make uninstall leaves nothing" test -z "$left"
+[ -z "$left" ] || echo "$left"
+summary
