@@ -43,7 +43,7 @@ hook_dir() {
 # line, with ROOT)
 find_one() {
 	local p
-	p=$(grep -m1 -E "/$2(\.gz)?\$" <<<"$files") || { echo "  $2 was not installed"; return 1; }
+	p=$(grep -m1 -E "/$2(\.gz)?\$" <<<"$files") || { echo "  $2 was not installed" >&2; return 1; }
 	echo "${p#"$1"}"
 }
 

@@ -35,10 +35,20 @@ done
 systemd=no
 [ -d /run/systemd/system ] && systemd=yes
 
+# dpkg --purge removes the package's directories that are left empty,
+# those that were there before it too: they are made again
+kept=$(for d in /etc/libvirt/hooks /etc/libvirt/hooks/qemu.d /etc/memmig; do
+	[ -d "$d" ] && echo "$d"; done)
 installed=no dpid=
+purge() {
+	dpkg --purge $pkgs >>"$tmp/dpkg.log" 2>&1
+	local rc=$? d
+	for d in $kept; do mkdir -p "$d"; done
+	return $rc
+}
 undo() {
 	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid"
-	[ "$installed" = yes ] && dpkg --purge $pkgs >>"$tmp/dpkg.log" 2>&1
+	[ "$installed" = yes ] && purge
 	[ -n "$hog" ] && kill "$hog" 2>/dev/null
 	rm -rf "$tmp"
 }
@@ -49,6 +59,8 @@ trap undo EXIT
 src=$tmp/memmig-src
 ${MAKE:-make} -C "$top" distdir distdir="$src" >"$tmp/dist.log" 2>&1 ||
 	{ cat "$tmp/dist.log"; echo "FAIL: make distdir"; exit 1; }
+(cd "$src" && dpkg-checkbuilddeps) >"$tmp/deps.log" 2>&1 ||
+	skip "$(cat "$tmp/deps.log") (contrib/debian-setup.sh installs them)"
 start=$(date +%s)
 (cd "$src" && dpkg-buildpackage -us -uc -b -j"$(nproc)") >"$tmp/build.log" 2>&1 ||
 	{ tail -n 40 "$tmp/build.log"; echo "FAIL: dpkg-buildpackage"; exit 1; }
@@ -106,7 +118,7 @@ fi
 check "dpkg -r removed the programs" test ! -e /usr/bin/memmig-cli -a ! -e /usr/sbin/memmigd
 check "dpkg -r removed the library" test ! -e "$libdir/libmemmig.so.0"
 check "dpkg -r kept the configuration" test -e /etc/memmig/memmigd.conf.sample
-check "dpkg --purge" dpkg --purge $pkgs >>"$tmp/dpkg.log" 2>&1
+check "dpkg --purge" purge
 installed=no
 check "purge removed the configuration and hook" \
 	test ! -e /etc/memmig/memmigd.conf.sample -a ! -e /etc/libvirt/hooks/qemu.d/memmig
