@@ -59,6 +59,7 @@ trap undo EXIT
 src=$tmp/memmig-src
 ${MAKE:-make} -C "$top" distdir distdir="$src" >"$tmp/dist.log" 2>&1 ||
 	{ cat "$tmp/dist.log"; echo "FAIL: make distdir"; exit 1; }
+[ -f "$src/debian/control" ] || { echo "FAIL: make distdir shipped no debian/control"; exit 1; }
 (cd "$src" && dpkg-checkbuilddeps) >"$tmp/deps.log" 2>&1 ||
 	skip "$(cat "$tmp/deps.log") (contrib/debian-setup.sh installs them)"
 start=$(date +%s)
