@@ -2,8 +2,9 @@
 # The Debian packages (debian/): built from this tree's distribution files
 # with dpkg-buildpackage, installed with dpkg -i, every file where its
 # reader looks (readers.sh), memmigd started (by systemd when it is PID 1:
-# the package starts it; else directly) and a real move through its
-# socket by the installed memmig-cli, then dpkg -r and --purge.  About two
+# the package starts it; else directly, on a private socket) and a real
+# move through its socket by the installed memmig-cli, then dpkg -r and
+# --purge.  About two
 # minutes, nearly all of it the package build.
 set -u
 memhog=${MEMHOG:-tests/helpers/memhog}
@@ -89,9 +90,16 @@ if [ "$systemd" = yes ]; then
 	systemctl start memmigd
 	check "memmigd.service active" systemctl -q is-active memmigd
 else
+	# on a socket of its own: other tests may be running, and a memmigd on
+	# the default socket would take their in-process moves
 	echo "systemd is not PID 1: memmigd started directly"
-	/usr/sbin/memmigd --foreground --no-libvirt --config /etc/memmig/memmigd.conf.sample \
-		2>"$tmp/daemon.log" &
+	def=$(/usr/sbin/memmigd --help 2>&1 | sed -n 's/.*--socket PATH.*(default \([^)]*\)).*/\1/p')
+	check "memmig-cli's default socket is memmigd's ($def)" \
+		grep -qF "${def:-no default}" < <(/usr/bin/memmig-cli --help 2>&1)
+	sock=$tmp/memmigd.sock
+	export MEMMIG_SOCKET=$sock
+	/usr/sbin/memmigd --foreground --no-libvirt --socket "$sock" \
+		--config /etc/memmig/memmigd.conf.sample 2>"$tmp/daemon.log" &
 	dpid=$!
 fi
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
