@@ -20,7 +20,7 @@ apt-get update
 apt-get install -y --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
 	libnuma-dev liburing-dev libjson-c-dev libdaxctl-dev libcunit1-dev \
-	libvirt-dev libpmem-dev numactl jq \
+	libvirt-dev libpmem-dev numactl jq gnuplot-nox \
 	qemu-system-x86 linux-image-amd64 linux-image-6.12-amd64 busybox-static ndctl daxctl \
 	libvirt-daemon-system libvirt-clients valgrind clang libclang-rt-14-dev \
 	systemd bash-completion debhelper devscripts fakeroot

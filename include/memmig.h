@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "memmig-version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -24,6 +26,21 @@ extern "C" {
 #else
 #define MEMMIG_EXPORT
 #endif
+
+/* ------------------------------------------------------------------ */
+/* Version: MEMMIG_VERSION_* (memmig-version.h) are what a program was  */
+/* built with; these calls answer for the library that runs.           */
+
+/* "MAJOR.MINOR.PATCH", as MEMMIG_VERSION_STRING was when it was built. */
+MEMMIG_EXPORT const char *memmig_version(void);
+/*
+ * 0 when the running library has what major.minor has: the same major and
+ * a minor at least as new (in 0.x, where minors may break, the same
+ * minor); -EOPNOTSUPP otherwise.  A program checks with the numbers it
+ * was built against: memmig_version_check(MEMMIG_VERSION_MAJOR,
+ * MEMMIG_VERSION_MINOR).
+ */
+MEMMIG_EXPORT int memmig_version_check(unsigned int major, unsigned int minor);
 
 /* ------------------------------------------------------------------ */
 /* Context: owns the CPU description, copy tuning and logging.         */
@@ -643,6 +660,8 @@ struct memmig_range {
 };
 
 #define MEMMIG_MOVE_MAX_RANGES 65536
+/* Node ids of from_nodes are below this. */
+#define MEMMIG_MOVE_MAX_NODES 1024
 
 enum memmig_move_state {
 	MEMMIG_MOVE_NEW = 0,	/* checked, nothing listed yet */
@@ -669,6 +688,12 @@ struct memmig_move_opts {
 	unsigned int flags;		/* enum memmig_migrate_flags */
 	memmig_move_notify_fn notify;	/* NULL: none */
 	void *opaque;
+	/* Like migratepages(8): NULL moves pages wherever they are; else
+	 * only the pages found on these nodes (ids below
+	 * MEMMIG_MOVE_MAX_NODES) move, with the kernel strategy, and the
+	 * others are left alone (the report's pages_skipped).  Copied. */
+	const int *from_nodes;
+	unsigned int nfrom_nodes;	/* up to MEMMIG_MOVE_MAX_NODES */
 };
 
 struct memmig_move_progress {
@@ -757,6 +782,8 @@ struct memmig_report_summary {
 	double plan_s;		/* a whole-process move: listing and
 				 * checking its mappings, the topology
 				 * snapshot; before total_s */
+	uint64_t pages_skipped;	/* on a node outside the move's
+				 * from_nodes: left alone */
 };
 
 MEMMIG_EXPORT int memmig_report_get_summary(const struct memmig_report *rep,

@@ -6,6 +6,7 @@ hog=	# memhog's pid while it runs: stopped on exit
 
 cleanup() {
 	[ -n "$hog" ] && kill "$hog" 2>/dev/null
+	[ -n "${dpid:-}" ] && kill "$dpid" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -146,8 +147,49 @@ need_nodes() {
 	done
 }
 
+# memmigd_start SOCKET ARGS...: a real memmigd (${MEMMIGD}) listening on
+# SOCKET, its log in $tmp/memmigd.log, as $dpid; memmigd_stop ends it.
+dpid=
+memmigd_start() {
+	local sock=$1
+
+	shift
+	[ -x "${MEMMIGD:-src/daemon/memmigd}" ] || { echo "FAIL: memmigd was not built"; exit 1; }
+	"${MEMMIGD:-src/daemon/memmigd}" --foreground --socket "$sock" --no-libvirt \
+		--config /dev/null "$@" 2>"$tmp/memmigd.log" &
+	dpid=$!
+	for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.1; done
+	echo "FAIL: memmigd did not listen on $sock"; cat "$tmp/memmigd.log"; exit 1
+}
+memmigd_stop() {
+	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid"
+	dpid=
+}
+
 # The closing line, and the exit status: 0 when nothing failed.
 summary() {
 	echo "$passes passed, $fails failed"
 	[ "$fails" -eq 0 ]
+}
+
+# memmigd_start SOCK [ARG...]: a real memmigd ($daemon) in the foreground
+# on SOCK, without libvirt or a config file, its log in $tmp/daemon.log;
+# waits for its socket.  memmigd_stop (also on exit) stops it.
+dpid=
+memmigd_stop() {
+	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid"
+	dpid=
+}
+memmigd_start() {
+	local sock=$1
+
+	shift
+	"$daemon" --foreground --socket "$sock" --no-libvirt --config /dev/null "$@" \
+		2>"$tmp/daemon.log" &
+	dpid=$!
+	trap 'memmigd_stop; cleanup' EXIT
+	for _ in $(seq 100); do
+		[ -S "$sock" ] && break
+		sleep 0.1
+	done
 }

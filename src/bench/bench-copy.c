@@ -37,6 +37,7 @@ struct copy_bench {
 	struct bench_opts opts;
 	size_t pool_size;
 	bool json, pmem, opts_set;	/* opts_set: --reps or --sample-ms */
+	struct plot_out plot;
 	/* results[mode][size][copier] */
 	struct bench_stats *results[2];
 };
@@ -64,7 +65,8 @@ static void copy_usage(FILE *f)
 		"                   default 41 samples of 1 ms)\n"
 		"  --calibrate      measure the dispatch thresholds on this CPU and write them\n"
 		"  --output FILE    where --calibrate writes (default: %s)\n"
-		"  --json           machine-readable output\n",
+		"  --json           machine-readable output\n"
+		PLOT_USAGE,
 		memmig_tuning_default_path());
 }
 
@@ -412,6 +414,7 @@ static int parse_args(struct copy_bench *b, int argc, char **argv,
 		{ "output", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		PLOT_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	long v;
@@ -458,7 +461,7 @@ static int parse_args(struct copy_bench *b, int argc, char **argv,
 			if (cli_parse_size("--pool", optarg, &b->pool_size) < 0)
 				return CLI_EXIT_USAGE;
 			if (b->pool_size < MEMMIG_UNIT_SIZE) {
-				cli_error("--pool: at least 2M\n");
+				cli_opt_error("--pool", "at least 2M\n");
 				return CLI_EXIT_USAGE;
 			}
 			break;
@@ -477,6 +480,10 @@ static int parse_args(struct copy_bench *b, int argc, char **argv,
 		case 'h':
 			copy_usage(stdout);
 			return CLI_HELP_SHOWN;
+		case PLOT_OPT_FILE:
+		case PLOT_OPT_DATA:
+			plot_opt(&b->plot, c, optarg);
+			break;
 		default:
 			copy_usage(stderr);
 			return CLI_EXIT_USAGE;
@@ -530,6 +537,33 @@ static int copy_report(struct copy_bench *b, const struct bench_pool *pool,
 	return CLI_EXIT_OK;
 }
 
+/* Bandwidth against size, a panel per mode, a line per copier. */
+static int copy_plot(struct copy_bench *b, const struct bench_pool *pool)
+{
+	struct plot *p = plot_new("memmig bench copy");
+	char title[160], sz[32];
+	int rc;
+
+	for (int m = 0; m < 2; m++) {
+		if (!(b->modes & (1 << m)))
+			continue;
+		if (m)
+			snprintf(title, sizeof(title), "cold copies: each at a new place of a "
+				 "2 x %s pool (median of %u samples)",
+				 util_size_format(pool->size, sz, sizeof(sz)), b->opts.reps);
+		else
+			snprintf(title, sizeof(title), "hot copies: the same buffers again "
+				 "and again (median of %u samples)", b->opts.reps);
+		plot_panel(p, title, "copy size (bytes, log scale)",
+			   "bandwidth (GB/s, 10^9 bytes/s)", PLOT_LOGX | PLOT_SIZES);
+		bench_plot_copiers(p, b->copiers, b->ncopiers, b->sizes, b->nsizes,
+				   b->results[m], b->ncopiers);
+	}
+	rc = plot_emit(p, &b->plot, "bench copy");
+	plot_free(p);
+	return rc;
+}
+
 static int cmp_size(const void *a, const void *b)
 {
 	size_t x = *(const size_t *)a, y = *(const size_t *)b;
@@ -554,6 +588,12 @@ static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
 	int rc;
 
 	rc = parse_args(&b, argc, argv, &calibrate, &output);
+	if (!rc && calibrate && plot_wanted(&b.plot)) {
+		cli_error("bench copy: --plot is for the measurements, not --calibrate\n");
+		rc = CLI_EXIT_USAGE;
+	}
+	if (!rc)
+		rc = plot_check(&b.plot, "bench copy");
 	if (rc)
 		goto out;
 	if (calibrate) {
@@ -566,7 +606,7 @@ static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
 	if (b.pmem) {
 		struct pmem_bench_args pa = { .sizes = b.sizes, .nsizes = b.nsizes,
 			.opts = b.opts_set ? b.opts : pmem_opts, .pool_size = b.pool_size,
-			.hot = b.modes == MODE_HOT, .json = b.json };
+			.hot = b.modes == MODE_HOT, .json = b.json, .plot = &b.plot };
 
 		rc = bench_pmem(ctx, &pa);
 		goto out;
@@ -607,6 +647,8 @@ static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	rc = copy_report(&b, &pool, units, nunits);
+	if (plot_wanted(&b.plot) && copy_plot(&b, &pool) < 0)
+		rc = CLI_EXIT_FAIL;
 out:
 	bench_pool_fini(&pool);
 	for (int m = 0; m < 2; m++)

@@ -3,7 +3,8 @@
  * memmig-cli bench desc: the descriptor table of a 100 GiB device region
  * (26,214,400 descriptors, 1.6 GB) initialized by the template/NT path and
  * the field-by-field slow path, against a raw NT memset of the same bytes
- * (the ceiling), each on one thread and on several (seed 002).  The table
+ * (the ceiling), each on one thread and on several (the zone-device memmap
+ * thread, docs/sources.md).  The table
  * is allocated and first touched once: the kernel zeroing fresh pages is
  * reported apart, not mixed into the init bandwidth.  The region itself is
  * a reserved, never touched mapping.
@@ -26,7 +27,7 @@
 #include "util/size.h"
 
 #define MAX_REPS 31
-#define SEED_SLOW_MS 244.28	/* seed 002: nd_pmem rebind, 100 GB */
+#define SEED_SLOW_MS 244.28	/* docs/sources.md: nd_pmem rebind, 100 GB */
 #define SEED_TEMPLATE_MS 96.79
 
 /*
@@ -339,7 +340,8 @@ static void print_text(const struct desc_bench *b)
 	       "NT desc store: one descriptor over the table, unpatched, the same\n"
 	       "stores: the ceiling for bytes like these (zero lines write faster on\n"
 	       "some machines).\n"
-	       "Seed 002 (kernel, nd_pmem rebind of 100 GB): %.2f ms -> %.2f ms.\n",
+	       "The kernel's own, nd_pmem rebind of 100 GB (Li Zhe, \"mm: optimize\n"
+	       "zone-device memmap initialization\", linux-mm, 2026): %.2f ms -> %.2f ms.\n",
 	       b->store_name, SEED_SLOW_MS, SEED_TEMPLATE_MS);
 }
 
@@ -407,7 +409,7 @@ static int desc_parse(struct desc_bench *b, int argc, char **argv)
 			if (cli_parse_size("--size", optarg, &size) < 0)
 				return CLI_EXIT_USAGE;
 			if (!size || size % MEMMIG_DESC_PAGE_SIZE) {
-				cli_error("--size: a multiple of 4K\n");
+				cli_opt_error("--size", "a multiple of 4K\n");
 				return CLI_EXIT_USAGE;
 			}
 			b->region_len = size;

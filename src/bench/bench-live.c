@@ -32,6 +32,7 @@ struct live_bench {
 	long reps, budget_ms, qemu_timeout_s;
 	int dirty, node;
 	bool no_kvm, no_qemu, busy, json;
+	struct plot_out plot;
 };
 
 /* How the guest behaves while it moves. */
@@ -50,6 +51,7 @@ struct live_case {
 	bool qemu_ran;
 	double q_total_s, q_downtime_s, q_rounds, q_limit_s;
 	unsigned int q_converged;
+	struct memmig_live_report last;	/* memmig's last run, for --plot */
 };
 
 static void live_usage(FILE *f)
@@ -58,6 +60,7 @@ static void live_usage(FILE *f)
 		"Usage: memmig-cli bench live [--sizes LIST] [--reps N] [--budget-ms MS]\n"
 		"                             [--dirty METHOD] [--to-node N] [--no-kvm]\n"
 		"                             [--no-qemu] [--qemu-timeout S] [--busy] [--json]\n"
+		"                             [--plot FILE] [--plot-data FILE]\n"
 		"Live-migrates a running guest's RAM (minivmm: KVM where it can, else a\n"
 		"host thread) of each size (default 256M,1G) N times (default 3), idle and\n"
 		"writing all of its RAM, to node N (default 0), and runs QEMU's own local\n"
@@ -66,7 +69,10 @@ static void live_usage(FILE *f)
 		"defaults but unlimited bandwidth; cancelled after S seconds, default 30).\n"
 		"Medians: total time, against one raw copy, rounds, and the pause (QEMU's\n"
 		"downtime).  memmig's pause budget is MS (default 5).  --busy: the writing\n"
-		"guest again with a CPU-bound process on every CPU (\"busy\").\n");
+		"guest again with a CPU-bound process on every CPU (\"busy\").\n"
+		"--plot: the pause against the budget and QEMU's downtime, the total\n"
+		"time against a raw copy, and the last pause of each case in its parts.\n"
+		PLOT_USAGE);
 }
 
 static int live_parse(int argc, char **argv, struct live_bench *b)
@@ -83,6 +89,7 @@ static int live_parse(int argc, char **argv, struct live_bench *b)
 		{ "busy", no_argument, NULL, 'B' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		PLOT_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	long node = 0;
@@ -98,7 +105,7 @@ static int live_parse(int argc, char **argv, struct live_bench *b)
 			for (size_t i = 0; i < b->nsizes; i++) {
 				if (b->sizes[i] < (8 << 20) || b->sizes[i] > MINIVMM_THREAD_MEM_MAX ||
 				    b->sizes[i] % (1 << 20)) {
-					cli_error("--sizes: 8M to 64G, in MiB\n");
+					cli_opt_error("--sizes", "8M to 64G, in MiB\n");
 					return CLI_EXIT_USAGE;
 				}
 			}
@@ -139,6 +146,10 @@ static int live_parse(int argc, char **argv, struct live_bench *b)
 		case 'h':
 			live_usage(stdout);
 			return CLI_HELP_SHOWN;
+		case PLOT_OPT_FILE:
+		case PLOT_OPT_DATA:
+			plot_opt(&b->plot, c, optarg);
+			break;
 		default:
 			live_usage(stderr);
 			return CLI_EXIT_USAGE;
@@ -205,6 +216,7 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 		pause[c->ran] = m.rep.pause_s;
 		stop[c->ran] = m.rep.pause_stop_s;
 		rounds[c->ran] = m.rep.rounds;
+		c->last = m.rep;
 		c->ran++;
 		c->converged += m.rep.converged;
 		c->verified += ok;
@@ -400,6 +412,60 @@ static struct json_object *case_json(const struct live_case *c)
 	return o;
 }
 
+/* The cases a picture names on its x axis, at most this many. */
+#define LIVE_PLOT_MAX 24
+
+/*
+ * Per case (size and guest): the pause's median against the budget and
+ * QEMU's downtime, the total against one raw copy and QEMU's, and the last
+ * pause in its parts.
+ */
+static int live_plot(const struct live_bench *b, const struct live_case *cs, size_t n)
+{
+	const struct memmig_live_report *last[LIVE_PLOT_MAX];
+	char tics[LIVE_PLOT_MAX][48], size[32], budget[48];
+	const char *names[LIVE_PLOT_MAX];
+	struct plot *p = plot_new("memmig bench live");
+	int rc;
+
+	n = n < LIVE_PLOT_MAX ? n : LIVE_PLOT_MAX;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(tics[i], sizeof(tics[i]), "%s %s",
+			 util_size_format(cs[i].mem, size, sizeof(size)), mode_names[cs[i].mode]);
+		names[i] = tics[i];
+		last[i] = &cs[i].last;
+	}
+	for (int panel = 0; panel < 2; panel++) {
+		plot_panel(p, panel ? "the whole migration (median)" :
+			   "the pause, vCPUs stopped (median; QEMU: its downtime)", "guest",
+			   panel ? "total (ms, log scale)" : "pause (ms, log scale)", PLOT_LOGY);
+		for (size_t i = 0; i < n; i++)
+			plot_xtic(p, (double)(i + 1), names[i]);
+		plot_series(p, panel ? "memmig" : "memmig pause", PLOT_MAIN);
+		for (size_t i = 0; i < n; i++)
+			plot_point(p, (double)(i + 1), (panel ? cs[i].total_s : cs[i].pause_s) * 1e3);
+		plot_series(p, panel ? "QEMU" : "QEMU downtime", PLOT_PEER);
+		for (size_t i = 0; i < n; i++)
+			if (cs[i].qemu_ran)	/* 0 where it did not converge: left out */
+				plot_point(p, (double)(i + 1),
+					   (panel ? cs[i].q_total_s : cs[i].q_downtime_s) * 1e3);
+		if (panel) {
+			plot_series(p, "one raw copy", PLOT_THIN);
+			for (size_t i = 0; i < n; i++)
+				plot_point(p, (double)(i + 1), cs[i].raw_s * 1e3);
+		} else {
+			snprintf(budget, sizeof(budget), "budget %ld ms", b->budget_ms);
+			plot_hline(p, (double)b->budget_ms, budget);
+		}
+	}
+	plot_panel(p, "the last pause of each, in its parts", "guest", "pause (ms)",
+		   PLOT_STACKED);
+	bench_plot_pause(p, last, n, names);
+	rc = plot_emit(p, &b->plot, "bench live");
+	plot_free(p);
+	return rc;
+}
+
 static int live_main(struct memmig_ctx *ctx, int argc, char **argv)
 {
 	struct live_bench b = {
@@ -410,6 +476,8 @@ static int live_main(struct memmig_ctx *ctx, int argc, char **argv)
 	size_t n = 0;
 	int rc = live_parse(argc, argv, &b), failed = 0;
 
+	if (!rc)
+		rc = plot_check(&b.plot, "bench live");
 	if (rc) {
 		rc = cli_exit_code(rc);
 		goto out;
@@ -454,6 +522,8 @@ static int live_main(struct memmig_ctx *ctx, int argc, char **argv)
 	} else if (n) {
 		print_text(&b, cs, n);
 	}
+	if (n && plot_wanted(&b.plot) && live_plot(&b, cs, n) < 0)
+		failed++;
 	rc = rc || failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 out:
 	free(cs);

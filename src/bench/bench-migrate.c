@@ -290,7 +290,7 @@ static int mig_parse(struct mig_bench *b, int argc, char **argv)
 			if (cli_parse_size("--size", optarg, &b->len) < 0)
 				return CLI_EXIT_USAGE;
 			if (b->len < MEMMIG_UNIT_SIZE || b->len % MEMMIG_UNIT_SIZE) {
-				cli_error("--size: a multiple of 2M\n");
+				cli_opt_error("--size", "a multiple of 2M\n");
 				return CLI_EXIT_USAGE;
 			}
 			break;

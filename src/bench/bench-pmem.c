@@ -281,6 +281,24 @@ static void print_table(struct pmem_bench *b, struct memmig_ctx *ctx)
 	}
 }
 
+/* Bandwidth against size, a line per column. */
+static int plot_pmem(struct pmem_bench *b)
+{
+	struct plot *p = plot_new("memmig bench copy --pmem");
+	char title[160], sz[32];
+	int rc;
+
+	snprintf(title, sizeof(title), "pmem copies, %s (pool 2 x %s, median of %u samples)",
+		 b->a->hot ? "hot" : "cold", util_size_format(b->pool.size, sz, sizeof(sz)),
+		 b->a->opts.reps);
+	plot_panel(p, title, "copy size (bytes, log scale)", "bandwidth (GB/s, 10^9 bytes/s)",
+		   PLOT_LOGX | PLOT_SIZES);
+	bench_plot_copiers(p, b->cs, b->ncols, b->sizes, b->nsizes, b->st, COL_COUNT);
+	rc = plot_emit(p, b->a->plot, "bench copy --pmem");
+	plot_free(p);
+	return rc;
+}
+
 int bench_pmem(struct memmig_ctx *ctx, const struct pmem_bench_args *a)
 {
 	struct pmem_bench b = { .a = a };
@@ -315,6 +333,8 @@ int bench_pmem(struct memmig_ctx *ctx, const struct pmem_bench_args *a)
 	else
 		print_table(&b, ctx);
 	rc = CLI_EXIT_OK;
+	if (a->plot && plot_wanted(a->plot) && plot_pmem(&b) < 0)
+		rc = CLI_EXIT_FAIL;
 out:
 	bench_pool_fini(&b.pool);
 	if (b.st)

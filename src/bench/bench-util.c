@@ -21,6 +21,22 @@
 #endif
 
 
+bool bench_on_path(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char buf[512];
+
+	while (path && *path) {
+		size_t n = strcspn(path, ":");
+
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, prog);
+		if (!access(buf, X_OK))
+			return true;
+		path += n + (path[n] == ':');
+	}
+	return false;
+}
+
 bool copier_pmem_available(void)
 {
 #ifdef HAVE_LIBPMEM
@@ -416,6 +432,51 @@ int bench_measure_cold(const struct copier *cs, unsigned int n,
 	rc = measure(cs, n, place_cold, &p, len, p.nslots, o, out);
 	free(p.order);
 	return rc;
+}
+
+void bench_plot_copiers(struct plot *p, const struct copier *cs, unsigned int n,
+			const size_t *sizes, size_t nsizes,
+			const struct bench_stats *st, size_t stride)
+{
+	for (unsigned int ci = 0; ci < n; ci++) {
+		enum copier_kind k = cs[ci].kind;
+
+		plot_series(p, cs[ci].name, k == COPIER_MEMMIG ? PLOT_MAIN :
+			    k == COPIER_GLIBC || k == COPIER_PMEM ? PLOT_PEER : PLOT_THIN);
+		for (size_t si = 0; si < nsizes; si++)
+			plot_point(p, (double)sizes[si], st[si * stride + ci].median);
+	}
+}
+
+void bench_plot_pause(struct plot *p, const struct memmig_live_report *const *r, size_t n,
+		      const char *const *tics)
+{
+	const char *name;
+	char budget[48];
+	double took;
+	unsigned int i;
+
+	if (!n)
+		return;
+	for (i = 0; !memmig_live_pause_part(r[0], i, &name, NULL, NULL); i++) {
+		plot_series(p, name, PLOT_THIN);
+		for (size_t k = 0; k < n; k++) {
+			memmig_live_pause_part(r[k], i, NULL, &took, NULL);
+			plot_point(p, (double)(k + 1), took * 1e3);
+		}
+	}
+	plot_series(p, "other", PLOT_THIN);
+	for (size_t k = 0; k < n; k++) {
+		double parts = 0;
+
+		for (i = 0; !memmig_live_pause_part(r[k], i, NULL, &took, NULL); i++)
+			parts += took;
+		plot_point(p, (double)(k + 1),
+			   r[k]->pause_s > parts ? (r[k]->pause_s - parts) * 1e3 : 0);
+		plot_xtic(p, (double)(k + 1), tics[k]);
+	}
+	snprintf(budget, sizeof(budget), "budget %g ms", r[0]->pause_budget_s * 1e3);
+	plot_hline(p, r[0]->pause_budget_s * 1e3, budget);
 }
 
 static bool progress_tty = false;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench/plot.h"
 #include "cli/cli.h"
 
 extern const struct cli_cmd bench_cmd_copy;
@@ -71,6 +72,8 @@ uint64_t bench_checksum(const void *p, size_t len);
 /* One copy of len bytes between prefaulted buffers, the median of three:
  * what a live migration is measured against. */
 double bench_raw_copy_s(struct memmig_ctx *ctx, size_t len);
+/* An executable prog in a directory of $PATH. */
+bool bench_on_path(const char *prog);
 /* Monotonic seconds. */
 double bench_now(void);
 /* The median of n values, which it sorts. */
@@ -101,6 +104,24 @@ int bench_measure_cold(const struct copier *cs, unsigned int n,
 		       const struct bench_pool *pool, size_t len,
 		       const struct bench_opts *o, struct bench_stats *out);
 
+/*
+ * One line of bandwidth against size per copier: the median of
+ * st[si * stride + ci] for sizes[si], copiers cs[ci].  memmig's dispatch
+ * drawn thick, the peers (glibc, libpmem) dashed.
+ */
+void bench_plot_copiers(struct plot *p, const struct copier *cs, unsigned int n,
+			const size_t *sizes, size_t nsizes,
+			const struct bench_stats *st, size_t stride);
+
+/*
+ * The pauses r[0..n-1] stacked in their parts (stop, harvest, copy, swap,
+ * and what they do not cover as "other"), in ms at x = 1..n, named tics[i],
+ * with r[0]'s budget as a line: into the current panel, PLOT_STACKED.
+ */
+struct memmig_live_report;
+void bench_plot_pause(struct plot *p, const struct memmig_live_report *const *r, size_t n,
+		      const char *const *tics);
+
 /* A status line on stderr when it is a terminal. */
 void bench_progress(const char *format, ...) __attribute__((format(printf, 1, 2)));
 void bench_progress_done(void);
@@ -114,6 +135,7 @@ struct pmem_bench_args {
 	struct bench_opts opts;
 	size_t pool_size;	/* cold pool, grown to the largest size */
 	bool hot, json;
+	const struct plot_out *plot;
 };
 int bench_pmem(struct memmig_ctx *ctx, const struct pmem_bench_args *a);
 

@@ -3,6 +3,7 @@
 #ifndef MEMMIG_CLI_H
 #define MEMMIG_CLI_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +47,8 @@ extern const struct cli_cmd cli_cmd_jobs;
 extern const struct cli_cmd cli_cmd_status;
 extern const struct cli_cmd cli_cmd_cancel;
 extern const struct cli_cmd cli_cmd_domains;
+extern const struct cli_cmd cli_cmd_stats;
+extern const struct cli_cmd cli_cmd_events;
 
 /* Finds name in a NULL-terminated table of commands, or NULL. */
 const struct cli_cmd *cli_cmd_find(const struct cli_cmd *const *table,
@@ -66,8 +69,24 @@ static inline int cli_parse_json_only(int argc, char **argv,
 	return cli_parse_json_args(argc, argv, usage, json, 0);
 }
 
-/* Errors, through the one log path (util/log.h): "memmig-cli: error: ...". */
+/*
+ * Every error of memmig-cli goes through cli_verror() (one place for a
+ * --json error object to hook in), down the one log path (util/log.h).
+ * One style: "memmig-cli: error: COMMAND: what: why", where the message
+ * begins with the command ("move: pid 42: ...") and cli_opt_error() adds
+ * it before an option's name ("move: --range: ...").
+ */
+void cli_verror(const char *format, va_list ap) __attribute__((format(printf, 1, 0)));
 void cli_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
+void cli_opt_error(const char *opt, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
+/*
+ * The command now running, for errors' prefix (bench: "bench copy"; NULL
+ * before the command).  Returns "memmig-cli: error: NAME" for argv[0], so
+ * that getopt's own messages ("...: unrecognized option '--x'") read the
+ * same.
+ */
+char *cli_set_cmd(const char *name);
 /* Parses a size option ("2M"); prints the error and returns -EINVAL. */
 int cli_parse_size(const char *opt, const char *arg, size_t *out);
 /* Parses a decimal number in [min, max]; prints the error and returns
@@ -81,6 +100,20 @@ int cli_parse_dirty(const char *opt, const char *arg, int *out);
 /* Parses a comma-separated list of sizes into a new array. */
 int cli_parse_size_list(const char *opt, const char *arg, size_t **out,
 			size_t *count);
+
+/* Ascending numbers as ranges, "0-3,8,10-11"; "-" for none; a cut is
+ * marked "...". */
+const char *cli_list_format(const int *v, size_t n, char *buf, size_t len);
+/*
+ * A nodeset in numactl's syntax: "N", "N-M", comma-separated ("0-2,4"),
+ * "all", and "!SET" for all nodes but SET.  Fills nodes[0..PROTO_MAX_NODE]
+ * ascending, without repeats; prints the error and returns -EINVAL for
+ * anything else or an empty set.
+ */
+int cli_parse_nodeset(const char *opt, const char *arg, int *nodes, unsigned int *count);
+/* 0, or -ENOENT with "OPT: node N does not exist (nodes with memory: 0-1)"
+ * printed. */
+int cli_node_check(struct memmig_ctx *ctx, const char *opt, int node);
 
 /* Memory sizes for people, rounded: "512.0 MiB", "7.84 GiB", "168 B". */
 const char *cli_human(uint64_t v, char *buf, size_t len);
@@ -101,10 +134,28 @@ int64_t cli_json_int(struct json_object *o, const char *key, int64_t def);
 double cli_json_double(struct json_object *o, const char *key, double def);
 const char *cli_json_str(struct json_object *o, const char *key, const char *def);
 
+/*
+ * --json errors (json-error.c): what cli_error() says is kept, and a
+ * command that fails without printing JSON of its own gets docs/json.md's
+ * error object on stdout from cli_json_error_flush() (main, after run).
+ */
+void cli_json_error_errno(int err);	/* the errno of the error said next */
+void cli_json_error_note(const char *format, va_list ap);
+void cli_json_error_want(void);		/* the command parsed --json */
+void cli_json_printed(void);		/* cli_json_print() printed */
+/* The error object {"ok": false, "error", "errno", "message"} with job
+ * (may be NULL; not consumed) as its "job" member. */
+void cli_json_print_error(int err, const char *message, struct json_object *job);
+/* Prints the error object when rc is a failure, --json was asked for and
+ * nothing printed; returns rc. */
+int cli_json_error_flush(int rc, int argc, char **argv);
+
 /* A move's report (JSON from memmigd or the in-process move) for people. */
 void cli_print_move_report(struct json_object *rep);
-/* The exit code a move report stands for; says why it is not 0. */
-int cli_move_exit(const char *cmd, struct json_object *rep);
+/* A job's or a report's result: 0, an errno, EPROTO when it has none. */
+int cli_json_result(struct json_object *o);
+/* The exit code an ended job (docs/json.md) stands for; says why not 0. */
+int cli_move_exit(const char *cmd, struct json_object *job);
 
 /* memmig-cli status and cancel: a job op and how the command reads. */
 struct job_cmd {

@@ -2,9 +2,11 @@
 /* memmig-cli's connection to memmigd: a UNIX socket, one JSON line each way. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -55,6 +57,42 @@ void cli_conn_close(struct cli_conn *c)
 	free(c);
 }
 
+/*
+ * Why the socket did not answer, for people: a refused connection is
+ * memmigd's --group at work (memmigd(8)), which names what to ask for.
+ */
+static const char *conn_why(int rc, char *buf, size_t len)
+{
+	struct group *gr;
+	struct stat st;
+
+	if (rc != -EACCES)
+		return strerror(-rc);
+	gr = stat(cli_global.socket, &st) == 0 && st.st_gid ? getgrgid(st.st_gid) : NULL;
+	if (gr)
+		snprintf(buf, len, "permission denied on %s: it is for the group %s: ask "
+			 "the administrator to add you to %s (memmigd --group, see "
+			 "memmigd(8))", cli_global.socket, gr->gr_name, gr->gr_name);
+	else
+		snprintf(buf, len, "permission denied on %s: ask the administrator to "
+			 "start memmigd with --group G and add you to G (see memmigd(8))",
+			 cli_global.socket);
+	return buf;
+}
+
+static int connect_failed(const char *cmd, int rc)
+{
+	char why[384];
+
+	cli_json_error_errno(rc);
+	if (rc == -EACCES)
+		cli_error("%s: %s\n", cmd, conn_why(rc, why, sizeof(why)));
+	else
+		cli_error("%s: cannot reach memmigd at %s: %s\n", cmd,
+			  cli_global.socket, strerror(-rc));
+	return rc;
+}
+
 static void say_via(const char *cmd, const char *how)
 {
 	if (!cli_global.quiet_mode)
@@ -63,7 +101,7 @@ static void say_via(const char *cmd, const char *how)
 
 int cli_connect_or_local(const char *cmd, struct cli_conn **out)
 {
-	char how[160];
+	char how[256], why[384];
 	int rc;
 
 	*out = NULL;
@@ -77,14 +115,18 @@ int cli_connect_or_local(const char *cmd, struct cli_conn **out)
 		say_via(cmd, how);
 		return 0;
 	}
-	if (cli_global.socket_given) {
-		cli_error("%s: cannot reach memmigd at %s: %s\n", cmd,
-			  cli_global.socket, strerror(-rc));
-		return rc;
+	if (cli_global.socket_given)
+		return connect_failed(cmd, rc);
+	/* memmigd runs but refuses this user: the move would most likely
+	 * be refused in-process too, so say why as a warning. */
+	if (rc == -EACCES)
+		util_log(LOG_WARNING, "%s: in-process: %s", cmd,
+			 conn_why(rc, why, sizeof(why)));
+	else {
+		snprintf(how, sizeof(how), "in-process (memmigd is not running at %s: %s)",
+			 cli_global.socket, strerror(-rc));
+		say_via(cmd, how);
 	}
-	snprintf(how, sizeof(how), "in-process (memmigd is not running at %s: %s)",
-		 cli_global.socket, strerror(-rc));
-	say_via(cmd, how);
 	return 0;
 }
 
@@ -98,10 +140,7 @@ int cli_connect_daemon(const char *cmd, struct cli_conn **out)
 		return -EINVAL;
 	}
 	rc = conn_open(cli_global.socket, out);
-	if (rc < 0)
-		cli_error("%s: cannot reach memmigd at %s: %s\n", cmd,
-			  cli_global.socket, strerror(-rc));
-	return rc;
+	return rc < 0 ? connect_failed(cmd, rc) : 0;
 }
 
 static int send_all(int fd, const char *p, size_t len)
@@ -176,8 +215,8 @@ int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
 {
 	const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
 	size_t len = strlen(s);
-	char *line = NULL, *copy = malloc(len + 2);
-	int rc, used;
+	char *copy = malloc(len + 2);
+	int rc;
 
 	*reply = NULL;
 	rc = copy ? 0 : -ENOMEM;
@@ -188,22 +227,41 @@ int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
 		free(copy);
 	}
 	json_object_put(req);
-	used = rc < 0 ? rc : read_line(c, &line);
+	if (rc < 0) {
+		cli_json_error_errno(rc);
+		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket, strerror(-rc));
+		return rc;
+	}
+	rc = cli_read_line(c, cmd, reply);
+	if (rc == -ETIMEDOUT)
+		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket, strerror(-rc));
+	return rc ? rc : reply_errno(*reply);
+}
+
+int cli_read_line(struct cli_conn *c, const char *cmd, struct json_object **out)
+{
+	char *line = NULL;
+	int used = read_line(c, &line);
+
+	*out = NULL;
 	if (used < 0) {
-		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket,
-			  strerror(-used));
+		cli_json_error_errno(used);
+		if (used != -ETIMEDOUT)
+			cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket,
+				  strerror(-used));
 		return used;
 	}
-	*reply = json_tokener_parse(line);
+	*out = json_tokener_parse(line);
 	c->len -= (size_t)used;
 	memmove(c->buf, c->buf + used, c->len);
-	if (!*reply || !json_object_is_type(*reply, json_type_object)) {
-		json_object_put(*reply);
-		*reply = NULL;
+	if (!*out || !json_object_is_type(*out, json_type_object)) {
+		json_object_put(*out);
+		*out = NULL;
+		cli_json_error_errno(EBADMSG);
 		cli_error("%s: memmigd sent something that is not a JSON object\n", cmd);
 		return -EBADMSG;
 	}
-	return reply_errno(*reply);
+	return 0;
 }
 
 void cli_print_reply_error(const char *cmd, struct json_object *reply)
@@ -212,6 +270,7 @@ void cli_print_reply_error(const char *cmd, struct json_object *reply)
 
 	json_object_object_get_ex(reply, "error", &name);
 	json_object_object_get_ex(reply, "message", &msg);
+	cli_json_error_errno(-reply_errno(reply));
 	cli_error("%s: %s: %s\n", cmd, name ? json_object_get_string(name) : "error",
 		  msg ? json_object_get_string(msg) : "memmigd gave no message");
 }

@@ -15,7 +15,8 @@ struct cli_global {
 	const char *socket;	/* where memmigd listens */
 	bool socket_given;	/* --socket or $MEMMIG_SOCKET: no fallback */
 	bool local;		/* --local: never the daemon */
-	bool quiet_mode;	/* no "via ..." line (e.g. for the hook) */
+	bool quiet_mode;	/* no "via ..." line (-q, or the hook) */
+	const char *cmd;	/* the command running, for errors' prefix */
 };
 extern struct cli_global cli_global;
 
@@ -45,6 +46,10 @@ int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
  * reply: CLI_EXIT_OK with *reply, or an exit code with the error printed. */
 int cli_daemon_call(const char *cmd, struct json_object *req,
 		    struct json_object **reply);
+/* The next line memmigd sends (an event after "subscribe") as a JSON
+ * object: 0, or -errno (printed, except -ETIMEDOUT: nothing came for a
+ * minute, which a follower may wait through). */
+int cli_read_line(struct cli_conn *c, const char *cmd, struct json_object **out);
 /* "memmig-cli: CMD: EPERM: message" from an error reply. */
 void cli_print_reply_error(const char *cmd, struct json_object *reply);
 /* {"op": op} to add members to. */

@@ -21,6 +21,7 @@ static void bench_usage(FILE *f)
 
 static int bench_run(struct memmig_ctx *ctx, int argc, char **argv)
 {
+	static char name[32];
 	const struct cli_cmd *b;
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -33,6 +34,9 @@ static int bench_run(struct memmig_ctx *ctx, int argc, char **argv)
 		bench_usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
+	/* Option errors name the benchmark: "bench copy: --sizes: ...". */
+	snprintf(name, sizeof(name), "bench %s", b->name);
+	argv[1] = cli_set_cmd(name);
 	return b->run(ctx, argc - 1, argv + 1);
 }
 

@@ -8,7 +8,8 @@ static void cancel_usage(FILE *f)
 {
 	fprintf(f, "Usage: memmig-cli cancel JOB [--json]\n"
 		   "Cancels a memmigd job: a queued job ends at once, a running one after\n"
-		   "the 2 MB units in flight.  What moved stays moved; the rest stays.\n");
+		   "the 2 MB units in flight.  What moved stays moved; the rest stays.\n"
+		   "A job that had already ended cannot be: that fails (exit 1).\n");
 }
 
 static const struct job_cmd cancel_cmd = { "cancel", "cancel", cancel_usage };

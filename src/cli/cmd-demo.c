@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -29,13 +30,25 @@ struct demo {
 	int ranks[2];		/* enum demo_rank of each */
 	double raw_s;		/* one copy of mem bytes, for scale */
 	bool kvm;
+	struct plot_out plot;
+	struct demo_run *runs;	/* with --plot: the first DEMO_PLOT_MAX */
+	long nruns;
+};
+
+/* A picture with more migrations than this would not read. */
+#define DEMO_PLOT_MAX 16
+
+struct demo_run {
+	char target[64];
+	struct minivmm_migration m;
 };
 
 static void demo_usage(FILE *f)
 {
 	fprintf(f, "Usage: memmig-cli demo [--mem SIZE] [--migrations N] [--tier DIR]\n"
 		   "                       [--budget-ms MS] [--dirty METHOD] [--no-kvm]\n"
-		   "                       [--nodes-only] [--json]\n"
+		   "                       [--nodes-only] [--json] [--plot FILE]\n"
+		   "                       [--plot-data FILE]\n"
 		   "Runs a guest that rewrites all of its RAM (examples/minivmm) and\n"
 		   "migrates the RAM live N times (default 5) while it runs: between\n"
 		   "a DRAM node and a node of CXL memory (or a CPU-less node) where\n"
@@ -47,7 +60,10 @@ static void demo_usage(FILE *f)
 		   "--dirty: how writes are tracked: auto (default), log, log-clear,\n"
 		   "ring (KVM), uffd-wp, soft-dirty (host thread).  --mem: up to 4064M\n"
 		   "for a KVM guest (its RAM is below 4 GiB), 64G for a host thread.\n"
-		   "Exit: 0 every migration verified, 1 otherwise.\n");
+		   "--plot FILE: each migration's copy rounds (bytes and time) and its\n"
+		   "pause in parts against the budget, drawn by gnuplot (.svg or .png;\n"
+		   "the first %d migrations); --plot-data FILE: those numbers.\n"
+		   "Exit: 0 every migration verified, 1 otherwise.\n", DEMO_PLOT_MAX);
 }
 
 static int demo_parse(int argc, char **argv, struct demo *d)
@@ -62,6 +78,7 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 		{ "nodes-only", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		PLOT_LONG_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -72,7 +89,7 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 			if (cli_parse_size("--mem", optarg, &d->mem))
 				return CLI_EXIT_USAGE;
 			if (d->mem < (8 << 20) || d->mem > (64ULL << 30) || d->mem % 4096) {
-				cli_error("--mem: 8M to 64G, in 4 KiB pages\n");
+				cli_opt_error("--mem", "8M to 64G, in 4 KiB pages\n");
 				return CLI_EXIT_USAGE;
 			}
 			break;
@@ -103,6 +120,10 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 		case 'h':
 			demo_usage(stdout);
 			return CLI_HELP_SHOWN;
+		case PLOT_OPT_FILE:
+		case PLOT_OPT_DATA:
+			plot_opt(&d->plot, c, optarg);
+			break;
 		default:
 			demo_usage(stderr);
 			return CLI_EXIT_USAGE;
@@ -345,6 +366,10 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 			break;
 		}
 		failed += !minivmm_migration_ok(&m);
+		if (d->runs && d->nruns < DEMO_PLOT_MAX) {
+			snprintf(d->runs[d->nruns].target, sizeof(d->runs[0].target), "%s", target);
+			d->runs[d->nruns++].m = m;
+		}
 		if (d->json)
 			json_object_array_add(list, migration_json(target, &m, d->raw_s));
 		else
@@ -369,6 +394,55 @@ out:
 	return rc < 0 || failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
+/* One series per migration: its rounds' bytes (MiB) or seconds (ms). */
+static void plot_rounds(struct plot *p, const struct demo *d, bool bytes)
+{
+	char name[96];
+
+	for (long i = 0; i < d->nruns; i++) {
+		const struct minivmm_migration *m = &d->runs[i].m;
+
+		snprintf(name, sizeof(name), "#%ld to %s", i + 1, d->runs[i].target);
+		plot_series(p, name, PLOT_THIN);
+		for (unsigned int r = 0; r < m->nrounds; r++)
+			plot_point(p, r, bytes ? m->round_bytes[r] / 1048576.0 : m->round_s[r] * 1e3);
+	}
+}
+
+/*
+ * Each migration's rounds, bytes and time, and its pause stacked in its
+ * parts (what the parts do not cover as "other") against the budget.
+ */
+static int demo_plot(const struct demo *d)
+{
+	struct plot *p = plot_new("memmig-cli demo");
+	const struct memmig_live_report *reps[DEMO_PLOT_MAX];
+	char title[160], size[32], tics[DEMO_PLOT_MAX][24];
+	const char *names[DEMO_PLOT_MAX];
+	int rc;
+
+	util_size_format(d->mem, size, sizeof(size));
+	snprintf(title, sizeof(title), "%s guest (%s) rewriting its RAM: each copy round, "
+		 "0 the full copy", size, d->kvm ? "KVM" : "host thread");
+	plot_panel(p, title, "round", "bytes copied (MiB, log scale)", PLOT_LOGY | PLOT_INTEGER_X);
+	plot_rounds(p, d, true);
+	plot_panel(p, "the time each round took", "round", "duration (ms, log scale)",
+		   PLOT_LOGY | PLOT_INTEGER_X);
+	plot_rounds(p, d, false);
+	snprintf(title, sizeof(title), "the pause, vCPUs stopped, in its parts%s",
+		 d->migrations > d->nruns ? " (the first migrations)" : "");
+	plot_panel(p, title, "migration", "pause (ms)", PLOT_STACKED);
+	for (long k = 0; k < d->nruns; k++) {
+		reps[k] = &d->runs[k].m.rep;
+		snprintf(tics[k], sizeof(tics[k]), "#%ld", k + 1);
+		names[k] = tics[k];
+	}
+	bench_plot_pause(p, reps, (size_t)d->nruns, names);
+	rc = plot_emit(p, &d->plot, "demo");
+	plot_free(p);
+	return rc;
+}
+
 static int demo_main(struct memmig_ctx *ctx, int argc, char **argv)
 {
 	struct demo d = {
@@ -378,10 +452,21 @@ static int demo_main(struct memmig_ctx *ctx, int argc, char **argv)
 	};
 	int rc = demo_parse(argc, argv, &d);
 
+	if (!rc)
+		rc = plot_check(&d.plot, "demo");
 	if (rc)
 		return cli_exit_code(rc);
+	if (plot_wanted(&d.plot)) {
+		d.runs = calloc(DEMO_PLOT_MAX, sizeof(*d.runs));
+		if (!d.runs)
+			return CLI_EXIT_FAIL;
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	return demo_run(ctx, &d);
+	rc = demo_run(ctx, &d);
+	if (d.nruns && demo_plot(&d) < 0)
+		rc = CLI_EXIT_FAIL;
+	free(d.runs);
+	return rc;
 }
 
 const struct cli_cmd cli_cmd_demo = {

@@ -10,25 +10,20 @@ static void jobs_usage(FILE *f)
 {
 	fprintf(f, "Usage: memmig-cli jobs [--json]\n"
 		   "Lists memmigd's jobs, running, queued and the newest finished:\n"
-		   "root sees every job, other users their own.\n");
+		   "root sees every job, other users their own.  \"done\" is what a job\n"
+		   "got through, \"moved\" what is on the node through it once it ended;\n"
+		   "GB/s: while running, the recent pace; once ended, moved / seconds.\n");
 }
 
+/* Every figure as the job object has it (docs/json.md), so that the
+ * table, the JSON and the progress bar agree. */
 static void print_row(struct json_object *j)
 {
 	int64_t total = cli_json_int(j, "bytes_total", 0);
 	int64_t done = cli_json_int(j, "bytes_done", 0);
+	int64_t moved = cli_json_int(j, "bytes_moved", -1);
 	const char *dom = cli_json_str(j, "domain", NULL);
-	double rate = cli_json_double(j, "rate", 0);
-	struct json_object *rep;
-	char target[48], pct[16];
-
-	/* Once it ended: what changed node, not what was checked. */
-	if (json_object_object_get_ex(j, "report", &rep) &&
-	    json_object_is_type(rep, json_type_object)) {
-		double s = cli_json_double(rep, "seconds", 0);
-
-		rate = s > 0 ? (double)cli_json_int(rep, "bytes_moved", 0) / s : 0;
-	}
+	char target[48], pct[16], mv[32] = "-";
 
 	if (dom)
 		snprintf(target, sizeof(target), "domain %.32s", dom);
@@ -36,11 +31,13 @@ static void print_row(struct json_object *j)
 		snprintf(target, sizeof(target), "pid %lld",
 			 (long long)cli_json_int(j, "pid", 0));
 	snprintf(pct, sizeof(pct), "%d%%", total ? (int)(100.0 * done / total) : 100);
-	printf("%6lld  %-9s  %-22s %4lld  %-7s %5s %9.2f %9.2f  %s\n",
+	if (moved >= 0)
+		cli_human((uint64_t)moved, mv, sizeof(mv));
+	printf("%6lld  %-9s  %-22s %4lld  %-7s %5s %10s %7.2f %8.3f  %s\n",
 	       (long long)cli_json_int(j, "id", 0), cli_json_str(j, "state", "?"),
 	       target, (long long)cli_json_int(j, "to_node", -1),
-	       cli_json_str(j, "strategy", "?"), pct,
-	       rate / 1e9, cli_json_double(j, "elapsed_s", 0),
+	       cli_json_str(j, "strategy", "?"), pct, mv,
+	       cli_json_double(j, "rate", 0) / 1e9, cli_json_double(j, "elapsed_s", 0),
 	       cli_json_str(j, "result", "-"));
 }
 
@@ -52,8 +49,8 @@ void cli_print_jobs(struct json_object *jobs)
 		printf("no jobs\n");
 		return;
 	}
-	printf("%6s  %-9s  %-22s %4s  %-7s %5s %9s %9s  %s\n", "job", "state",
-	       "target", "node", "method", "done", "GB/s", "seconds", "result");
+	printf("%6s  %-9s  %-22s %4s  %-7s %5s %10s %7s %8s  %s\n", "job", "state",
+	       "target", "node", "method", "done", "moved", "GB/s", "seconds", "result");
 	for (size_t i = 0; i < n; i++)
 		print_row(json_object_array_get_idx(jobs, i));
 }

@@ -17,11 +17,13 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "proto/job-json.h"
 #include "proto/report-json.h"
 
 struct move_args {
 	struct memmig_move_opts req;
 	struct memmig_range ranges[PROTO_MAX_RANGES];
+	int from[PROTO_MAX_NODE + 1];
 	const char *domain;
 	bool wait, json;
 };
@@ -41,18 +43,21 @@ static void move_usage(FILE *f)
 		"node N: every mapping, or the ranges given.  Through memmigd when it\n"
 		"runs, else in-process.  Ctrl-C cancels (with --wait): what moved stays\n"
 		"moved, the rest stays where it was.\n\n"
-		"  --pid PID          the process\n"
-		"  --domain NAME      a libvirt domain known to memmigd\n"
-		"  --to-node N        the target node (required)\n"
-		"  --range A-B        one range [A, B), page-aligned addresses (hex or\n"
-		"                     decimal); repeat for more (up to %d)\n"
-		"  --addr A --len L   one range, as a start and a length\n"
-		"  --strategy S       auto, kernel or copy (default auto: kernel for\n"
-		"                     another process; memmigd refuses copy)\n"
-		"  --threads T        worker threads (default: the usable CPUs)\n"
-		"  --wait             with memmigd: follow the job to its end (a progress\n"
-		"                     bar on a terminal); in-process it always waits\n"
-		"  --json             machine-readable output\n"
+		"  -p, --pid PID          the process\n"
+		"  -d, --domain NAME      a libvirt domain known to memmigd\n"
+		"  -n, --to-node N        the target node (required)\n"
+		"  -f, --from NODES       only pages on these nodes (like migratepages:\n"
+		"                         0-2,4, all, !1); the others are left alone\n"
+		"  -r, --range A-B        one range [A, B), page-aligned addresses (hex\n"
+		"                         or decimal); repeat for more (up to %d)\n"
+		"  -a, --addr A -l, --len L  one range, as a start and a length\n"
+		"  -s, --strategy S       auto, kernel or copy (default auto: kernel for\n"
+		"                         another process; memmigd refuses copy)\n"
+		"  -t, --threads T        worker threads (default: the usable CPUs)\n"
+		"  -w, --wait             with memmigd: follow the job to its end (a\n"
+		"                         progress bar on a terminal); in-process it\n"
+		"                         always waits\n"
+		"  -j, --json             machine-readable output\n"
 		"Exit codes: 0 everything moved (or job queued), 1 failed or some pages\n"
 		"not moved, 2 usage, 3 memmigd unreachable at --socket.\n",
 		PROTO_MAX_RANGES);
@@ -86,7 +91,7 @@ static int parse_range(struct move_args *a, const char *arg)
 		goto bad;
 	return add_range(a, from, to - from);
 bad:
-	cli_error("--range: START-END with END > START, not '%s'\n", arg);
+	cli_opt_error("--range", "START-END with END > START, not '%s'\n", arg);
 	return -EINVAL;
 }
 
@@ -102,7 +107,7 @@ static int parse_opt(struct move_args *a, int c, size_t *addr, size_t *len)
 		return 0;
 	case 'd':
 		if (!*optarg || strlen(optarg) >= PROTO_NAME_MAX) {
-			cli_error("--domain: a name of 1 to %d bytes\n", PROTO_NAME_MAX - 1);
+			cli_opt_error("--domain", "a name of 1 to %d bytes\n", PROTO_NAME_MAX - 1);
 			return -EINVAL;
 		}
 		a->domain = optarg;
@@ -111,6 +116,11 @@ static int parse_opt(struct move_args *a, int c, size_t *addr, size_t *len)
 		if (cli_parse_int("--to-node", optarg, 0, PROTO_MAX_NODE, &n) < 0)
 			return -EINVAL;
 		a->req.target_node = (int)n;
+		return 0;
+	case 'f':
+		if (cli_parse_nodeset("--from", optarg, a->from, &a->req.nfrom_nodes) < 0)
+			return -EINVAL;
+		a->req.from_nodes = a->from;
 		return 0;
 	case 'r':
 		return parse_range(a, optarg);
@@ -122,18 +132,19 @@ static int parse_opt(struct move_args *a, int c, size_t *addr, size_t *len)
 		a->req.strategy = proto_strategy_parse(optarg);
 		if (a->req.strategy >= 0)
 			return 0;
-		cli_error("--strategy: auto, kernel or copy, not '%s'\n", optarg);
+		cli_opt_error("--strategy", "auto, kernel or copy, not '%s'\n", optarg);
 		return -EINVAL;
 	case 't':
 		if (cli_parse_int("--threads", optarg, 1, PROTO_MAX_THREADS, &n) < 0)
 			return -EINVAL;
 		a->req.workers = (unsigned int)n;
 		return 0;
-	case 'W':
+	case 'w':
 		a->wait = true;
 		return 0;
 	case 'j':
 		a->json = true;
+		cli_json_error_want();
 		return 0;
 	}
 	return -EINVAL;
@@ -145,13 +156,14 @@ static int move_parse(int argc, char **argv, struct move_args *a)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "domain", required_argument, NULL, 'd' },
 		{ "to-node", required_argument, NULL, 'n' },
+		{ "from", required_argument, NULL, 'f' },
 		{ "range", required_argument, NULL, 'r' },
 		{ "addr", required_argument, NULL, 'a' },
 		{ "len", required_argument, NULL, 'l' },
 		{ "strategy", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "workers", required_argument, NULL, 't' },
-		{ "wait", no_argument, NULL, 'W' },
+		{ "wait", no_argument, NULL, 'w' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -163,7 +175,7 @@ static int move_parse(int argc, char **argv, struct move_args *a)
 	memset(a, 0, sizeof(*a));
 	a->req.sz = sizeof(a->req);
 	a->req.target_node = -1;
-	while ((c = getopt_long(argc, argv, "p:d:n:r:a:l:s:t:Wjh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:d:n:f:r:a:l:s:t:wjh", opts, NULL)) != -1) {
 		if (c == 'h') {
 			move_usage(stdout);
 			return CLI_HELP_SHOWN;
@@ -201,18 +213,21 @@ static void catch_stop(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
-/* Prints the report the way the user asked; the exit code from it. */
-static int finish(struct json_object *rep, const struct move_args *a)
+/* Prints the ended job (docs/json.md) the way the user asked; the exit
+ * code from it. */
+static int finish(struct json_object *job, const struct move_args *a)
 {
+	struct json_object *rep = NULL;
 	int rc;
 
 	cli_progress_end();
+	json_object_object_get_ex(job, "report", &rep);
 	if (a->json)
-		cli_json_print(json_object_get(rep));
-	else
+		cli_json_print(json_object_get(job));
+	else if (rep && json_object_is_type(rep, json_type_object))
 		cli_print_move_report(rep);
-	rc = cli_move_exit("move", rep);
-	json_object_put(rep);
+	rc = cli_move_exit("move", job);
+	json_object_put(job);
 	return rc;
 }
 
@@ -228,11 +243,40 @@ static void wake_fd(struct memmig_move *mv, void *opaque)
 	}
 }
 
+/* The in-process move as the job object memmigd would show for it. */
+static struct json_object *local_job(const struct move_args *a,
+				     const struct memmig_move_progress *p, int result,
+				     struct memmig_report *report)
+{
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct proto_job j = {
+		.via = "local", .state = proto_job_end_state(result),
+		.pid = a->req.pid, .to_node = a->req.target_node,
+		.strategy = a->req.strategy, .threads = a->req.workers,
+		.uid = getuid(), .p = *p, .ended = true, .result = result,
+	};
+	struct json_object *job;
+	char message[256];
+
+	if (report) {
+		memmig_report_get_summary(report, &s);
+		j.bytes_moved = s.bytes_moved;
+		j.strategy = s.strategy;	/* auto resolved, as memmigd shows it */
+		j.report = report_json(report);
+		memmig_report_unref(report);
+	}
+	proto_job_message(message, sizeof(message), result, j.bytes_moved,
+			  p->bytes_total, j.to_node, p->elapsed_s);
+	j.message = message;
+	job = proto_job_json(&j);
+	json_object_put(j.report);
+	return job;
+}
+
 static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 {
 	struct memmig_move_progress p = { .sz = sizeof(p) };
 	struct memmig_report *report = NULL;
-	struct json_object *rep;
 	struct memmig_move *mv = NULL;
 	struct pollfd pfd = { .events = POLLIN };
 	int rc;
@@ -257,10 +301,13 @@ static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 	if (!rc)
 		rc = memmig_move_start(mv);
 	if (rc < 0) {
+		cli_json_error_errno(rc);
 		cli_error("move: pid %d: %s\n", a->req.pid, rc == -EINVAL &&
 			  a->req.strategy == MEMMIG_STRATEGY_COPY ?
-			  "the copy strategy works only inside the process itself "
-			  "(a VMM embedding libmemmig)" : strerror(-rc));
+			  (a->req.from_nodes ? "--from moves page by page, with the "
+			   "kernel strategy, not copy" :
+			   "the copy strategy works only inside the process itself "
+			   "(a VMM embedding libmemmig)") : strerror(-rc));
 		memmig_move_unref(mv);
 		close(pfd.fd);
 		return CLI_EXIT_FAIL;
@@ -273,13 +320,11 @@ static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 		memmig_move_get_progress(mv, &p);
 		cli_progress(p.bytes_done, p.bytes_total, p.rate);
 	} while (p.state != MEMMIG_MOVE_DONE);
-	memmig_move_wait(mv, &report);
+	rc = memmig_move_wait(mv, &report);
+	memmig_move_get_progress(mv, &p);
 	memmig_move_unref(mv);
 	close(pfd.fd);
-	rep = report_json(report);
-	memmig_report_unref(report);
-	json_object_object_add(rep, "via", json_object_new_string("local"));
-	return finish(rep, a);
+	return finish(local_job(a, &p, rc, report), a);
 }
 
 /* ---- through memmigd ---- */
@@ -296,6 +341,8 @@ static struct json_object *move_request(const struct move_args *a)
 	req.threads = a->req.workers;
 	req.nranges = a->req.nranges;
 	memcpy(req.ranges, a->ranges, a->req.nranges * sizeof(a->ranges[0]));
+	req.nfrom_nodes = a->req.nfrom_nodes;
+	memcpy(req.from_nodes, a->from, a->req.nfrom_nodes * sizeof(a->from[0]));
 	return proto_request_to_json(&req);
 }
 
@@ -342,7 +389,7 @@ static int follow(struct cli_conn *c, int64_t id, struct json_object **job)
 
 static int move_daemon(struct cli_conn *c, struct move_args *a)
 {
-	struct json_object *reply, *job = NULL, *rep;
+	struct json_object *reply, *job = NULL;
 	int64_t id;
 	int rc = cli_call(c, "move", move_request(a), &reply);
 
@@ -368,20 +415,7 @@ static int move_daemon(struct cli_conn *c, struct move_args *a)
 	job = NULL;
 	if (follow(c, id, &job) < 0)
 		return CLI_EXIT_FAIL;
-	cli_progress_end();
-	json_object_object_get_ex(job, "report", &rep);
-	if (!rep || !json_object_is_type(rep, json_type_object)) {
-		cli_error("move: job %lld %s: %s\n", (long long)id,
-			  cli_json_str(job, "state", "?"),
-			  cli_json_str(job, "message", "no report"));
-		json_object_put(job);
-		return CLI_EXIT_FAIL;
-	}
-	json_object_object_add(rep, "job", json_object_new_int64(id));
-	json_object_object_add(rep, "via", json_object_new_string("memmigd"));
-	json_object_get(rep);
-	json_object_put(job);
-	return finish(rep, a);
+	return finish(job, a);
 }
 
 static int move_run(struct memmig_ctx *ctx, int argc, char **argv)
@@ -392,6 +426,9 @@ static int move_run(struct memmig_ctx *ctx, int argc, char **argv)
 
 	if (rc)
 		return cli_exit_code(rc);
+	/* A node this host lacks is a fact of the host, not bad syntax. */
+	if (cli_node_check(ctx, "--to-node", a.req.target_node) < 0)
+		return CLI_EXIT_FAIL;
 	if (cli_connect_or_local("move", &c) < 0)
 		return CLI_EXIT_NO_DAEMON;
 	if (!c)

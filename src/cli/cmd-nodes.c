@@ -22,34 +22,12 @@ static void nodes_usage(FILE *f)
 /* "0-3,8,10-11" from ascending CPU numbers; "-" when there are none. */
 static const char *cpulist(struct json_object *arr, char *buf, size_t len)
 {
-	unsigned int n = arr ? (unsigned int)json_object_array_length(arr) : 0;
-	size_t off = 0;
+	size_t n = arr ? json_object_array_length(arr) : 0;
 	int cpus[n + 1];
 
-	for (unsigned int i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++)
 		cpus[i] = json_object_get_int(json_object_array_get_idx(arr, i));
-
-	if (!n)
-		return "-";
-	buf[0] = '\0';
-	for (unsigned int i = 0; i < n && off < len; i++) {
-		unsigned int j = i;
-		int w;
-
-		while (j + 1 < n && cpus[j + 1] == cpus[j] + 1)
-			j++;
-		if (j == i)
-			w = snprintf(buf + off, len - off, "%s%d", i ? "," : "", cpus[i]);
-		else
-			w = snprintf(buf + off, len - off, "%s%d-%d", i ? "," : "",
-				     cpus[i], cpus[j]);
-		off += (size_t)w;
-		i = j;
-	}
-	/* Too long for the table: mark the cut. */
-	if (off >= len && len > 4)
-		strcpy(buf + len - 4, "...");
-	return buf;
+	return cli_list_format(cpus, n, buf, len);
 }
 
 /* null ("none") is "-". */

@@ -1,25 +1,96 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* memmig-cli status JOB: a memmigd job's progress, and its report. */
+/*
+ * memmig-cli status [JOB]: memmigd itself (version, uptime, libvirt,
+ * limits), or one of its jobs: its progress, and its report.
+ */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
 
 static void status_usage(FILE *f)
 {
-	fprintf(f, "Usage: memmig-cli status JOB [--json]\n"
-		   "Shows a memmigd job: its progress, and its report once it ended.\n");
+	fprintf(f, "Usage: memmig-cli status [JOB] [--json]\n"
+		   "Without JOB: memmigd's version, uptime, libvirt connection, clients,\n"
+		   "jobs and limits.  With JOB: that job, its progress, and its report\n"
+		   "once it ended.\n");
 }
 
 static const struct job_cmd status_cmd = { "status", "job", status_usage };
 
+static void print_limits(struct json_object *l)
+{
+	printf("limits:   %lld jobs queued or running (%lld running per node), %lld clients "
+	       "(the last %lld root's, %lld per user),\n"
+	       "          idle clients closed after %lld s, %lld event subscribers "
+	       "(each dropped past %lld bytes unread)\n",
+	       (long long)cli_json_int(l, "max_jobs", 0),
+	       (long long)cli_json_int(l, "max_jobs_per_node", 0),
+	       (long long)cli_json_int(l, "max_clients", 0),
+	       (long long)cli_json_int(l, "root_clients", 0),
+	       (long long)cli_json_int(l, "max_clients_per_user", 0),
+	       (long long)cli_json_int(l, "idle_timeout_s", 0),
+	       (long long)cli_json_int(l, "max_subscribers", 0),
+	       (long long)cli_json_int(l, "bytes_subscriber_backlog", 0));
+}
+
+static void print_status(struct json_object *r)
+{
+	struct json_object *jobs = json_object_object_get(r, "jobs");
+	struct json_object *limits = json_object_object_get(r, "limits");
+	long long up = (long long)cli_json_double(r, "uptime_s", 0);
+	const char *metrics = cli_json_str(r, "metrics_file", NULL);
+
+	printf("memmigd %s (protocol %lld), pid %lld, up %lld d %02lld:%02lld:%02lld\n",
+	       cli_json_str(r, "version", "?"), (long long)cli_json_int(r, "protocol", 0),
+	       (long long)cli_json_int(r, "pid", 0), up / 86400, up / 3600 % 24, up / 60 % 60,
+	       up % 60);
+	printf("socket:   %s%s\n", cli_json_str(r, "socket", "?"),
+	       json_object_get_boolean(json_object_object_get(r, "socket_activated")) ?
+	       " (made by systemd: socket activation)" : "");
+	printf("libvirt:  %s\n", cli_json_str(r, "libvirt_state", "?"));
+	printf("clients:  %lld connected, %lld subscribed to events\n",
+	       (long long)cli_json_int(r, "clients", 0), (long long)cli_json_int(r, "subscribers", 0));
+	printf("jobs:     %lld running, %lld queued\n", (long long)cli_json_int(jobs, "running", 0),
+	       (long long)cli_json_int(jobs, "queued", 0));
+	printf("metrics:  %s\n", metrics ? metrics : "no file (memmig-cli stats asks)");
+	if (limits)
+		print_limits(limits);
+}
+
+static int daemon_status(int argc, char **argv)
+{
+	struct json_object *reply;
+	bool json;
+	int rc = cli_parse_json_only(argc, argv, status_usage, &json);
+
+	if (rc)
+		return cli_exit_code(rc);
+	rc = cli_daemon_call("status", cli_request("status"), &reply);
+	if (rc)
+		return rc;
+	json_object_object_del(reply, "ok");
+	if (json)
+		cli_json_print(json_object_get(reply));
+	else
+		print_status(reply);
+	json_object_put(reply);
+	return CLI_EXIT_OK;
+}
+
 static int status_run(struct memmig_ctx *ctx, int argc, char **argv)
 {
 	(void)ctx;
-	return cli_job_show(&status_cmd, argc, argv);
+	/* An argument that is not an option is the job. */
+	for (int i = 1; i < argc; i++)
+		if (argv[i][0] != '-')
+			return cli_job_show(&status_cmd, argc, argv);
+	return daemon_status(argc, argv);
 }
 
 const struct cli_cmd cli_cmd_status = {
 	.name = "status",
-	.summary = "show one memmigd job, with its report",
+	.summary = "memmigd's status, or one of its jobs with its report",
 	.run = status_run,
 };

@@ -3,6 +3,7 @@
  * What memmig-cli status JOB and cancel JOB share: one job of memmigd's,
  * shown as a table row and, once it ended, its report.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +11,66 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 
+static bool job_ended(struct json_object *job)
+{
+	const char *state = cli_json_str(job, "state", "?");
+
+	return strcmp(state, "queued") && strcmp(state, "running");
+}
+
+/* One op on job id: its reply's job (a new reference), or an exit code. */
+static int job_call(const char *cmd, const char *op, long id, struct json_object **job)
+{
+	struct json_object *req = cli_request(op), *reply;
+	int rc;
+
+	json_object_object_add(req, "job", json_object_new_int64(id));
+	rc = cli_daemon_call(cmd, req, &reply);
+	if (rc)
+		return rc;
+	json_object_object_get_ex(reply, "job", job);
+	json_object_get(*job);
+	json_object_put(reply);
+	return CLI_EXIT_OK;
+}
+
+/*
+ * A job that had ended before the cancel (looked at first: memmigd's
+ * cancel of an ended job is not an error, and "cancelled" would not say
+ * whether this cancel did it) cannot be cancelled: say so, and fail.
+ */
+static int cancel_ended(long id, struct json_object *job, bool json)
+{
+	char msg[160];
+
+	snprintf(msg, sizeof(msg), "cancel: job %ld had already ended (%s, %s): "
+		 "nothing to cancel", id, cli_json_str(job, "state", "?"),
+		 cli_json_str(job, "result", "?"));
+	cli_error("%s\n", msg);
+	if (json)
+		cli_json_print_error(EALREADY, msg, job);
+	json_object_put(job);
+	return CLI_EXIT_FAIL;
+}
+
+static void show(struct json_object *job)
+{
+	struct json_object *list = json_object_new_array(), *rep;
+
+	json_object_array_add(list, json_object_get(job));
+	cli_print_jobs(list);
+	json_object_put(list);
+	if (json_object_object_get_ex(job, "message", &rep) && rep)
+		printf("%s\n", json_object_get_string(rep));
+	if (json_object_object_get_ex(job, "report", &rep) &&
+	    json_object_is_type(rep, json_type_object))
+		cli_print_move_report(rep);
+}
+
 int cli_job_show(const struct job_cmd *jc, int argc, char **argv)
 {
-	struct json_object *req, *reply, *job, *rep, *list;
+	bool cancel = !strcmp(jc->op, "cancel");
+	struct json_object *job = NULL;
 	bool json;
 	long id;
 	int rc = cli_parse_json_args(argc, argv, jc->usage, &json, 1);
@@ -21,26 +79,24 @@ int cli_job_show(const struct job_cmd *jc, int argc, char **argv)
 		return cli_exit_code(rc);
 	if (cli_parse_int(jc->name, argv[optind], 1, INT64_MAX, &id) < 0)
 		return CLI_EXIT_USAGE;
-	req = cli_request(jc->op);
-	json_object_object_add(req, "job", json_object_new_int64(id));
-	rc = cli_daemon_call(jc->name, req, &reply);
+	if (cancel) {
+		rc = job_call(jc->name, "job", id, &job);
+		if (rc)
+			return rc;
+		if (job_ended(job))
+			return cancel_ended(id, job, json);
+		json_object_put(job);
+	}
+	rc = job_call(jc->name, jc->op, id, &job);
 	if (rc)
 		return rc;
-	json_object_object_get_ex(reply, "job", &job);
-	if (json) {
+	/* It may have ended between the look and the cancel. */
+	if (cancel && job_ended(job) && strcmp(cli_json_str(job, "state", "?"), "cancelled"))
+		return cancel_ended(id, job, json);
+	if (json)
 		cli_json_print(json_object_get(job));
-	} else {
-		list = json_object_new_array();
-		json_object_array_add(list, json_object_get(job));
-		cli_print_jobs(list);
-		json_object_put(list);
-		if (json_object_object_get_ex(job, "message", &rep) && rep)
-			printf("%s\n", json_object_get_string(rep));
-		if (json_object_object_get_ex(job, "report", &rep) &&
-		    json_object_is_type(rep, json_type_object))
-			cli_print_move_report(rep);
-	}
-	json_object_put(reply);
+	else
+		show(job);
+	json_object_put(job);
 	return CLI_EXIT_OK;
 }
-

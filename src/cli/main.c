@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* memmig-cli: global options, then one sub-command from the table. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,10 @@
 #include "util/log.h"
 #include "cli/client.h"
 
+static const struct cli_cmd cli_cmd_help;
+
 static const struct cli_cmd *const commands[] = {
+	&cli_cmd_help,
 	&cli_cmd_move,
 	&cli_cmd_jobs,
 	&cli_cmd_status,
@@ -19,49 +23,93 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_cpu,
 	&cli_cmd_bench,
 	&cli_cmd_demo,
+	&cli_cmd_stats,
+	&cli_cmd_events,
 	NULL,
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: memmig-cli [--socket PATH | --local] [--help] [--version]\n"
-		   "                  COMMAND [ARGS]\n\n"
-		   "  --socket PATH  memmigd's socket (default $MEMMIG_SOCKET, else %s);\n"
-		   "                 given, it must answer\n"
-		   "  --local        run in this process, without memmigd\n\n"
+	fprintf(f, "Usage: memmig-cli [-s PATH | -l] [-q | -v] [-h] [-V] COMMAND [ARGS]\n\n"
+		   "  -s, --socket PATH  memmigd's socket (default $MEMMIG_SOCKET, else\n"
+		   "                     %s); given, it must answer\n"
+		   "  -l, --local        run in this process, without memmigd\n"
+		   "  -q, --quiet        print errors only\n"
+		   "  -v, --verbose      print libmemmig's debug log too\n"
+		   "  -h, --help         this help\n"
+		   "  -V, --version      the version\n\n"
 		   "Commands:\n", PROTO_SOCKET_DEFAULT);
 	cli_cmd_list(f, commands);
-	fprintf(f, "\nRun 'memmig-cli COMMAND --help' for a command's options.\n"
+	fprintf(f, "\nRun 'memmig-cli help COMMAND' for a command's options.\n"
 		   "Exit codes: 0 success, 1 failure, 2 bad usage, 3 memmigd unreachable.\n");
 }
+
+/* "help CMD [SUB]" is "CMD [SUB] --help": each command's usage stays the
+ * one its own parser prints. */
+static int help_run(struct memmig_ctx *ctx, int argc, char **argv)
+{
+	const struct cli_cmd *cmd;
+	char *args[argc + 1];
+
+	if (argc < 2) {
+		usage(stdout);
+		return CLI_EXIT_OK;
+	}
+	cmd = cli_cmd_find(commands, argv[1]);
+	if (!cmd || cmd == &cli_cmd_help) {
+		cli_error("help: unknown command '%s'\n", argv[1]);
+		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	memcpy(args, argv + 1, (size_t)(argc - 1) * sizeof(*args));
+	args[0] = cli_set_cmd(cmd->name);
+	args[argc - 1] = "--help";
+	args[argc] = NULL;
+	return cmd->run(ctx, argc, args);
+}
+
+static const struct cli_cmd cli_cmd_help = {
+	.name = "help",
+	.summary = "this list, or a command's options (help COMMAND)",
+	.run = help_run,
+};
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
-		{ "socket", required_argument, NULL, 'S' },
-		{ "local", no_argument, NULL, 'L' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "local", no_argument, NULL, 'l' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *env = getenv("MEMMIG_SOCKET");
 	const struct cli_cmd *cmd;
 	struct memmig_ctx *ctx;
-	int c, rc;
+	int c, rc, verbosity = 0;
 
 	if (env && *env) {
 		cli_global.socket = env;
 		cli_global.socket_given = true;
 	}
+	argv[0] = cli_set_cmd(NULL);
 	/* Stop at the first non-option: the rest belongs to the command. */
-	while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+hVs:lqv", opts, NULL)) != -1) {
 		switch (c) {
-		case 'S':
+		case 's':
 			cli_global.socket = optarg;
 			cli_global.socket_given = true;
 			break;
-		case 'L':
+		case 'l':
 			cli_global.local = true;
+			break;
+		case 'q':
+			verbosity = -1;
+			break;
+		case 'v':
+			verbosity = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -74,6 +122,14 @@ int main(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 	}
+	if (verbosity < 0) {
+		util_log_setup(NULL, LOG_ERR);
+		cli_global.quiet_mode = true;
+	}
+	/* Through the environment, so that the context's own start is
+	 * logged too. */
+	if (verbosity)
+		setenv("MEMMIG_LOG", verbosity > 0 ? "debug" : "err", 1);
 	if (optind >= argc) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;
@@ -86,15 +142,19 @@ int main(int argc, char **argv)
 	}
 	rc = memmig_ctx_new(&ctx);
 	if (rc < 0) {
-		cli_error("cannot initialise libmemmig: %s\n", strerror(-rc));
+		/* libmemmig said which file and which CPUs above. */
+		cli_error("cannot initialise libmemmig: %s\n", rc == -ESTALE ?
+			  "$MEMMIG_CALIBRATION was measured on another CPU" :
+			  strerror(-rc));
 		return CLI_EXIT_FAIL;
 	}
 	/* libmemmig speaks through the CLI's own log path. */
 	memmig_ctx_set_log_fn(ctx, util_log_memmig, NULL);
 	argc -= optind;
 	argv += optind;
+	argv[0] = cli_set_cmd(cmd->name);
 	optind = 0; /* the command parses its own options from argv[0] */
-	rc = cmd->run(ctx, argc, argv);
+	rc = cli_json_error_flush(cmd->run(ctx, argc, argv), argc, argv);
 	memmig_ctx_unref(ctx);
 	return rc;
 }

@@ -28,7 +28,8 @@ void cli_progress(uint64_t done, uint64_t total, double rate)
 
 		snprintf(eta, sizeof(eta), "%lu:%02lu", s / 60, s % 60);
 	}
-	fprintf(stderr, "\r[%.*s%*s] %3d%% %s / %s  %.2f GB/s  ETA %s\033[K", fill,
+	/* done: what the move got through; rate: the job object's (docs/json.md). */
+	fprintf(stderr, "\r[%.*s%*s] %3d%% %s / %s done  %.2f GB/s  ETA %s\033[K", fill,
 		"############################", width - fill, "",
 		total ? (int)(100.0 * done / total) : 100, d, t, rate / 1e9, eta);
 	fflush(stderr);

@@ -92,51 +92,68 @@ static void print_errnos(struct json_object *rep)
 	}
 }
 
+/* A job's or a report's "result": 0, a positive errno, or EPROTO when it
+ * has none. */
+int cli_json_result(struct json_object *o)
+{
+	const char *name = cli_json_str(o, "result", NULL);
+
+	if (!name)
+		return EPROTO;
+	return strcmp(name, "OK") ? (proto_errno_value(name) ?: EPROTO) : 0;
+}
+
 void cli_print_move_report(struct json_object *rep)
 {
 	int64_t moved = cli_json_int(rep, "bytes_moved", 0);
-	int64_t workers = cli_json_int(rep, "workers", 0);
+	int64_t threads = cli_json_int(rep, "threads", 0);
 	int64_t regions = cli_json_int(rep, "regions", 0);
-	int64_t result = cli_json_int(rep, "result", 0);
-	double s = cli_json_double(rep, "seconds", 0);
+	int result = cli_json_result(rep);
+	double s = cli_json_double(rep, "elapsed_s", 0);
 	char b1[32], b2[32];
 
 	printf("pid %lld: moved %s of %s to node %lld in %.3f s (%.2f GB/s), "
-	       "strategy %s, %lld worker%s, %lld region%s\n",
+	       "strategy %s, %lld thread%s, %lld region%s\n",
 	       (long long)cli_json_int(rep, "pid", 0),
 	       util_size_format((size_t)moved, b1, sizeof(b1)),
 	       util_size_format((size_t)cli_json_int(rep, "bytes_total", 0), b2,
 				  sizeof(b2)),
-	       (long long)cli_json_int(rep, "target_node", -1), s,
+	       (long long)cli_json_int(rep, "to_node", -1), s,
 	       s > 0 ? (double)moved / s / 1e9 : 0,
-	       cli_json_str(rep, "strategy", "?"), (long long)workers,
-	       workers == 1 ? "" : "s", (long long)regions, regions == 1 ? "" : "s");
-	/* A report from an older memmigd has no breakdown. */
-	if (json_object_object_get_ex(rep, "query_seconds", NULL))
-		printf("time: planning %.1f ms before; of the %.1f ms: placement queries "
-		       "%.1f ms, preparing %.1f ms, copying or moving %.1f ms (workers' "
-		       "average, summed over the regions)\n",
-		       cli_json_double(rep, "plan_seconds", 0) * 1e3, s * 1e3,
-		       cli_json_double(rep, "query_seconds", 0) * 1e3,
-		       cli_json_double(rep, "prepare_seconds", 0) * 1e3,
-		       cli_json_double(rep, "copy_seconds", 0) * 1e3);
+	       cli_json_str(rep, "strategy", "?"), (long long)threads,
+	       threads == 1 ? "" : "s", (long long)regions, regions == 1 ? "" : "s");
+	printf("time: planning %.1f ms before; of the %.1f ms: placement queries "
+	       "%.1f ms, preparing %.1f ms, copying or moving %.1f ms (workers' "
+	       "average, summed over the regions)\n",
+	       cli_json_double(rep, "plan_s", 0) * 1e3, s * 1e3,
+	       cli_json_double(rep, "query_s", 0) * 1e3,
+	       cli_json_double(rep, "prepare_s", 0) * 1e3,
+	       cli_json_double(rep, "copy_s", 0) * 1e3);
 	print_nodes(rep);
 	print_errnos(rep);
+	if (cli_json_int(rep, "pages_skipped", 0))
+		printf("left alone: %lld pages on nodes outside --from\n",
+		       (long long)cli_json_int(rep, "pages_skipped", 0));
 	if (result)
-		printf("result: %s\n", strerror((int)-result));
+		printf("result: %s\n", strerror(result));
 	if (numa_balancing_on())
 		printf("note: kernel.numa_balancing is on: the kernel may move these pages "
 		       "back toward the CPUs that use them\n");
 }
 
-int cli_move_exit(const char *cmd, struct json_object *rep)
+int cli_move_exit(const char *cmd, struct json_object *job)
 {
-	int64_t result = cli_json_int(rep, "result", -EPROTO);
-	int64_t failed = cli_json_int(rep, "pages_failed", 0);
+	struct json_object *rep = NULL;
+	int result = cli_json_result(job);
+	int64_t failed;
 
+	json_object_object_get_ex(job, "report", &rep);
+	failed = cli_json_int(rep, "pages_failed", 0);
 	if (result) {
-		cli_error("%s: %s\n", cmd, result == -ECANCELED ? "cancelled: what moved "
-			  "stays moved, the rest is where it was" : strerror((int)-result));
+		cli_json_error_errno(result);
+		cli_error("%s: %s\n", cmd, result == ECANCELED ? "cancelled: what moved "
+			  "stays moved, the rest is where it was" :
+			  cli_json_str(job, "message", strerror(result)));
 		return CLI_EXIT_FAIL;
 	}
 	if (failed) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Helpers the sub-commands share: the table, errors, sizes, JSON. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
 #include "util/log.h"
 #include "util/size.h"
 
@@ -43,6 +45,7 @@ int cli_parse_json_args(int argc, char **argv, void (*usage)(FILE *), bool *json
 		switch (c) {
 		case 'j':
 			*json = true;
+			cli_json_error_want();
 			break;
 		case 'h':
 			usage(stdout);
@@ -54,14 +57,19 @@ int cli_parse_json_args(int argc, char **argv, void (*usage)(FILE *), bool *json
 	}
 	if (argc - optind != nargs) {
 		if (argc - optind > nargs)
-			cli_error("%s: unexpected argument '%s'\n", argv[0],
+			cli_error("%s: unexpected argument '%s'\n", cli_global.cmd,
 				  argv[optind + nargs]);
 		else
-			cli_error("%s: an argument is missing\n", argv[0]);
+			cli_error("%s: an argument is missing\n", cli_global.cmd);
 		usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
 	return CLI_EXIT_OK;
+}
+
+void cli_verror(const char *format, va_list ap)
+{
+	util_vlog(NULL, LOG_ERR, format, ap);
 }
 
 void cli_error(const char *format, ...)
@@ -69,15 +77,40 @@ void cli_error(const char *format, ...)
 	va_list ap;
 
 	va_start(ap, format);
-	util_vlog(NULL, LOG_ERR, format, ap);
+	cli_verror(format, ap);
 	va_end(ap);
+	/* The same words for the --json error object (json-error.c). */
+	va_start(ap, format);
+	cli_json_error_note(format, ap);
+	va_end(ap);
+}
+
+char *cli_set_cmd(const char *name)
+{
+	static char prefix[96];
+
+	cli_global.cmd = name;
+	snprintf(prefix, sizeof(prefix), "%s: error%s%s", program_invocation_short_name,
+		 name ? ": " : "", name ? name : "");
+	return prefix;
+}
+
+void cli_opt_error(const char *opt, const char *format, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, format);
+	vsnprintf(msg, sizeof(msg), format, ap);
+	va_end(ap);
+	cli_error("%s%s%s: %s", cli_global.cmd ? cli_global.cmd : "",
+		  cli_global.cmd ? ": " : "", opt, msg);
 }
 
 int cli_parse_size(const char *opt, const char *arg, size_t *out)
 {
 	if (util_size_parse(arg, out) < 0) {
-		cli_error("%s: '%s' is not a size (e.g. 4096, 64K, 2M, 1G)\n",
-			  opt, arg);
+		cli_opt_error(opt, "'%s' is not a size (e.g. 4096, 64K, 2M, 1G)\n", arg);
 		return -EINVAL;
 	}
 	return 0;
@@ -90,8 +123,8 @@ int cli_parse_int(const char *opt, const char *arg, long min, long max, long *ou
 	errno = 0;
 	*out = strtol(arg, &end, 10);
 	if (errno || end == arg || *end || *out < min || *out > max) {
-		cli_error("%s: expected a number from %ld to %ld, not '%s'\n", opt,
-			  min, max, arg);
+		cli_opt_error(opt, "expected a number from %ld to %ld, not '%s'\n", min,
+			      max, arg);
 		return -EINVAL;
 	}
 	return 0;
@@ -118,7 +151,7 @@ int cli_parse_size_list(const char *opt, const char *arg, size_t **out,
 		if (rc < 0)
 			break;
 		if (!v[n]) {
-			cli_error("%s: sizes must be above zero\n", opt);
+			cli_opt_error(opt, "sizes must be above zero\n");
 			rc = -EINVAL;
 			break;
 		}
@@ -126,7 +159,7 @@ int cli_parse_size_list(const char *opt, const char *arg, size_t **out,
 	}
 	free(copy);
 	if (!rc && !n) {
-		cli_error("%s: empty list\n", opt);
+		cli_opt_error(opt, "empty list\n");
 		rc = -EINVAL;
 	}
 	if (rc < 0) {
@@ -189,9 +222,10 @@ static struct json_object *json_size(size_t v)
 
 void cli_json_print(struct json_object *obj)
 {
-	puts(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY |
-							 JSON_C_TO_STRING_NOSLASHESCAPE));
+	puts(proto_json_string(obj, JSON_C_TO_STRING_PRETTY |
+			       JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(obj);
+	cli_json_printed();
 }
 
 struct json_object *cli_json_cpu(const struct memmig_cpu_info *cpu)
@@ -261,8 +295,8 @@ int cli_parse_dirty(const char *opt, const char *arg, int *out)
 			return 0;
 		}
 	}
-	cli_error("%s: auto, log, log-clear, ring, uffd-wp or soft-dirty, not '%s'\n", opt,
-		  arg);
+	cli_opt_error(opt, "auto, log, log-clear, ring, uffd-wp or soft-dirty, not '%s'\n",
+		      arg);
 	return -EINVAL;
 }
 
@@ -284,4 +318,115 @@ int cli_unix_connect(const char *path)
 		return err;
 	}
 	return fd;
+}
+
+const char *cli_list_format(const int *v, size_t n, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	if (!n)
+		return "-";
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && off < len; i++) {
+		size_t j = i;
+
+		while (j + 1 < n && v[j + 1] == v[j] + 1)
+			j++;
+		if (j == i)
+			off += (size_t)snprintf(buf + off, len - off, "%s%d", i ? "," : "",
+						v[i]);
+		else
+			off += (size_t)snprintf(buf + off, len - off, "%s%d-%d",
+						i ? "," : "", v[i], v[j]);
+		i = j;
+	}
+	/* Too long for the line: mark the cut. */
+	if (off >= len && len > 4)
+		strcpy(buf + len - 4, "...");
+	return buf;
+}
+
+int cli_node_check(struct memmig_ctx *ctx, const char *opt, int node)
+{
+	struct memmig_node_info ni = { .sz = sizeof(ni) };
+	struct memmig_topo *topo;
+	char path[64], list[128];
+	int rc, ids[64];
+	size_t k = 0;
+
+	if (memmig_topo_new(ctx, &topo) < 0)
+		return 0;	/* memmigd or the move says it better */
+	rc = memmig_topo_find_node(topo, node, &ni);
+	if (rc == -ENOENT) {
+		int n = memmig_topo_node_count(topo);
+
+		for (int i = 0; i < n && k < sizeof(ids) / sizeof(ids[0]); i++)
+			if (!memmig_topo_get_node(topo, (unsigned int)i, &ni))
+				ids[k++] = ni.id;
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d", node);
+		cli_opt_error(opt, "node %d %s (nodes with memory: %s)\n", node,
+			      access(path, F_OK) ? "does not exist" : "has no memory",
+			      cli_list_format(ids, k, list, sizeof(list)));
+	}
+	memmig_topo_unref(topo);
+	return rc == -ENOENT ? rc : 0;
+}
+
+/* "N" or "N-M" of a nodeset into bits; -EINVAL when it is neither. */
+static int nodeset_item(const char *tok, uint64_t *bits)
+{
+	long from, to;
+	char *end;
+
+	if (*tok < '0' || *tok > '9')
+		return -EINVAL;
+	errno = 0;
+	from = to = strtol(tok, &end, 10);
+	if (*end == '-') {
+		if (end[1] < '0' || end[1] > '9')
+			return -EINVAL;
+		to = strtol(end + 1, &end, 10);
+	}
+	if (errno || *end || from > to || to > PROTO_MAX_NODE)
+		return -EINVAL;
+	for (long n = from; n <= to; n++)
+		bits[n / 64] |= 1ULL << (n % 64);
+	return 0;
+}
+
+int cli_parse_nodeset(const char *opt, const char *arg, int *nodes, unsigned int *count)
+{
+	uint64_t bits[(PROTO_MAX_NODE + 64) / 64] = { 0 };
+	const char *list = arg + (*arg == '!');
+	char *copy, *tok, *save = NULL;
+	int rc = 0;
+
+	if (!strcmp(list, "all")) {
+		memset(bits, 0xff, sizeof(bits));
+	} else {
+		copy = strdup(list);
+		if (!copy)
+			return -ENOMEM;
+		/* strtok_r would pass over empty items: "0,,1" is a typo. */
+		if (!*list || *list == ',' || list[strlen(list) - 1] == ',' ||
+		    strstr(list, ",,"))
+			rc = -EINVAL;
+		for (tok = strtok_r(copy, ",", &save); !rc && tok;
+		     tok = strtok_r(NULL, ",", &save))
+			rc = nodeset_item(tok, bits);
+		free(copy);
+	}
+	*count = 0;
+	for (int n = 0; !rc && n <= PROTO_MAX_NODE; n++) {
+		bool in = bits[n / 64] >> (n % 64) & 1;
+
+		if (in != (*arg == '!'))
+			nodes[(*count)++] = n;
+	}
+	if (!rc && !*count)
+		rc = -EINVAL;
+	if (rc == -EINVAL)
+		cli_opt_error(opt, "'%s' is not a set of nodes from 0 to %d (like 0-2,4, "
+			      "all, or !1 for all but 1)\n", arg, PROTO_MAX_NODE);
+	return rc;
 }

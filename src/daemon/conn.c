@@ -74,15 +74,8 @@ void conn_out_drop(struct conn *c)
 }
 
 /* Queued behind what may be in flight: queued grows, out never moves. */
-int conn_queue(struct conn *c, struct json_object *reply)
+int conn_queue_line(struct conn *c, const char *line, size_t len)
 {
-	size_t len;
-	char *line = reply ? proto_reply_line(reply, &len) : NULL;
-	int rc = 0;
-
-	json_object_put(reply);
-	if (!line)
-		return -ENOMEM;
 	if (c->queued_len + len > c->queued_cap) {
 		size_t cap = c->queued_cap ? c->queued_cap : 4096;
 		char *p;
@@ -90,16 +83,26 @@ int conn_queue(struct conn *c, struct json_object *reply)
 		while (cap < c->queued_len + len)
 			cap *= 2;
 		p = realloc(c->queued, cap);
-		if (!p) {
-			rc = -ENOMEM;
-			goto out;
-		}
+		if (!p)
+			return -ENOMEM;
 		c->queued = p;
 		c->queued_cap = cap;
 	}
 	memcpy(c->queued + c->queued_len, line, len);
 	c->queued_len += len;
-out:
+	return 0;
+}
+
+int conn_queue(struct conn *c, struct json_object *reply)
+{
+	size_t len;
+	char *line = reply ? proto_reply_line(reply, &len) : NULL;
+	int rc;
+
+	json_object_put(reply);
+	if (!line)
+		return -ENOMEM;
+	rc = conn_queue_line(c, line, len);
 	free(line);
 	return rc;
 }
@@ -130,9 +133,11 @@ void conn_process(struct memmigd *d, struct conn *c)
 	c->in_len -= start;
 	c->scan -= start;
 	if (c->in_len == PROTO_MAX_LINE && c->scan == c->in_len) {
-		conn_queue(c, proto_reply_error(NULL, EMSGSIZE,
-			"a line longer than %d bytes: closing the connection",
-			PROTO_MAX_LINE));
+		struct json_object *reply = proto_reply_error(NULL, EMSGSIZE,
+			"a line longer than %d bytes: closing the connection", PROTO_MAX_LINE);
+
+		ops_account(d, &c->cred, -1, reply);
+		conn_queue(c, reply);
 		c->in_len = c->scan = 0;
 		c->closing = true;
 	}

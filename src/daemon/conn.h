@@ -38,6 +38,7 @@ struct conn {
 	bool closing;			/* close once the replies are out */
 	bool cancelling;		/* the recv is being cancelled */
 	bool waiting;			/* a move's reply comes from plans.c */
+	bool subscribed;		/* gets events (events.h) */
 	struct loop_io recv_io, send_io;
 	time_t last_active;		/* the last bytes in or out */
 	struct conn *next, *prev;
@@ -55,6 +56,8 @@ void conn_out_sent(struct conn *c, size_t res);
 void conn_out_drop(struct conn *c);
 /* Queues a reply line; takes the reference. */
 int conn_queue(struct conn *c, struct json_object *reply);
+/* Queues len bytes of complete lines as they are. */
+int conn_queue_line(struct conn *c, const char *line, size_t len);
 /* Answers the complete lines received while the replies are not backed
  * up; a line over PROTO_MAX_LINE gets EMSGSIZE and closes the connection
  * (the rest of it cannot be told from the next request). */

@@ -52,6 +52,7 @@ struct domains_libvirt {
 	int cb_lifecycle, cb_metadata;
 	unsigned int retry_s;
 	bool down_logged;
+	bool connected;			/* read by memmigd status (atomic) */
 };
 
 static const char *lv_error(void)
@@ -230,6 +231,7 @@ static void disconnect(struct domains_libvirt *lv)
 	lv->cb_lifecycle = lv->cb_metadata = -1;
 	virConnectClose(lv->conn);
 	lv->conn = NULL;
+	__atomic_store_n(&lv->connected, false, __ATOMIC_RELAXED);
 }
 
 static void on_close(virConnectPtr conn, int reason, void *opaque)
@@ -305,6 +307,7 @@ static void on_retry(int timer, void *opaque)
 		return;
 	}
 	util_log(LOG_INFO, "libvirt: connected to %s", lv->uri ? lv->uri : "the default URI");
+	__atomic_store_n(&lv->connected, true, __ATOMIC_RELAXED);
 	lv->down_logged = false;
 	lv->retry_s = RETRY_MIN_S;
 	scan(lv);
@@ -444,4 +447,9 @@ void domains_libvirt_status(struct domains_libvirt *lv, const char *name,
 	}
 	pthread_mutex_unlock(&lv->lock);
 	virEventUpdateTimeout(lv->wake_timer, 0);
+}
+
+bool domains_libvirt_connected(struct domains_libvirt *lv)
+{
+	return __atomic_load_n(&lv->connected, __ATOMIC_RELAXED);
 }

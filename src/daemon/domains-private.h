@@ -76,6 +76,8 @@ void domains_libvirt_stop(struct domains_libvirt *lv);
 /* Queues the status element for the watcher to write: never blocks. */
 void domains_libvirt_status(struct domains_libvirt *lv, const char *name,
 			    int to_node, int result, unsigned long long bytes);
+/* Whether the watcher is connected to libvirtd now. */
+bool domains_libvirt_connected(struct domains_libvirt *lv);
 #else
 static inline int domains_libvirt_start(struct domains *d, const char *uri,
 					struct domains_libvirt **out)
@@ -92,6 +94,11 @@ static inline void domains_libvirt_status(struct domains_libvirt *lv,
 					  int result, unsigned long long bytes)
 {
 	(void)lv; (void)name; (void)to_node; (void)result; (void)bytes;
+}
+static inline bool domains_libvirt_connected(struct domains_libvirt *lv)
+{
+	(void)lv;
+	return false;
 }
 #endif
 

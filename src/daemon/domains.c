@@ -39,6 +39,7 @@ struct domains {
 	domains_move_fn move;
 	void *opaque;
 	struct domains_libvirt *lv;	/* NULL: no watcher */
+	domains_event_fn event;		/* NULL: none; under lock */
 };
 
 static struct domain_ent *find(struct domains *d, const char *name)
@@ -49,8 +50,16 @@ static struct domain_ent *find(struct domains *d, const char *name)
 	return NULL;
 }
 
+/* Lock held: subscribers hear of it (memmigd's events). */
+static void tell(struct domains *d, const struct domain_ent *e, const char *state)
+{
+	if (d->event)
+		d->event(d->opaque, e->name, e->pid, state);
+}
+
 static void drop(struct domains *d, struct domain_ent *e)
 {
+	tell(d, e, "unregistered");
 	*e = d->ents[--d->n];
 }
 
@@ -142,6 +151,8 @@ static int add(struct domains *d, const char *name, const char *uuid, int pid,
 		e = slot(d);
 		ret = e ? fill(e, name, uuid, pid, start, nodeset, src) : -ENOSPC;
 	}
+	if (!ret)
+		tell(d, e, "registered");
 	pthread_mutex_unlock(&d->lock);
 	return ret;
 }
@@ -344,4 +355,16 @@ void domains_free(struct domains *d)
 	pthread_mutex_destroy(&d->lock);
 	free(d->ents);
 	free(d);
+}
+
+int domains_libvirt_state(struct domains *d)
+{
+	return d->lv ? domains_libvirt_connected(d->lv) : -1;
+}
+
+void domains_set_event_fn(struct domains *d, domains_event_fn fn)
+{
+	pthread_mutex_lock(&d->lock);
+	d->event = fn;
+	pthread_mutex_unlock(&d->lock);
 }

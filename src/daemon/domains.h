@@ -46,6 +46,17 @@ int domains_resolve(struct domains *d, const char *name, int *pid);
 /* {"domains": [...]} members as an array (new reference). */
 struct json_object *domains_list_json(struct domains *d);
 /*
+ * Told of each domain registered (by the hook or found through libvirtd)
+ * or forgotten: state "registered" or "unregistered"; on the thread that
+ * changed the registry, its lock held (fn must not call back in).  opaque
+ * is domains_new()'s.
+ */
+typedef void (*domains_event_fn)(void *opaque, const char *name, int pid,
+				 const char *state);
+void domains_set_event_fn(struct domains *d, domains_event_fn fn);
+/* libvirtd: -1 not used, 0 not connected now, 1 connected. */
+int domains_libvirt_state(struct domains *d);
+/*
  * A domain's job ended (result 0 or -errno, bytes moved): recorded in the
  * list and, with libvirt, in the domain's metadata as
  * <status node="N" result="OK" .../> under the status namespace.

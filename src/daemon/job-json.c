@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A job as docs/protocol.md shows it ("A job"). */
+/* A job as docs/json.md shows it: the daemon's side of proto_job_json(). */
 #include "daemon/jobs-private.h"
+#include "proto/job-json.h"
 
 const char *job_state_name(enum job_state s)
 {
@@ -12,44 +13,19 @@ const char *job_state_name(enum job_state s)
 	return names[s];
 }
 
-static struct json_object *str_or_null(const char *s)
-{
-	return s && s[0] ? json_object_new_string(s) : NULL;
-}
-
 struct json_object *job_to_json(struct job *job)
 {
-	struct json_object *o = json_object_new_object();
-	struct memmig_move_progress p = job->last;
-	bool ended = job->state >= JOB_DONE;
-	char name[16];
+	struct proto_job j = {
+		.id = job->id, .via = "memmigd", .state = job_state_name(job->state),
+		.pid = job->pid, .domain = job->domain, .to_node = job->to_node,
+		.strategy = job->strategy, .threads = job->threads, .uid = job->uid,
+		.p = job->last, .running = job->state == JOB_RUNNING,
+		.ended = job->state >= JOB_DONE, .bytes_moved = job->bytes_moved,
+		.result = job->result, .message = job->message, .report = job->report,
+	};
 
 	/* Running: live figures; queued: those of the plan; ended: the last. */
-	if (job->mv && job->state == JOB_RUNNING)
-		memmig_move_get_progress(job->mv, &p);
-	json_object_object_add(o, "id", json_object_new_uint64(job->id));
-	json_object_object_add(o, "state", json_object_new_string(job_state_name(job->state)));
-	json_object_object_add(o, "pid", json_object_new_int(job->pid));
-	json_object_object_add(o, "domain", str_or_null(job->domain));
-	json_object_object_add(o, "to_node", json_object_new_int(job->to_node));
-	json_object_object_add(o, "strategy",
-			       json_object_new_string(proto_strategy_name(job->strategy)));
-	json_object_object_add(o, "threads", job->threads ?
-			       json_object_new_int((int)job->threads) : NULL);
-	json_object_object_add(o, "uid", json_object_new_int64(job->uid));
-	json_object_object_add(o, "bytes_total", json_object_new_uint64(p.bytes_total));
-	json_object_object_add(o, "bytes_done", json_object_new_uint64(p.bytes_done));
-	json_object_object_add(o, "rate", json_object_new_double(p.rate));
-	json_object_object_add(o, "elapsed_s", json_object_new_double(p.elapsed_s));
-	json_object_object_add(o, "eta_s", job->state == JOB_RUNNING && p.rate > 0 &&
-			       p.bytes_total >= p.bytes_done ?
-			       json_object_new_double((double)(p.bytes_total - p.bytes_done) / p.rate) :
-			       NULL);
-	json_object_object_add(o, "regions", json_object_new_int((int)p.regions));
-	json_object_object_add(o, "result", ended ?
-			       json_object_new_string(proto_errno_name(job->result, name, sizeof(name))) :
-			       NULL);
-	json_object_object_add(o, "message", ended ? str_or_null(job->message) : NULL);
-	json_object_object_add(o, "report", json_object_get(job->report));
-	return o;
+	if (job->mv && j.running)
+		memmig_move_get_progress(job->mv, &j.p);
+	return proto_job_json(&j);
 }

@@ -41,6 +41,8 @@ struct jobs {
 	bool stopping;
 	struct memmig_ctx *ctx;
 	struct domains *dom;
+	struct metrics *metrics;	/* may be NULL */
+	struct events *events;		/* may be NULL */
 };
 
 const char *job_state_name(enum job_state s);

@@ -25,6 +25,7 @@
 
 #include "daemon/memmigd.h"
 #include "daemon/jobs-private.h"
+#include "proto/job-json.h"
 #include "proto/report-json.h"
 
 static void wake(struct jobs *j)
@@ -36,9 +37,16 @@ static void wake(struct jobs *j)
 		util_log(LOG_WARNING, "waking the loop: %s", strerror(errno));
 }
 
-/* Lock held: the job ended with result; the caller drops its move. */
+/* Lock held: subscribers hear of the job's new state. */
+static void job_event(struct jobs *j, struct job *job)
+{
+	events_post(j->events, job->uid, "job", "job", job_to_json(job));
+}
+
+/* Lock held: the job ended with result (its report rep, NULL when it
+ * never ran); the caller drops its move. */
 static void job_end(struct jobs *j, struct job *job, int result, const char *why,
-		    uint64_t moved)
+		    uint64_t moved, const struct memmig_report *rep)
 {
 	if (job->mv)
 		memmig_move_get_progress(job->mv, &job->last);
@@ -46,23 +54,17 @@ static void job_end(struct jobs *j, struct job *job, int result, const char *why
 	job->state = result == 0 ? JOB_DONE : result == -ECANCELED ? JOB_CANCELLED : JOB_FAILED;
 	if (why)
 		snprintf(job->message, sizeof(job->message), "%s", why);
-	else if (result == -ECANCELED)
-		snprintf(job->message, sizeof(job->message),
-			 "cancelled: what moved stays moved, the rest is where it was");
-	else if (result)
-		snprintf(job->message, sizeof(job->message), "%s", strerror(-result));
 	else
-		snprintf(job->message, sizeof(job->message),
-			 "moved %llu of %llu bytes to node %d in %.3f s%s",
-			 (unsigned long long)moved,
-			 (unsigned long long)job->last.bytes_total, job->to_node,
-			 job->last.elapsed_s, moved < job->last.bytes_total ?
-			 ": the rest was on the node already, or not present" : "");
+		proto_job_message(job->message, sizeof(job->message), result, moved,
+				  job->last.bytes_total, job->to_node, job->last.elapsed_s);
 	j->active--;
 	job->notify = job->domain[0] != 0;
 	/* The process's handle is not needed once the job ended. */
 	close(job->procfd);
 	job->procfd = -1;
+	if (j->metrics)
+		metrics_job_ended(j->metrics, job_state_name(job->state), job->to_node, rep);
+	job_event(j, job);
 }
 
 /* Lock held: a queued job takes a slot of its node, and its move starts. */
@@ -79,12 +81,14 @@ static void job_start(struct jobs *j, struct job *job)
 	if (!rc) {
 		util_log(LOG_INFO, "job %llu: moving pid %d to node %d",
 		     (unsigned long long)job->id, job->pid, job->to_node);
+		job_event(j, job);
 		return;
 	}
 	util_log(LOG_ERR, "job %llu: not started: %s", (unsigned long long)job->id,
 	     strerror(-rc));
 	j->running_on[job->to_node]--;
-	job_end(j, job, rc, rc == -ESRCH ? NULL : "memmigd could not start a thread for it", 0);
+	job_end(j, job, rc, rc == -ESRCH ? NULL : "memmigd could not start a thread for it", 0,
+		NULL);
 	memmig_move_unref(job->mv);
 	job->mv = NULL;
 	wake(j);
@@ -121,7 +125,7 @@ static void job_finish(struct jobs *j, struct job *job)
 		job->report = report_json(rep);
 		job->bytes_moved = s.bytes_moved;
 	}
-	job_end(j, job, rc, NULL, s.bytes_moved);
+	job_end(j, job, rc, NULL, s.bytes_moved, rep);
 	memmig_report_unref(rep);
 	memmig_move_unref(job->mv);
 	job->mv = NULL;
@@ -226,6 +230,9 @@ int jobs_submit(struct jobs *j, struct memmig_move *mv, const struct job_spec *s
 		j->head = job;
 	j->tail = job;
 	j->active++;
+	if (j->metrics)
+		metrics_job_created(j->metrics);
+	job_event(j, job);
 	if (j->running_on[job->to_node] < j->per_node)
 		job_start(j, job);
 	util_log(LOG_INFO, "job %llu: pid %d%s%s to node %d for uid %u: %s",
@@ -292,7 +299,7 @@ int jobs_get_json(struct jobs *j, uint64_t id, uid_t uid, struct json_object **o
 static void cancel_locked(struct jobs *j, struct job *job, const char *why)
 {
 	if (job->state == JOB_QUEUED) {
-		job_end(j, job, -ECANCELED, why, 0);
+		job_end(j, job, -ECANCELED, why, 0, NULL);
 		memmig_move_unref(job->mv);
 		job->mv = NULL;
 		wake(j);
@@ -468,4 +475,23 @@ void jobs_free(struct jobs *j)
 	}
 	pthread_mutex_destroy(&j->lock);
 	free(j);
+}
+
+void jobs_observe(struct jobs *j, struct metrics *m, struct events *e)
+{
+	pthread_mutex_lock(&j->lock);
+	j->metrics = m;
+	j->events = e;
+	pthread_mutex_unlock(&j->lock);
+}
+
+void jobs_count(struct jobs *j, unsigned int *queued, unsigned int *running)
+{
+	*queued = *running = 0;
+	pthread_mutex_lock(&j->lock);
+	for (struct job *job = j->head; job; job = job->next) {
+		*queued += job->state == JOB_QUEUED;
+		*running += job->state == JOB_RUNNING;
+	}
+	pthread_mutex_unlock(&j->lock);
 }

@@ -46,6 +46,11 @@ struct loop {
 	unsigned int nconns;
 	bool stopping;
 	time_t stop_deadline;
+	time_t metrics_written;			/* CLOCK_MONOTONIC s */
+	int metrics_err;			/* the last write's, said once */
+	bool notify;				/* under systemd: STATUS= */
+	time_t status_sent;			/* CLOCK_MONOTONIC s */
+	unsigned int status_jobs[2];		/* queued, running: as sent */
 };
 
 static struct io_uring_sqe *get_sqe(struct loop *l)
@@ -121,8 +126,11 @@ static void conn_close(struct loop *l, struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	l->nconns--;
+	l->d->clients = l->nconns;
 	if (c->waiting)
 		plans_forget(c);
+	if (c->subscribed)
+		events_unsubscribe(l->d->events);
 	util_log(LOG_DEBUG, "client pid %d uid %u: closed", c->cred.pid, c->cred.uid);
 	conn_free(c);
 }
@@ -207,7 +215,8 @@ static void close_idle(struct loop *l)
 		return;
 	for (struct conn *c = l->conns, *next; c; c = next) {
 		next = c->next;
-		if (!c->closing && now - c->last_active >= limit) {
+		/* A subscriber waits for events, however long that takes. */
+		if (!c->closing && !c->subscribed && now - c->last_active >= limit) {
 			util_log(LOG_INFO, "client pid %d uid %u: idle for %lld s, closed",
 			     c->cred.pid, c->cred.uid, (long long)(now - c->last_active));
 			c->closing = true;
@@ -224,6 +233,7 @@ static void deliver(void *opaque, struct conn *c, struct json_object *reply)
 
 	c->waiting = false;
 	c->last_active = time(NULL);
+	ops_account(l->d, &c->cred, PROTO_OP_MOVE, reply);
 	if (conn_queue(c, reply))
 		c->closing = true;
 	if (!c->closing)
@@ -258,6 +268,7 @@ static void on_accept(struct loop *l, int res)
 	}
 	why = no_room(l, cred.uid);
 	if (why) {
+		ops_refused(l->d, &cred, "connect", EBUSY, why);
 		refuse(res, why);
 		goto rearm;
 	}
@@ -273,6 +284,7 @@ static void on_accept(struct loop *l, int res)
 		c->next->prev = c;
 	l->conns = c;
 	l->nconns++;
+	l->d->clients = l->nconns;
 	util_log(LOG_DEBUG, "client pid %d uid %u: connected", cred.pid, cred.uid);
 	conn_step(l, c);
 rearm:
@@ -317,7 +329,10 @@ static void begin_stop(struct loop *l, int sig)
 {
 	util_log(LOG_INFO, "%s: stopping", strsignal(sig));
 	l->stopping = true;
-	sock_remove(l->d->opts.socket);
+	notify_send("STOPPING=1\nSTATUS=stopping: waiting for the running jobs' units");
+	/* A socket systemd made is systemd's: it stays for the next start. */
+	if (!l->d->activated)
+		sock_remove(l->d->opts.socket);
 	if (l->accept_busy)
 		cancel(l, &l->accept_io);
 	if (l->pause_busy)
@@ -342,6 +357,107 @@ static void stop_late(struct loop *l)
 			cancel(l, &c->send_io);
 			c->cancelling = true;
 		}
+}
+
+/*
+ * A subscriber whose unsent events passed EVENTS_MAX_BACKLOG does not
+ * read: it is closed (what it had queued dropped) rather than let its
+ * events grow without end or hold the loop.
+ */
+static void drop_subscriber(struct loop *l, struct conn *c)
+{
+	util_log(LOG_WARNING, "client pid %d uid %u: subscriber dropped: more than %d bytes "
+		 "of events unread", c->cred.pid, c->cred.uid, EVENTS_MAX_BACKLOG);
+	metrics_subscriber_dropped(l->d->metrics);
+	conn_out_drop(c);
+	c->closing = true;
+	/* A send in flight to a client that does not read ends now. */
+	shutdown(c->fd, SHUT_RDWR);
+}
+
+/* The events posted since the last turn, to each subscriber that may see
+ * them (root's see all, the others their uid's jobs and the domains). */
+static void flush_events(struct loop *l)
+{
+	bool any = false;
+	size_t len;
+	uid_t uid;
+	char *line;
+
+	while ((line = events_take(l->d->events, &uid, &len))) {
+		for (struct conn *c = l->conns; c; c = c->next) {
+			if (!c->subscribed || c->closing ||
+			    (uid != EVENTS_ANYONE && c->cred.uid != 0 && c->cred.uid != uid))
+				continue;
+			any = true;
+			if (conn_out_pending(c) + len > EVENTS_MAX_BACKLOG)
+				drop_subscriber(l, c);
+			else if (conn_queue_line(c, line, len))
+				c->closing = true;
+		}
+		free(line);
+	}
+	for (struct conn *c = l->conns, *next; any && c; c = next) {
+		next = c->next;
+		if (c->subscribed)
+			conn_step(l, c);
+	}
+}
+
+static time_t mono_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec;
+}
+
+/*
+ * --metrics-file: rewritten when a counter changed, at most once a
+ * second; true while a change waits for its second (the loop then wakes
+ * in time to write it).
+ */
+static bool write_metrics(struct loop *l, bool now)
+{
+	struct memmigd *d = l->d;
+	struct metrics_now m;
+	int rc;
+
+	if (!d->opts.metrics_file[0] || !metrics_dirty(d->metrics))
+		return false;
+	if (!now && mono_s() - l->metrics_written < 1)
+		return true;
+	ops_metrics_now(d, &m);
+	rc = metrics_file_write(d->metrics, &m, d->opts.metrics_file);
+	l->metrics_written = mono_s();
+	if (rc && rc != l->metrics_err)
+		util_log(LOG_WARNING, "writing the metrics to %s: %s", d->opts.metrics_file,
+			 strerror(-rc));
+	l->metrics_err = rc;
+	return false;
+}
+
+/*
+ * Under systemd: STATUS= follows the jobs ("systemctl status" shows it),
+ * at most once a second; true while a change waits for its second.
+ */
+static bool report_status(struct loop *l)
+{
+	unsigned int q, r;
+
+	if (!l->notify || l->stopping)
+		return false;
+	jobs_count(l->d->jobs, &q, &r);
+	if (q == l->status_jobs[0] && r == l->status_jobs[1])
+		return false;
+	if (mono_s() - l->status_sent < 1)
+		return true;
+	notify_send("STATUS=%u job%s running, %u queued; %u client%s", r, r == 1 ? "" : "s", q,
+		    l->nconns, l->nconns == 1 ? "" : "s");
+	l->status_sent = mono_s();
+	l->status_jobs[0] = q;
+	l->status_jobs[1] = r;
+	return false;
 }
 
 static void handle(struct loop *l, struct io_uring_cqe *cqe)
@@ -458,15 +574,23 @@ int loop_run(struct memmigd *d)
 
 	if (rc)
 		return rc;
-	util_log(LOG_INFO, "listening on %s", d->opts.socket);
+	util_log(LOG_INFO, "listening on %s%s", d->opts.socket,
+		 d->activated ? " (the socket systemd made)" : "");
+	write_metrics(&l, true);
+	l.notify = getenv("NOTIFY_SOCKET") != NULL;
+	notify_send("READY=1\nSTATUS=listening on %s\nMAINPID=%d", d->opts.socket, getpid());
 	while (!finished(&l)) {
 		struct io_uring_cqe *cqe;
 		unsigned int head, n = 0;
+		bool due = write_metrics(&l, false);
 
-		/* Woken each second while clients may go idle. */
+		due |= report_status(&l);
+
+		/* Woken each second while clients may go idle, or the metrics
+		 * file or systemd's status waits for its next write. */
 		rc = io_uring_submit_and_wait_timeout(&l.ring, &cqe, 1, l.stopping ? &tick :
-						      d->opts.idle_timeout_s && l.nconns ?
-						      &second : NULL, NULL);
+						      (d->opts.idle_timeout_s && l.nconns) ||
+						      due ? &second : NULL, NULL);
 		if (rc < 0 && rc != -ETIME && rc != -EINTR) {
 			util_log(LOG_ERR, "io_uring: %s", strerror(-rc));
 			break;
@@ -476,6 +600,7 @@ int loop_run(struct memmigd *d)
 			n++;
 		}
 		io_uring_cq_advance(&l.ring, n);
+		flush_events(&l);
 		if (l.stopping && time(NULL) >= l.stop_deadline)
 			stop_late(&l);
 		/* Stopping, the eventfd is no longer read: plans that end
@@ -484,6 +609,7 @@ int loop_run(struct memmigd *d)
 			plans_collect(deliver, &l);
 		close_idle(&l);
 	}
+	write_metrics(&l, true);
 	io_uring_queue_exit(&l.ring);
 	close(l.sig_fd);
 	while (l.conns)

@@ -17,7 +17,11 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <stddef.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -35,6 +39,7 @@ static const struct option long_opts[] = {
 	{ "idle-timeout", required_argument, NULL, 'I' },
 	{ "libvirt-uri", required_argument, NULL, 'u' },
 	{ "no-libvirt", no_argument, NULL, 'L' },
+	{ "metrics-file", required_argument, NULL, 'M' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -56,8 +61,11 @@ static void usage(FILE *f)
 		"      --idle-timeout S        close clients silent for S seconds (default %d; 0 never)\n"
 		"      --libvirt-uri URI       libvirt connection (default qemu:///system)\n"
 		"      --no-libvirt            no libvirt: domains only from the hook\n"
+		"      --metrics-file PATH     keep the metrics (Prometheus text) in PATH,\n"
+		"                              rewritten at most once a second on a change\n"
 		"  -v, --verbose               debug messages\n"
 		"  -h, --help, -V, --version\n"
+		"Under systemd: Type=notify, socket activation (memmigd.socket).\n"
 		"Logs go to stderr.  Exit codes: 0 stopped by SIGTERM or SIGINT, 1 failed,\n"
 		"2 bad options or configuration.  See memmigd(8).\n",
 		PROTO_SOCKET_DEFAULT, MEMMIGD_CONFIG_DEFAULT, MEMMIGD_IDLE_TIMEOUT_S);
@@ -69,6 +77,7 @@ static int parse_args(int argc, char **argv, struct memmigd_opts *o)
 	static const char *const keys[128] = {
 		['s'] = "socket", ['g'] = "group", ['N'] = "max-jobs-per-node",
 		['J'] = "max-jobs", ['u'] = "libvirt-uri", ['I'] = "idle-timeout",
+		['M'] = "metrics-file",
 	};
 	bool config_given = false;
 	char err[512];
@@ -165,6 +174,26 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* The socket systemd passed (memmigd.socket), else our own at --socket. */
+static int listen_here(struct memmigd *d)
+{
+	struct sockaddr_un sa;
+	socklen_t len = sizeof(sa);
+	int rc = notify_listen_fd(&d->listen_fd);
+
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return sock_listen(d->opts.socket, d->opts.group, &d->listen_fd);
+	d->activated = true;
+	/* What status shows and clients were told: systemd's path. */
+	if (!getsockname(d->listen_fd, (struct sockaddr *)&sa, &len) && sa.sun_path[0] &&
+	    len > offsetof(struct sockaddr_un, sun_path))
+		snprintf(d->opts.socket, sizeof(d->opts.socket), "%.*s",
+			 (int)(len - offsetof(struct sockaddr_un, sun_path)), sa.sun_path);
+	return 0;
+}
+
 static int start(struct memmigd *d)
 {
 	const char *uri = NULL;
@@ -179,14 +208,24 @@ static int start(struct memmigd *d)
 	d->wake_fd = eventfd(0, EFD_CLOEXEC);
 	if (d->wake_fd < 0)
 		return -errno;
+	clock_gettime(CLOCK_MONOTONIC, &d->started);
+	rc = metrics_new(&d->metrics);
+	if (!rc)
+		rc = events_new(d->wake_fd, &d->events);
+	if (rc)
+		return rc;
 #ifdef HAVE_LIBVIRT
 	if (!d->opts.no_libvirt)
 		uri = d->opts.libvirt_uri;
 #endif
 	rc = domains_new(uri, ops_domain_move, d, &d->domains);
 	if (!rc)
+		domains_set_event_fn(d->domains, ops_domain_event);
+	if (!rc)
 		rc = jobs_new(d->ctx, d->domains, d->opts.max_jobs_per_node, d->opts.max_jobs,
 			      d->wake_fd, &d->jobs);
+	if (!rc)
+		jobs_observe(d->jobs, d->metrics, d->events);
 	if (rc)
 		util_log(LOG_ERR, "starting: %s", strerror(-rc));
 	return rc;
@@ -197,6 +236,8 @@ static void stop(struct memmigd *d)
 	/* The watcher first: it submits jobs. */
 	domains_free(d->domains);
 	jobs_free(d->jobs);
+	events_free(d->events);
+	metrics_free(d->metrics);
 	if (d->wake_fd >= 0)
 		close(d->wake_fd);
 	if (d->listen_fd >= 0)
@@ -216,21 +257,22 @@ int main(int argc, char **argv)
 	raise_fd_limit();
 	if (geteuid() != 0)
 		util_log(LOG_WARNING, "not running as root: only this user's processes can be moved");
-	rc = sock_listen(d.opts.socket, d.opts.group, &d.listen_fd);
+	rc = listen_here(&d);
 	if (rc)
 		return EXIT_RUN_FAILED;
 	/* Threads and the ring come after the fork: neither survives one. */
 	if (!d.opts.foreground && (rc = detach())) {
 		util_log(LOG_ERR, "detaching: %s", strerror(-rc));
-		sock_remove(d.opts.socket);
+		if (!d.activated)
+			sock_remove(d.opts.socket);
 		return EXIT_RUN_FAILED;
 	}
 	rc = start(&d);
 	if (!rc)
 		rc = loop_run(&d);
-	if (rc)
+	if (rc && !d.activated)
 		sock_remove(d.opts.socket);
-	else
+	else if (!rc)
 		util_log(LOG_INFO, "stopped");
 	stop(&d);
 	return rc ? EXIT_RUN_FAILED : 0;

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 #include <sys/un.h>
 
 #include <json-c/json.h>
@@ -20,6 +21,8 @@
 #include "memmig.h"
 #include "util/log.h"
 #include "daemon/domains.h"
+#include "daemon/events.h"
+#include "daemon/metrics.h"
 #include "proto/proto.h"
 
 /* MEMMIGD_CONFIG_DEFAULT is $(sysconfdir)/memmig/memmigd.conf (Makefile.am). */
@@ -41,6 +44,7 @@ struct memmigd_opts {
 	unsigned int max_jobs_per_node;	/* running at once per target node */
 	unsigned int max_jobs;		/* queued + running */
 	unsigned int idle_timeout_s;	/* 0: none */
+	char metrics_file[256];		/* "": none */
 	int verbose;
 };
 
@@ -57,6 +61,15 @@ int config_load(struct memmigd_opts *o, const char *path, bool missing_ok,
 /* ---- the socket (sock.c) ---- */
 int sock_listen(const char *path, const char *group, int *out);
 void sock_remove(const char *path);
+
+/* ---- systemd (notify.c) ---- */
+/* sd_notify: one datagram to $NOTIFY_SOCKET ("READY=1"); 0 when there is
+ * none, -errno (logged) when it could not be sent. */
+int notify_send(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Socket activation: 1 with *fd the socket systemd passed (fd 3), 0 when
+ * none was passed to this process, -errno when what was passed is not
+ * one listening AF_UNIX stream socket. */
+int notify_listen_fd(int *fd);
 
 /* ---- authorization (auth.c) ---- */
 /* The client as it was when it connected (SO_PEERCRED): nothing read
@@ -115,6 +128,9 @@ void jobs_reap(struct jobs *j);
 /* Cancels every job and waits for the moves: each unit finishes. */
 void jobs_shutdown(struct jobs *j);
 void jobs_free(struct jobs *j);
+/* Counts and events of the jobs' changes go there (either may be NULL). */
+void jobs_observe(struct jobs *j, struct metrics *m, struct events *e);
+void jobs_count(struct jobs *j, unsigned int *queued, unsigned int *running);
 
 /* ---- the daemon (main.c) and requests (ops.c) ---- */
 struct memmigd {
@@ -122,9 +138,25 @@ struct memmigd {
 	struct memmig_ctx *ctx;
 	struct domains *domains;
 	struct jobs *jobs;
+	struct metrics *metrics;
+	struct events *events;
 	int listen_fd;
+	bool activated;			/* listen_fd from systemd: not ours to unlink */
 	int wake_fd;			/* eventfd: moves wake the loop */
+	struct timespec started;	/* CLOCK_MONOTONIC */
+	unsigned int clients;		/* the loop's, for status and metrics */
 };
+
+/* What status and the metrics show beside the counters. */
+void ops_metrics_now(struct memmigd *d, struct metrics_now *now);
+/* A request answered: counted, and logged when refused (rate-limited:
+ * a flood of bad requests cannot fill the journal). */
+void ops_account(struct memmigd *d, const struct client_cred *c, int op,
+		 struct json_object *reply);
+/* A refusal (what: the op, "connect"), counted by reason and logged the
+ * same way. */
+void ops_refused(struct memmigd *d, const struct client_cred *c, const char *what, int err,
+		 const char *msg);
 
 struct conn;
 /*
@@ -154,6 +186,8 @@ void plans_collect(void (*deliver)(void *opaque, struct conn *c, struct json_obj
 void plans_forget(struct conn *c);
 /* Whether a plan is in flight or not yet collected. */
 bool plans_pending(void);
+/* domains_event_fn: a domain registered or forgotten, to the subscribers. */
+void ops_domain_event(void *opaque, const char *name, int pid, const char *state);
 /* domains_move_fn: a move asked for by the libvirt watcher, as root. */
 int ops_domain_move(void *opaque, const char *name, int pid, int to_node);
 

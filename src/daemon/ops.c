@@ -8,9 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "daemon/conn.h"
 #include "daemon/memmigd.h"
 #include "proto/nodes-json.h"
 
@@ -96,6 +99,8 @@ static int check_move(struct memmigd *d, const struct client_cred *c, int pid,
 		 * every process's) move only for root, as move_pages(2) has it. */
 		.flags = c->uid != 0 ? MEMMIG_MIGRATE_OWN_PAGES : 0,
 		.notify = wake_loop, .opaque = d,
+		.from_nodes = req->nfrom_nodes ? req->from_nodes : NULL,
+		.nfrom_nodes = req->nfrom_nodes,
 	};
 	int rc;
 
@@ -193,6 +198,7 @@ static struct json_object *op_move(struct memmigd *d, const struct client_cred *
 
 int ops_domain_move(void *opaque, const char *name, int pid, int to_node)
 {
+	struct memmigd *d = opaque;
 	struct proto_request req = { .op = PROTO_OP_MOVE, .pid = pid, .to_node = to_node,
 				     .strategy = MEMMIG_STRATEGY_KERNEL };
 	struct client_cred root = { .pid = getpid() };
@@ -202,15 +208,19 @@ int ops_domain_move(void *opaque, const char *name, int pid, int to_node)
 	int rc;
 
 	snprintf(req.domain, sizeof(req.domain), "%s", name);
-	rc = check_move(opaque, &root, pid, &req, &spec, &mv, msg, sizeof(msg));
+	rc = check_move(d, &root, pid, &req, &spec, &mv, msg, sizeof(msg));
 	if (!rc) {
 		spec.domain = name;
 		/* The libvirt watcher's own thread: it may plan. */
-		rc = queue_planned(opaque, memmig_move_plan(mv), mv, &spec, NULL,
+		rc = queue_planned(d, memmig_move_plan(mv), mv, &spec, NULL,
 				   msg, sizeof(msg));
 	}
 	if (rc)
 		util_log(LOG_ERR, "domain %s: %s", name, msg);
+	/* Logged above (every one: libvirt asked, not a client). */
+	metrics_request(d->metrics, PROTO_OP_MOVE);
+	if (rc)
+		metrics_refused(d->metrics, metrics_refuse_reason(-rc));
 	return rc;
 }
 
@@ -256,6 +266,19 @@ static struct json_object *op_cancel(struct memmigd *d, const struct client_cred
 	return job_reply(req, rc, job, c->uid);
 }
 
+/* domains_event_fn: every subscriber may hear of domains, as the domains
+ * op shows them to all. */
+void ops_domain_event(void *opaque, const char *name, int pid, const char *state)
+{
+	struct memmigd *d = opaque;
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "state", json_object_new_string(state));
+	json_object_object_add(o, "pid", json_object_new_int(pid));
+	events_post(d->events, EVENTS_ANYONE, "domain", "domain", o);
+}
+
 static struct json_object *op_register(struct memmigd *d, const struct client_cred *c,
 				       const struct proto_request *req)
 {
@@ -288,6 +311,174 @@ static struct json_object *op_domains(struct memmigd *d, const struct client_cre
 	return o;
 }
 
+void ops_metrics_now(struct memmigd *d, struct metrics_now *now)
+{
+	*now = (struct metrics_now){ .clients = d->clients,
+				     .subscribers = events_subscribers(d->events),
+				     .libvirt = domains_libvirt_state(d->domains) };
+	jobs_count(d->jobs, &now->jobs_queued, &now->jobs_running);
+}
+
+static double uptime_s(const struct memmigd *d)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - d->started.tv_sec) + (t.tv_nsec - d->started.tv_nsec) / 1e9;
+}
+
+static void add_uint(struct json_object *o, const char *key, uint64_t v)
+{
+	json_object_object_add(o, key, json_object_new_uint64(v));
+}
+
+static struct json_object *status_limits(const struct memmigd *d)
+{
+	const struct { const char *key; uint64_t v; } limits[] = {
+		{ "max_jobs", d->opts.max_jobs },
+		{ "max_jobs_per_node", d->opts.max_jobs_per_node },
+		{ "max_clients", MEMMIGD_MAX_CLIENTS },
+		{ "root_clients", MEMMIGD_ROOT_CLIENTS },
+		{ "max_clients_per_user", MEMMIGD_USER_CLIENTS },
+		{ "keep_finished_per_user", MEMMIGD_KEEP_FINISHED },
+		{ "keep_finished", MEMMIGD_KEEP_FINISHED_ALL },
+		{ "idle_timeout_s", d->opts.idle_timeout_s },
+		{ "bytes_line_max", PROTO_MAX_LINE },
+		{ "bytes_reply_backlog", CONN_OUT_HIGH },
+		{ "max_subscribers", EVENTS_MAX_SUBSCRIBERS },
+		{ "max_events_queued", EVENTS_MAX_QUEUED },
+		{ "bytes_subscriber_backlog", EVENTS_MAX_BACKLOG },
+	};
+	struct json_object *l = json_object_new_object();
+
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
+		add_uint(l, limits[i].key, limits[i].v);
+	return l;
+}
+
+static struct json_object *op_status(struct memmigd *d, const struct client_cred *c,
+				     const struct proto_request *req)
+{
+	static const char *const libvirt[] = { "off", "disconnected", "connected" };
+	struct json_object *o = op_version(d, c, req), *jobs = json_object_new_object();
+	struct metrics_now now;
+
+	ops_metrics_now(d, &now);
+	json_object_object_add(o, "pid", json_object_new_int(getpid()));
+	json_object_object_add(o, "uptime_s", json_object_new_double(uptime_s(d)));
+	json_object_object_add(o, "libvirt_state", json_object_new_string(libvirt[now.libvirt + 1]));
+	json_object_object_add(o, "socket", json_object_new_string(d->opts.socket));
+	json_object_object_add(o, "socket_activated", json_object_new_boolean(d->activated));
+	json_object_object_add(o, "metrics_file", d->opts.metrics_file[0] ?
+			       json_object_new_string(d->opts.metrics_file) : NULL);
+	add_uint(o, "clients", now.clients);
+	add_uint(o, "subscribers", now.subscribers);
+	add_uint(jobs, "queued", now.jobs_queued);
+	add_uint(jobs, "running", now.jobs_running);
+	json_object_object_add(o, "jobs", jobs);
+	json_object_object_add(o, "limits", status_limits(d));
+	return o;
+}
+
+/* The text exposition, and the same families as JSON for memmig-cli. */
+static struct json_object *op_metrics(struct memmigd *d, const struct client_cred *c,
+				      const struct proto_request *req)
+{
+	struct json_object *o;
+	struct metrics_now now;
+	char *text;
+
+	ops_metrics_now(d, &now);
+	text = metrics_text(d->metrics, &now);
+	if (!text)
+		return proto_reply_error(req, ENOMEM, "out of memory");
+	o = proto_reply_ok(req);
+	json_object_object_add(o, "text", json_object_new_string(text));
+	json_object_object_add(o, "metrics", metrics_json(d->metrics, &now));
+	free(text);
+	return o;
+}
+
+/* The connection receives an event line per event from now on, between
+ * the replies to its next requests if it sends any. */
+static struct json_object *op_subscribe(struct memmigd *d, const struct proto_request *req,
+					struct conn *conn)
+{
+	int sndbuf;
+
+	if (!conn)
+		return proto_reply_error(req, EINVAL, "no connection to send events to");
+	if (conn->subscribed)
+		return proto_reply_ok(req);
+	if (events_subscribe(d->events))
+		return proto_reply_error(req, EBUSY, "already %d subscribers",
+					 EVENTS_MAX_SUBSCRIBERS);
+	conn->subscribed = true;
+	/* The kernel's buffer for a subscriber that does not read is bounded
+	 * too: EVENTS_MAX_BACKLOG (doubled by the kernel) besides ours. */
+	sndbuf = EVENTS_MAX_BACKLOG;
+	if (setsockopt(conn->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)))
+		util_log(LOG_DEBUG, "subscriber's SO_SNDBUF: %s", strerror(errno));
+	return proto_reply_ok(req);
+}
+
+/*
+ * Refusals said in the log with who, what and why, at most
+ * REFUSALS_LOGGED per REFUSALS_WINDOW_S seconds, then how many were not
+ * said: a client looping on bad requests cannot fill the journal.  Loop
+ * thread only.
+ */
+#define REFUSALS_LOGGED		20
+#define REFUSALS_WINDOW_S	60
+
+void ops_refused(struct memmigd *d, const struct client_cred *c, const char *what, int err,
+		 const char *msg)
+{
+	static time_t window;
+	static unsigned int said, unsaid;
+	time_t now = time(NULL);
+	char name[16], safe[200];
+	size_t i;
+
+	if (now - window >= REFUSALS_WINDOW_S) {
+		if (unsaid)
+			util_log(LOG_NOTICE, "%u more refused requests in %d s were not logged",
+				 unsaid, REFUSALS_WINDOW_S);
+		window = now;
+		said = unsaid = 0;
+	}
+	metrics_refused(d->metrics, metrics_refuse_reason(err));
+	if (said >= REFUSALS_LOGGED) {
+		unsaid++;
+		return;
+	}
+	said++;
+	/* The message may quote the client: no control characters in the log. */
+	for (i = 0; msg[i] && i < sizeof(safe) - 1; i++)
+		safe[i] = (unsigned char)msg[i] < 0x20 || msg[i] == 0x7f ? '?' : msg[i];
+	safe[i] = '\0';
+	util_log(LOG_NOTICE, "refused: client pid %d uid %u: %s: %s (%s): %s", c->pid, c->uid,
+		 what, proto_errno_name(err, name, sizeof(name)),
+		 metrics_refuse_name(metrics_refuse_reason(err)), safe);
+}
+
+void ops_account(struct memmigd *d, const struct client_cred *c, int op,
+		 struct json_object *reply)
+{
+	struct json_object *ok, *v;
+	int err = 0;
+
+	if (json_object_object_get_ex(reply, "ok", &ok) && !json_object_get_boolean(ok) &&
+	    json_object_object_get_ex(reply, "errno", &v))
+		err = json_object_get_int(v);
+	metrics_request(d->metrics, op);
+	if (err) {
+		json_object_object_get_ex(reply, "message", &v);
+		ops_refused(d, c, op >= 0 ? proto_op_name(op) : "(invalid request)", err,
+			    v ? json_object_get_string(v) : "");
+	}
+}
+
 static const struct {
 	op_fn fn;
 	bool root_only;
@@ -301,6 +492,9 @@ static const struct {
 	[PROTO_OP_REGISTER] = { op_register, true },
 	[PROTO_OP_UNREGISTER] = { op_unregister, true },
 	[PROTO_OP_DOMAINS] = { op_domains, false },
+	[PROTO_OP_STATUS] = { op_status, false },
+	[PROTO_OP_METRICS] = { op_metrics, false },
+	[PROTO_OP_SUBSCRIBE] = { NULL, false },	/* op_subscribe() */
 };
 
 struct json_object *ops_handle(struct memmigd *d, const struct client_cred *c,
@@ -321,8 +515,13 @@ struct json_object *ops_handle(struct memmigd *d, const struct client_cred *c,
 		o = proto_reply_error(req, EPERM, "only root may do that");
 	else if (req->op == PROTO_OP_MOVE)
 		o = op_move(d, c, req, conn, &taken);
+	else if (req->op == PROTO_OP_SUBSCRIBE)
+		o = op_subscribe(d, req, conn);
 	else
 		o = op_table[req->op].fn(d, c, req);
+	/* A move planned elsewhere is counted when its reply comes. */
+	if (o)
+		ops_account(d, c, rc ? -1 : (int)req->op, o);
 	if (!taken)
 		free(req);	/* else the plan's, until its reply */
 	return o;

@@ -37,6 +37,17 @@ static int set_str(char *dst, size_t size, const char *key, const char *v,
 	return 0;
 }
 
+/* A daemon's cwd is "/": a relative path would only mislead. */
+static int set_path(char *dst, size_t size, const char *key, const char *v,
+		    char *err, size_t errlen)
+{
+	if (v[0] != '/') {
+		snprintf(err, errlen, "%s: an absolute path, not '%s'", key, v);
+		return -EINVAL;
+	}
+	return set_str(dst, size, key, v, err, errlen);
+}
+
 static int set_uint(unsigned int *dst, const char *key, const char *v,
 		    unsigned int min, unsigned int max, char *err, size_t errlen)
 {
@@ -72,13 +83,10 @@ int opts_set(struct memmigd_opts *o, const char *key, const char *v,
 	bool b;
 	int rc;
 
-	if (!strcmp(key, "socket")) {
-		if (v[0] != '/') {
-			snprintf(err, errlen, "socket: an absolute path, not '%s'", v);
-			return -EINVAL;
-		}
-		return set_str(o->socket, sizeof(o->socket), key, v, err, errlen);
-	}
+	if (!strcmp(key, "socket"))
+		return set_path(o->socket, sizeof(o->socket), key, v, err, errlen);
+	if (!strcmp(key, "metrics-file"))
+		return set_path(o->metrics_file, sizeof(o->metrics_file), key, v, err, errlen);
 	if (!strcmp(key, "group"))
 		return set_str(o->group, sizeof(o->group), key, v, err, errlen);
 	if (!strcmp(key, "libvirt-uri"))

@@ -214,6 +214,10 @@ int minivmm_migrate(struct memmig_vm *vm, struct minivmm *vmm,
 	if (!rc)
 		rc = memmig_live_run(live);
 	memmig_live_get_report(live, &out->rep);
+	while (out->nrounds < MINIVMM_ROUNDS_MAX &&
+	       !memmig_live_get_round(live, out->nrounds, &out->round_bytes[out->nrounds],
+				      &out->round_s[out->nrounds]))
+		out->nrounds++;
 	memmig_live_unref(live);
 	if (rc < 0)
 		return rc;

@@ -29,12 +29,18 @@ int minivmm_mce_setup(struct memmig_vm *vm, struct minivmm *vmm);
 int minivmm_inject_mce(struct memmig_vm *vm, struct minivmm *vmm, uint64_t gpa,
 		       unsigned int flags);
 
+#define MINIVMM_ROUNDS_MAX 64
 struct minivmm_migration {
 	struct memmig_live_report rep;
 	struct minivmm_check check;	/* once the guest wrote on */
 	uint64_t passes_before, passes_after;
 	uint64_t guest_errors;		/* new ones, reported by port I/O */
 	int verify_rc;
+	/* Its copy rounds (0: the full one), for pictures: the first
+	 * MINIVMM_ROUNDS_MAX of rep.rounds. */
+	unsigned int nrounds;
+	uint64_t round_bytes[MINIVMM_ROUNDS_MAX];
+	double round_s[MINIVMM_ROUNDS_MAX];
 };
 
 /*

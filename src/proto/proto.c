@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@ enum {
 	M_PID = 1 << 0, M_DOMAIN = 1 << 1, M_TO_NODE = 1 << 2,
 	M_RANGES = 1 << 3, M_STRATEGY = 1 << 4, M_THREADS = 1 << 5,
 	M_JOB = 1 << 6, M_NAME = 1 << 7, M_UUID = 1 << 8, M_NODESET = 1 << 9,
+	M_FROM_NODES = 1 << 10,
 };
 
 static const struct {
@@ -43,7 +45,7 @@ static const struct {
 	[PROTO_OP_VERSION] = { "version", 0, 0 },
 	[PROTO_OP_NODES] = { "nodes", 0, 0 },
 	[PROTO_OP_MOVE] = { "move", M_PID | M_DOMAIN | M_TO_NODE | M_RANGES |
-			    M_STRATEGY | M_THREADS, M_TO_NODE },
+			    M_STRATEGY | M_THREADS | M_FROM_NODES, M_TO_NODE },
 	[PROTO_OP_JOBS] = { "jobs", 0, 0 },
 	[PROTO_OP_JOB] = { "job", M_JOB, M_JOB },
 	[PROTO_OP_CANCEL] = { "cancel", M_JOB, M_JOB },
@@ -51,6 +53,9 @@ static const struct {
 				M_NAME | M_PID },
 	[PROTO_OP_UNREGISTER] = { "unregister", M_NAME, M_NAME },
 	[PROTO_OP_DOMAINS] = { "domains", 0, 0 },
+	[PROTO_OP_STATUS] = { "status", 0, 0 },
+	[PROTO_OP_METRICS] = { "metrics", 0, 0 },
+	[PROTO_OP_SUBSCRIBE] = { "subscribe", 0, 0 },
 };
 
 static const struct {
@@ -60,7 +65,10 @@ static const struct {
 	{ "pid", M_PID }, { "domain", M_DOMAIN }, { "to_node", M_TO_NODE },
 	{ "ranges", M_RANGES }, { "strategy", M_STRATEGY },
 	{ "threads", M_THREADS }, { "job", M_JOB }, { "name", M_NAME },
-	{ "uuid", M_UUID }, { "nodeset", M_NODESET },
+	{ "uuid", M_UUID }, { "nodeset", M_NODESET }, { "from_nodes", M_FROM_NODES },
+	/* The names the report used before one name per concept
+	 * (docs/json.md): accepted, after the names above. */
+	{ "target_node", M_TO_NODE }, { "workers", M_THREADS },
 };
 
 __attribute__((format(printf, 4, 5)))
@@ -195,6 +203,35 @@ static int parse_ranges(struct json_object *v, struct proto_request *req,
 	return 0;
 }
 
+/* from_nodes: 1 to PROTO_MAX_NODE + 1 node ids, each up to PROTO_MAX_NODE. */
+static int parse_from_nodes(struct json_object *v, struct proto_request *req,
+			    char *err, size_t errlen)
+{
+	size_t n;
+
+	if (!json_object_is_type(v, json_type_array))
+		return fail(err, errlen, EINVAL, "from_nodes: an array, not %s",
+			    json_type_to_name(json_object_get_type(v)));
+	n = json_object_array_length(v);
+	if (n < 1 || n > PROTO_MAX_NODE + 1)
+		return fail(err, errlen, EINVAL, "from_nodes: 1 to %d nodes, not %zu",
+			    PROTO_MAX_NODE + 1, n);
+	for (size_t i = 0; i < n; i++) {
+		char what[32];
+		int64_t x;
+		int rc;
+
+		snprintf(what, sizeof(what), "from_nodes[%zu]", i);
+		rc = get_int(json_object_array_get_idx(v, i), what, 0, PROTO_MAX_NODE, &x,
+			     err, errlen);
+		if (rc)
+			return rc;
+		req->from_nodes[i] = (int)x;
+	}
+	req->nfrom_nodes = (unsigned int)n;
+	return 0;
+}
+
 /* nodeset: a cpuset-style list ("0-1,3"), checked for its characters only. */
 static int check_nodeset(const char *s, char *err, size_t errlen)
 {
@@ -226,6 +263,8 @@ static int parse_member(const char *key, struct json_object *v, unsigned int bit
 		return rc;
 	case M_RANGES:
 		return parse_ranges(v, req, err, errlen);
+	case M_FROM_NODES:
+		return parse_from_nodes(v, req, err, errlen);
 	case M_STRATEGY:
 		if (!json_object_is_type(v, json_type_string))
 			return fail(err, errlen, EINVAL, "strategy: a string, not %s",
@@ -318,6 +357,9 @@ static int parse_object(struct json_object *o, struct proto_request *req,
 			return fail(err, errlen, EINVAL, "op %s has no member \"%s\"",
 				    ops[req->op].name, shown);
 		}
+		if (seen & bit)
+			return fail(err, errlen, EINVAL, "\"%s\": given twice, under two names",
+				    key);
 		rc = parse_member(key, v, bit, req, err, errlen);
 		if (rc)
 			return rc;
@@ -438,6 +480,13 @@ struct json_object *proto_request_to_json(const struct proto_request *req)
 				       json_object_new_string(proto_strategy_name(req->strategy)));
 		if (req->threads)
 			json_object_object_add(o, "threads", json_object_new_int((int)req->threads));
+		if (req->nfrom_nodes) {
+			struct json_object *from = json_object_new_array();
+
+			for (unsigned int i = 0; i < req->nfrom_nodes; i++)
+				json_object_array_add(from, json_object_new_int(req->from_nodes[i]));
+			json_object_object_add(o, "from_nodes", from);
+		}
 		break;
 	case PROTO_OP_JOB:
 	case PROTO_OP_CANCEL:
@@ -486,10 +535,23 @@ struct json_object *proto_reply_error(const struct proto_request *req, int err,
 	return o;
 }
 
+static void set_double_format(void)
+{
+	json_c_set_serialization_double_format(PROTO_DOUBLE_FORMAT, JSON_C_OPTION_GLOBAL);
+}
+
+const char *proto_json_string(struct json_object *o, int flags)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, set_double_format);
+	return json_object_to_json_string_ext(o, flags);
+}
+
 char *proto_reply_line(struct json_object *reply, size_t *len)
 {
-	const char *s = json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN |
-							   JSON_C_TO_STRING_NOSLASHESCAPE);
+	const char *s = proto_json_string(reply, JSON_C_TO_STRING_PLAIN |
+					  JSON_C_TO_STRING_NOSLASHESCAPE);
 	size_t n = strlen(s);
 	char *line = malloc(n + 2);
 
@@ -530,6 +592,11 @@ int proto_errno_value(const char *name)
 	    strspn(name + 1, "0123456789") == strlen(name + 1) && strlen(name) < 6)
 		return atoi(name + 1);
 	return 0;
+}
+
+const char *proto_op_name(enum proto_op op)
+{
+	return (size_t)op < sizeof(ops) / sizeof(ops[0]) ? ops[op].name : "?";
 }
 
 const char *proto_strategy_name(int strategy)

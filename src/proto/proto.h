@@ -35,6 +35,9 @@ enum proto_op {
 	PROTO_OP_REGISTER,
 	PROTO_OP_UNREGISTER,
 	PROTO_OP_DOMAINS,
+	PROTO_OP_STATUS,
+	PROTO_OP_METRICS,
+	PROTO_OP_SUBSCRIBE,
 };
 
 struct proto_request {
@@ -49,6 +52,8 @@ struct proto_request {
 	unsigned int threads;		/* 0: the daemon's default */
 	unsigned int nranges;		/* 0: every mapping */
 	struct memmig_range ranges[PROTO_MAX_RANGES];
+	unsigned int nfrom_nodes;	/* 0: pages on any node */
+	int from_nodes[PROTO_MAX_NODE + 1];
 	/* job, cancel */
 	uint64_t job;
 	/* register */
@@ -75,6 +80,14 @@ struct json_object *proto_reply_ok(const struct proto_request *req);
 struct json_object *proto_reply_error(const struct proto_request *req, int err,
 				      const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * Every double memmig prints, 6 significant digits (docs/json.md): its
+ * clocks are not finer, and json-c's default 17 digits print binary noise.
+ */
+#define PROTO_DOUBLE_FORMAT	"%.6g"
+/* json_object_to_json_string_ext() with PROTO_DOUBLE_FORMAT; the string
+ * lives as long as o. */
+const char *proto_json_string(struct json_object *o, int flags);
 /* The reply as one line with its newline, malloc'd; *len its length. */
 char *proto_reply_line(struct json_object *reply, size_t *len);
 
@@ -82,6 +95,9 @@ char *proto_reply_line(struct json_object *reply, size_t *len);
 const char *proto_errno_name(int err, char *buf, size_t len);
 /* The errno for a name from a reply, or 0 when unknown. */
 int proto_errno_value(const char *name);
+
+/* The op's name on the wire ("move"). */
+const char *proto_op_name(enum proto_op op);
 
 /* "auto", "kernel", "copy"; -1 when unknown. */
 const char *proto_strategy_name(int strategy);

@@ -8,10 +8,8 @@
 #include "memmig.h"
 
 /*
- * The object memmig-cli move --json prints and a memmigd job carries
- * (docs/protocol.md): pid, target_node, strategy, result, regions,
- * workers, bytes_total, bytes_moved, pages_failed, pages_on_target,
- * seconds, nodes, errno_pages, failed_ranges.  A new reference.
+ * The report object of docs/json.md, which a job carries (memmigd's and
+ * memmig-cli's in-process move alike).  A new reference.
  */
 struct json_object *report_json(const struct memmig_report *rep);
 

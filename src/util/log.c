@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/log.h"
 
@@ -13,12 +15,31 @@ static const char *prog;
 static int max_prio = LOG_DEBUG;
 static int journal = -1;	/* read from the environment once */
 
+/*
+ * systemd sets JOURNAL_STREAM to "DEV:INO" of the stream it connected to
+ * the journal; stderr is that stream only when its own device and inode
+ * are those (a service's child with stderr redirected to a file inherits
+ * the variable but not the stream).
+ */
+static bool stderr_is_journal(void)
+{
+	const char *v = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	int n = 0;
+
+	if (!v || sscanf(v, "%llu:%llu%n", &dev, &ino, &n) != 2 || v[n] ||
+	    fstat(STDERR_FILENO, &st))
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
 static bool to_journal(void)
 {
 	int j = __atomic_load_n(&journal, __ATOMIC_RELAXED);
 
 	if (j < 0) {
-		j = getenv("JOURNAL_STREAM") != NULL;
+		j = stderr_is_journal();
 		__atomic_store_n(&journal, j, __ATOMIC_RELAXED);
 	}
 	return j;

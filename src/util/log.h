@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The one logging path of memmig's programs and of libmemmig's default
- * logger: one line on stderr, "prog: level: message", or under systemd
- * (JOURNAL_STREAM set) "<N>message" with the syslog priority the journal
- * reads.  Priorities are syslog's (LOG_ERR ... LOG_DEBUG).
+ * logger: one line on stderr, "prog: level: message", or when stderr is
+ * the journal (its dev:ino is $JOURNAL_STREAM) "<N>message" with the
+ * syslog priority the journal reads and no prefix (the journal stamps
+ * it).  Priorities are syslog's (LOG_ERR ... LOG_DEBUG).
  */
 #ifndef MEMMIG_UTIL_LOG_H
 #define MEMMIG_UTIL_LOG_H

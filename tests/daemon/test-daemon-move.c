@@ -46,10 +46,14 @@ static void move_whole(struct tc_conn *c, struct tc_hog *h)
 	CHECK(job_ok(job), "whole move: %s %s %s", tc_str(job, "state"), tc_str(job, "result"),
 	      tc_str(job, "message"));
 	rep = tc_get(job, "report");
-	CHECK(rep && tc_int(rep, "pid") == h->pid && tc_int(rep, "result") == 0 &&
+	CHECK(rep && tc_int(rep, "pid") == h->pid && !strcmp(tc_str(rep, "result"), "OK") &&
+	      tc_int(rep, "to_node") == 0 && tc_int(rep, "threads") > 0 &&
 	      tc_int(rep, "pages_failed") == 0, "report: %s",
 	      rep ? json_object_to_json_string(rep) : "none");
 	CHECK(tc_int(job, "bytes_done") == tc_int(job, "bytes_total"), "all bytes done");
+	/* docs/json.md: the job's bytes_moved is the report's once it ended. */
+	CHECK(tc_int(job, "bytes_moved") == tc_int(rep, "bytes_moved"), "bytes_moved %lld",
+	      (long long)tc_int(job, "bytes_moved"));
 	CHECK(tc_hog_verify(h), "memhog's data after the whole move");
 	json_object_put(job);
 	json_object_put(r);

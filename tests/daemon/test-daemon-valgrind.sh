@@ -1,6 +1,7 @@
 #!/bin/bash
 # memmigd under valgrind through the bad-input suite, then moves (cancel,
-# disconnect, SIGTERM during jobs): no definite leak, no memory error.
+# disconnect, SIGTERM during jobs), then events and metrics (subscribers,
+# one dropped, the metrics file): no definite leak, no memory error.
 # valgrind's own exit status (99) on an error turns into the daemon's
 # exit status, which the test programs check after SIGTERM.
 set -u
@@ -10,7 +11,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export MEMMIGD_WRAPPER="valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 --log-file=$tmp/vg.%p"
 fails=0
-for t in test-daemon-input test-daemon-move; do
+for t in test-daemon-input test-daemon-move test-daemon-obs; do
 	echo "== $t under valgrind"
 	"$tests/$t" | grep -v '^memmigd: info: job'
 	rc=${PIPESTATUS[0]}

@@ -55,6 +55,8 @@ check_readers() {
 
 	unit=$(find_one "$root" memmigd.service)
 	check "unit in a systemd unit directory ($unit)" same_dir "${unit%/*}" "$(unit_dirs)"
+	sock_unit=$(find_one "$root" memmigd.socket)
+	check "socket unit beside it ($sock_unit)" test "${sock_unit%/*}" = "${unit%/*}"
 	exec=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$root$unit")
 	check "the unit's ExecStart ($exec) is installed" test -x "$root$exec"
 
@@ -85,6 +87,7 @@ check_readers() {
 	zcat -f "$root$man" >"$tmp/memmigd.8"
 	check "memmigd(8) names its configuration" grep -qxF ".I $conf" "$tmp/memmigd.8"
 	check "memmigd(8) names the unit" grep -qxF ".I $unit" "$tmp/memmigd.8"
+	check "memmigd(8) names the socket unit" grep -qxF ".I $sock_unit" "$tmp/memmigd.8"
 	check "memmigd(8) names the hook" grep -qxF ".I $hook" "$tmp/memmigd.8"
 
 	pc=$(find_one "$root" libmemmig.pc)

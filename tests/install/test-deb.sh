@@ -110,7 +110,7 @@ memhog_start 32 8
 check "move through memmigd" exit_is 0 /usr/bin/memmig-cli move --pid "$hog" --to-node 0 --wait --json
 check "via memmigd at $sock" grep -q "via memmigd at $sock" "$tmp/err"
 head -n 1 "$tmp/err"
-check "move result 0" test "$(jq .result "$tmp/out")" = 0
+check "move result OK" test "$(jq -r .result "$tmp/out")" = OK
 check_alive "after the move"
 memhog_stop
 

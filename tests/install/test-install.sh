@@ -1,7 +1,7 @@
 #!/bin/bash
 # make install DESTDIR=...: every file lands where the program that reads
-# it looks (readers.sh asks each reader), the installed programs and
-# library work from there, and make uninstall takes everything back.
+# it looks (readers.sh asks each reader), the installed programs work
+# from there, and make uninstall takes everything back.
 set -u
 # shellcheck source=../testlib.sh
 . "$(dirname "$0")/../testlib.sh"
@@ -40,26 +40,8 @@ kill "$dpid"
 wait "$dpid"
 check "memmigd stops on SIGTERM" test $? -eq 0
 
-# A program built against the installed header, library and .pc
-pc=$(find_one "$root" libmemmig.pc)
-cat >"$tmp/use.c" <<'C'
-#include <memmig.h>
-#include <stdio.h>
-int main(void)
-{
-	struct memmig_ctx *ctx;
-	char a[4096] = "installed", b[4096];
-
-	if (memmig_ctx_new(&ctx) || memmig_copy_run(ctx, b, a, sizeof(a), 0))
-		return 1;
-	memmig_ctx_unref(ctx);
-	return puts(b) < 0;
-}
-C
-check "builds against the installed libmemmig" ${CC:-cc} -o "$tmp/use" "$tmp/use.c" \
-	-I"$root$(pkg-config --variable=includedir "$root$pc")" \
-	-L"$root$libdir" $(pkg-config --libs-only-l "$root$pc")
-check "and runs with it" test "$(run "$tmp/use")" = installed
+# (tests/unit/test-pkgconfig.sh builds a program against the installed
+# header, library and .pc.)
 
 ${MAKE:-make} -C "$top" uninstall DESTDIR="$root" >"$tmp/uninstall.log" 2>&1
 left=$(find "$root" ! -type d)

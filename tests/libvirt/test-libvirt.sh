@@ -255,7 +255,7 @@ counting() {
 }
 check "b: memmig-cli move --domain $dom --to-node 0 --wait" moved
 check "b: every page on node 0, none failed" report_ok
-echo "move: $(jq -c '(.report // .) | {bytes_total, pages_on_target, pages_failed, seconds}' "$tmp/move.json" 2>/dev/null)"
+echo "move: $(jq -c '(.report // .) | {bytes_total, pages_on_target, pages_failed, elapsed_s}' "$tmp/move.json" 2>/dev/null)"
 check "b: the guest keeps counting after the move" counting "$(counter "$dom")"
 
 # ---- c) a move asked for in the domain's metadata ----

@@ -17,17 +17,20 @@ check "data intact before" test "${first% *}" = "verify ok"
 
 # every mapping of the process, to the only node: nothing to move, no failure
 check "move all" exit_is 0 "$cli" move --pid "$hog" --to-node 0 --wait --json
-check "report pid" test "$(jq .pid "$tmp/out")" -eq "$hog"
-check "report result" test "$(jq .result "$tmp/out")" -eq 0
-check "report strategy" test "$(jq -r .strategy "$tmp/out")" = kernel
-check "regions listed" test "$(jq .regions "$tmp/out")" -ge 3
-check "nothing failed" test "$(jq .pages_failed "$tmp/out")" -eq 0
+# the job object (docs/json.md), its report within
+check "job ended OK" test "$(jq -r '.state + " " + .result' "$tmp/out")" = "done OK"
+jq .report "$tmp/out" >"$tmp/rep"
+check "report pid" test "$(jq .pid "$tmp/rep")" -eq "$hog"
+check "report result" test "$(jq -r .result "$tmp/rep")" = OK
+check "report strategy" test "$(jq -r .strategy "$tmp/rep")" = kernel
+check "regions listed" test "$(jq .regions "$tmp/rep")" -ge 3
+check "nothing failed" test "$(jq .pages_failed "$tmp/rep")" -eq 0
 check "all present pages on node 0" \
-	test "$(jq '.nodes[] | select(.node == 0) | .pages_after' "$tmp/out")" -eq \
-	     "$(jq .pages_on_target "$tmp/out")"
-check "memhog's 192 MiB counted" test "$(jq .pages_on_target "$tmp/out")" -ge $((192 * 256))
+	test "$(jq '.nodes[] | select(.node == 0) | .pages_after' "$tmp/rep")" -eq \
+	     "$(jq .pages_on_target "$tmp/rep")"
+check "memhog's 192 MiB counted" test "$(jq .pages_on_target "$tmp/rep")" -ge $((192 * 256))
 # where the time went: planning before, queries and the move within
-check "time parts" test "$(jq '.plan_seconds > 0 and .query_seconds > 0 and .copy_seconds > 0 and .prepare_seconds >= 0 and .query_seconds + .copy_seconds <= .seconds' "$tmp/out")" = true
+check "time parts" test "$(jq '.plan_s > 0 and .query_s > 0 and .copy_s > 0 and .prepare_s >= 0 and .query_s + .copy_s <= .elapsed_s' "$tmp/rep")" = true
 second=$(verify)
 check "data intact after move" test "${second% *}" = "verify ok"
 check "still running" test "${second##* }" -gt "${first##* }"

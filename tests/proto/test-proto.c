@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../unit/cunit-main.h"
+#include "proto/job-json.h"
 #include "proto/json-scan.h"
 #include "proto/proto.h"
 
@@ -48,6 +49,10 @@ static void test_accepts(void)
 	CU_ASSERT_EQUAL(parse("{\"op\":\"cancel\",\"job\":9223372036854775807}", &req, err,
 			      sizeof(err)), 0);
 	CU_ASSERT_EQUAL(req.job, INT64_MAX);
+	/* The report's old names (docs/json.md), accepted for the new. */
+	CU_ASSERT_EQUAL(parse("{\"op\":\"move\",\"pid\":1,\"target_node\":3,\"workers\":4}",
+			      &req, err, sizeof(err)), 0);
+	CU_ASSERT(req.to_node == 3 && req.threads == 4);
 }
 
 static const struct {
@@ -104,6 +109,7 @@ static const struct {
 	{ "{\"op\":\"job\",\"job\":18446744073709551616}", -EBADMSG, "64 bits" },
 	/* A member twice: json-c kept the last. */
 	{ "{\"op\":\"job\",\"job\":1,\"job\":2}", -EBADMSG, "twice" },
+	{ "{\"op\":\"move\",\"pid\":1,\"to_node\":1,\"target_node\":2}", -EINVAL, "two names" },
 	{ "{\"op\":\"cancel\",\"op\":\"job\",\"job\":2}", -EBADMSG, "twice" },
 	{ "{\"op\":\"move\",\"pid\":1,\"to_node\":1,\"ranges\":[{\"addr\":4096,\"addr\":0,"
 	  "\"len\":4096}]}", -EBADMSG, "twice" },
@@ -242,6 +248,52 @@ static void test_replies(void)
 	CU_ASSERT_STRING_EQUAL(proto_strategy_name(MEMMIG_STRATEGY_KERNEL), "kernel");
 }
 
+/* docs/json.md: 6 significant digits, whatever the double. */
+static void test_doubles(void)
+{
+	struct json_object *o = json_object_new_object();
+	char *line;
+	size_t len;
+
+	json_object_object_add(o, "s", json_object_new_double(0.26185284399999997));
+	json_object_object_add(o, "t", json_object_new_double(3.0));
+	json_object_object_add(o, "u", json_object_new_double(1.5e-5));
+	line = proto_reply_line(o, &len);
+	CU_ASSERT_STRING_EQUAL(line, "{\"s\":0.261853,\"t\":3.0,\"u\":1.5e-05}\n");
+	free(line);
+	json_object_put(o);
+}
+
+/* The job object: every key, null where unknown; one rate. */
+static void test_job(void)
+{
+	struct proto_job j = {
+		.via = "local", .state = "done", .pid = 9, .to_node = 1,
+		.p = { .bytes_total = 4096, .bytes_done = 4096, .elapsed_s = 0.5 },
+		.ended = true, .bytes_moved = 2048, .message = "moved",
+	};
+	struct json_object *o = proto_job_json(&j), *v;
+
+	CU_ASSERT_EQUAL(json_object_object_length(o), 19);	/* docs/json.md */
+	CU_ASSERT(json_object_object_get_ex(o, "id", &v) && !v);
+	CU_ASSERT(json_object_object_get_ex(o, "report", &v) && !v);
+	CU_ASSERT(json_object_object_get_ex(o, "eta_s", &v) && !v);
+	CU_ASSERT(json_object_object_get_ex(o, "rate", &v) && json_object_get_int64(v) == 4096);
+	CU_ASSERT(json_object_object_get_ex(o, "result", &v) &&
+		  !strcmp(json_object_get_string(v), "OK"));
+	json_object_put(o);
+	j.ended = false;
+	j.running = true;
+	j.state = "running";
+	j.p.rate = 1000;
+	j.p.bytes_done = 2096;
+	o = proto_job_json(&j);
+	CU_ASSERT(json_object_object_get_ex(o, "bytes_moved", &v) && !v);
+	CU_ASSERT(json_object_object_get_ex(o, "rate", &v) && json_object_get_int64(v) == 1000);
+	CU_ASSERT(json_object_object_get_ex(o, "eta_s", &v) && json_object_get_double(v) == 2.0);
+	json_object_put(o);
+}
+
 int main(void)
 {
 	static CU_TestInfo tests[] = {
@@ -251,6 +303,8 @@ int main(void)
 		{ "limits", test_limits },
 		{ "round trips", test_roundtrip },
 		{ "replies and names", test_replies },
+		{ "doubles", test_doubles },
+		{ "the job object", test_job },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {

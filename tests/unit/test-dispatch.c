@@ -91,20 +91,20 @@ static const struct cpu_case {
 	/* memmig_policy_choose(..., sizes[i], 0) */
 	int prim[NSIZES];
 } cases[] = {
-	/* REP_GOOD without ERMS/FSRM: rep movsq from 512 B (seeds/000), but
+	/* REP_GOOD without ERMS/FSRM: rep movsq from 512 B (seed 000), but
 	 * the AVX2 vector copy goes on up to the NT threshold. */
 	{ "Zen 3", &zen3, 2048, 512, 16 * MiB, NT2, NEVER, V2,
 	  { V2, V2, V2, V2, V2, V2, NT2 } },
-	/* ERMS without FSRM: rep movsb from 2048 B (seeds/001), after the
+	/* ERMS without FSRM: rep movsb from 2048 B (seed 001), after the
 	 * AVX2 copy's 4 KiB (glibc's threshold for 32-byte vectors).  AVX-512
 	 * only by calibration. */
 	{ "Cooper Lake", &cooper_lake, 2048, NEVER, 77 * MiB / 4, NT512, 4096, V2,
 	  { V2, V2, V2, V2, MOVSB, MOVSB, NT512 } },
-	/* Intel FSRM: movsb from 1 KiB (seeds/000 Ice Lake), below 4 KiB the
-	 * vector copy; 168 B is no rep movsb (seeds/004). */
+	/* Intel FSRM: movsb from 1 KiB (seed 000 Ice Lake), below 4 KiB the
+	 * vector copy; 168 B is no rep movsb (seed 004). */
 	{ "Sapphire Rapids", &sapphire_rapids, 1024, NEVER, 105 * MiB / 2, NT512,
 	  4096, V2, { V2, V2, V2, V2, MOVSB, MOVSB, NT512 } },
-	/* AMD FSRM: rep movsb from 256 B (seeds/000 Zen 5), the vector copy
+	/* AMD FSRM: rep movsb from 256 B (seed 000 Zen 5), the vector copy
 	 * below 4 KiB. */
 	{ "Zen 5", &zen5, 256, NEVER, 16 * MiB, NT512, 4096, V2,
 	  { V2, V2, V2, V2, MOVSB, MOVSB, NT512 } },

@@ -162,6 +162,71 @@ static void test_ranges(void)
 	mt_mem_free(&b);
 }
 
+/* One range moved with from_nodes: the report's skipped and on-target
+ * counts, and the bytes intact. */
+static void move_from(struct mem *m, const int *from, unsigned int nfrom,
+		      uint64_t *skipped, uint64_t *on_target)
+{
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct memmig_range r = { (uintptr_t)m->map, m->len };
+	struct memmig_move_opts o = opts_of(getpid(), &r, 1, 0, MEMMIG_STRATEGY_AUTO);
+	struct memmig_report *rep = NULL;
+	struct memmig_move *mv;
+
+	o.from_nodes = from;
+	o.nfrom_nodes = nfrom;
+	*skipped = *on_target = UINT64_MAX;
+	CU_ASSERT_EQUAL_FATAL(memmig_move_new(ctx, &o, &mv), 0);
+	CU_ASSERT_EQUAL(memmig_move_start(mv), 0);
+	CU_ASSERT_EQUAL(memmig_move_wait(mv, &rep), 0);
+	CU_ASSERT_EQUAL_FATAL(memmig_report_get_summary(rep, &s), 0);
+	EXPECT_EQ("from", "strategy", s.strategy, MEMMIG_STRATEGY_KERNEL);
+	EXPECT_EQ("from", "pages_failed", s.pages_failed, 0);
+	*skipped = s.pages_skipped;
+	*on_target = s.pages_verified_on_target;
+	memmig_report_unref(rep);
+	memmig_move_unref(mv);
+}
+
+/*
+ * from_nodes, like migratepages: bad sets fail before any work; with every
+ * page on node 0, {0} leaves nothing out and a set without 0 leaves every
+ * page where it is, counted as skipped.
+ */
+static void test_from_nodes(void)
+{
+	static const int node0[] = { 0 }, others[] = { 1, 2, 1023 }, too_big[] = { 1024 };
+	struct memmig_move_opts o = opts_of(getpid(), NULL, 0, 0, MEMMIG_STRATEGY_AUTO);
+	uint64_t skipped, on_target, sum;
+	struct memmig_move *mv = NULL;
+	struct mem m;
+
+	o.from_nodes = too_big;
+	o.nfrom_nodes = 1;
+	CU_ASSERT_EQUAL(memmig_move_new(ctx, &o, &mv), -EINVAL);
+	o.from_nodes = node0;
+	o.nfrom_nodes = 0;
+	CU_ASSERT_EQUAL(memmig_move_new(ctx, &o, &mv), -EINVAL);
+	o.from_nodes = NULL;
+	o.nfrom_nodes = 1;
+	CU_ASSERT_EQUAL(memmig_move_new(ctx, &o, &mv), -EINVAL);
+	o.from_nodes = node0;
+	o.strategy = MEMMIG_STRATEGY_COPY;
+	CU_ASSERT_EQUAL(memmig_move_new(ctx, &o, &mv), -EINVAL);
+	CU_ASSERT_PTR_NULL(mv);
+
+	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&m, K_THP, 8 * MiB, true), 0);
+	sum = mt_csum(m.map, m.len);
+	move_from(&m, node0, 1, &skipped, &on_target);
+	EXPECT_EQ("from {0}", "pages_skipped", skipped, 0);
+	EXPECT_EQ("from {0}", "pages on target", on_target, 8 * MiB / PAGE);
+	move_from(&m, others, 3, &skipped, &on_target);
+	EXPECT_EQ("from {1,2,1023}", "pages_skipped", skipped, 8 * MiB / PAGE);
+	EXPECT_EQ("from {1,2,1023}", "pages still on node 0", on_target, 8 * MiB / PAGE);
+	mt_mem_intact(&m, sum, "range moved with from_nodes");
+	mt_mem_free(&m);
+}
+
 /* Cancelled before it starts: nothing moves, the result says so. */
 static void test_cancel_first(void)
 {
@@ -366,6 +431,7 @@ static void test_unref_running(void)
 static CU_TestInfo tests[] = {
 	{ "bad requests fail before any work", test_bad },
 	{ "two ranges of this process", test_ranges },
+	{ "from_nodes: pages elsewhere left alone", test_from_nodes },
 	{ "cancelled before it starts", test_cancel_first },
 	{ "every mapping of another process", test_child },
 	{ "40 mappings: one snapshot, threads by workers", test_many_maps },

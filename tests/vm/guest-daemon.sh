@@ -30,9 +30,13 @@ start_daemon() {
 	return 1
 }
 mc() { "$cli" --socket "$sock" "$@"; }
-# A top-level member of the JSON in $tmp/out: json KEY
+# A top-level member of the job (docs/json.md) in $tmp/out: json KEY
 json() {
 	sed -n "s/^  \"$1\": *\"\{0,1\}\([-0-9A-Za-z.]*\)\"\{0,1\},\{0,1\}$/\1/p" "$tmp/out"
+}
+# A member of the job's report: rjson KEY
+rjson() {
+	sed -n "s/^    \"$1\": *\"\{0,1\}\([-0-9A-Za-z.]*\)\"\{0,1\},\{0,1\}$/\1/p" "$tmp/out"
 }
 # Pages of a mapping on any node: the sum of its N<node>= fields
 placed_pages() {
@@ -48,9 +52,9 @@ for node in 2 0; do
 	mc move --pid "$hog" --to-node "$node" --wait --json >"$tmp/out" 2>"$tmp/err"
 	check "memmigd: move to node $node" test $? -eq 0
 	check "node $node: via memmigd" test "$(json via)" = memmigd
-	check "node $node: nothing failed" test "$(json pages_failed)" = 0
+	check "node $node: nothing failed" test "$(rjson pages_failed)" = 0
 	a=$(placement "$anon_addr") m=$(placement "$memfd_addr")
-	echo "  job $(json job) to node $node: $(json bytes_moved) bytes in $(json seconds) s;" \
+	echo "  job $(json id) to node $node: $(json bytes_moved) bytes in $(json elapsed_s) s;" \
 		"numa_maps anon [$a] memfd [$m]"
 	check "node $node: numa_maps: anon on N$node" test "$a" = "N$node=$anon_pages"
 	check "node $node: numa_maps: memfd on N$node" test "$m" = "N$node=$memfd_pages"
@@ -67,10 +71,10 @@ check "migratepages 0 2: anon on N2" test "$(placement "$anon_addr")" = "N2=$ano
 mc move --pid "$hog" --to-node 0 --wait --json >"$tmp/out" 2>"$tmp/err"
 t2=$EPOCHREALTIME
 check "memmigd back to node 0: anon on N0" test "$(placement "$anon_addr")" = "N0=$anon_pages"
-job_back=$(json seconds)
+job_back=$(json elapsed_s)
 mc move --pid "$hog" --to-node 2 --wait --json >"$tmp/out" 2>"$tmp/err"
 t3=$EPOCHREALTIME
-job_there=$(json seconds)
+job_there=$(json elapsed_s)
 migratepages "$hog" 2 0
 t4=$EPOCHREALTIME
 check "migratepages 2 0: anon on N0" test "$(placement "$anon_addr")" = "N0=$anon_pages"
@@ -161,7 +165,7 @@ nobody_moves() {
 	[ "$rc" -eq 0 ] || sed 's/^/  nobody: /' "$tmp/err" "$tmp/hog-nobody.out"
 	after=$(libc_text_on "$npid" 2)
 	read -r _ addr _ < <(grep '^anon' "$tmp/hog-nobody.out")
-	echo "  nobody's move: exit $rc, $(json bytes_moved) bytes, $(json pages_failed) pages" \
+	echo "  nobody's move: exit $rc, $(json bytes_moved) bytes, $(rjson pages_failed) pages" \
 		"not moved; memmigd's C library text on node 2: $before pages before, $after after"
 	check "nobody's job ran" grep -q '"via": *"memmigd"' "$tmp/out"
 	check "nobody's own pages went to node 2" \

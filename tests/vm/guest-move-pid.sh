@@ -14,9 +14,13 @@ anon_mib=64 memfd_mib=32
 . "$(dirname "$0")/../testlib.sh"
 need_nodes 0 1 2
 
-# A top-level number of the report: json KEY
+# A top-level number of the job (docs/json.md): json KEY
 json() {
 	sed -n "s/^  \"$1\": *\([-0-9.e]*\),\{0,1\}$/\1/p" "$tmp/out"
+}
+# A number of the job's report: rjson KEY
+rjson() {
+	sed -n "s/^    \"$1\": *\([-0-9.e]*\),\{0,1\}$/\1/p" "$tmp/out"
 }
 # A node row's field: json_node NODE FIELD (0 when the node has no row)
 json_node() {
@@ -49,12 +53,12 @@ check_alive "start"
 for node in 2 1 0; do
 	echo "  $(nodes_free)"
 	check "move all to node $node" move --to-node "$node"
-	echo "  to node $node: $(json bytes_moved) bytes moved in $(json seconds) s," \
-		"$(json pages_on_target) pages on target, $(json pages_failed) failed"
-	check "node $node: result 0" test "$(json result)" = 0
-	check "node $node: nothing failed" test "$(json pages_failed)" = 0
+	echo "  to node $node: $(json bytes_moved) bytes moved in $(json elapsed_s) s," \
+		"$(rjson pages_on_target) pages on target, $(rjson pages_failed) failed"
+	check "node $node: result OK" grep -q '^  "result": *"OK"' "$tmp/out"
+	check "node $node: nothing failed" test "$(rjson pages_failed)" = 0
 	check "node $node: every page counted after is on the target" \
-		test "$(json_node "$node" pages_after)" = "$(json pages_on_target)"
+		test "$(json_node "$node" pages_after)" = "$(rjson pages_on_target)"
 	check "node $node: bytes moved" test "$(json bytes_moved)" -ge $(((anon_pages + memfd_pages) * 4096))
 	a=$(placement "$anon_addr") m=$(placement "$memfd_addr")
 	echo "  numa_maps: anon [$a], memfd [$m]"
@@ -80,7 +84,7 @@ for r in "anon $anon_addr $anon_len $anon_pages" "memfd $memfd_addr $memfd_len $
 		"node 2 before $(json_node 2 pages_before) after $(json_node 2 pages_after)"
 	check "$1: memmig moved nothing" test "$(json bytes_moved)" = 0
 	check "$1: memmig saw every page on node 2 before" test "$(json_node 2 pages_before)" = "$4"
-	check "$1: and after" test "$(json pages_on_target)" = "$4"
+	check "$1: and after" test "$(rjson pages_on_target)" = "$4"
 	check "$1: nothing on node 0" test "$(json_node 0 pages_before)" = 0
 done
 # And the other way: memmig moves, migratepages finds nothing left on node 1.
@@ -89,9 +93,39 @@ check "migratepages 2 1 after memmig" migratepages "$hog" 2 1
 check "anon still on N1 only" test "$(placement "$anon_addr")" = "N1=$anon_pages"
 check_alive "after migratepages"
 
+# --from, like migratepages FROM TO: the anonymous memory in thirds on
+# nodes 0, 1 and 2 (2 MiB-aligned, whole THPs), then --from 0,2 --to-node 1
+# moves the thirds on 0 and 2 and leaves the one on 1 alone; migratepages
+# from the same spread ends where memmig did.
+third=$(((anon_len / 3) & ~((2 << 20) - 1)))
+spread() {
+	move --to-node 0 --addr "$anon_addr" --len "$third" &&
+	move --to-node 1 --addr "$((anon_addr + third))" --len "$third" &&
+	move --to-node 2 --addr "$((anon_addr + 2 * third))" --len "$((anon_len - 2 * third))"
+}
+check "spread over 0, 1, 2" spread
+a=$(placement "$anon_addr")
+echo "  spread: numa_maps anon [$a]"
+check "spread: anon on N0, N1, N2" test "$a" = "N0=$((third / 4096)) N1=$((third / 4096)) N2=$(((anon_len - 2 * third) / 4096))"
+check "--from 0,2 --to-node 1" move --to-node 1 --from 0,2 --addr "$anon_addr" --len "$anon_len"
+echo "  --from 0,2: $(json bytes_moved) bytes moved in $(json elapsed_s) s," \
+	"$(rjson pages_skipped) pages skipped, numa_maps anon [$(placement "$anon_addr")]"
+check "--from: the third on node 1 left alone" test "$(rjson pages_skipped)" = "$((third / 4096))"
+check "--from: the thirds on 0 and 2 moved" test "$(json bytes_moved)" = "$((anon_len - third))"
+check "--from: anon on N1 only" test "$(placement "$anon_addr")" = "N1=$anon_pages"
+check_alive "after --from 0,2"
+check "spread again" spread
+# busybox's date has no %N: the uptime's hundredths time it.
+t0=$(cut -d' ' -f1 /proc/uptime)
+check "migratepages 0,2 1" migratepages "$hog" 0,2 1
+echo "  migratepages $hog 0,2 1: $(awk -v t0="$t0" '{ printf "%.2f", $1 - t0 }' /proc/uptime) s" \
+	"(the whole process), numa_maps anon [$(placement "$anon_addr")]"
+check "migratepages ends where memmig --from did" test "$(placement "$anon_addr")" = "N1=$anon_pages"
+check_alive "after migratepages 0,2 1"
+
 # SIGTERM in the middle of a move: a clear message, exit 1, what moved is on
 # the target, the rest where it was, memhog's bytes intact.
-"$cli" move --pid "$hog" --to-node 2 --workers 1 >"$tmp/out" 2>"$tmp/err" &
+"$cli" move --pid "$hog" --to-node 2 --threads 1 >"$tmp/out" 2>"$tmp/err" &
 mover=$!
 # Once it said how it runs (in-process), it takes SIGTERM as a cancel.
 for _ in $(seq 100); do

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Calibration: this CPU's crossovers measured, so that measurement
- * overrides the seed rules (seeds/004: rep movs can lose badly on small
- * copies even with FSRM).  memmig-cli bench copy --calibrate writes the
+ * overrides the seed rules (docs/sources.md, seed 004: rep movs can lose
+ * badly on small copies even with FSRM).  memmig-cli bench copy --calibrate writes the
  * result where libmemmig loads it.
  */
 #define _GNU_SOURCE

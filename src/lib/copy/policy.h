@@ -6,7 +6,7 @@
 
 /*
  * The dispatch policy: a pure function of (CPU, thresholds, length, flags).
- * The rules follow the kernel threads memmig grew from (shared/seeds):
+ * The rules follow the kernel threads memmig grew from (docs/sources.md):
  *  - a scalar movq loop for small copies, where rep movs* start-up costs
  *    dominate (even with FSRM: the Sapphire Rapids 168-byte anomaly);
  *  - rep movsb from 2048 B on ERMS without FSRM, from the (lower) FSRM

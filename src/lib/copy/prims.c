@@ -72,7 +72,8 @@ int memmig_tuning_default(const struct memmig_cpu_info *cpu,
 	/*
 	 * FSRM crossovers from the seed tables: on Ice Lake the movq loop still
 	 * wins at 512 B and loses from 1 KiB; on Zen 5 rep movsb wins from
-	 * 256 B.  Without FSRM, rep movsb pays off from 2048 B (seeds/001).
+	 * 256 B.  Without FSRM, rep movsb pays off from 2048 B (seed 001:
+	 * docs/sources.md).
 	 */
 	if (cpu->features & MEMMIG_CPU_FSRM)
 		t.movsb_min = amd ? 256 : 1024;

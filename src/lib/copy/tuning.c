@@ -152,9 +152,9 @@ static char *trim(char *s)
 
 static int tuning_parse_line(struct memmig_ctx *ctx, const char *path,
 			     unsigned int lineno, char *line,
-			     struct memmig_tuning *t, bool *cpu_ok)
+			     struct memmig_tuning *t, char *cpu, size_t cpu_len)
 {
-	char *eq = strchr(line, '='), *key, *val, want[64];
+	char *eq = strchr(line, '='), *key, *val;
 
 	if (!eq) {
 		err(ctx, "%s:%u: expected key = value\n", path, lineno);
@@ -164,8 +164,7 @@ static int tuning_parse_line(struct memmig_ctx *ctx, const char *path,
 	key = trim(line);
 	val = trim(eq + 1);
 	if (!strcmp(key, "cpu")) {
-		cpu_id(&ctx->cpu, want, sizeof(want));
-		*cpu_ok = !strcmp(val, want);
+		snprintf(cpu, cpu_len, "%s", val);
 		return 0;
 	}
 	for (size_t k = 0; k < K_COUNT; k++) {
@@ -181,13 +180,14 @@ static int tuning_parse_line(struct memmig_ctx *ctx, const char *path,
 	return -EINVAL;
 }
 
-int memmig_tuning_load(struct memmig_ctx *ctx, const char *path,
-		       struct memmig_tuning *t)
+/* A file of another CPU is said at prio: an error when the user named
+ * it, a warning for the optional system file. */
+static int tuning_load(struct memmig_ctx *ctx, const char *path,
+		       struct memmig_tuning *t, int prio)
 {
 	struct memmig_tuning n = { .sz = sizeof(n) };
-	char line[256];
+	char line[256], cpu[64] = "", want[64];
 	unsigned int lineno = 0;
-	bool cpu_ok = false;
 	int rc = 0;
 	FILE *f;
 
@@ -202,18 +202,27 @@ int memmig_tuning_load(struct memmig_ctx *ctx, const char *path,
 		lineno++;
 		if (!*s || *s == '#')
 			continue;
-		rc = tuning_parse_line(ctx, path, lineno, s, &n, &cpu_ok);
+		rc = tuning_parse_line(ctx, path, lineno, s, &n, cpu, sizeof(cpu));
 		if (rc < 0)
 			break;
 	}
 	fclose(f);
 	if (rc < 0)
 		return rc;
-	if (!cpu_ok) {
-		warn(ctx, "%s: calibrated on another CPU model\n", path);
+	cpu_id(&ctx->cpu, want, sizeof(want));
+	if (strcmp(cpu, want)) {
+		memmig_log_cond(ctx, prio, "calibration file %s was measured on CPU %s, "
+				"this is %s: run memmig-cli bench copy --calibrate\n",
+				path, *cpu ? cpu : "(none named)", want);
 		return -ESTALE;
 	}
 	return memmig_struct_out(t, &n, sizeof(n));
+}
+
+int memmig_tuning_load(struct memmig_ctx *ctx, const char *path,
+		       struct memmig_tuning *t)
+{
+	return tuning_load(ctx, path, t, LOG_ERR);
 }
 
 /* What the parser accepts: sizes up to 1T or never, primitives of their
@@ -320,19 +329,19 @@ int memmig_tuning_init(struct memmig_ctx *ctx, unsigned int flags)
 	if (flags & MEMMIG_CTX_NO_ENV)
 		goto apply;
 	if (path && *path) {
-		rc = memmig_tuning_load(ctx, path, &t);
+		rc = tuning_load(ctx, path, &t, LOG_ERR);
 		if (rc < 0) {
-			err(ctx, "MEMMIG_CALIBRATION=%s: %s\n", path,
-			    rc == -ESTALE ? "made on another CPU model" :
-					    strerror(-rc));
+			/* Another CPU's file is said in full already. */
+			if (rc != -ESTALE)
+				err(ctx, "MEMMIG_CALIBRATION=%s: %s\n", path, strerror(-rc));
 			rc = memmig_ctx_bad(ctx, flags, "the calibration file", rc);
 			if (rc < 0)
 				return rc;
 		}
 	} else {
 		/* The system file is optional and may predate a CPU change. */
-		rc = memmig_tuning_load(ctx, memmig_tuning_default_path(), &t);
-		if (rc < 0 && rc != -ENOENT)
+		rc = tuning_load(ctx, memmig_tuning_default_path(), &t, LOG_WARNING);
+		if (rc < 0 && rc != -ENOENT && rc != -ESTALE)
 			warn(ctx, "ignoring %s (%d)\n",
 			     memmig_tuning_default_path(), rc);
 	}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Descriptor initialization, two ways that must write the same bytes
- * (seed 002):
+ * (docs/sources.md, seed 002):
  *  - slow: every field of every descriptor stored one by one, as the
  *    kernel's __init_single_page() does; each line is first read for
  *    ownership, so the table crosses the memory bus twice;

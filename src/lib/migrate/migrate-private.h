@@ -15,6 +15,8 @@
 /* A page nobody looked at: in before/after, and in status before the
  * strategy got to it. */
 #define MEMMIG_STATUS_UNTOUCHED INT_MIN
+/* A page on a node outside the move's from_nodes: left where it is. */
+#define MEMMIG_STATUS_SKIPPED (INT_MIN + 1)
 /* In status and after: the page maps the job's target_path. */
 #define MEMMIG_STATUS_TIER (INT_MIN + 1)
 
@@ -104,6 +106,7 @@ struct memmig_job {
 	size_t nunits;
 	int *before, *after;		/* per 4 KiB page: node or -errno */
 	int *status;			/* per page, what the strategy did */
+	const uint64_t *from_mask;	/* the move's (env), or NULL */
 
 	bool cancel;			/* atomics */
 	int error;			/* first fatal error */
@@ -129,6 +132,9 @@ struct memmig_job {
 struct memmig_job_env {
 	struct memmig_topo *topo;
 	struct memmig_pool *pool;
+	/* A move's from_nodes, one bit a node (MEMMIG_MOVE_MAX_NODES), or
+	 * NULL; the kernel strategy leaves pages elsewhere alone. */
+	const uint64_t *from_mask;
 };
 
 /*
@@ -172,6 +178,19 @@ static inline int memmig_job_target_status(const struct memmig_job *job)
 static inline size_t memmig_job_page(const struct memmig_job *job, uint64_t addr)
 {
 	return (addr - job->addr) / MEMMIG_PAGE_SIZE;
+}
+/* False for a page the move's from_nodes leave alone: found on another
+ * node (the target too: it stays there either way, and is counted as left
+ * alone).  A page found nowhere (absent) is the kernel's to answer. */
+static inline bool memmig_job_page_wanted(const struct memmig_job *job, size_t page)
+{
+	int node;
+
+	if (!job->from_mask)
+		return true;
+	node = job->before[page];
+	return node < 0 || node >= MEMMIG_MOVE_MAX_NODES ||
+	       (job->from_mask[node / 64] >> (node % 64) & 1);
 }
 /* True when every page of the unit was on the target before the job. */
 bool memmig_job_unit_on_target(const struct memmig_job *job,

@@ -391,6 +391,8 @@ int memmig_job_create(struct memmig_region *r, const struct memmig_migrate_opts 
 	}
 	if (job->nworkers > job->nunits)
 		job->nworkers = job->nunits ? (unsigned int)job->nunits : 1;
+	if (env)
+		job->from_mask = env->from_mask;
 	/* A job of its own: threads of its own, besides the job thread. */
 	if (!rc && env && env->pool) {
 		job->pool = env->pool;

@@ -21,8 +21,10 @@
 struct memmig_move {
 	int refcount;
 	struct memmig_ctx *ctx;
-	struct memmig_move_opts o;	/* o.ranges: ours */
+	struct memmig_move_opts o;	/* o.ranges: ours; o.from_nodes: NULL */
 	struct memmig_topo *topo;
+	/* o.from_nodes as bits, or NULL: pages on any node move. */
+	uint64_t *from_mask;
 
 	/* Set by the plan, read-only after. */
 	struct memmig_region **list;
@@ -44,6 +46,30 @@ struct memmig_move {
 	struct memmig_report *report;
 };
 
+/* from_nodes as bits; -EINVAL for an id out of range. */
+static int from_mask_new(const struct memmig_move_opts *o, uint64_t **out)
+{
+	uint64_t *m;
+
+	*out = NULL;
+	if (!o->from_nodes)
+		return 0;
+	m = calloc(MEMMIG_MOVE_MAX_NODES / 64, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < o->nfrom_nodes; i++) {
+		int node = o->from_nodes[i];
+
+		if (node < 0 || node >= MEMMIG_MOVE_MAX_NODES) {
+			free(m);
+			return -EINVAL;
+		}
+		m[node / 64] |= 1ULL << (node % 64);
+	}
+	*out = m;
+	return 0;
+}
+
 static bool process_exists(int pid)
 {
 	char path[32];
@@ -62,8 +88,17 @@ int memmig_move_new(struct memmig_ctx *ctx, const struct memmig_move_opts *opts,
 	if (!ctx || !out || memmig_struct_in(&o, sizeof(o), opts) < 0 || o.pid <= 0 ||
 	    o.nranges > MEMMIG_MOVE_MAX_RANGES || (o.nranges && !o.ranges) ||
 	    o.strategy < MEMMIG_STRATEGY_AUTO || o.strategy > MEMMIG_STRATEGY_COPY ||
-	    (o.flags & ~(MEMMIG_MIGRATE_FORCE | MEMMIG_MIGRATE_OWN_PAGES)))
+	    (o.flags & ~(MEMMIG_MIGRATE_FORCE | MEMMIG_MIGRATE_OWN_PAGES)) ||
+	    (o.from_nodes && (!o.nfrom_nodes || o.nfrom_nodes > MEMMIG_MOVE_MAX_NODES)) ||
+	    (!o.from_nodes && o.nfrom_nodes))
 		return -EINVAL;
+	/* Page by page, where each one is: move_pages(2)'s way, as
+	 * migratepages(8) does it; the copy strategy moves whole units. */
+	if (o.from_nodes) {
+		if (o.strategy == MEMMIG_STRATEGY_COPY)
+			return -EINVAL;
+		o.strategy = MEMMIG_STRATEGY_KERNEL;
+	}
 	/* The rule for each region, applied once to the whole: anonymous
 	 * memory of the process itself is what the copy strategy can take. */
 	rc = memmig_strategy_check(ctx, o.strategy, o.pid == getpid(), MEMMIG_BACKING_ANON,
@@ -82,8 +117,14 @@ int memmig_move_new(struct memmig_ctx *ctx, const struct memmig_move_opts *opts,
 	mv->ctx = memmig_ctx_ref(ctx);
 	mv->o = o;
 	mv->o.ranges = NULL;
+	mv->o.from_nodes = NULL;
 	pthread_mutex_init(&mv->lock, NULL);
 	pthread_cond_init(&mv->cond, NULL);
+	rc = from_mask_new(&o, &mv->from_mask);
+	if (rc < 0) {
+		memmig_move_unref(mv);
+		return rc;
+	}
 	if (o.nranges) {
 		struct memmig_range *r = malloc(o.nranges * sizeof(*r));
 
@@ -257,7 +298,8 @@ static int move_region(struct memmig_move *mv, struct memmig_region *r,
 		.sz = sizeof(o), .target_node = mv->o.target_node,
 		.strategy = mv->o.strategy, .workers = mv->o.workers, .flags = mv->o.flags,
 	};
-	struct memmig_job_env env = { .topo = mv->topo, .pool = pool };
+	struct memmig_job_env env = { .topo = mv->topo, .pool = pool,
+				      .from_mask = mv->from_mask };
 	struct memmig_report *rep = NULL;
 	struct memmig_job *job = NULL;
 	int rc;
@@ -464,6 +506,7 @@ void memmig_move_unref(struct memmig_move *mv)
 	memmig_report_unref(mv->report);
 	memmig_topo_unref(mv->topo);
 	free((void *)mv->o.ranges);
+	free(mv->from_mask);
 	pthread_mutex_destroy(&mv->lock);
 	pthread_cond_destroy(&mv->cond);
 	memmig_ctx_unref(mv->ctx);

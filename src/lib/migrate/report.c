@@ -165,6 +165,8 @@ static int report_pages(struct memmig_report *rep, const struct memmig_job *job,
 		if (page_moved(job, i)) {
 			s->bytes_moved += MEMMIG_PAGE_SIZE;
 			rc = range_add(&rep->moved, &rep->nmoved, addr, 0);
+		} else if (st == MEMMIG_STATUS_SKIPPED) {
+			s->pages_skipped++;
 		} else if (st < 0 && st != MEMMIG_STATUS_UNTOUCHED) {
 			bool hole = st == -EFAULT && page_unmapped(h, addr);
 
@@ -310,6 +312,7 @@ int memmig_report_add(struct memmig_report *to, const struct memmig_report *from
 	s->copy_s += f->copy_s;
 	s->query_s += f->query_s;
 	s->pages_failed += f->pages_failed;
+	s->pages_skipped += f->pages_skipped;
 	s->pages_verified_on_target += f->pages_verified_on_target;
 	s->regions += f->regions;
 	return 0;

@@ -25,15 +25,21 @@ struct batch {
 	size_t n;
 };
 
-/* Appends the unit's entries; returns the first entry's index. */
-static size_t batch_add(struct batch *b, const struct memmig_unit *u, int target)
+/*
+ * Appends the unit's entries; returns the first entry's index.  A page the
+ * move's from_nodes leave alone is asked to stay where it is, which the
+ * kernel does without moving it: entries and pages stay one to one.
+ */
+static size_t batch_add(struct batch *b, const struct memmig_job *job,
+			const struct memmig_unit *u)
 {
-	size_t first = b->n;
+	size_t first = b->n, page = memmig_job_page(job, u->addr);
 	size_t n = u->thp ? 1 : u->len / MEMMIG_PAGE_SIZE;
 
 	for (size_t i = 0; i < n; i++) {
 		b->pages[b->n] = (void *)(uintptr_t)(u->addr + i * MEMMIG_PAGE_SIZE);
-		b->nodes[b->n++] = target;
+		b->nodes[b->n++] = memmig_job_page_wanted(job, page + i) ? job->target :
+				   job->before[page + i];
 	}
 	return first;
 }
@@ -48,10 +54,13 @@ static void unit_status(struct memmig_job *job, struct memmig_unit *u,
 	for (size_t i = 0; i < u->len / MEMMIG_PAGE_SIZE; i++) {
 		int s = u->thp ? st[0] : st[i];
 
+		if (!memmig_job_page_wanted(job, page + i))
+			s = MEMMIG_STATUS_SKIPPED;
 		job->status[page + i] = s;
 		if (s == -ENOMEM)
 			memmig_job_fail(job, -ENOMEM); /* the target is full */
-		ok &= s == job->target || memmig_status_nothing(s);
+		ok &= s == job->target || s == MEMMIG_STATUS_SKIPPED ||
+		      memmig_status_nothing(s);
 	}
 	memmig_job_unit_done(job, u, ok ? MEMMIG_UNIT_DONE : MEMMIG_UNIT_FAILED);
 }
@@ -132,6 +141,13 @@ static void batch_query(struct memmig_job *job, struct batch *b)
  */
 #define RETRY_WAIT_MAX 16
 
+/* An entry for the target (not one left alone) that is elsewhere. */
+static bool left_behind(const struct memmig_job *job, const struct batch *b, size_t i)
+{
+	return b->nodes[i] == job->target && b->status[i] >= 0 &&
+	       b->status[i] != job->target;
+}
+
 static void retry_left(struct memmig_job *job, struct batch *b)
 {
 	static const unsigned int wait_us[] = { 0, 1000, 10000 };
@@ -147,7 +163,7 @@ static void retry_left(struct memmig_job *job, struct batch *b)
 		batch_query(job, b);
 		r.n = 0;
 		for (size_t i = 0; i < b->n; i++)
-			if (b->status[i] >= 0 && b->status[i] != job->target) {
+			if (left_behind(job, b, i)) {
 				if (idx && r.pages && r.nodes) {
 					idx[r.n] = i;
 					r.pages[r.n] = b->pages[i];
@@ -173,7 +189,7 @@ static void retry_left(struct memmig_job *job, struct batch *b)
 	}
 	why = r.n && target_full(job) ? -ENOMEM : -EBUSY;
 	for (size_t i = 0; r.n && i < b->n; i++)
-		if (b->status[i] >= 0 && b->status[i] != job->target)
+		if (left_behind(job, b, i))
 			b->status[i] = why;
 	free(idx);
 	batch_free(&r);
@@ -206,7 +222,7 @@ int memmig_kernel_move_unit(struct memmig_job *job, struct memmig_unit *u)
 	int rc = batch_alloc(&b, 1);
 
 	if (!rc) {
-		batch_add(&b, u, job->target);
+		batch_add(&b, job, u);
 		rc = move_batch(job, &b, u, 1, &at);
 	}
 	batch_free(&b);
@@ -233,12 +249,13 @@ static int kernel_run(struct memmig_worker *w)
 				size_t p = memmig_job_page(job, u->addr);
 
 				for (size_t k = 0; k < u->len / MEMMIG_PAGE_SIZE; k++)
-					job->status[p + k] = job->target;
+					job->status[p + k] = memmig_job_page_wanted(job, p + k) ?
+						job->target : MEMMIG_STATUS_SKIPPED;
 				memmig_job_unit_done(job, u, MEMMIG_UNIT_DONE);
 				first = i + 1;
 				continue;
 			}
-			at[nu++] = batch_add(&b, u, job->target);
+			at[nu++] = batch_add(&b, job, u);
 		}
 		rc = move_batch(job, &b, &job->units[first], nu, at);
 	}

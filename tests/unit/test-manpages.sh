@@ -1,0 +1,34 @@
+#!/bin/bash
+# Every call libmemmig exports (src/lib/libmemmig.sym) has a man page in
+# docs/man3 that is installed (docs/man3/Makefile.inc), and every page
+# renders without a groff warning; a .so link leads to a page that
+# documents the call.
+set -u
+srcdir=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../testlib.sh
+. "$srcdir/tests/testlib.sh"
+
+command -v groff >/dev/null || { echo "SKIP: groff is not installed (apt-get install groff-base)"; exit 77; }
+man3=$srcdir/docs/man3
+syms=$(sed -n 's/^\t\(memmig_[a-z0-9_]*\);$/\1/p' "$srcdir/src/lib/libmemmig.sym")
+check "the version script lists calls" test -n "$syms"
+
+for s in $syms; do
+	page=$man3/$s.3
+	check "$s has a page" test -f "$page"
+	[ -f "$page" ] || continue
+	check "$s's page is installed" grep -q "docs/man3/$s.3" "$man3/Makefile.inc"
+	# A link's target documents the call in its SYNOPSIS.
+	target=$page
+	if so=$(sed -n 's/^\.so man3\///p' "$page") && [ -n "$so" ]; then
+		target=$man3/$so
+	fi
+	check "$s is in the SYNOPSIS of ${target##*/}" grep -q "^\.BI\? \"[^\"]*\<$s(" "$target"
+done
+
+for page in "$srcdir"/docs/libmemmig.3 "$man3"/*.3; do
+	grep -q '^\.so ' "$page" && continue
+	check "${page##*/} renders cleanly" exit_is 0 groff -man -Tutf8 -ww -z "$page"
+	check "${page##*/}: no groff warning" test ! -s "$tmp/err"
+done
+summary
