@@ -13,16 +13,23 @@ apt-get update
 # cxl, ndctl and daxctl to turn QEMU's CXL memory devices into a CXL node;
 # jq reads the CLI's JSON in the tests; libvirtd runs a real domain for the
 # libvirt tests; valgrind checks memmigd for leaks;
-# clang and its runtime fuzz memmigd's request parser (libFuzzer).
+# clang and its runtime fuzz memmigd's request parser (libFuzzer);
+# systemd and bash-completion say where units and completions go
+# (pkg-config); debhelper, devscripts and fakeroot build the Debian
+# packages that tests/install/test-deb.sh installs.
 apt-get install -y --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
 	libnuma-dev liburing-dev libjson-c-dev libdaxctl-dev libcunit1-dev \
 	libvirt-dev libpmem-dev numactl jq gnuplot-nox \
 	qemu-system-x86 linux-image-amd64 linux-image-6.12-amd64 busybox-static ndctl daxctl \
-	libvirt-daemon-system libvirt-clients valgrind clang libclang-rt-14-dev
+	libvirt-daemon-system libvirt-clients valgrind clang libclang-rt-14-dev \
+	systemd bash-completion debhelper devscripts fakeroot
 
 ./autogen.sh
-./configure --enable-werror
+# The distribution's paths, as the Debian package has them: make install
+# puts everything where memmigd, systemd, libvirtd and bash read it, and
+# the calibration below goes to /var/lib/memmig, which libmemmig reads.
+./configure --enable-werror --prefix=/usr --sysconfdir=/etc --localstatedir=/var
 make -j"$(nproc)"
 
 # The main job: measure this CPU's copy thresholds (written to the system

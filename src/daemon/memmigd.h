@@ -25,7 +25,7 @@
 #include "daemon/metrics.h"
 #include "proto/proto.h"
 
-#define MEMMIGD_CONFIG_DEFAULT	"/etc/memmig/memmigd.conf"
+/* MEMMIGD_CONFIG_DEFAULT is $(sysconfdir)/memmig/memmigd.conf (Makefile.am). */
 #define MEMMIGD_MAX_CLIENTS	256
 #define MEMMIGD_ROOT_CLIENTS	16	/* of those, kept for root */
 #define MEMMIGD_USER_CLIENTS	64	/* at most, one uid other than root */
