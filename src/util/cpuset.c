@@ -219,9 +219,14 @@ int util_cpuset_set_mems(const struct util_cpuset *cs, const char *mems)
 
 int util_cpuset_check(int pid, int node, char *msg, size_t len)
 {
+	char mem[UTIL_NODELIST_MAX];
 	struct util_cpuset cs;
 
-	/* Unreadable: the move itself says what is wrong. */
+	/* A node without memory, or a process or file we cannot read: the
+	 * move itself says what is wrong, naming the node. */
+	if (!read_line("/sys/devices/system/node/has_memory", mem, sizeof(mem)) &&
+	    !util_nodelist_has(mem, node))
+		return 0;
 	if (util_cpuset_get(pid, &cs) || util_nodelist_has(cs.allowed, node))
 		return 0;
 	if (cs.dir[0])
