@@ -63,6 +63,13 @@ int cli_cpuset_widen(int pid, int node, struct cli_cpuset_move **out)
 		free(m);
 		return ret;
 	}
+	if (m->cs.root) {
+		cli_error("move: --update-cpuset: pid %d is in the root cgroup (%s), whose "
+			  "cpuset.mems cannot change: put it in a cgroup of its own, or move "
+			  "without --update-cpuset\n", pid, m->cs.dir);
+		free(m);
+		return -EPERM;
+	}
 	/* "" on v2: the parent's nodes; the cgroup then gets its own. */
 	if (!m->cs.mems[0])
 		snprintf(m->cs.mems, sizeof(m->cs.mems), "%s", m->cs.allowed);
@@ -135,7 +142,7 @@ int cli_cpuset_finish(struct cli_cpuset_move *m, struct json_object *rep)
 		json_object_object_add(rep, "rebalance", rb);
 	else
 		json_object_put(rb);
-	if (ret)
+	if (ret && !rep)	/* else the report says it */
 		cli_error("move: %s\n", msg);
 	free(m);
 	return ret;

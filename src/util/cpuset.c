@@ -161,9 +161,11 @@ static void find_cgroup(int pid, struct util_cpuset *cs)
 		snprintf(cs->dir, sizeof(cs->dir), "%s%s", CGROUP_V2_ROOT,
 			 strcmp(v2, "/") ? v2 : "");
 		cs->v2 = true;
+		cs->root = !strcmp(v2, "/");
 	} else if (v1[0]) {
 		snprintf(cs->dir, sizeof(cs->dir), "%s%s", CGROUP_V1_ROOT,
 			 strcmp(v1, "/") ? v1 : "");
+		cs->root = !strcmp(v1, "/");
 	}
 }
 

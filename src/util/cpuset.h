@@ -17,6 +17,7 @@
 struct util_cpuset {
 	char dir[UTIL_CGROUP_PATH_MAX];	/* the cgroup's directory; "" none */
 	bool v2;			/* cgroup v2 (else v1's cpuset hierarchy) */
+	bool root;			/* the root cgroup: its cpuset.mems is fixed */
 	char mems[UTIL_NODELIST_MAX];	/* its cpuset.mems ("" on v2: inherited) */
 	char allowed[UTIL_NODELIST_MAX]; /* Mems_allowed_list: what the kernel enforces */
 };
