@@ -335,6 +335,8 @@ static void on_metadata(virConnectPtr conn, virDomainPtr dom, int type,
 
 static void disconnect(struct domains_libvirt *lv)
 {
+	virConnectPtr conn;
+
 	if (!lv->conn)
 		return;
 	if (lv->cb_lifecycle >= 0)
@@ -342,11 +344,14 @@ static void disconnect(struct domains_libvirt *lv)
 	if (lv->cb_metadata >= 0)
 		virConnectDomainEventDeregisterAny(lv->conn, lv->cb_metadata);
 	lv->cb_lifecycle = lv->cb_metadata = -1;
+	/* Closed outside the lock: the loop thread takes it to queue a
+	 * status, and a close may wait for libvirtd. */
 	pthread_mutex_lock(&lv->lock);
-	virConnectClose(lv->conn);
+	conn = lv->conn;
 	lv->conn = NULL;
 	__atomic_store_n(&lv->connected, false, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&lv->lock);
+	virConnectClose(conn);
 }
 
 static void on_close(virConnectPtr conn, int reason, void *opaque)
