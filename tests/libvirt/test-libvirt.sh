@@ -290,6 +290,25 @@ rolled_back() {
 }
 check "b: ... the rebalance rolled back, nodeset 0" wait_for 10 rolled_back
 check "b: ... libvirt's live nodeset is 0" [ "$(live_nodeset)" = 0 ]
+# A cancelled move is rolled back too (the job takes ~1 s here: the
+# cancel comes while it runs; if it ended first, it must be "done").
+cancel_rolled_back() {
+	local id state
+
+	id=$(mcli move --domain "$dom" --to-node 0 --json | jq .id) || return 1
+	mcli cancel "$id" >/dev/null 2>&1
+	wait_for 20 sh -c "timeout 10 '$cli' --socket '$sock' status $id --json | jq -e '.state != \"running\" and .state != \"queued\"' >/dev/null"
+	state=$(mcli status "$id" --json | jq -r .state)
+	echo "  job $id: $state"
+	registered "$dom" || return 1
+	case $state in
+	cancelled) wait_for 10 sh -c "timeout 10 '$cli' --socket '$sock' domains --json | jq -e '.[] | select(.name == \"$dom\") | .rebalance.state == \"rolled-back\"' >/dev/null" ;;
+	done) entry_is .rebalance.state done ;;
+	*) return 1 ;;
+	esac
+}
+check "b: a cancelled move rolls the rebalance back" cancel_rolled_back
+check "b: ... libvirt's live nodeset is 0" [ "$(live_nodeset)" = 0 ]
 
 # ---- c) a move asked for in the domain's metadata ----
 domain_jobs() {

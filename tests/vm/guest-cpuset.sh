@@ -12,18 +12,29 @@
 set -u
 cli=${MEMMIG_CLI:-memmig-cli}
 real_memhog=${MEMHOG:-memhog}
-mib=32
+mib=8	# small: TCG emulates every copy, and the tier has a time budget
 # shellcheck source=../testlib.sh
 . "$(dirname "$0")/../testlib.sh"
 need_nodes 0 1
 
 cgroot=/sys/fs/cgroup
+mounted=
 if ! grep -q "^cgroup2 $cgroot " /proc/mounts; then
 	mkdir -p "$cgroot" && mount -t cgroup2 cgroup2 "$cgroot" ||
 		{ echo "SKIP: cannot mount cgroup v2 at $cgroot"; exit 77; }
+	mounted=1
 fi
 grep -qw cpuset "$cgroot/cgroup.controllers" || { echo "SKIP: no cpuset controller in cgroup v2"; exit 77; }
 echo +cpuset >"$cgroot/cgroup.subtree_control" || { echo "FAIL: cannot enable cpuset"; exit 1; }
+# The next tests find the guest as it was.
+untidy() {
+	[ -n "${hog:-}" ] && kill -9 "$hog" 2>/dev/null && wait "$hog" 2>/dev/null
+	rmdir "$cgroot"/memmig-right "$cgroot"/memmig-fail "$cgroot"/memmig-naive 2>/dev/null
+	echo -cpuset >"$cgroot/cgroup.subtree_control" 2>/dev/null
+	[ -n "$mounted" ] && umount "$cgroot"
+	cleanup
+}
+trap untidy EXIT
 
 # memhog_in CGROUP: memhog started inside a new cgroup with cpuset.mems=0
 memhog_in() {
@@ -97,5 +108,4 @@ check "naive: memmig then has nothing to move" exit_is 0 "$cli" move --pid "$hog
 echo "  naive: memmig moved $(jq .bytes_moved "$tmp/out") bytes after it"
 check_alive "naive order"
 memhog_stop
-rmdir "$cgroot"/memmig-right "$cgroot"/memmig-fail "$cgroot"/memmig-naive 2>/dev/null
 summary
