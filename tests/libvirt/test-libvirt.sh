@@ -295,7 +295,7 @@ check "b: ... libvirt's live nodeset is 0" [ "$(live_nodeset)" = 0 ]
 cancel_rolled_back() {
 	local id state
 
-	id=$(mcli move --domain "$dom" --to-node 0 --json | jq .id) || return 1
+	id=$(mcli move --domain "$dom" --to-node 0 --json 2>/dev/null | jq .id) || return 1
 	mcli cancel "$id" >/dev/null 2>&1
 	wait_for 20 sh -c "timeout 10 '$cli' --socket '$sock' status $id --json | jq -e '.state != \"running\" and .state != \"queued\"' >/dev/null"
 	state=$(mcli status "$id" --json | jq -r .state)
