@@ -386,7 +386,7 @@ check "f: ... from libvirt" entry_is .source libvirt
 # Mode strict: QEMU binds the memory itself and libvirt does not change
 # the nodeset of a running domain; a move within it leaves it as it is.
 check "f: a move of the strict-mode domain within its nodeset" \
-	sh -c "timeout 60 '$cli' --socket '$sock' move --domain '$dom2' --to-node 0 --wait --json >'$tmp/move.json'"
+	sh -c "timeout 60 '$cli' --socket '$sock' move --domain '$dom2' --to-node 0 --wait --json >'$tmp/move.json' 2>/dev/null"
 check "f: ... done, the nodeset kept" rebalance_is '.rebalance.state == "done" and .rebalance.nodeset_after == "0" and (.rebalance.message | test("mode .strict."))'
 virsh destroy "$dom2" >/dev/null
 domains=
