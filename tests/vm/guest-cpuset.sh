@@ -73,7 +73,7 @@ check "... naming the cpuset and the node" grep -q "may not use node 1: its cpus
 # ---- widen, move, narrow ----
 t0=$(now_ms)
 check "move --update-cpuset" exit_is 0 "$cli" move --pid "$hog" --to-node 1 --update-cpuset --json
-echo "  $(($(now_ms) - t0)) ms in all, the move $(jq .seconds "$tmp/out") s;" \
+echo "  $(($(now_ms) - t0)) ms in all, the move $(jq .elapsed_s "$tmp/out") s;" \
 	"rebalance $(jq -c .rebalance "$tmp/out")"
 check "rebalance done" test "$(json .rebalance.state)" = done
 check "widened 0 -> 0-1, narrowed to 1" test "$(json '[.rebalance.nodeset_before, .rebalance.nodeset_widened, .rebalance.nodeset_after] | join(" ")')" = "0 0-1 1"
