@@ -12,7 +12,8 @@ apt-get update
 # (bookworm-security) for what 6.1 lacks, and whose initramfs carries ndctl's
 # cxl, ndctl and daxctl to turn QEMU's CXL memory devices into a CXL node;
 # jq reads the CLI's JSON in the tests; libvirtd runs a real domain for the
-# libvirt tests; valgrind checks memmigd for leaks;
+# libvirt tests; xmllint (libxml2-utils) is how the libvirt hook reads the
+# domain XML; valgrind checks memmigd for leaks;
 # clang and its runtime fuzz memmigd's request parser (libFuzzer);
 # systemd and bash-completion say where units and completions go
 # (pkg-config); debhelper, devscripts and fakeroot build the Debian
@@ -23,7 +24,8 @@ apt-get install -y --no-install-recommends \
 	libvirt-dev libpmem-dev numactl jq gnuplot-nox \
 	qemu-system-x86 linux-image-amd64 linux-image-6.12-amd64 busybox-static ndctl daxctl \
 	libvirt-daemon-system libvirt-clients valgrind clang libclang-rt-14-dev \
-	systemd bash-completion debhelper devscripts fakeroot
+	systemd bash-completion debhelper devscripts fakeroot \
+	libxml2-utils
 
 ./autogen.sh
 # The distribution's paths, as the Debian package has them: make install

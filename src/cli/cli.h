@@ -172,4 +172,18 @@ bool cli_progress_wanted(void);
 void cli_progress(uint64_t done, uint64_t total, double rate);
 void cli_progress_end(void);
 
+/* move --domain --wait: the domain's rebalance once memmigd ended it
+ * (rebalance-show.c); NULL when there is none (new reference). */
+struct cli_conn;
+struct json_object *cli_rebalance_wait(struct cli_conn *c, const char *domain);
+void cli_rebalance_print(struct json_object *rb);
+/* move --pid --update-cpuset (cpuset-move.c): widens the process's cgroup
+ * cpuset.mems to take node (0 or -errno, said); finish narrows it to node
+ * when the ended job (docs/json.md) says the move succeeded, else restores
+ * it, and adds the steps to the job as "rebalance" (job may be NULL);
+ * frees m. */
+struct cli_cpuset_move;
+int cli_cpuset_widen(int pid, int node, struct cli_cpuset_move **out);
+int cli_cpuset_finish(struct cli_cpuset_move *m, struct json_object *job);
+
 #endif

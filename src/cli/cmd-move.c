@@ -19,6 +19,7 @@
 #include "cli/client.h"
 #include "proto/job-json.h"
 #include "proto/report-json.h"
+#include "util/cpuset.h"
 
 struct move_args {
 	struct memmig_move_opts req;
@@ -26,6 +27,8 @@ struct move_args {
 	int from[PROTO_MAX_NODE + 1];
 	const char *domain;
 	bool wait, json;
+	bool update_cpuset;
+	struct cli_cpuset_move *cs;	/* --update-cpuset: widened, not yet narrowed */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -58,6 +61,10 @@ static void move_usage(FILE *f)
 		"                         progress bar on a terminal); in-process it\n"
 		"                         always waits\n"
 		"  -j, --json             machine-readable output\n"
+		"      --update-cpuset    with --pid: widen the process's cgroup\n"
+		"                         cpuset.mems to take node N, move, then narrow\n"
+		"                         it to N (a failed move restores it); implies\n"
+		"                         --wait\n"
 		"Exit codes: 0 everything moved (or job queued), 1 failed or some pages\n"
 		"not moved, 2 usage, 3 memmigd unreachable at --socket.\n",
 		PROTO_MAX_RANGES);
@@ -146,6 +153,9 @@ static int parse_opt(struct move_args *a, int c, size_t *addr, size_t *len)
 		a->json = true;
 		cli_json_error_want();
 		return 0;
+	case 'C':
+		a->update_cpuset = a->wait = true;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -165,6 +175,7 @@ static int move_parse(int argc, char **argv, struct move_args *a)
 		{ "workers", required_argument, NULL, 't' },
 		{ "wait", no_argument, NULL, 'w' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "update-cpuset", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -196,6 +207,8 @@ static int move_parse(int argc, char **argv, struct move_args *a)
 		why = "one of --pid and --domain is required";
 	else if (a->req.target_node < 0)
 		why = "--to-node is required";
+	else if (a->update_cpuset && a->domain)
+		why = "--update-cpuset is for --pid: memmigd changes a domain's nodeset through libvirt";
 	if (why) {
 		cli_error("move: %s\n", why);
 		move_usage(stderr);
@@ -215,18 +228,29 @@ static void catch_stop(void)
 
 /* Prints the ended job (docs/json.md) the way the user asked; the exit
  * code from it. */
-static int finish(struct json_object *job, const struct move_args *a)
+static int finish(struct json_object *job, struct move_args *a)
 {
-	struct json_object *rep = NULL;
+	struct json_object *rep = NULL, *rb = NULL;
 	int rc;
 
 	cli_progress_end();
+	if (a->cs) {	/* narrow (or restore) before the job is shown */
+		cli_cpuset_finish(a->cs, job);
+		a->cs = NULL;
+	}
 	json_object_object_get_ex(job, "report", &rep);
+	json_object_object_get_ex(job, "rebalance", &rb);
 	if (a->json)
 		cli_json_print(json_object_get(job));
 	else if (rep && json_object_is_type(rep, json_type_object))
 		cli_print_move_report(rep);
+	if (rb && !a->json)
+		cli_rebalance_print(rb);
 	rc = cli_move_exit("move", job);
+	if (!rc && rb && !strcmp(cli_json_str(rb, "state", ""), "failed")) {
+		cli_error("move: %s\n", cli_json_str(rb, "message", "the rebalance failed"));
+		rc = CLI_EXIT_FAIL;
+	}
 	json_object_put(job);
 	return rc;
 }
@@ -289,6 +313,16 @@ static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 	if (pfd.fd < 0) {
 		cli_error("move: eventfd: %s\n", strerror(errno));
 		return CLI_EXIT_FAIL;
+	}
+	if (!a->cs) {
+		char msg[UTIL_CGROUP_PATH_MAX + 256];
+
+		if (util_cpuset_check(a->req.pid, a->req.target_node, msg, sizeof(msg))) {
+			cli_json_error_errno(-EACCES);
+			cli_error("move: %s\n", msg);
+			close(pfd.fd);
+			return CLI_EXIT_FAIL;
+		}
 	}
 	a->req.notify = wake_fd;
 	a->req.opaque = &pfd.fd;
@@ -415,6 +449,9 @@ static int move_daemon(struct cli_conn *c, struct move_args *a)
 	job = NULL;
 	if (follow(c, id, &job) < 0)
 		return CLI_EXIT_FAIL;
+	/* The nodeset's narrow follows the job. */
+	if (a->domain)
+		json_object_object_add(job, "rebalance", cli_rebalance_wait(c, a->domain));
 	return finish(job, a);
 }
 
@@ -431,9 +468,13 @@ static int move_run(struct memmig_ctx *ctx, int argc, char **argv)
 		return CLI_EXIT_FAIL;
 	if (cli_connect_or_local("move", &c) < 0)
 		return CLI_EXIT_NO_DAEMON;
-	if (!c)
-		return move_local(ctx, &a);
-	rc = move_daemon(c, &a);
+	if (a.update_cpuset && cli_cpuset_widen(a.req.pid, a.req.target_node, &a.cs) < 0) {
+		cli_conn_close(c);
+		return CLI_EXIT_FAIL;
+	}
+	rc = c ? move_daemon(c, &a) : move_local(ctx, &a);
+	if (a.cs)	/* no report: the move failed before it ran */
+		cli_cpuset_finish(a.cs, NULL);
 	cli_conn_close(c);
 	return rc;
 }

@@ -43,12 +43,14 @@ struct domains_libvirt {
 	pthread_t thread;
 	int wake_timer, retry_timer;
 
-	pthread_mutex_t lock;		/* the two below */
+	pthread_mutex_t lock;		/* the three below */
 	struct status_msg *pending;	/* oldest first */
 	bool stopping;
+	/* Set and cleared by the watcher thread only, under the lock: the
+	 * rebalance's threads take a reference (conn_get()). */
+	virConnectPtr conn;
 
 	/* the watcher thread only */
-	virConnectPtr conn;
 	int cb_lifecycle, cb_metadata;
 	unsigned int retry_s;
 	bool down_logged;
@@ -76,14 +78,133 @@ static void schedule_retry(struct domains_libvirt *lv)
 		lv->retry_s = lv->retry_s * 2 > RETRY_MAX_S ? RETRY_MAX_S : lv->retry_s * 2;
 }
 
+/* A reference on the connection for a thread other than the watcher's;
+ * NULL when libvirtd is not connected. */
+static virConnectPtr conn_get(struct domains_libvirt *lv)
+{
+	virConnectPtr conn;
+
+	pthread_mutex_lock(&lv->lock);
+	conn = lv->conn;
+	if (conn && virConnectRef(conn) < 0)
+		conn = NULL;
+	pthread_mutex_unlock(&lv->lock);
+	return conn;
+}
+
+/* The domain through a referenced connection: 0, -ENOTCONN, -ENOENT. */
+static int lookup(struct domains_libvirt *lv, const char *name, virConnectPtr *conn,
+		  virDomainPtr *dom, char *err, size_t errlen)
+{
+	*conn = conn_get(lv);
+	if (!*conn) {
+		snprintf(err, errlen, "libvirtd is not connected");
+		return -ENOTCONN;
+	}
+	*dom = virDomainLookupByName(*conn, name);
+	if (!*dom) {
+		snprintf(err, errlen, "%s", lv_error());
+		virConnectClose(*conn);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static void mode_name(int mode, char *buf, size_t len)
+{
+	static const char *const names[] = {
+		[VIR_DOMAIN_NUMATUNE_MEM_STRICT] = "strict",
+		[VIR_DOMAIN_NUMATUNE_MEM_PREFERRED] = "preferred",
+		[VIR_DOMAIN_NUMATUNE_MEM_INTERLEAVE] = "interleave",
+		[VIR_DOMAIN_NUMATUNE_MEM_RESTRICTIVE] = "restrictive",
+	};
+
+	if (mode >= 0 && mode < (int)(sizeof(names) / sizeof(names[0])))
+		snprintf(buf, len, "%s", names[mode]);
+	else
+		snprintf(buf, len, "mode %d", mode);
+}
+
+/* libvirt's live nodeset of a domain ("" when it reports none), and its
+ * mode (mode may be NULL). */
+static int get_nodeset(virDomainPtr dom, char *buf, size_t len, char *mode, size_t modelen)
+{
+	virTypedParameterPtr params = NULL;
+	int nparams = 0, ret = -EIO;
+
+	buf[0] = '\0';
+	if (mode)
+		mode[0] = '\0';
+	if (!virDomainGetNumaParameters(dom, NULL, &nparams, VIR_DOMAIN_AFFECT_LIVE) &&
+	    nparams > 0 && (params = calloc(nparams, sizeof(*params))) &&
+	    !virDomainGetNumaParameters(dom, params, &nparams, VIR_DOMAIN_AFFECT_LIVE)) {
+		const char *s = NULL;
+
+		int m;
+
+		if (virTypedParamsGetString(params, nparams, VIR_DOMAIN_NUMA_NODESET, &s) == 1 && s)
+			snprintf(buf, len, "%s", s);
+		if (mode && virTypedParamsGetInt(params, nparams, VIR_DOMAIN_NUMA_MODE, &m) == 1)
+			mode_name(m, mode, modelen);
+		ret = 0;
+	} else if (!nparams) {
+		ret = 0;
+	}
+	if (params) {
+		virTypedParamsClear(params, nparams);
+		free(params);
+	}
+	return ret;
+}
+
+int domains_libvirt_nodeset(struct domains_libvirt *lv, const char *name,
+			    char *buf, size_t len, char *mode, size_t modelen,
+			    char *err, size_t errlen)
+{
+	virConnectPtr conn;
+	virDomainPtr dom;
+	int ret = lookup(lv, name, &conn, &dom, err, errlen);
+
+	if (ret)
+		return ret;
+	ret = get_nodeset(dom, buf, len, mode, modelen);
+	if (ret)
+		snprintf(err, errlen, "%s", lv_error());
+	virDomainFree(dom);
+	virConnectClose(conn);
+	return ret;
+}
+
+int domains_libvirt_set_nodeset(struct domains_libvirt *lv, const char *name,
+				const char *nodeset, char *err, size_t errlen)
+{
+	virTypedParameterPtr params = NULL;
+	int nparams = 0, maxparams = 0, ret;
+	virConnectPtr conn;
+	virDomainPtr dom;
+
+	ret = lookup(lv, name, &conn, &dom, err, errlen);
+	if (ret)
+		return ret;
+	if (virTypedParamsAddString(&params, &nparams, &maxparams, VIR_DOMAIN_NUMA_NODESET,
+				    nodeset) < 0 ||
+	    virDomainSetNumaParameters(dom, params, nparams, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+		snprintf(err, errlen, "%s", lv_error());
+		ret = -EIO;
+	}
+	virTypedParamsFree(params, nparams);
+	virDomainFree(dom);
+	virConnectClose(conn);
+	return ret;
+}
+
 /* The registry entry for a running domain: its pid from libvirt's pid
  * file, uuid and nodeset from libvirtd. */
 static void add_domain(struct domains_libvirt *lv, virDomainPtr dom)
 {
 	char uuid[VIR_UUID_STRING_BUFLEN] = "", nodeset[PROTO_NODESET_MAX] = "";
 	const char *name = virDomainGetName(dom);
-	virTypedParameterPtr params = NULL;
-	int nparams = 0, pid, ret;
+	int pid, ret;
 
 	if (!name)
 		return;
@@ -95,18 +216,7 @@ static void add_domain(struct domains_libvirt *lv, virDomainPtr dom)
 		return;
 	}
 	virDomainGetUUIDString(dom, uuid);
-	if (!virDomainGetNumaParameters(dom, NULL, &nparams, VIR_DOMAIN_AFFECT_LIVE) &&
-	    nparams > 0 && (params = calloc(nparams, sizeof(*params))) &&
-	    !virDomainGetNumaParameters(dom, params, &nparams, VIR_DOMAIN_AFFECT_LIVE)) {
-		const char *s = NULL;
-
-		if (virTypedParamsGetString(params, nparams, VIR_DOMAIN_NUMA_NODESET, &s) == 1 && s)
-			snprintf(nodeset, sizeof(nodeset), "%s", s);
-	}
-	if (params) {
-		virTypedParamsClear(params, nparams);
-		free(params);
-	}
+	get_nodeset(dom, nodeset, sizeof(nodeset), NULL, 0);
 	ret = domains_add(lv->d, name, uuid, pid, nodeset, DOMAIN_SOURCE_LIBVIRT, false);
 	if (ret)
 		util_log(LOG_WARNING, "libvirt: domain %s: not added: %s", name, strerror(-ret));
@@ -117,6 +227,9 @@ static void write_status(struct domains_libvirt *lv, const struct status_msg *m)
 	char xml[256];
 	virDomainPtr dom;
 
+	/* The job's end: narrow (or restore) the nodeset first, so that the
+	 * status element says what the domain ended with. */
+	domains_rebalance_end(lv->d, m->name);
 	if (domains_status_format(xml, sizeof(xml), m->node, m->result, m->bytes, m->when))
 		return;
 	dom = virDomainLookupByName(lv->conn, m->name);
@@ -222,6 +335,8 @@ static void on_metadata(virConnectPtr conn, virDomainPtr dom, int type,
 
 static void disconnect(struct domains_libvirt *lv)
 {
+	virConnectPtr conn;
+
 	if (!lv->conn)
 		return;
 	if (lv->cb_lifecycle >= 0)
@@ -229,9 +344,14 @@ static void disconnect(struct domains_libvirt *lv)
 	if (lv->cb_metadata >= 0)
 		virConnectDomainEventDeregisterAny(lv->conn, lv->cb_metadata);
 	lv->cb_lifecycle = lv->cb_metadata = -1;
-	virConnectClose(lv->conn);
+	/* Closed outside the lock: the loop thread takes it to queue a
+	 * status, and a close may wait for libvirtd. */
+	pthread_mutex_lock(&lv->lock);
+	conn = lv->conn;
 	lv->conn = NULL;
 	__atomic_store_n(&lv->connected, false, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&lv->lock);
+	virConnectClose(conn);
 }
 
 static void on_close(virConnectPtr conn, int reason, void *opaque)
@@ -262,9 +382,13 @@ static void scan(struct domains_libvirt *lv)
 
 static int connect_now(struct domains_libvirt *lv)
 {
-	lv->conn = virConnectOpen(lv->uri);
-	if (!lv->conn)
+	virConnectPtr conn = virConnectOpen(lv->uri);
+
+	if (!conn)
 		return -1;
+	pthread_mutex_lock(&lv->lock);
+	lv->conn = conn;
+	pthread_mutex_unlock(&lv->lock);
 	if (virConnectRegisterCloseCallback(lv->conn, on_close, lv, NULL) < 0)
 		goto fail;
 	/* Without keepalive a hung libvirtd would never be noticed. */

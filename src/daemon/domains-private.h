@@ -16,6 +16,7 @@
 
 #include "daemon/domains.h"
 #include "daemon/memmigd.h"	/* util_log() */
+#include "proto/proto.h"
 
 #define DOMAINS_MAX		1024	/* entries: the hook cannot grow us without bound */
 #define DOMAINS_XML_MAX		4096	/* a metadata element we are willing to read */
@@ -39,6 +40,48 @@ int domains_add(struct domains *d, const char *name, const char *uuid, int pid,
 int domains_forget(struct domains *d, const char *name);
 /* Asks the daemon for a move (the placement element); 0 or -errno. */
 int domains_request_move(struct domains *d, const char *name, int to_node);
+
+/* ---- the rebalance around a domain's move (rebalance.c) ---- */
+enum rebalance_state {
+	REBALANCE_NONE,		/* no nodeset to agree with */
+	REBALANCE_MOVING,	/* widened (if needed); memmig's job runs */
+	REBALANCE_NARROWING,	/* the job ended; the watcher narrows or restores */
+	REBALANCE_DONE,		/* narrowed to the target */
+	REBALANCE_ROLLED_BACK,	/* the move failed: the nodeset is restored */
+	REBALANCE_FAILED,	/* libvirt refused the narrow or the restore */
+};
+
+/* One step's bytes that changed node: by the kernel, by memmig. */
+struct rebalance_step {
+	unsigned long long kernel, memmig;
+};
+
+struct rebalance {
+	enum rebalance_state state;
+	int pid, to_node, result;
+	char nodeset_before[PROTO_NODESET_MAX];	/* libvirt's live nodeset */
+	char mode[16];				/* its numatune mode */
+	char nodeset_widened[PROTO_NODESET_MAX]; /* "": it had the target */
+	char nodeset_after[PROTO_NODESET_MAX];
+	/* resident bytes on the target after the widen: the move's kernel
+	 * share is what arrived there beyond what memmig moved */
+	unsigned long long target_mark;
+	struct rebalance_step widen, move, narrow;
+	char message[512];
+};
+
+const char *rebalance_state_name(enum rebalance_state s);
+struct json_object *rebalance_json(const struct rebalance *rb);
+/* The registry's copy: 0, -ENOENT (no domain) or -EBUSY (claim: one is
+ * in progress). */
+int domains_rebalance_claim(struct domains *d, const char *name,
+			    const struct rebalance *rb);
+int domains_rebalance_get(struct domains *d, const char *name, struct rebalance *rb);
+void domains_rebalance_put(struct domains *d, const char *name,
+			   const struct rebalance *rb);
+/* On the watcher thread, after the job ended: narrows or restores. */
+void domains_rebalance_end(struct domains *d, const char *name);
+struct domains_libvirt *domains_watcher(struct domains *d);
 
 /* ---- QEMU processes (domains-pid.c) ---- */
 bool domains_name_valid(const char *name);
@@ -73,6 +116,15 @@ struct domains_libvirt;
 int domains_libvirt_start(struct domains *d, const char *uri,
 			  struct domains_libvirt **out);
 void domains_libvirt_stop(struct domains_libvirt *lv);
+/* The domain's live memory nodeset ("" none) and numatune mode ("strict",
+ * "restrictive", ...: libvirt changes a live nodeset in mode restrictive
+ * only): 0, -ENOTCONN, -ENOENT or -EIO with libvirt's message in err. */
+int domains_libvirt_nodeset(struct domains_libvirt *lv, const char *name,
+			    char *buf, size_t len, char *mode, size_t modelen,
+			    char *err, size_t errlen);
+/* Sets it, live (virDomainSetNumaParameters): 0 or -errno with err. */
+int domains_libvirt_set_nodeset(struct domains_libvirt *lv, const char *name,
+				const char *nodeset, char *err, size_t errlen);
 /* Queues the status element for the watcher to write: never blocks. */
 void domains_libvirt_status(struct domains_libvirt *lv, const char *name,
 			    int to_node, int result, unsigned long long bytes);
@@ -88,6 +140,20 @@ static inline int domains_libvirt_start(struct domains *d, const char *uri,
 static inline void domains_libvirt_stop(struct domains_libvirt *lv)
 {
 	(void)lv;
+}
+static inline int domains_libvirt_nodeset(struct domains_libvirt *lv, const char *name,
+					  char *buf, size_t len, char *mode, size_t modelen,
+					  char *err, size_t errlen)
+{
+	(void)lv; (void)name; (void)buf; (void)len; (void)mode; (void)modelen;
+	(void)err; (void)errlen;
+	return -ENOTCONN;
+}
+static inline int domains_libvirt_set_nodeset(struct domains_libvirt *lv, const char *name,
+					      const char *nodeset, char *err, size_t errlen)
+{
+	(void)lv; (void)name; (void)nodeset; (void)err; (void)errlen;
+	return -ENOTCONN;
 }
 static inline void domains_libvirt_status(struct domains_libvirt *lv,
 					  const char *name, int to_node,

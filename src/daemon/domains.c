@@ -30,6 +30,7 @@ struct domain_ent {
 	unsigned long long job_bytes;
 	time_t job_time;
 	int placement;			/* node of the last successful move, or -1 */
+	struct rebalance rb;		/* the last rebalance (state NONE: none) */
 };
 
 struct domains {
@@ -263,6 +264,8 @@ static struct json_object *ent_json(const struct domain_ent *e)
 			       json_object_new_int(e->placement));
 	json_object_object_add(o, "source", json_object_new_string(
 			       e->src == DOMAIN_SOURCE_HOOK ? "hook" : "libvirt"));
+	json_object_object_add(o, "rebalance", e->rb.state == REBALANCE_NONE ? NULL :
+			       rebalance_json(&e->rb));
 	if (e->has_job) {
 		struct json_object *j = json_object_new_object();
 
@@ -312,10 +315,68 @@ void domains_job_done(struct domains *d, const char *name, int to_node,
 		e->job_time = time(NULL);
 		if (!result)
 			e->placement = to_node;
+		/* The watcher narrows or restores the nodeset next. */
+		if (e->rb.state == REBALANCE_MOVING) {
+			e->rb.state = REBALANCE_NARROWING;
+			e->rb.result = result;
+			e->rb.move.memmig = bytes_moved;
+		}
 	}
 	pthread_mutex_unlock(&d->lock);
 	if (d->lv)
 		domains_libvirt_status(d->lv, name, to_node, result, bytes_moved);
+}
+
+static bool rebalancing(const struct domain_ent *e)
+{
+	return e->rb.state == REBALANCE_MOVING || e->rb.state == REBALANCE_NARROWING;
+}
+
+int domains_rebalance_claim(struct domains *d, const char *name,
+			    const struct rebalance *rb)
+{
+	struct domain_ent *e;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&d->lock);
+	e = find(d, name);
+	if (e && rebalancing(e)) {
+		ret = -EBUSY;
+	} else if (e) {
+		e->rb = *rb;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+int domains_rebalance_get(struct domains *d, const char *name, struct rebalance *rb)
+{
+	struct domain_ent *e;
+
+	pthread_mutex_lock(&d->lock);
+	e = find(d, name);
+	if (e)
+		*rb = e->rb;
+	pthread_mutex_unlock(&d->lock);
+	return e ? 0 : -ENOENT;
+}
+
+void domains_rebalance_put(struct domains *d, const char *name,
+			   const struct rebalance *rb)
+{
+	struct domain_ent *e;
+
+	pthread_mutex_lock(&d->lock);
+	e = find(d, name);
+	if (e)
+		e->rb = *rb;
+	pthread_mutex_unlock(&d->lock);
+}
+
+struct domains_libvirt *domains_watcher(struct domains *d)
+{
+	return d->lv;
 }
 
 int domains_new(const char *uri, domains_move_fn move, void *opaque,

@@ -43,6 +43,16 @@ int domains_register(struct domains *d, const char *name, const char *uuid,
 int domains_unregister(struct domains *d, const char *name);
 /* The domain's QEMU pid: the registry first, then libvirtd; -ENOENT. */
 int domains_resolve(struct domains *d, const char *name, int *pid);
+/*
+ * Before a domain's move, on a thread that may wait for libvirtd: widens
+ * the domain's live memory nodeset to take to_node (docs/libvirt.md, "The
+ * rebalance"), so that move_pages may put pages there; the job's end
+ * (domains_job_done()) narrows it to to_node, or restores it if the move
+ * failed.  0 (widened, or nothing to agree with: no libvirt, no nodeset)
+ * or -errno with msg (-EBUSY: a rebalance of the domain is under way).
+ */
+int domains_rebalance_begin(struct domains *d, const char *name, int pid,
+			    int to_node, char *msg, size_t len);
 /* {"domains": [...]} members as an array (new reference). */
 struct json_object *domains_list_json(struct domains *d);
 /*

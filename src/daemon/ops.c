@@ -16,6 +16,7 @@
 #include "daemon/conn.h"
 #include "daemon/memmigd.h"
 #include "proto/nodes-json.h"
+#include "util/cpuset.h"
 
 typedef struct json_object *(*op_fn)(struct memmigd *d, const struct client_cred *c,
 				     const struct proto_request *req);
@@ -120,6 +121,9 @@ static int check_move(struct memmigd *d, const struct client_cred *c, int pid,
 		return spec->procfd;
 	}
 	rc = auth_may_move(c, spec->procfd, pid, msg, len);
+	/* A domain's cpuset is checked after its nodeset is widened (plans.c). */
+	if (!rc && !req->domain[0])
+		rc = util_cpuset_check(pid, req->to_node, msg, len);
 	if (!rc)
 		rc = jobs_admit(d->jobs, c->uid, msg, len);
 	if (!rc) {
@@ -208,15 +212,26 @@ int ops_domain_move(void *opaque, const char *name, int pid, int to_node)
 	int rc;
 
 	snprintf(req.domain, sizeof(req.domain), "%s", name);
-	rc = check_move(d, &root, pid, &req, &spec, &mv, msg, sizeof(msg));
-	if (!rc) {
-		spec.domain = name;
-		/* The libvirt watcher's own thread: it may plan. */
-		rc = queue_planned(d, memmig_move_plan(mv), mv, &spec, NULL,
-				   msg, sizeof(msg));
+	/* The libvirt watcher's own thread: it may wait for libvirtd, and plan. */
+	rc = domains_rebalance_begin(d->domains, name, pid, to_node, msg, sizeof(msg));
+	if (rc) {
+		util_log(LOG_ERR, "%s", msg);	/* it names the domain */
+	} else {
+		rc = check_move(d, &root, pid, &req, &spec, &mv, msg, sizeof(msg));
+		if (!rc && !(rc = util_cpuset_check(pid, to_node, msg, sizeof(msg)))) {
+			spec.domain = name;
+			rc = queue_planned(d, memmig_move_plan(mv), mv, &spec, NULL,
+					   msg, sizeof(msg));
+		} else if (!rc) {
+			memmig_move_unref(mv);
+			close(spec.procfd);
+		}
+		if (rc) {
+			util_log(LOG_ERR, "domain %s: %s", name, msg);
+			/* widened, not moving: restore */
+			domains_job_done(d->domains, name, to_node, rc, 0);
+		}
 	}
-	if (rc)
-		util_log(LOG_ERR, "domain %s: %s", name, msg);
 	/* Logged above (every one: libvirt asked, not a client). */
 	metrics_request(d->metrics, PROTO_OP_MOVE);
 	if (rc)

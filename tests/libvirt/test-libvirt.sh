@@ -111,7 +111,7 @@ domain_xml() {
   <name>$1</name>
   <memory unit='MiB'>192</memory>
   <vcpu>1</vcpu>
-  <numatune><memory mode='strict' nodeset='0'/></numatune>
+  <numatune><memory mode='${2:-restrictive}' nodeset='0'/></numatune>
   <os>
     <type arch='x86_64' machine='pc'>hvm</type>
     <kernel>$tmp/vmlinuz</kernel>
@@ -257,6 +257,58 @@ check "b: memmig-cli move --domain $dom --to-node 0 --wait" moved
 check "b: every page on node 0, none failed" report_ok
 echo "move: $(jq -c '(.report // .) | {bytes_total, pages_on_target, pages_failed, elapsed_s}' "$tmp/move.json" 2>/dev/null)"
 check "b: the guest keeps counting after the move" counting "$(counter "$dom")"
+# The rebalance (docs/libvirt.md): libvirt's nodeset read, widened where
+# it lacks the node (this host has one node: never), narrowed to the
+# target through virDomainSetNumaParameters once the job ended.
+live_nodeset() {
+	virsh numatune "$dom" --live | sed -n 's/^numa_nodeset *: *//p'
+}
+rebalance_is() {
+	jq -e "$1" "$tmp/move.json" >/dev/null || { echo "  rebalance: want $1:"; jq -c .rebalance "$tmp/move.json"; return 1; }
+}
+check "b: move --json shows the rebalance, done" rebalance_is '.rebalance.state == "done"'
+check "b: ... of mode restrictive, from nodeset 0, narrowed to 0" \
+	rebalance_is '.rebalance.mode == "restrictive" and .rebalance.nodeset_before == "0" and .rebalance.nodeset_after == "0"'
+check "b: ... through libvirt (memmigd's log)" grep -q "domain $dom: nodeset narrowed to '0'" "$tmp/memmigd.log"
+check "b: ... per step: the kernel moved nothing at the narrow" \
+	rebalance_is '.rebalance.narrow.kernel_bytes == 0 and .rebalance.move.memmig_bytes == .bytes_moved'
+check "b: libvirt's live nodeset is 0" [ "$(live_nodeset)" = 0 ]
+mcli move --domain "$dom" --to-node 0 --wait >"$tmp/move.txt" 2>&1
+echo "move --domain, as people read it:"; sed 's/^/  | /' "$tmp/move.txt"
+check "b: move --domain prints the three steps" grep -q '^  narrow .*kernel moved 0 bytes' "$tmp/move.txt"
+# A node libvirt and the host do not have: refused before anything
+# changes, the nodeset left as it was.
+check "b: a move to node 9 is refused" sh -c "! timeout 60 '$cli' --socket '$sock' move --domain '$dom' --to-node 9 --wait 2>'$tmp/bad.err'"
+echo "  move --to-node 9: $(grep -v ": info:" "$tmp/bad.err" | head -n 1)"
+check "b: ... and the nodeset stays 0" [ "$(live_nodeset)" = 0 ]
+# A move that fails once the rebalance began (an unmapped range): rolled
+# back, the nodeset as it was.
+check "b: a move of an unmapped range fails" sh -c "! timeout 60 '$cli' --socket '$sock' move --domain '$dom' --to-node 0 --range 0x10000-0x20000 --wait 2>'$tmp/bad.err'"
+echo "  move --range 0x10000-0x20000: $(grep -v ": info:" "$tmp/bad.err" | head -n 1)"
+rolled_back() {
+	registered "$dom" && entry_is .rebalance.state rolled-back && entry_is .rebalance.nodeset_after 0
+}
+check "b: ... the rebalance rolled back, nodeset 0" wait_for 10 rolled_back
+check "b: ... libvirt's live nodeset is 0" [ "$(live_nodeset)" = 0 ]
+# A cancelled move is rolled back too (the job takes ~1 s here: the
+# cancel comes while it runs; if it ended first, it must be "done").
+cancel_rolled_back() {
+	local id state
+
+	id=$(mcli move --domain "$dom" --to-node 0 --json 2>/dev/null | jq .id) || return 1
+	mcli cancel "$id" >/dev/null 2>&1
+	wait_for 20 sh -c "timeout 10 '$cli' --socket '$sock' status $id --json | jq -e '.state != \"running\" and .state != \"queued\"' >/dev/null"
+	state=$(mcli status "$id" --json | jq -r .state)
+	echo "  job $id: $state"
+	registered "$dom" || return 1
+	case $state in
+	cancelled) wait_for 10 sh -c "timeout 10 '$cli' --socket '$sock' domains --json | jq -e '.[] | select(.name == \"$dom\") | .rebalance.state == \"rolled-back\"' >/dev/null" ;;
+	done) entry_is .rebalance.state done ;;
+	*) return 1 ;;
+	esac
+}
+check "b: a cancelled move rolls the rebalance back" cancel_rolled_back
+check "b: ... libvirt's live nodeset is 0" [ "$(live_nodeset)" = 0 ]
 
 # ---- c) a move asked for in the domain's metadata ----
 domain_jobs() {
@@ -315,7 +367,7 @@ check "a: unregistered on destroy" wait_for 5 gone "$dom"
 kill "$daemon" && wait "$daemon"
 daemon=
 dom2=$dom-down
-domain_xml "$dom2" >"$tmp/$dom2.xml"
+domain_xml "$dom2" strict >"$tmp/$dom2.xml"
 domains=$dom2
 t0=$(date +%s%N)
 check "d: the domain starts with memmigd down" virsh create "$tmp/$dom2.xml"
@@ -331,6 +383,11 @@ check "f: memmigd found $dom2 through libvirtd" wait_for 10 registered "$dom2"
 check "f: ... with QEMU's pid" entry_is .pid "$(cat "/run/libvirt/qemu/$dom2.pid")"
 check "f: ... and its nodeset" entry_is .nodeset 0
 check "f: ... from libvirt" entry_is .source libvirt
+# Mode strict: QEMU binds the memory itself and libvirt does not change
+# the nodeset of a running domain; a move within it leaves it as it is.
+check "f: a move of the strict-mode domain within its nodeset" \
+	sh -c "timeout 60 '$cli' --socket '$sock' move --domain '$dom2' --to-node 0 --wait --json >'$tmp/move.json' 2>/dev/null"
+check "f: ... done, the nodeset kept" rebalance_is '.rebalance.state == "done" and .rebalance.nodeset_after == "0" and (.rebalance.message | test("mode .strict."))'
 virsh destroy "$dom2" >/dev/null
 domains=
 check "f: dropped when the domain stops" wait_for 10 gone "$dom2"

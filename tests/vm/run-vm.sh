@@ -32,7 +32,7 @@ log=$vmdir/console$tag.log
 initrd=$vmdir/initramfs$tag.cpio.gz
 pmem=$vmdir/pmem0$tag.img
 timeout_s=${VM_TIMEOUT:-600}
-all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-daemon guest-hwpoison guest-dax test-live test-mce guest-demo"
+all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce guest-demo"
 tests=${VM_TESTS:-$all_tests}
 
 skip() {
@@ -155,6 +155,7 @@ for t in $tests; do
 	test-mce) prog=tests/kvm/test-mce ;;
 	test-move-pid) script=tests/migrate/test-move-pid.sh prog= ;;
 	guest-move-pid) script=tests/vm/guest-move-pid.sh prog= ;;
+	guest-cpuset) script=tests/vm/guest-cpuset.sh prog= ;;
 	guest-daemon) script=tests/vm/guest-daemon.sh prog= ;;
 	guest-demo) script=tests/vm/guest-demo.sh prog= ;;
 	*) echo "run-vm.sh: unknown test '$t' (known: $all_tests)"; exit 1 ;;

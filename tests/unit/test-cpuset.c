@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The util layer's node lists, cpuset and per-node usage (src/util/cpuset.c,
+ * numa-usage.c), against this process as the kernel shows it.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cunit-main.h"
+#include "util/cpuset.h"
+#include "util/numa-usage.h"
+
+static void test_nodelist_has(void)
+{
+	CU_ASSERT(util_nodelist_has("0", 0));
+	CU_ASSERT(!util_nodelist_has("0", 1));
+	CU_ASSERT(util_nodelist_has("0-2,4", 1));
+	CU_ASSERT(util_nodelist_has("0-2,4", 4));
+	CU_ASSERT(!util_nodelist_has("0-2,4", 3));
+	CU_ASSERT(util_nodelist_has("1023", 1023));
+	CU_ASSERT(util_nodelist_has("0\n", 0));	/* as sysfs has it */
+	/* Anything unreadable has no node: never a guess. */
+	CU_ASSERT(!util_nodelist_has("", 0));
+	CU_ASSERT(!util_nodelist_has("2-1", 1));
+	CU_ASSERT(!util_nodelist_has("0,,1", 1));
+	CU_ASSERT(!util_nodelist_has("0-", 0));
+	CU_ASSERT(!util_nodelist_has("1024", 0));
+	CU_ASSERT(!util_nodelist_has("^0", 0));
+}
+
+static void test_nodelist_add(void)
+{
+	char out[UTIL_NODELIST_MAX], tiny[4];
+
+	CU_ASSERT_EQUAL(util_nodelist_add("0", 1, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "0-1");
+	CU_ASSERT_EQUAL(util_nodelist_add("0,2", 1, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "0-2");
+	CU_ASSERT_EQUAL(util_nodelist_add("0-2,7", 4, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "0-2,4,7");
+	CU_ASSERT_EQUAL(util_nodelist_add("3", 3, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "3");
+	CU_ASSERT_EQUAL(util_nodelist_add("x", 1, out, sizeof(out)), -EINVAL);
+	CU_ASSERT_EQUAL(util_nodelist_add("0", 1024, out, sizeof(out)), -EINVAL);
+	CU_ASSERT_EQUAL(util_nodelist_add("0,2,4", 6, tiny, sizeof(tiny)), -ENOSPC);
+}
+
+/* Touched memory shows on the node numa_maps puts it, and moved() counts it. */
+static void test_usage(void)
+{
+	struct util_numa_usage *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+	size_t len = 8 << 20;
+	uint64_t total_a = 0, total_b = 0;
+	char *p;
+
+	CU_ASSERT_FATAL(a && b);
+	CU_ASSERT_EQUAL(util_numa_usage_read(getpid(), a), 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(p != MAP_FAILED);
+	memset(p, 1, len);
+	CU_ASSERT_EQUAL(util_numa_usage_read(getpid(), b), 0);
+	for (int n = 0; n < UTIL_USAGE_NODES; n++) {
+		total_a += a->bytes[n];
+		total_b += b->bytes[n];
+	}
+	CU_ASSERT(total_b >= total_a + len);
+	CU_ASSERT(util_numa_usage_moved(a, b) >= len);
+	CU_ASSERT_EQUAL(util_numa_usage_moved(b, b), 0);
+	CU_ASSERT_EQUAL(util_numa_usage_read(-1, a), -ESRCH);
+	munmap(p, len);
+	free(a);
+	free(b);
+}
+
+static void test_cpuset_self(void)
+{
+	struct util_cpuset cs;
+	char msg[512] = "";
+
+	CU_ASSERT_EQUAL(util_cpuset_get(getpid(), &cs), 0);
+	/* Every node with memory here is allowed to the test, node 0 too. */
+	CU_ASSERT(util_nodelist_has(cs.allowed, 0));
+	CU_ASSERT_EQUAL(util_cpuset_check(getpid(), 0, msg, sizeof(msg)), 0);
+	/* A node without memory is the move's to refuse, naming it. */
+	CU_ASSERT_EQUAL(util_cpuset_check(getpid(), 1023, msg, sizeof(msg)), 0);
+	CU_ASSERT_EQUAL(util_cpuset_get(-1, &cs), -ESRCH);
+}
+
+static CU_TestInfo tests[] = {
+	{ "node lists: membership, refusing what does not parse", test_nodelist_has },
+	{ "node lists: adding a node, ranges joined", test_nodelist_add },
+	{ "per-node usage from numa_maps", test_usage },
+	{ "this process's cpuset", test_cpuset_self },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+	{ .pName = "cpuset and usage", .pTests = tests },
+	CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+	return cunit_main(suites);
+}
