@@ -24,7 +24,8 @@ struct cli_cpuset_move {
 	int pid, node;
 	struct util_cpuset cs;
 	char widened[UTIL_NODELIST_MAX];	/* "": it had the node */
-	unsigned long long widen_kernel, target_mark;
+	unsigned long long widen_kernel;
+	struct util_numa_mark target_mark;
 	struct util_numa_usage u;
 };
 
@@ -87,7 +88,7 @@ int cli_cpuset_widen(int pid, int node, struct cli_cpuset_move **out)
 	} else {
 		util_numa_usage_read(pid, &m->u);
 	}
-	m->target_mark = util_numa_usage_on(&m->u, node);
+	util_numa_usage_mark(&m->u, node, &m->target_mark);
 	*out = m;
 	return 0;
 }
@@ -116,8 +117,7 @@ int cli_cpuset_finish(struct cli_cpuset_move *m, struct json_object *rep)
 	if (ok || m->widened[0])
 		ret = set_measured(m, want, &narrow);
 	if (!ret && ok) {
-		arrived = util_numa_usage_on(&m->u, m->node);
-		arrived = arrived > m->target_mark ? arrived - m->target_mark : 0;
+		arrived = util_numa_usage_arrived(&m->u, m->node, &m->target_mark);
 		move_kernel = arrived > memmig + narrow ? arrived - memmig - narrow : 0;
 	}
 	if (ret)

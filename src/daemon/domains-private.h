@@ -17,6 +17,7 @@
 #include "daemon/domains.h"
 #include "daemon/memmigd.h"	/* util_log() */
 #include "proto/proto.h"
+#include "util/numa-usage.h"
 
 #define DOMAINS_MAX		1024	/* entries: the hook cannot grow us without bound */
 #define DOMAINS_XML_MAX		4096	/* a metadata element we are willing to read */
@@ -63,9 +64,10 @@ struct rebalance {
 	char mode[16];				/* its numatune mode */
 	char nodeset_widened[PROTO_NODESET_MAX]; /* "": it had the target */
 	char nodeset_after[PROTO_NODESET_MAX];
-	/* resident bytes on the target after the widen: the move's kernel
-	 * share is what arrived there beyond what memmig moved */
-	unsigned long long target_mark;
+	/* resident bytes on the target and elsewhere after the widen: the
+	 * move's kernel share is what arrived there from the other nodes
+	 * beyond what memmig moved */
+	struct util_numa_mark target_mark;
 	struct rebalance_step widen, move, narrow;
 	char message[512];
 };

@@ -147,7 +147,7 @@ int domains_rebalance_begin(struct domains *d, const char *name, int pid,
 	else
 		util_numa_usage_read(pid, u);
 	if (u)
-		rb.target_mark = util_numa_usage_on(u, to_node);
+		util_numa_usage_mark(u, to_node, &rb.target_mark);
 	free(u);
 	if (ret) {
 		snprintf(msg, len, "domain %s: libvirt refused to widen its nodeset from '%s' to "
@@ -195,11 +195,12 @@ void domains_rebalance_end(struct domains *d, const char *name)
 		ret = 0;
 	}
 	if (u && !ret && !rb.result && !util_numa_usage_read(rb.pid, u)) {
-		unsigned long long on = util_numa_usage_on(u, rb.to_node);
-		unsigned long long arrived = on > rb.target_mark ? on - rb.target_mark : 0;
+		unsigned long long arrived = util_numa_usage_arrived(u, rb.to_node,
+								     &rb.target_mark);
 
-		/* What reached the target since the widen, beyond memmig's
-		 * and the narrow's: the kernel's during the move. */
+		/* What reached the target from the other nodes since the
+		 * widen, beyond memmig's and the narrow's: the kernel's
+		 * during the move. */
 		rb.move.kernel = arrived > rb.move.memmig + rb.narrow.kernel ?
 				 arrived - rb.move.memmig - rb.narrow.kernel : 0;
 	}

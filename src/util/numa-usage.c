@@ -62,15 +62,39 @@ int util_numa_usage_read(int pid, struct util_numa_usage *u)
 uint64_t util_numa_usage_moved(const struct util_numa_usage *before,
 			       const struct util_numa_usage *after)
 {
-	uint64_t sum = 0;
+	uint64_t gained = 0, lost = 0;
 
 	for (int n = 0; n < UTIL_USAGE_NODES; n++)
 		if (after->bytes[n] > before->bytes[n])
-			sum += after->bytes[n] - before->bytes[n];
-	return sum;
+			gained += after->bytes[n] - before->bytes[n];
+		else
+			lost += before->bytes[n] - after->bytes[n];
+	return gained < lost ? gained : lost;
 }
 
 uint64_t util_numa_usage_on(const struct util_numa_usage *u, int node)
 {
 	return node >= 0 && node < UTIL_USAGE_NODES ? u->bytes[node] : 0;
+}
+
+void util_numa_usage_mark(const struct util_numa_usage *u, int node,
+			  struct util_numa_mark *m)
+{
+	m->on = util_numa_usage_on(u, node);
+	m->off = 0;
+	for (int n = 0; n < UTIL_USAGE_NODES; n++)
+		if (n != node)
+			m->off += u->bytes[n];
+}
+
+uint64_t util_numa_usage_arrived(const struct util_numa_usage *u, int node,
+				 const struct util_numa_mark *m)
+{
+	struct util_numa_mark now;
+	uint64_t gained, lost;
+
+	util_numa_usage_mark(u, node, &now);
+	gained = now.on > m->on ? now.on - m->on : 0;
+	lost = m->off > now.off ? m->off - now.off : 0;
+	return gained < lost ? gained : lost;
 }

@@ -18,11 +18,23 @@ struct util_numa_usage {
 
 /* 0, -ESRCH (no such process) or -errno. */
 int util_numa_usage_read(int pid, struct util_numa_usage *u);
-/* Bytes that arrived on a node between the two readings (the sum of the
- * nodes' increases): what moved, plus what the process newly touched. */
+/* Bytes that changed node between the two readings: the smaller of what
+ * the nodes gained and what they lost, so that memory the process newly
+ * touched (a gain alone) or freed (a loss alone) does not count. */
 uint64_t util_numa_usage_moved(const struct util_numa_usage *before,
 			       const struct util_numa_usage *after);
 /* Bytes on node. */
 uint64_t util_numa_usage_on(const struct util_numa_usage *u, int node);
+
+/* A reading's bytes on a move's target node and on the others. */
+struct util_numa_mark {
+	uint64_t on, off;
+};
+void util_numa_usage_mark(const struct util_numa_usage *u, int node,
+			  struct util_numa_mark *m);
+/* Bytes that reached node from the other nodes since the mark: the smaller
+ * of the target's gain and the others' loss (not new or freed memory). */
+uint64_t util_numa_usage_arrived(const struct util_numa_usage *u, int node,
+				 const struct util_numa_mark *m);
 
 #endif

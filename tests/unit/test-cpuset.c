@@ -48,7 +48,8 @@ static void test_nodelist_add(void)
 	CU_ASSERT_EQUAL(util_nodelist_add("0,2,4", 6, tiny, sizeof(tiny)), -ENOSPC);
 }
 
-/* Touched memory shows on the node numa_maps puts it, and moved() counts it. */
+/* Touched memory shows on the node numa_maps puts it; moved() does not
+ * count it as moved: it left no node. */
 static void test_usage(void)
 {
 	struct util_numa_usage *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
@@ -67,10 +68,40 @@ static void test_usage(void)
 		total_b += b->bytes[n];
 	}
 	CU_ASSERT(total_b >= total_a + len);
-	CU_ASSERT(util_numa_usage_moved(a, b) >= len);
+	CU_ASSERT_EQUAL(util_numa_usage_moved(a, b), 0);
+	CU_ASSERT_EQUAL(util_numa_usage_moved(b, a), 0);	/* freed, not moved */
 	CU_ASSERT_EQUAL(util_numa_usage_moved(b, b), 0);
 	CU_ASSERT_EQUAL(util_numa_usage_read(-1, a), -ESRCH);
 	munmap(p, len);
+	free(a);
+	free(b);
+}
+
+/* Readings made up: 3 MiB leave node 1 for node 0 while the process
+ * touches 5 MiB more on node 0 and frees 1 MiB on node 2. */
+static void test_usage_moved(void)
+{
+	struct util_numa_usage *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct util_numa_mark mark;
+
+	CU_ASSERT_FATAL(a && b);
+	a->bytes[0] = 10 << 20;
+	a->bytes[1] = 4 << 20;
+	a->bytes[2] = 2 << 20;
+	util_numa_usage_mark(a, 0, &mark);
+	CU_ASSERT_EQUAL(mark.on, 10 << 20);
+	CU_ASSERT_EQUAL(mark.off, 6 << 20);
+	b->bytes[0] = (10 + 3 + 5) << 20;
+	b->bytes[1] = 1 << 20;
+	b->bytes[2] = 1 << 20;
+	/* Gained 8 MiB, lost 4 MiB: at most 4 MiB changed node. */
+	CU_ASSERT_EQUAL(util_numa_usage_moved(a, b), 4 << 20);
+	/* Node 0 gained 8 MiB, the others lost 4: at most 4 came from them. */
+	CU_ASSERT_EQUAL(util_numa_usage_arrived(b, 0, &mark), 4 << 20);
+	/* Nothing left the others: nothing arrived, whatever node 0 gained. */
+	b->bytes[1] = 4 << 20;
+	b->bytes[2] = 2 << 20;
+	CU_ASSERT_EQUAL(util_numa_usage_arrived(b, 0, &mark), 0);
 	free(a);
 	free(b);
 }
@@ -93,6 +124,7 @@ static CU_TestInfo tests[] = {
 	{ "node lists: membership, refusing what does not parse", test_nodelist_has },
 	{ "node lists: adding a node, ranges joined", test_nodelist_add },
 	{ "per-node usage from numa_maps", test_usage },
+	{ "moved and arrived: new and freed memory do not count", test_usage_moved },
 	{ "this process's cpuset", test_cpuset_self },
 	CU_TEST_INFO_NULL,
 };
