@@ -758,7 +758,8 @@ struct memmig_report_summary {
 	int target_node;
 	unsigned int workers;
 	uint64_t bytes_total;	/* planned */
-	uint64_t bytes_moved;	/* now on the target node through this job */
+	uint64_t bytes_moved;	/* on a node at the start, on the target
+				 * node at the end, through this job */
 	uint64_t units_total;	/* 2 MB-aligned units planned */
 	uint64_t units_thp;	/* of which one 2 MB page each (THP or
 				 * hugetlbfs) */

@@ -86,7 +86,11 @@ static bool page_moved(const struct memmig_job *job, size_t i)
 		return true;
 	if (job->strategy == MEMMIG_STRATEGY_COPY && backing == MEMMIG_BACKING_ANON)
 		return (job->flags & MEMMIG_MIGRATE_FORCE) || job->before[i] != job->target;
-	return job->before[i] != job->target;
+	/* A page absent at the start and on the target at the end was
+	 * faulted in meanwhile, wherever the process's policy put it: on a
+	 * one-node host "moved" would be plainly false, so it is not counted
+	 * (it shows in pages_on_target). */
+	return job->before[i] >= 0 && job->before[i] != job->target;
 }
 
 static int count_nodes(struct memmig_report *rep, const struct memmig_job *job,
