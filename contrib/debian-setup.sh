@@ -11,7 +11,8 @@ apt-get update
 # multi-node test tier, which boots a second time under linux-image-6.12-amd64
 # (bookworm-security) for what 6.1 lacks, and whose initramfs carries ndctl's
 # cxl, ndctl and daxctl to turn QEMU's CXL memory devices into a CXL node;
-# jq reads the CLI's JSON in the tests; libvirtd runs a real domain for the
+# jq reads the CLI's JSON in the tests; gnuplot draws the benchmarks'
+# --plot pictures; libvirtd runs a real domain for the
 # libvirt tests; xmllint (libxml2-utils) is how the libvirt hook reads the
 # domain XML; valgrind checks memmigd for leaks;
 # clang and its runtime fuzz memmigd's request parser (libFuzzer);
