@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "util/cpuset.h"
 #include "util/log.h"
 #include "util/size.h"
 
@@ -373,53 +374,24 @@ int cli_node_check(struct memmig_ctx *ctx, const char *opt, int node)
 	return rc == -ENOENT ? rc : 0;
 }
 
-/* "N" or "N-M" of a nodeset into bits; -EINVAL when it is neither. */
-static int nodeset_item(const char *tok, uint64_t *bits)
-{
-	long from, to;
-	char *end;
-
-	if (*tok < '0' || *tok > '9')
-		return -EINVAL;
-	errno = 0;
-	from = to = strtol(tok, &end, 10);
-	if (*end == '-') {
-		if (end[1] < '0' || end[1] > '9')
-			return -EINVAL;
-		to = strtol(end + 1, &end, 10);
-	}
-	if (errno || *end || from > to || to > PROTO_MAX_NODE)
-		return -EINVAL;
-	for (long n = from; n <= to; n++)
-		bits[n / 64] |= 1ULL << (n % 64);
-	return 0;
-}
-
 int cli_parse_nodeset(const char *opt, const char *arg, int *nodes, unsigned int *count)
 {
-	uint64_t bits[(PROTO_MAX_NODE + 64) / 64] = { 0 };
 	const char *list = arg + (*arg == '!');
-	char *copy, *tok, *save = NULL;
+	struct util_nodemap m;
 	int rc = 0;
 
-	if (!strcmp(list, "all")) {
-		memset(bits, 0xff, sizeof(bits));
-	} else {
-		copy = strdup(list);
-		if (!copy)
-			return -ENOMEM;
-		/* strtok_r would pass over empty items: "0,,1" is a typo. */
-		if (!*list || *list == ',' || list[strlen(list) - 1] == ',' ||
-		    strstr(list, ",,"))
-			rc = -EINVAL;
-		for (tok = strtok_r(copy, ",", &save); !rc && tok;
-		     tok = strtok_r(NULL, ",", &save))
-			rc = nodeset_item(tok, bits);
-		free(copy);
-	}
+	_Static_assert(PROTO_MAX_NODE < UTIL_NODES_MAX, "a node map holds every protocol node");
+	if (!strcmp(list, "all"))
+		memset(&m, 0xff, sizeof(m));
+	/* The kernel's list syntax, but "" or an empty item ("0,,1", "0,")
+	 * is a typo here, not an empty set, and an argument is no line. */
+	else if (!*list || *list == ',' || list[strlen(list) - 1] == ',' ||
+		 strstr(list, ",,") || strchr(list, '\n') ||
+		 util_nodemap_parse(list, &m))
+		rc = -EINVAL;
 	*count = 0;
 	for (int n = 0; !rc && n <= PROTO_MAX_NODE; n++) {
-		bool in = bits[n / 64] >> (n % 64) & 1;
+		bool in = util_nodemap_has(&m, n);
 
 		if (in != (*arg == '!'))
 			nodes[(*count)++] = n;

@@ -16,15 +16,10 @@
 
 #include "util/cpuset.h"
 
-#define NODES_MAX	1024
 #define CGROUP_V2_ROOT	"/sys/fs/cgroup"
 #define CGROUP_V1_ROOT	"/sys/fs/cgroup/cpuset"
 
-struct nodemap {
-	uint64_t w[NODES_MAX / 64];
-};
-
-static int nodemap_parse(const char *s, struct nodemap *m)
+int util_nodemap_parse(const char *s, struct util_nodemap *m)
 {
 	memset(m, 0, sizeof(*m));
 	while (*s && *s != '\n') {
@@ -39,7 +34,7 @@ static int nodemap_parse(const char *s, struct nodemap *m)
 				return -EINVAL;
 			b = strtoul(end + 1, &end, 10);
 		}
-		if (a > b || b >= NODES_MAX)
+		if (a > b || b >= UTIL_NODES_MAX)
 			return -EINVAL;
 		for (unsigned long n = a; n <= b; n++)
 			m->w[n / 64] |= 1ULL << (n % 64);
@@ -52,24 +47,24 @@ static int nodemap_parse(const char *s, struct nodemap *m)
 	return 0;
 }
 
-static bool nodemap_has(const struct nodemap *m, int n)
+bool util_nodemap_has(const struct util_nodemap *m, int n)
 {
-	return n >= 0 && n < NODES_MAX && (m->w[n / 64] >> (n % 64) & 1);
+	return n >= 0 && n < UTIL_NODES_MAX && (m->w[n / 64] >> (n % 64) & 1);
 }
 
 /* "0-2,4": ranges of consecutive nodes joined. */
-static int nodemap_format(const struct nodemap *m, char *out, size_t len)
+static int nodemap_format(const struct util_nodemap *m, char *out, size_t len)
 {
 	size_t used = 0;
 
 	out[0] = '\0';
-	for (int n = 0; n < NODES_MAX; n++) {
+	for (int n = 0; n < UTIL_NODES_MAX; n++) {
 		int last = n;
 		int w;
 
-		if (!nodemap_has(m, n))
+		if (!util_nodemap_has(m, n))
 			continue;
-		while (last + 1 < NODES_MAX && nodemap_has(m, last + 1))
+		while (last + 1 < UTIL_NODES_MAX && util_nodemap_has(m, last + 1))
 			last++;
 		w = last == n ? snprintf(out + used, len - used, "%s%d", used ? "," : "", n) :
 			snprintf(out + used, len - used, "%s%d-%d", used ? "," : "", n, last);
@@ -83,16 +78,16 @@ static int nodemap_format(const struct nodemap *m, char *out, size_t len)
 
 bool util_nodelist_has(const char *list, int node)
 {
-	struct nodemap m;
+	struct util_nodemap m;
 
-	return !nodemap_parse(list, &m) && nodemap_has(&m, node);
+	return !util_nodemap_parse(list, &m) && util_nodemap_has(&m, node);
 }
 
 int util_nodelist_add(const char *a, int node, char *out, size_t len)
 {
-	struct nodemap m;
+	struct util_nodemap m;
 
-	if (node < 0 || node >= NODES_MAX || nodemap_parse(a, &m))
+	if (node < 0 || node >= UTIL_NODES_MAX || util_nodemap_parse(a, &m))
 		return -EINVAL;
 	m.w[node / 64] |= 1ULL << (node % 64);
 	return nodemap_format(&m, out, len);

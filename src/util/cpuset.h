@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define UTIL_NODELIST_MAX	256	/* a node list's text, with its NUL */
 #define UTIL_CGROUP_PATH_MAX	512
@@ -21,6 +22,19 @@ struct util_cpuset {
 	char mems[UTIL_NODELIST_MAX];	/* its cpuset.mems ("" on v2: inherited) */
 	char allowed[UTIL_NODELIST_MAX]; /* Mems_allowed_list: what the kernel enforces */
 };
+
+#define UTIL_NODES_MAX		1024	/* node ids are below this */
+
+/* A node list's nodes as bits. */
+struct util_nodemap {
+	uint64_t w[UTIL_NODES_MAX / 64];
+};
+
+/* "0-2,4" (ranges and single nodes, comma-separated, "" none; a line as
+ * read, up to its newline) into m; 0, or -EINVAL for anything else or a
+ * node from UTIL_NODES_MAX. */
+int util_nodemap_parse(const char *s, struct util_nodemap *m);
+bool util_nodemap_has(const struct util_nodemap *m, int n);
 
 /* Whether node is in list ("0-2,4"); false for a list that does not parse. */
 bool util_nodelist_has(const char *list, int node);
