@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "proto/job-json.h"
 #include "util/cpuset.h"
 #include "util/numa-usage.h"
 
@@ -93,19 +94,10 @@ int cli_cpuset_widen(int pid, int node, struct cli_cpuset_move **out)
 	return 0;
 }
 
-static struct json_object *step(unsigned long long kernel, unsigned long long memmig)
-{
-	struct json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "kernel_bytes", json_object_new_uint64(kernel));
-	json_object_object_add(o, "memmig_bytes", json_object_new_uint64(memmig));
-	return o;
-}
-
 int cli_cpuset_finish(struct cli_cpuset_move *m, struct json_object *rep)
 {
 	unsigned long long memmig = (unsigned long long)cli_json_int(rep, "bytes_moved", 0);
-	unsigned long long narrow = 0, move_kernel = 0, arrived;
+	unsigned long long narrow = 0, move_kernel = 0;
 	bool ok = rep && !strcmp(cli_json_str(rep, "result", ""), "OK");
 	struct json_object *rb = json_object_new_object();
 	char target[16], msg[UTIL_CGROUP_PATH_MAX + UTIL_NODELIST_MAX + 128];
@@ -116,10 +108,9 @@ int cli_cpuset_finish(struct cli_cpuset_move *m, struct json_object *rep)
 	want = ok ? target : m->cs.mems;
 	if (ok || m->widened[0])
 		ret = set_measured(m, want, &narrow);
-	if (!ret && ok) {
-		arrived = util_numa_usage_arrived(&m->u, m->node, &m->target_mark);
-		move_kernel = arrived > memmig + narrow ? arrived - memmig - narrow : 0;
-	}
+	if (!ret && ok)
+		move_kernel = util_numa_usage_kernel_share(&m->u, m->node, &m->target_mark,
+							   memmig, narrow);
 	if (ret)
 		snprintf(msg, sizeof(msg), "cannot %s %s/cpuset.mems to '%s': %s",
 			 ok ? "narrow" : "restore", m->cs.dir, want, strerror(-ret));
@@ -134,9 +125,9 @@ int cli_cpuset_finish(struct cli_cpuset_move *m, struct json_object *rep)
 	json_object_object_add(rb, "nodeset_widened", m->widened[0] ?
 			       json_object_new_string(m->widened) : NULL);
 	json_object_object_add(rb, "nodeset_after", ret ? NULL : json_object_new_string(want));
-	json_object_object_add(rb, "widen", step(m->widen_kernel, 0));
-	json_object_object_add(rb, "move", step(move_kernel, memmig));
-	json_object_object_add(rb, "narrow", step(narrow, 0));
+	json_object_object_add(rb, "widen", proto_rebalance_step_json(m->widen_kernel, 0));
+	json_object_object_add(rb, "move", proto_rebalance_step_json(move_kernel, memmig));
+	json_object_object_add(rb, "narrow", proto_rebalance_step_json(narrow, 0));
 	json_object_object_add(rb, "message", json_object_new_string(msg));
 	if (rep)
 		json_object_object_add(rep, "rebalance", rb);

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "daemon/domains-private.h"
+#include "proto/job-json.h"
 #include "util/cpuset.h"
 #include "util/numa-usage.h"
 
@@ -43,11 +44,7 @@ const char *rebalance_state_name(enum rebalance_state s)
 
 static struct json_object *step_json(const struct rebalance_step *st)
 {
-	struct json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "kernel_bytes", json_object_new_uint64(st->kernel));
-	json_object_object_add(o, "memmig_bytes", json_object_new_uint64(st->memmig));
-	return o;
+	return proto_rebalance_step_json(st->kernel, st->memmig);
 }
 
 static struct json_object *str_or_null(const char *s)
@@ -194,16 +191,9 @@ void domains_rebalance_end(struct domains *d, const char *name)
 		want = rb.nodeset_before;
 		ret = 0;
 	}
-	if (u && !ret && !rb.result && !util_numa_usage_read(rb.pid, u)) {
-		unsigned long long arrived = util_numa_usage_arrived(u, rb.to_node,
-								     &rb.target_mark);
-
-		/* What reached the target from the other nodes since the
-		 * widen, beyond memmig's and the narrow's: the kernel's
-		 * during the move. */
-		rb.move.kernel = arrived > rb.move.memmig + rb.narrow.kernel ?
-				 arrived - rb.move.memmig - rb.narrow.kernel : 0;
-	}
+	if (u && !ret && !rb.result && !util_numa_usage_read(rb.pid, u))
+		rb.move.kernel = util_numa_usage_kernel_share(u, rb.to_node, &rb.target_mark,
+							      rb.move.memmig, rb.narrow.kernel);
 	free(u);
 	if (ret) {
 		rb.state = REBALANCE_FAILED;

@@ -77,3 +77,12 @@ void proto_job_message(char *buf, size_t len, int result, uint64_t moved,
 			 elapsed_s, moved < total ?
 			 ": the rest was on the node already, or not present" : "");
 }
+
+struct json_object *proto_rebalance_step_json(uint64_t kernel, uint64_t memmig)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "kernel_bytes", json_object_new_uint64(kernel));
+	json_object_object_add(o, "memmig_bytes", json_object_new_uint64(memmig));
+	return o;
+}

@@ -33,6 +33,9 @@ struct proto_job {
 
 /* A new reference. */
 struct json_object *proto_job_json(const struct proto_job *job);
+/* A rebalance step of the job's rebalance object (docs/json.md): the bytes
+ * the kernel and memmig moved during it.  A new reference. */
+struct json_object *proto_rebalance_step_json(uint64_t kernel, uint64_t memmig);
 
 /* The state of a job that ended with result (0 or -errno). */
 const char *proto_job_end_state(int result);

@@ -98,3 +98,12 @@ uint64_t util_numa_usage_arrived(const struct util_numa_usage *u, int node,
 	lost = m->off > now.off ? m->off - now.off : 0;
 	return gained < lost ? gained : lost;
 }
+
+uint64_t util_numa_usage_kernel_share(const struct util_numa_usage *u, int node,
+				      const struct util_numa_mark *m, uint64_t memmig,
+				      uint64_t narrow)
+{
+	uint64_t arrived = util_numa_usage_arrived(u, node, m);
+
+	return arrived > memmig + narrow ? arrived - memmig - narrow : 0;
+}

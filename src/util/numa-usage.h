@@ -36,5 +36,10 @@ void util_numa_usage_mark(const struct util_numa_usage *u, int node,
  * of the target's gain and the others' loss (not new or freed memory). */
 uint64_t util_numa_usage_arrived(const struct util_numa_usage *u, int node,
 				 const struct util_numa_mark *m);
+/* Of what arrived on node since the mark, what neither memmig moved nor
+ * the narrow after it: the kernel's share during the move. */
+uint64_t util_numa_usage_kernel_share(const struct util_numa_usage *u, int node,
+				      const struct util_numa_mark *m, uint64_t memmig,
+				      uint64_t narrow);
 
 #endif
