@@ -41,7 +41,103 @@ struct tier_unit {
 	uint16_t on_fast;	/* of them, on a fast node */
 	uint16_t on_slow;	/* of them, on a slow node */
 	uint32_t moved_at;	/* interval of its last move (hysteresis) */
-	uint32_t cold_since;	/* interval it was last touched */
+	uint32_t cold_since;	/* interval it was last touched or first seen */
+	int8_t last_dir;	/* its last move: 1 promoted, -1 demoted, 0 none */
 };
+
+/* Pages of a unit whose node is asked each interval (one per 64 KiB). */
+#define TIER_SAMPLES		32
+
+/* What the operator asks for one process. */
+struct tier_policy {
+	int fast[TIER_MAX_NODES];
+	unsigned int nfast;
+	int slow[TIER_MAX_NODES];
+	unsigned int nslow;
+	unsigned int slow_share;	/* % of its memory wanted on the slow
+					 * nodes; 0: use fast_free */
+	uint64_t fast_free;		/* bytes kept free on the fast nodes;
+					 * 0: use slow_share */
+	unsigned int interval_ms;	/* TIER_INTERVAL_MIN_MS..MAX */
+	uint64_t rate;			/* bytes moved per second; 0: no limit */
+	unsigned int cold_intervals;	/* untouched this long before a
+					 * demotion, 1..TIER_HIST_BITS */
+	unsigned int min_stay;		/* intervals a moved unit stays */
+	unsigned int pause_ms;		/* the pause budget of one batch */
+};
+
+#define TIER_INTERVAL_MIN_MS	100
+#define TIER_INTERVAL_MAX_MS	3600000
+#define TIER_PAUSE_DEFAULT_MS	50
+
+/* Defaults: 70 % slow, 2 s, 2 cold intervals, stay 2, no rate limit. */
+void tier_policy_defaults(struct tier_policy *p);
+/* 0 or -EINVAL with a sentence in err: empty or overlapping node sets,
+ * both or neither of slow_share and fast_free, values out of range. */
+int tier_policy_check(const struct tier_policy *p, char *err, size_t len);
+bool tier_policy_is_fast(const struct tier_policy *p, int node);
+bool tier_policy_is_slow(const struct tier_policy *p, int node);
+/* Resident bytes of a unit (estimated from its samples) and of them on
+ * fast and slow nodes. */
+uint64_t tier_unit_resident(const struct tier_unit *u);
+uint64_t tier_unit_on_fast(const struct tier_unit *u);
+uint64_t tier_unit_on_slow(const struct tier_unit *u);
+unsigned int tier_unit_samples(const struct tier_unit *u);
+
+
+/* ---- The engine: one per tiered process ---- */
+struct memmig_ctx;
+struct tier;
+
+/* Intervals of history kept for reports (struct tier_sample). */
+#define TIER_HISTORY		64
+
+/* One interval, as the report shows it over time. */
+struct tier_sample {
+	uint32_t interval;
+	double t_s;			/* since the tiering began */
+	uint64_t bytes_fast, bytes_slow;	/* at the interval's start */
+	uint64_t hot_bytes, hot_fast;	/* the hot units', and of them on fast */
+	uint64_t promoted, demoted;	/* bytes the interval moved */
+	double pause_s;			/* its longest batch */
+};
+
+struct tier_stats {
+	uint32_t intervals;
+	unsigned int sources;		/* enum tier_source bits in use */
+	uint32_t units, hot_units;
+	uint64_t bytes_resident, bytes_fast, bytes_slow;
+	uint64_t hot_bytes, hot_fast;
+	uint64_t promotions, demotions;	/* units, since the start */
+	uint64_t promoted_bytes, demoted_bytes;
+	/* Which source saw each promoted unit written or read. */
+	uint64_t promoted_softdirty, promoted_damon, promoted_dirtylog;
+	uint64_t bounces;		/* moves back within min_stay + cold_intervals */
+	uint64_t held, deferred;	/* kept by hysteresis, by the rate */
+	uint64_t pages_failed;		/* did not move (the reports') */
+	double cpu_s;			/* the engine's CPU time, moves included */
+	double pause_max_s;		/* longest batch: a bound of any page's pause */
+	double elapsed_s;
+	int last_error;			/* 0 or -errno of the last interval */
+	char damon_why[160];		/* why DAMON is not a source, or "" */
+};
+
+/*
+ * Starts tiering pid's memory under policy p (checked by the caller).
+ * Soft-dirty is required; DAMON is used where the kernel has it.  flags
+ * are enum memmig_migrate_flags for the moves.  0, or -errno with why.
+ */
+int tier_new(struct memmig_ctx *ctx, int pid, const struct tier_policy *p,
+	     unsigned int flags, struct tier **out, char *why, size_t len);
+/* One interval: reads the sources, samples, plans and moves.  0, -ESRCH
+ * (the process is gone: stop), or another -errno (the interval failed,
+ * the next may not). */
+int tier_step(struct tier *t);
+void tier_get_stats(const struct tier *t, struct tier_stats *out);
+/* The last n intervals (at most TIER_HISTORY), oldest first; returns n. */
+unsigned int tier_get_history(const struct tier *t, struct tier_sample *out, unsigned int max);
+const struct tier_policy *tier_policy_of(const struct tier *t);
+int tier_pid(const struct tier *t);
+void tier_free(struct tier *t);
 
 #endif

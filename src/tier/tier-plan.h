@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * One interval's decision, from what the units' history and samples say:
+ * which units to promote to the fast nodes and which to demote to the
+ * slow ones, within the policy's share or watermark, its rate and its
+ * hysteresis.  Pure: no system calls, so that it is tested on its own.
+ */
+#ifndef MEMMIG_TIER_PLAN_H
+#define MEMMIG_TIER_PLAN_H
+
+#include "tier/tier.h"
+
+struct tier_plan_in {
+	const struct tier_policy *policy;
+	uint32_t now;			/* this interval's number, from 1 */
+	uint64_t fast_free;		/* bytes free on the fast nodes now */
+};
+
+struct tier_plan {
+	size_t *promote;		/* unit indices, hottest first */
+	size_t npromote;
+	size_t *demote;			/* unit indices, coldest first */
+	size_t ndemote;
+	uint64_t promote_bytes;		/* resident bytes not yet on fast */
+	uint64_t demote_bytes;		/* resident bytes on fast */
+	unsigned int held;		/* wanted to move, kept by min_stay */
+	unsigned int deferred;		/* left to a later interval by the rate */
+};
+
+/* Whether the unit counts as hot: touched in the last interval. */
+static inline bool tier_unit_hot(const struct tier_unit *u)
+{
+	return u->hist & 1;
+}
+
+/* Whether the unit counts as cold: untouched for cold_intervals, and
+ * known that long (a unit first seen has no history yet). */
+static inline bool tier_unit_cold(const struct tier_unit *u, unsigned int cold_intervals,
+				  uint32_t now)
+{
+	return !(u->hist & ((1u << cold_intervals) - 1)) && now - u->cold_since >= cold_intervals;
+}
+
+/* 0 or -ENOMEM; free the plan with tier_plan_free(). */
+int tier_plan_make(const struct tier_unit *units, size_t n, const struct tier_plan_in *in,
+		   struct tier_plan *out);
+void tier_plan_free(struct tier_plan *plan);
+
+#endif

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Writes from the kernel's soft-dirty bits (see tier-softdirty.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "tier/tier-softdirty.h"
+
+#define PM_SOFT_DIRTY	(1ULL << 55)	/* Documentation/admin-guide/mm/soft-dirty.rst */
+#define PM_PRESENT	(1ULL << 63)
+#define PM_SWAP		(1ULL << 62)
+
+struct tier_softdirty {
+	int pid;
+	int pagemap, clear_refs;
+	uint64_t buf[TIER_UNIT / 4096];	/* one unit's entries */
+};
+
+static int proc_errno(void)
+{
+	return errno == ENOENT ? -ESRCH : -errno;
+}
+
+static int clear(struct tier_softdirty *sd)
+{
+	/* "4": soft-dirty bits only; the accessed bits stay the kernel's. */
+	if (pwrite(sd->clear_refs, "4", 1, 0) != 1)
+		return errno == ESRCH ? -ESRCH : -errno;
+	return 0;
+}
+
+/*
+ * Whether the kernel keeps soft-dirty bits: without CONFIG_MEM_SOFT_DIRTY,
+ * clear_refs takes "4" and does nothing, and no bit is ever set.  Asked of
+ * a page of our own, written after a clear: once.
+ */
+static int probe_result = 1;	/* 1: not asked yet */
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+
+static void probe(void)
+{
+	volatile char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t e = 0;
+	int fd;
+
+	probe_result = -errno;
+	if (page == MAP_FAILED)
+		return;
+	page[0] = 1;
+	fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		probe_result = write(fd, "4", 1) == 1 ? 0 : -errno;
+		close(fd);
+	}
+	page[0] = 2;
+	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (!probe_result && fd >= 0 &&
+	    pread(fd, &e, sizeof(e), (off_t)((uintptr_t)page / 4096 * sizeof(e))) == sizeof(e))
+		probe_result = e & PM_SOFT_DIRTY ? 0 : -ENOENT;
+	else if (!probe_result)
+		probe_result = -errno;
+	if (fd >= 0)
+		close(fd);
+	munmap((void *)page, 4096);
+}
+
+int tier_softdirty_open(int pid, struct tier_softdirty **out, char *why, size_t len)
+{
+	struct tier_softdirty *sd = calloc(1, sizeof(*sd));
+	char path[64];
+	int rc;
+
+	if (!sd)
+		return -ENOMEM;
+	pthread_once(&probe_once, probe);
+	if (probe_result) {
+		snprintf(why, len, "soft-dirty: %s", probe_result == -ENOENT ?
+			 "this kernel keeps no soft-dirty bits (built without CONFIG_MEM_SOFT_DIRTY)" :
+			 strerror(-probe_result));
+		free(sd);
+		return probe_result;
+	}
+	sd->pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
+	sd->pagemap = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/clear_refs", pid);
+	sd->clear_refs = open(path, O_WRONLY | O_CLOEXEC);
+	if (sd->pagemap < 0 || sd->clear_refs < 0) {
+		rc = proc_errno();
+		snprintf(why, len, "soft-dirty: cannot open /proc/%d/%s: %m", pid,
+			 sd->pagemap < 0 ? "pagemap" : "clear_refs");
+		goto fail;
+	}
+	rc = clear(sd);
+	if (rc) {
+		snprintf(why, len, "soft-dirty: clearing /proc/%d/clear_refs: %s", pid,
+			 strerror(-rc));
+		goto fail;
+	}
+	*out = sd;
+	return 0;
+fail:
+	tier_softdirty_close(sd);
+	return rc;
+}
+
+int tier_softdirty_mark(struct tier_softdirty *sd, struct tier_unit *units, size_t n)
+{
+	int marked = 0, rc;
+
+	for (size_t i = 0; i < n; i++) {
+		struct tier_unit *u = &units[i];
+		size_t pages = u->len / 4096;
+		ssize_t got = pread(sd->pagemap, sd->buf, pages * sizeof(uint64_t),
+				    (off_t)(u->addr / 4096 * sizeof(uint64_t)));
+
+		if (got < 0)
+			return proc_errno();
+		for (size_t j = 0; j < (size_t)got / sizeof(uint64_t); j++) {
+			uint64_t e = sd->buf[j];
+
+			/* A swapped page keeps its bit too; it is not hot. */
+			if ((e & PM_SOFT_DIRTY) && (e & PM_PRESENT) && !(e & PM_SWAP)) {
+				u->hist |= 1;
+				u->src |= TIER_SRC_SOFTDIRTY;
+				marked++;
+				break;
+			}
+		}
+	}
+	/* A write between the read and the clear is missed this once: a hot
+	 * unit is written again, a cold one is not hot. */
+	rc = clear(sd);
+	return rc ? rc : marked;
+}
+
+void tier_softdirty_close(struct tier_softdirty *sd)
+{
+	if (!sd)
+		return;
+	if (sd->pagemap >= 0)
+		close(sd->pagemap);
+	if (sd->clear_refs >= 0)
+		close(sd->clear_refs);
+	free(sd);
+}

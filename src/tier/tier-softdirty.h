@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Writes, from the kernel's soft-dirty bits: clearing them
+ * (/proc/PID/clear_refs, "4") write-protects the process's pages; the
+ * next write to a page sets its bit again, which /proc/PID/pagemap shows
+ * (bit 55).  Works for any process memmigd may move, KVM guests' RAM
+ * included: KVM's own writes fault through the same page tables.
+ */
+#ifndef MEMMIG_TIER_SOFTDIRTY_H
+#define MEMMIG_TIER_SOFTDIRTY_H
+
+#include "tier/tier.h"
+
+struct tier_softdirty;
+
+/* Opens pid's files and clears its bits: the first mark() sees the writes
+ * after this call.  0, -ENOENT (a kernel without CONFIG_MEM_SOFT_DIRTY,
+ * found by trying on a page of this process: why says), -ESRCH, -EPERM
+ * or -errno. */
+int tier_softdirty_open(int pid, struct tier_softdirty **out, char *why, size_t len);
+/* Marks the units written since the last call (hist bit 0, src
+ * TIER_SRC_SOFTDIRTY) and clears the bits again.  Returns the number of
+ * units marked or -errno (-ESRCH: the process is gone). */
+int tier_softdirty_mark(struct tier_softdirty *sd, struct tier_unit *units, size_t n);
+void tier_softdirty_close(struct tier_softdirty *sd);
+
+#endif

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A process's tiered memory as 2 MiB units (see tier-units.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <numaif.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tier/tier-units.h"
+
+static int grow(struct tier_unit **u, size_t *cap, size_t n)
+{
+	struct tier_unit *x;
+	size_t c;
+
+	if (n < *cap)
+		return 0;
+	if (n >= TIER_MAX_UNITS)
+		return -E2BIG;
+	c = *cap ? *cap * 2 : 256;
+	x = realloc(*u, c * sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	*u = x;
+	*cap = c;
+	return 0;
+}
+
+/* Whether a /proc/PID/maps line is memory tiering is for. */
+static bool tiered(const char *perms, const char *path, uint64_t len)
+{
+	if (len < TIER_UNIT || perms[0] != 'r' || perms[1] != 'w')
+		return false;
+	/* [stack], [vvar], [vsyscall]: not guest memory, and some not
+	 * movable at all; named anonymous memory ([anon:...]) is. */
+	return !(path[0] == '[' && strncmp(path, "[anon:", 6) && strcmp(path, "[heap]"));
+}
+
+int tier_units_read(int pid, const struct tier_unit *old, size_t nold,
+		    struct tier_unit **units, size_t *n)
+{
+	struct tier_unit *u = NULL;
+	size_t cap = 0, k = 0, j = 0;
+	char path[64], line[512];
+	FILE *f;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (!rc && fgets(line, sizeof(line), f)) {
+		uint64_t start, end, a;
+		char perms[8], name[256] = "";
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %*s %*s %*s %255s", &start, &end,
+			   perms, name) < 3)
+			continue;
+		if (!strchr(line, '\n'))	/* a long path: skip its rest */
+			while (fgets(line, sizeof(line), f) && !strchr(line, '\n'))
+				;
+		if (!tiered(perms, name, end - start))
+			continue;
+		for (a = start; a < end && !rc; a = (a & ~(TIER_UNIT - 1)) + TIER_UNIT) {
+			uint64_t e = (a & ~(TIER_UNIT - 1)) + TIER_UNIT;
+
+			rc = grow(&u, &cap, k);
+			if (rc)
+				break;
+			memset(&u[k], 0, sizeof(u[k]));
+			u[k].addr = a;
+			u[k].len = (uint32_t)((e < end ? e : end) - a);
+			u[k].node = -1;
+			/* What was known of this unit stays known. */
+			while (j < nold && old[j].addr < a)
+				j++;
+			if (j < nold && old[j].addr == a) {
+				u[k].hist = old[j].hist;
+				u[k].moved_at = old[j].moved_at;
+				u[k].cold_since = old[j].cold_since;
+				u[k].last_dir = old[j].last_dir;
+			}
+			k++;
+		}
+	}
+	fclose(f);
+	if (rc) {
+		free(u);
+		return rc;
+	}
+	*units = u;
+	*n = k;
+	return 0;
+}
+
+int tier_units_sample(int pid, struct tier_unit *units, size_t n,
+		      const struct tier_policy *p)
+{
+	size_t total = 0, k = 0;
+	void **pages;
+	int *status, rc = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += tier_unit_samples(&units[i]);
+	pages = malloc((total ? total : 1) * sizeof(*pages));
+	status = malloc((total ? total : 1) * sizeof(*status));
+	if (!pages || !status) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned int s = tier_unit_samples(&units[i]);
+		uint64_t step = units[i].len / s;
+
+		for (unsigned int j = 0; j < s; j++)
+			pages[k++] = (void *)(uintptr_t)((units[i].addr + j * step) & ~4095ULL);
+	}
+	if (total && move_pages(pid, total, pages, NULL, status, 0) < 0) {
+		rc = errno == ESRCH ? -ESRCH : -errno;
+		goto out;
+	}
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct tier_unit *x = &units[i];
+		unsigned int s = tier_unit_samples(x), best = 0;
+		unsigned int count[8] = { 0 };
+		int nodes[8];
+		unsigned int nn = 0;
+
+		x->sampled = x->on_fast = x->on_slow = 0;
+		x->node = -1;
+		for (unsigned int j = 0; j < s; j++, k++) {
+			int st = status[k];
+			unsigned int m;
+
+			if (st < 0)	/* absent (-ENOENT), or not movable */
+				continue;
+			x->sampled++;
+			x->on_fast += tier_policy_is_fast(p, st);
+			x->on_slow += tier_policy_is_slow(p, st);
+			for (m = 0; m < nn && nodes[m] != st; m++)
+				;
+			if (m == nn && nn < 8)
+				nodes[nn++] = st;
+			if (m < nn && ++count[m] > best) {
+				best = count[m];
+				x->node = (int16_t)st;
+			}
+		}
+	}
+out:
+	free(pages);
+	free(status);
+	return rc;
+}

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The tiering engine of one process: each interval, the sources' marks,
+ * the units' samples, a plan, and the plan's moves in batches through
+ * libmemmig's kernel strategy (see tier.h).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "memmig.h"
+#include "tier/tier-damon.h"
+#include "tier/tier-plan.h"
+#include "tier/tier-softdirty.h"
+#include "tier/tier-units.h"
+
+/* Batches start at this many units; then sized from the last batch's
+ * speed to take half the pause budget. */
+#define TIER_BATCH_START	4
+#define TIER_BATCH_MAX		256
+
+struct tier {
+	struct memmig_ctx *ctx;
+	int pid;
+	unsigned int flags;
+	struct tier_policy p;
+	struct tier_unit *units;
+	size_t nunits;
+	struct tier_softdirty *sd;
+	struct tier_damon *damon;
+	unsigned int batch;
+	struct timespec start;
+	struct tier_stats st;
+	struct tier_sample hist[TIER_HISTORY];
+	uint32_t nhist;
+};
+
+static double secs(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+int tier_new(struct memmig_ctx *ctx, int pid, const struct tier_policy *p,
+	     unsigned int flags, struct tier **out, char *why, size_t len)
+{
+	struct tier *t = calloc(1, sizeof(*t));
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	t->ctx = memmig_ctx_ref(ctx);
+	t->pid = pid;
+	t->flags = flags;
+	t->p = *p;
+	t->batch = TIER_BATCH_START;
+	clock_gettime(CLOCK_MONOTONIC, &t->start);
+	rc = tier_softdirty_open(pid, &t->sd, why, len);
+	if (rc) {
+		tier_free(t);
+		return rc;
+	}
+	t->st.sources = TIER_SRC_SOFTDIRTY;
+	/* Reads too, where the kernel has DAMON; writes alone otherwise. */
+	if (!tier_damon_open(pid, p->interval_ms, &t->damon, t->st.damon_why,
+			     sizeof(t->st.damon_why)))
+		t->st.sources |= TIER_SRC_DAMON;
+	*out = t;
+	return 0;
+}
+
+/* Bytes free on a node, from its meminfo; 0 when unreadable. */
+static uint64_t node_free(int node)
+{
+	char path[80], line[160];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/meminfo", node);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Node %*d MemFree: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb << 10;
+}
+
+/* The node of a set with the most free memory: where a batch goes. */
+static int roomiest(const int *set, unsigned int n, uint64_t *sum)
+{
+	uint64_t best = 0, f;
+	int node = set[0];
+
+	*sum = 0;
+	for (unsigned int i = 0; i < n; i++) {
+		f = node_free(set[i]);
+		*sum += f;
+		if (f > best) {
+			best = f;
+			node = set[i];
+		}
+	}
+	return node;
+}
+
+/* Moves units idx[0..n) to node in batches; adds to *bytes, *pause. */
+static int move_units(struct tier *t, const size_t *idx, size_t n, int node,
+		      uint64_t *bytes, double *pause)
+{
+	struct memmig_range *r = malloc(TIER_BATCH_MAX * sizeof(*r));
+	int rc = 0;
+
+	if (!r)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && rc != -ESRCH;) {
+		struct memmig_report_summary s = { .sz = sizeof(s) };
+		struct memmig_move_opts o = {
+			.sz = sizeof(o), .pid = t->pid, .ranges = r, .target_node = node,
+			.strategy = MEMMIG_STRATEGY_KERNEL, .workers = 1, .flags = t->flags,
+		};
+		struct memmig_report *rep = NULL;
+		struct memmig_move *mv = NULL;
+		size_t k;
+		int err;
+
+		for (k = 0; k < t->batch && i + k < n; k++)
+			r[k] = (struct memmig_range){ t->units[idx[i + k]].addr,
+						      t->units[idx[i + k]].len };
+		o.nranges = (unsigned int)k;
+		err = memmig_move_new(t->ctx, &o, &mv);
+		if (!err)
+			err = memmig_move_start(mv);
+		if (!err)
+			err = memmig_move_wait(mv, &rep);
+		if (rep && !memmig_report_get_summary(rep, &s)) {
+			double per_unit = s.copy_s / (double)k;
+
+			*bytes += s.bytes_moved;
+			t->st.pages_failed += s.pages_failed;
+			if (s.copy_s > *pause)
+				*pause = s.copy_s;
+			/* The next batch takes half the budget at this speed. */
+			if (per_unit > 0) {
+				double fit = t->p.pause_ms / 2e3 / per_unit;
+
+				t->batch = fit < 1 ? 1 : fit > TIER_BATCH_MAX ? TIER_BATCH_MAX :
+					   (unsigned int)fit;
+			}
+		}
+		memmig_report_unref(rep);
+		memmig_move_unref(mv);
+		/* A unit unmapped meanwhile fails its batch (EFAULT): the next
+		 * interval lists the mappings again. */
+		if (err && !rc)
+			rc = err;
+		if (err == -ESRCH)
+			rc = -ESRCH;
+		i += k;
+	}
+	free(r);
+	return rc;
+}
+
+static void mark_moved(struct tier *t, const size_t *idx, size_t n, int dir, uint32_t now)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct tier_unit *u = &t->units[idx[i]];
+
+		/* Back the other way soon after: the hysteresis was too short. */
+		if (u->last_dir == -dir &&
+		    now - u->moved_at <= t->p.min_stay + t->p.cold_intervals)
+			t->st.bounces++;
+		u->moved_at = now;
+		u->last_dir = (int8_t)dir;
+		if (dir > 0) {
+			t->st.promoted_softdirty += !!(u->src & TIER_SRC_SOFTDIRTY);
+			t->st.promoted_damon += !!(u->src & TIER_SRC_DAMON);
+			t->st.promoted_dirtylog += !!(u->src & TIER_SRC_DIRTYLOG);
+		}
+	}
+}
+
+/* The interval's picture, before its moves. */
+static void take_stock(struct tier *t, struct tier_sample *s)
+{
+	struct tier_stats *st = &t->st;
+
+	st->units = (uint32_t)t->nunits;
+	st->hot_units = 0;
+	st->bytes_resident = st->bytes_fast = st->bytes_slow = 0;
+	st->hot_bytes = st->hot_fast = 0;
+	for (size_t i = 0; i < t->nunits; i++) {
+		const struct tier_unit *u = &t->units[i];
+
+		st->bytes_resident += tier_unit_resident(u);
+		st->bytes_fast += tier_unit_on_fast(u);
+		st->bytes_slow += tier_unit_on_slow(u);
+		if (tier_unit_hot(u)) {
+			st->hot_units++;
+			st->hot_bytes += tier_unit_resident(u);
+			st->hot_fast += tier_unit_on_fast(u);
+		}
+	}
+	*s = (struct tier_sample){
+		.interval = st->intervals, .bytes_fast = st->bytes_fast,
+		.bytes_slow = st->bytes_slow, .hot_bytes = st->hot_bytes,
+		.hot_fast = st->hot_fast,
+	};
+}
+
+static int read_sources(struct tier *t, uint32_t now)
+{
+	struct tier_unit *units = NULL;
+	size_t n = 0;
+	int rc;
+
+	for (size_t i = 0; i < t->nunits; i++) {
+		t->units[i].hist = (uint8_t)(t->units[i].hist << 1);
+		t->units[i].src = 0;
+	}
+	rc = tier_units_read(t->pid, t->units, t->nunits, &units, &n);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		if (!units[i].cold_since && !units[i].moved_at && !units[i].hist)
+			units[i].cold_since = now;	/* first seen */
+	free(t->units);
+	t->units = units;
+	t->nunits = n;
+	rc = tier_softdirty_mark(t->sd, units, n);
+	if (rc < 0)
+		return rc;
+	if (t->damon && (rc = tier_damon_mark(t->damon, units, n)) < 0) {
+		if (rc == -ESRCH)
+			return rc;
+		/* DAMON failing leaves the writes: say so, go on. */
+		snprintf(t->st.damon_why, sizeof(t->st.damon_why),
+			 "DAMON stopped: %s", strerror(-rc));
+		tier_damon_close(t->damon);
+		t->damon = NULL;
+		t->st.sources &= ~(unsigned int)TIER_SRC_DAMON;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (units[i].hist & 1)
+			units[i].cold_since = now;
+	return tier_units_sample(t->pid, units, n, &t->p);
+}
+
+int tier_step(struct tier *t)
+{
+	struct timespec c0, c1, now_ts;
+	struct tier_plan plan = { 0 };
+	struct tier_sample s;
+	uint32_t now = ++t->st.intervals;
+	uint64_t fast_free, slow_free, up = 0, down = 0;
+	double pause = 0;
+	int rc, rc2 = 0, fast, slow;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+	rc = read_sources(t, now);
+	if (rc)
+		goto out;
+	take_stock(t, &s);
+	fast = roomiest(t->p.fast, t->p.nfast, &fast_free);
+	slow = roomiest(t->p.slow, t->p.nslow, &slow_free);
+	rc = tier_plan_make(t->units, t->nunits,
+			    &(struct tier_plan_in){ &t->p, now, fast_free }, &plan);
+	if (rc)
+		goto out;
+	t->st.held += plan.held;
+	t->st.deferred += plan.deferred;
+	/* Promotions first: the hot set's place is what the guest feels. */
+	rc = move_units(t, plan.promote, plan.npromote, fast, &up, &pause);
+	mark_moved(t, plan.promote, plan.npromote, 1, now);
+	if (rc != -ESRCH)
+		rc2 = move_units(t, plan.demote, plan.ndemote, slow, &down, &pause);
+	mark_moved(t, plan.demote, plan.ndemote, -1, now);
+	rc = rc ? rc : rc2;
+	t->st.promotions += plan.npromote;
+	t->st.demotions += plan.ndemote;
+	t->st.promoted_bytes += up;
+	t->st.demoted_bytes += down;
+	if (pause > t->st.pause_max_s)
+		t->st.pause_max_s = pause;
+	s.promoted = up;
+	s.demoted = down;
+	s.pause_s = pause;
+	clock_gettime(CLOCK_MONOTONIC, &now_ts);
+	s.t_s = secs(&t->start, &now_ts);
+	t->hist[t->nhist++ % TIER_HISTORY] = s;
+	tier_plan_free(&plan);
+out:
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+	t->st.cpu_s += secs(&c0, &c1);
+	t->st.last_error = rc;
+	return rc;
+}
+
+void tier_get_stats(const struct tier *t, struct tier_stats *out)
+{
+	struct timespec now;
+
+	*out = t->st;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	out->elapsed_s = secs(&t->start, &now);
+}
+
+unsigned int tier_get_history(const struct tier *t, struct tier_sample *out, unsigned int max)
+{
+	uint32_t n = t->nhist < TIER_HISTORY ? t->nhist : TIER_HISTORY;
+
+	if (n > max)
+		n = max;
+	for (uint32_t i = 0; i < n; i++)
+		out[i] = t->hist[(t->nhist - n + i) % TIER_HISTORY];
+	return n;
+}
+
+const struct tier_policy *tier_policy_of(const struct tier *t)
+{
+	return &t->p;
+}
+
+int tier_pid(const struct tier *t)
+{
+	return t->pid;
+}
+
+void tier_free(struct tier *t)
+{
+	if (!t)
+		return;
+	tier_softdirty_close(t->sd);
+	tier_damon_close(t->damon);
+	free(t->units);
+	memmig_ctx_unref(t->ctx);
+	free(t);
+}

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The tiering engine's parts on their own (src/tier/): the policy's
+ * checks, one interval's plan (share, watermark, rate, hysteresis, order),
+ * a process's units, and the writes soft-dirty sees in a real child.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cunit-main.h"
+#include "tier/tier-plan.h"
+#include "tier/tier-softdirty.h"
+#include "tier/tier-units.h"
+
+#define MB (1ULL << 20)
+
+static struct tier_policy policy(void)
+{
+	struct tier_policy p;
+
+	tier_policy_defaults(&p);
+	p.fast[0] = 0;
+	p.nfast = 1;
+	p.slow[0] = 2;
+	p.nslow = 1;
+	return p;
+}
+
+static void test_policy_check(void)
+{
+	struct tier_policy p = policy();
+	char err[200];
+
+	CU_ASSERT_EQUAL(tier_policy_check(&p, err, sizeof(err)), 0);
+	p.slow[0] = 0;
+	CU_ASSERT_EQUAL(tier_policy_check(&p, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "both fast and slow"));
+	p = policy();
+	p.fast_free = 64 * MB;
+	CU_ASSERT_EQUAL(tier_policy_check(&p, err, sizeof(err)), -EINVAL);
+	p.slow_share = 0;
+	CU_ASSERT_EQUAL(tier_policy_check(&p, err, sizeof(err)), 0);
+	p.fast_free = 0;
+	CU_ASSERT_EQUAL(tier_policy_check(&p, err, sizeof(err)), -EINVAL);
+	p = policy();
+	p.interval_ms = 10;
+	CU_ASSERT_EQUAL(tier_policy_check(&p, err, sizeof(err)), -EINVAL);
+	p = policy();
+	p.cold_intervals = TIER_HIST_BITS + 1;
+	CU_ASSERT_EQUAL(tier_policy_check(&p, err, sizeof(err)), -EINVAL);
+	p = policy();
+	p.nslow = 0;
+	CU_ASSERT_EQUAL(tier_policy_check(&p, err, sizeof(err)), -EINVAL);
+	CU_ASSERT(tier_policy_is_fast(&p, 0) && !tier_policy_is_fast(&p, 2));
+}
+
+/* n full units at 2 MiB steps, every sampled page on node (fast 0, slow 2),
+ * known for 10 intervals and untouched since the first. */
+static void units_on(struct tier_unit *u, size_t n, bool fast)
+{
+	for (size_t i = 0; i < n; i++) {
+		memset(&u[i], 0, sizeof(u[i]));
+		u[i].addr = 0x40000000 + i * TIER_UNIT;
+		u[i].len = TIER_UNIT;
+		u[i].sampled = TIER_SAMPLES;
+		u[i].on_fast = fast ? TIER_SAMPLES : 0;
+		u[i].on_slow = fast ? 0 : TIER_SAMPLES;
+		u[i].node = fast ? 0 : 2;
+		u[i].cold_since = 1;
+	}
+}
+
+static bool has(const size_t *v, size_t n, size_t x)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+static void test_plan_promote(void)
+{
+	struct tier_policy p = policy();
+	struct tier_unit u[8];
+	struct tier_plan plan;
+
+	units_on(u, 8, false);
+	u[3].hist = 1;
+	u[6].hist = 0x7;	/* hot for three intervals: first */
+	CU_ASSERT_EQUAL(tier_plan_make(u, 8, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(plan.npromote, 2);
+	CU_ASSERT_EQUAL(plan.promote[0], 6);
+	CU_ASSERT_EQUAL(plan.promote[1], 3);
+	CU_ASSERT_EQUAL(plan.promote_bytes, 2 * TIER_UNIT);
+	/* 6 of 8 units stay slow: 75 % >= 70 %, nothing to demote. */
+	CU_ASSERT_EQUAL(plan.ndemote, 0);
+	tier_plan_free(&plan);
+}
+
+static void test_plan_demote_share(void)
+{
+	struct tier_policy p = policy();
+	struct tier_unit u[10];
+	struct tier_plan plan;
+
+	units_on(u, 10, true);
+	u[0].hist = u[1].hist = 1;
+	u[4].cold_since = 9;	/* touched two intervals ago: cold, but less */
+	u[5].cold_since = 11;	/* first seen now: no history, stays */
+	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(plan.npromote, 0);
+	/* 70 % of 10 units: 7 demoted, of the 7 cold ones known long enough
+	 * (2,3,4,6,7,8,9), the least recently touched first. */
+	CU_ASSERT_EQUAL(plan.ndemote, 7);
+	CU_ASSERT(!has(plan.demote, plan.ndemote, 0) && !has(plan.demote, plan.ndemote, 1));
+	CU_ASSERT(!has(plan.demote, plan.ndemote, 5));
+	CU_ASSERT_EQUAL(plan.demote[plan.ndemote - 1], 4);
+	CU_ASSERT_EQUAL(plan.demote_bytes, 7 * TIER_UNIT);
+	tier_plan_free(&plan);
+
+	/* A unit touched in the last cold_intervals is not cold. */
+	units_on(u, 10, true);
+	for (int i = 0; i < 10; i++)
+		u[i].hist = 2;	/* touched one interval ago */
+	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(plan.ndemote, 0);
+	CU_ASSERT_EQUAL(plan.npromote, 0);
+	tier_plan_free(&plan);
+}
+
+static void test_plan_hysteresis(void)
+{
+	struct tier_policy p = policy();
+	struct tier_unit u[4];
+	struct tier_plan plan;
+
+	units_on(u, 4, false);
+	/* Demoted last interval, written now: min_stay (2) keeps it down. */
+	u[1].hist = 1;
+	u[1].last_dir = -1;
+	u[1].moved_at = 10;
+	/* Demoted two intervals ago: free to come back. */
+	u[2].hist = 1;
+	u[2].last_dir = -1;
+	u[2].moved_at = 9;
+	CU_ASSERT_EQUAL(tier_plan_make(u, 4, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(plan.npromote, 1);
+	CU_ASSERT_EQUAL(plan.promote[0], 2);
+	CU_ASSERT_EQUAL(plan.held, 1);
+	tier_plan_free(&plan);
+}
+
+static void test_plan_rate(void)
+{
+	struct tier_policy p = policy();
+	struct tier_unit u[10];
+	struct tier_plan plan;
+
+	units_on(u, 10, false);
+	for (int i = 0; i < 4; i++)
+		u[i].hist = 1;
+	/* 3 units a second, 1 s intervals: 3 of the 4 promotions. */
+	p.interval_ms = 1000;
+	p.rate = 3 * TIER_UNIT;
+	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(plan.npromote, 3);
+	CU_ASSERT_EQUAL(plan.deferred, 1);
+	tier_plan_free(&plan);
+
+	/* Promotions go before demotions in the budget. */
+	units_on(u, 10, true);
+	for (int i = 0; i < 10; i++)
+		u[i].on_fast = i < 2 ? 0 : TIER_SAMPLES, u[i].on_slow = TIER_SAMPLES - u[i].on_fast;
+	u[0].hist = u[1].hist = 1;
+	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(plan.npromote, 2);
+	CU_ASSERT_EQUAL(plan.ndemote, 1);
+	CU_ASSERT(plan.promote_bytes + plan.demote_bytes <= p.rate);
+	tier_plan_free(&plan);
+}
+
+static void test_plan_watermark(void)
+{
+	struct tier_policy p = policy();
+	struct tier_unit u[8];
+	struct tier_plan plan;
+
+	p.slow_share = 0;
+	p.fast_free = 8 * MB;
+	units_on(u, 8, true);
+	/* 2 MiB free, 8 wanted: three cold units go down. */
+	CU_ASSERT_EQUAL(tier_plan_make(u, 8, &(struct tier_plan_in){ &p, 11, 2 * MB }, &plan), 0);
+	CU_ASSERT_EQUAL(plan.ndemote, 3);
+	tier_plan_free(&plan);
+
+	/* Hot units on slow with no room and nothing cold: they wait. */
+	units_on(u, 8, false);
+	for (int i = 0; i < 8; i++)
+		u[i].hist = 1;
+	CU_ASSERT_EQUAL(tier_plan_make(u, 8, &(struct tier_plan_in){ &p, 11, 12 * MB }, &plan), 0);
+	CU_ASSERT_EQUAL(plan.npromote, 2);	/* 12 - 8 = 4 MiB of room */
+	CU_ASSERT_EQUAL(plan.deferred, 6);
+	tier_plan_free(&plan);
+}
+
+/* ---- a real child ---- */
+
+struct child {
+	pid_t pid;
+	int cmd, ack;
+	uint64_t addr;
+};
+
+/* The child: 16 MiB, 2 MiB aligned, written whole; then writes unit k for
+ * each byte k it reads, acking each. */
+static int child_start(struct child *c)
+{
+	int to[2], from[2];
+
+	if (pipe(to) || pipe(from))
+		return -errno;
+	c->pid = fork();
+	if (c->pid == 0) {
+		char *m = mmap(NULL, 20 * MB, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		unsigned char k;
+
+		close(to[1]);
+		close(from[0]);
+		if (m == MAP_FAILED)
+			_exit(1);
+		m = (char *)(((uintptr_t)m + TIER_UNIT - 1) & ~(TIER_UNIT - 1));
+		memset(m, 1, 16 * MB);
+		if (write(from[1], &m, sizeof(m)) != sizeof(m))
+			_exit(1);
+		while (read(to[0], &k, 1) == 1) {
+			memset(m + k * TIER_UNIT + 4096, k, 8192);
+			if (write(from[1], &k, 1) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(to[0]);
+	close(from[1]);
+	c->cmd = to[1];
+	c->ack = from[0];
+	return read(c->ack, &c->addr, sizeof(c->addr)) == sizeof(c->addr) ? 0 : -EIO;
+}
+
+static void child_write(struct child *c, unsigned char k)
+{
+	CU_ASSERT(write(c->cmd, &k, 1) == 1 && read(c->ack, &k, 1) == 1);
+}
+
+static void child_stop(struct child *c)
+{
+	close(c->cmd);
+	close(c->ack);
+	waitpid(c->pid, NULL, 0);
+}
+
+/* The units of the child's 16 MiB: index of its first. */
+static ssize_t find(const struct tier_unit *u, size_t n, uint64_t addr)
+{
+	for (size_t i = 0; i < n; i++)
+		if (u[i].addr == addr)
+			return (ssize_t)i;
+	return -1;
+}
+
+static void test_units_child(void)
+{
+	struct tier_policy p = policy();
+	struct tier_unit *u = NULL;
+	struct child c;
+	size_t n = 0;
+	ssize_t f;
+
+	p.fast[0] = 0;
+	p.slow[0] = 1;
+	CU_ASSERT_EQUAL_FATAL(child_start(&c), 0);
+	CU_ASSERT_EQUAL(tier_units_read(c.pid, NULL, 0, &u, &n), 0);
+	f = find(u, n, c.addr);
+	CU_ASSERT_FATAL(f >= 0 && (size_t)f + 8 <= n);
+	for (int i = 0; i < 8; i++)
+		CU_ASSERT_EQUAL(u[f + i].len, TIER_UNIT);
+	/* One node here: every page of the written 16 MiB on node 0. */
+	CU_ASSERT_EQUAL(tier_units_sample(c.pid, u, n, &p), 0);
+	for (int i = 0; i < 8; i++) {
+		CU_ASSERT_EQUAL(u[f + i].sampled, TIER_SAMPLES);
+		CU_ASSERT_EQUAL(u[f + i].on_fast, TIER_SAMPLES);
+		CU_ASSERT_EQUAL(u[f + i].node, 0);
+	}
+	/* What is known carries over a new reading. */
+	u[f + 3].hist = 0x5;
+	u[f + 3].moved_at = 7;
+	{
+		struct tier_unit *v = NULL;
+		size_t m = 0;
+
+		CU_ASSERT_EQUAL(tier_units_read(c.pid, u, n, &v, &m), 0);
+		CU_ASSERT_EQUAL(m, n);
+		CU_ASSERT_EQUAL(v[f + 3].hist, 0x5);
+		CU_ASSERT_EQUAL(v[f + 3].moved_at, 7);
+		free(v);
+	}
+	free(u);
+	child_stop(&c);
+	CU_ASSERT_EQUAL(tier_units_read(c.pid, NULL, 0, &u, &n), -ESRCH);
+}
+
+static void test_softdirty_child(void)
+{
+	struct tier_softdirty *sd;
+	struct tier_unit *u = NULL;
+	struct child c;
+	char why[256] = "";
+	size_t n = 0;
+	ssize_t f;
+	int rc;
+
+	CU_ASSERT_EQUAL_FATAL(child_start(&c), 0);
+	rc = tier_softdirty_open(c.pid, &sd, why, sizeof(why));
+	if (rc == -ENOENT) {
+		printf("\n  not on this kernel: %s\n", why);
+		child_stop(&c);
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	CU_ASSERT_EQUAL(tier_units_read(c.pid, NULL, 0, &u, &n), 0);
+	f = find(u, n, c.addr);
+	CU_ASSERT_FATAL(f >= 0);
+	child_write(&c, 2);
+	child_write(&c, 5);
+	for (size_t i = 0; i < n; i++)
+		u[i].hist = 0, u[i].src = 0;
+	CU_ASSERT(tier_softdirty_mark(sd, u, n) >= 2);
+	for (int i = 0; i < 8; i++) {
+		bool want = i == 2 || i == 5;
+
+		if ((u[f + i].hist & 1) != want)
+			CUNIT_FAILF("unit %d: marked %d, written %d", i, u[f + i].hist & 1, want);
+		if (want)
+			CU_ASSERT_EQUAL(u[f + i].src, TIER_SRC_SOFTDIRTY);
+	}
+	/* Cleared by the mark: no write since, no mark in the 16 MiB. */
+	for (size_t i = 0; i < n; i++)
+		u[i].hist = 0;
+	CU_ASSERT(tier_softdirty_mark(sd, u, n) >= 0);
+	for (int i = 0; i < 8; i++)
+		CU_ASSERT_EQUAL(u[f + i].hist, 0);
+	child_write(&c, 7);
+	CU_ASSERT(tier_softdirty_mark(sd, u, n) >= 1);
+	CU_ASSERT_EQUAL(u[f + 7].hist, 1);
+	child_stop(&c);
+	CU_ASSERT_EQUAL(tier_softdirty_mark(sd, u, n), -ESRCH);
+	tier_softdirty_close(sd);
+	free(u);
+}
+
+static CU_TestInfo tests[] = {
+	{ "policy: node sets, share or watermark, ranges", test_policy_check },
+	{ "plan: hot units on slow promoted, hottest first", test_plan_promote },
+	{ "plan: cold units demoted to the share, coldest first", test_plan_demote_share },
+	{ "plan: a unit moved lately stays (hysteresis)", test_plan_hysteresis },
+	{ "plan: the rate, promotions first", test_plan_rate },
+	{ "plan: the fast nodes' free-memory watermark", test_plan_watermark },
+	{ "units of a real child, sampled and carried over", test_units_child },
+	{ "soft-dirty: the units a real child wrote, and no other", test_softdirty_child },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+	{ .pName = "tiering engine", .pTests = tests },
+	CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+	return cunit_main(suites);
+}
