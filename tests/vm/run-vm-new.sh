@@ -4,7 +4,8 @@
 # does not reach: poison markers (UFFDIO_POISON, 6.6) in migrations and in
 # a KVM guest's live migration, userfaultfd write protection with
 # PAGEMAP_SCAN (6.7), move_pages answering a full node with a count of
-# THPs it could not move, and MADV_HWPOISON signalling its caller at once.
+# THPs it could not move, MADV_HWPOISON signalling its caller at once, and
+# DAMON (CONFIG_DAMON_SYSFS), which tiering reads hot memory from.
 # KVM is nested here too.  The console log is tests/vm/console-new.log.
 #
 # Exit: as run-vm.sh; 77 when no newer kernel is installed, saying so.
@@ -20,6 +21,6 @@ if ! kernel=$(vm_kernel_new); then
 fi
 # The CXL devices stay with the stock boot, which runs the CXL cases: QEMU
 # emulates each access to CXL memory, and time is short.
-VM_KERNEL=$kernel VM_TAG=-new VM_CXL=${VM_CXL:-0} \
-VM_TESTS=${VM_TESTS:-"test-multinode guest-hwpoison guest-dax test-mce guest-demo"} \
+VM_KERNEL=$kernel VM_TAG=${VM_TAG:--new} VM_CXL=${VM_CXL:-0} \
+VM_TESTS=${VM_TESTS:-"test-multinode guest-hwpoison guest-dax guest-damon test-mce guest-demo"} \
 	exec bash "$srcdir/tests/vm/run-vm.sh"

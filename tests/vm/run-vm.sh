@@ -32,7 +32,7 @@ log=$vmdir/console$tag.log
 initrd=$vmdir/initramfs$tag.cpio.gz
 pmem=$vmdir/pmem0$tag.img
 timeout_s=${VM_TIMEOUT:-600}
-all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce guest-demo"
+all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax guest-damon test-live test-mce guest-demo"
 tests=${VM_TESTS:-$all_tests}
 
 skip() {
@@ -151,6 +151,7 @@ for t in $tests; do
 	test-multinode) prog=tests/migrate/test-multinode ;;
 	guest-hwpoison) prog=tests/vm/guest-hwpoison ;;
 	guest-dax) prog=tests/vm/guest-dax ;;
+	guest-damon) prog=tests/vm/guest-damon ;;
 	test-live) prog=tests/kvm/test-live ;;
 	test-mce) prog=tests/kvm/test-mce ;;
 	test-move-pid) script=tests/migrate/test-move-pid.sh prog= ;;
