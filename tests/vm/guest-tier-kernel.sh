@@ -120,9 +120,12 @@ node_range() {
 
 damon=/sys/kernel/mm/damon/admin/kdamonds
 # damos_scheme DIR ACTION NID NR_ACC_MIN NR_ACC_MAX AGE_MIN START END:
-# a scheme for the anonymous memory of [START, END) only (DAMOS filters
-# in 6.12 say what to leave out: outside the range, not anonymous); a
-# quota of 64 MiB a second, hottest (coldest) first.
+# a scheme for anonymous memory outside [START, END), the other node's
+# range (DAMOS filters in 6.12 say what to leave out); a quota of 64 MiB
+# a second, hottest (coldest) first.  The range is the one to leave out
+# (matching Y), not the one to keep (matching N): 6.12's paddr operations
+# run every filter again on each folio, and an address filter, which is
+# not theirs, then never matches: with matching N, nothing was migrated.
 damos_scheme() {
 	local s=$1
 
@@ -142,7 +145,7 @@ damos_scheme() {
 	echo addr >"$s/filters/0/type" &&
 	echo "$7" >"$s/filters/0/addr_start" &&
 	echo "$8" >"$s/filters/0/addr_end" &&
-	echo N >"$s/filters/0/matching" &&
+	echo Y >"$s/filters/0/matching" &&
 	echo anon >"$s/filters/1/type" &&
 	echo N >"$s/filters/1/matching"
 }
@@ -174,11 +177,11 @@ damos_on() {
 	[ -e "$ctx/schemes/0/target_nid" ] || { echo "no DAMOS target_nid (6.11)"; return 2; }
 	# shellcheck disable=SC2086 # r0, r2: START END
 	# Hot: accessed in a quarter of the samples or more, on node 2.
-	damos_scheme "$ctx/schemes/0" migrate_hot "$fast" 5 20 0 $r2 ||
+	damos_scheme "$ctx/schemes/0" migrate_hot "$fast" 5 20 0 $r0 ||
 		{ echo "DAMOS migrate_hot not accepted"; return 2; }
 	# Cold: not accessed for 1 s (10 aggregations), on node 0.
 	# shellcheck disable=SC2086
-	damos_scheme "$ctx/schemes/1" migrate_cold "$slow" 0 0 10 $r0 ||
+	damos_scheme "$ctx/schemes/1" migrate_cold "$slow" 0 0 10 $r2 ||
 		{ echo "DAMOS migrate_cold not accepted"; return 2; }
 	echo on >"$k/state" || return 1
 	echo "  kdamond: $(cat "$k/pid" 2>/dev/null), state $(cat "$k/state")," \
@@ -276,18 +279,19 @@ measure() {
 	check "$name: measured ($summary)" test -n "$summary" -a -n "$rus" \
 		-a "$(field "$summary" hot_fast_min_2i)" != na -a "$(field "$summary" slow_pct_mean)" != na
 
-	local promote demote migrated numa bytes cpu kth
+	local promote demote migrated mfail numa bytes cpu kth
 	promote=$(vmstat_delta "$vm0" "$vm1" pgpromote_success)
 	demote=$(($(vmstat_delta "$vm0" "$vm1" pgdemote_kswapd) + $(vmstat_delta "$vm0" "$vm1" pgdemote_direct) +
 		$(vmstat_delta "$vm0" "$vm1" pgdemote_khugepaged)))
 	migrated=$(vmstat_delta "$vm0" "$vm1" pgmigrate_success)
+	mfail=$(vmstat_delta "$vm0" "$vm1" pgmigrate_fail)
 	numa=$(vmstat_delta "$vm0" "$vm1" numa_pages_migrated)
 	bytes=$((migrated * 4096))
 	kth=$(awk -v a="$kt0" -v b="$kt1" -v t="$clk_tck" 'BEGIN { printf "%.2f", (b - a) / t }')
 	cpu=$(awk -v s="$(field "$rus" phases_stime_s)" -v ss="$(field "$rus" sampler_stime_s)" \
 		-v k="$kth" 'BEGIN { printf "%.2f", s - ss + k }')
 	echo "  vmstat: pgpromote_success +$promote, pgdemote_* +$demote," \
-		"pgmigrate_success +$migrated, numa_pages_migrated +$numa (pages)"
+		"pgmigrate_success +$migrated, pgmigrate_fail +$mfail, numa_pages_migrated +$numa (pages)"
 	echo "  cpu: hotset during the phases user $(field "$rus" phases_utime_s) s," \
 		"system $(field "$rus" phases_stime_s) s (its sampler's: $(field "$rus" sampler_stime_s) s);" \
 		"kdamond/kswapd $kth s"
