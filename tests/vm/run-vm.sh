@@ -23,7 +23,9 @@
 # -accel, default tcg,thread=single), VM_CXL=0 (no CXL devices; on by
 # default with the NVDIMM, whose drivers they need), VM_HMAT=1 (an ACPI
 # HMAT that makes node 2 slower than nodes 0 and 1, so that a kernel with
-# memory tiers (6.10 on) puts it in a lower tier; off by default here).
+# memory tiers (6.10 on) puts it in a lower tier; off by default here:
+# with it, the 6.1 guest found no CXL memory devices, guest-cxl.sh made no
+# CXL node, and 6.1 puts no boot-time node in a lower tier anyway).
 set -u
 export LC_ALL=C
 top_builddir=${top_builddir:-.}
