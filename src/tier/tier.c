@@ -63,10 +63,6 @@ int tier_new(struct memmig_ctx *ctx, int pid, const struct tier_policy *p,
 		return rc;
 	}
 	t->st.sources = TIER_SRC_SOFTDIRTY;
-	/* Reads too, where the kernel has DAMON; writes alone otherwise. */
-	if (!tier_damon_open(pid, p->interval_ms, &t->damon, t->st.damon_why,
-			     sizeof(t->st.damon_why)))
-		t->st.sources |= TIER_SRC_DAMON;
 	*out = t;
 	return 0;
 }
@@ -261,6 +257,12 @@ int tier_step(struct tier *t)
 	int rc, rc2 = 0, fast, slow;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+	/* Reads too, where the kernel has DAMON; writes alone otherwise.
+	 * Opened here, on the caller's tiering thread: DAMON's sysfs may
+	 * take an aggregation to answer. */
+	if (now == 1 && !tier_damon_open(t->pid, t->p.interval_ms, &t->damon, t->st.damon_why,
+					 sizeof(t->st.damon_why)))
+		t->st.sources |= TIER_SRC_DAMON;
 	rc = read_sources(t, now);
 	if (rc)
 		goto out;

@@ -129,7 +129,8 @@ struct tier_stats {
  */
 int tier_new(struct memmig_ctx *ctx, int pid, const struct tier_policy *p,
 	     unsigned int flags, struct tier **out, char *why, size_t len);
-/* One interval: reads the sources, samples, plans and moves.  0, -ESRCH
+/* One interval: reads the sources, samples, plans and moves (the first
+ * also tries DAMON, which may block an aggregation).  0, -ESRCH
  * (the process is gone: stop), or another -errno (the interval failed,
  * the next may not). */
 int tier_step(struct tier *t);

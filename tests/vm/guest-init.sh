@@ -15,7 +15,7 @@ ln -sf /proc/self/fd/0 /dev/stdin
 ln -sf /proc/self/fd/1 /dev/stdout
 ln -sf /proc/self/fd/2 /dev/stderr
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/tmp TMPDIR=/tmp
-export LD_LIBRARY_PATH=/lib MEMMIG_CLI=/bin/memmig-cli MEMHOG=/bin/memhog
+export LD_LIBRARY_PATH=/lib MEMMIG_CLI=/bin/memmig-cli MEMHOG=/bin/memhog HOTSET=/bin/hotset
 # Tests that run on hosts too take the tier's scale and cases here.
 export MEMMIG_TEST_TIER=1
 # Kernel messages go to the log after each test, not into the middle of

@@ -6,11 +6,14 @@
 # PAGEMAP_SCAN (6.7), move_pages answering a full node with a count of
 # THPs it could not move, MADV_HWPOISON signalling its caller at once, and
 # DAMON (CONFIG_DAMON_SYSFS), which tiering reads hot memory from.
-# KVM is nested here too.  The console log is tests/vm/console-new.log.
+# KVM is nested here too.  Node 2 is a lower memory tier here (VM_HMAT=1:
+# an ACPI HMAT says it is slower), for the kernel's own tiering, the peer
+# of memmig's (guest-tier-kernel.sh).  The console log is
+# tests/vm/console-new.log.
 #
 # Exit: as run-vm.sh; 77 when no newer kernel is installed, saying so.
 # Environment: as run-vm.sh; VM_KERNEL_NEW (the kernel), VM_TESTS (default:
-# the tests above).
+# the tests above), VM_TAG (default -new), VM_HMAT (default 1).
 set -u
 srcdir=${srcdir:-$(dirname "$0")/../..}
 . "$srcdir/tests/vm/vm-host.sh"
@@ -21,6 +24,6 @@ if ! kernel=$(vm_kernel_new); then
 fi
 # The CXL devices stay with the stock boot, which runs the CXL cases: QEMU
 # emulates each access to CXL memory, and time is short.
-VM_KERNEL=$kernel VM_TAG=${VM_TAG:--new} VM_CXL=${VM_CXL:-0} \
-VM_TESTS=${VM_TESTS:-"test-multinode guest-hwpoison guest-dax guest-damon test-mce guest-demo"} \
+VM_KERNEL=$kernel VM_TAG=${VM_TAG:--new} VM_CXL=${VM_CXL:-0} VM_HMAT=${VM_HMAT:-1} \
+VM_TESTS=${VM_TESTS:-"test-multinode guest-hwpoison guest-dax test-mce guest-demo guest-damon guest-tier-kernel"} \
 	exec bash "$srcdir/tests/vm/run-vm.sh"

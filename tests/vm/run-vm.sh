@@ -21,7 +21,11 @@
 # VM_LOGLEVEL=N (kernel messages up to level N on the console as they come,
 # not only after each test: for a guest that hangs), VM_ACCEL (QEMU's
 # -accel, default tcg,thread=single), VM_CXL=0 (no CXL devices; on by
-# default with the NVDIMM, whose drivers they need).
+# default with the NVDIMM, whose drivers they need), VM_HMAT=1 (an ACPI
+# HMAT that makes node 2 slower than nodes 0 and 1, so that a kernel with
+# memory tiers (6.10 on) puts it in a lower tier; off by default here:
+# with it, the 6.1 guest found no CXL memory devices, guest-cxl.sh made no
+# CXL node, and 6.1 puts no boot-time node in a lower tier anyway).
 set -u
 export LC_ALL=C
 top_builddir=${top_builddir:-.}
@@ -32,7 +36,9 @@ log=$vmdir/console$tag.log
 initrd=$vmdir/initramfs$tag.cpio.gz
 pmem=$vmdir/pmem0$tag.img
 timeout_s=${VM_TIMEOUT:-600}
-all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax guest-damon test-live test-mce guest-demo"
+all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce guest-demo"
+# Tests for a newer kernel only (run-vm-new.sh runs them).
+other_tests="guest-damon guest-tier-kernel"
 tests=${VM_TESTS:-$all_tests}
 
 skip() {
@@ -75,6 +81,7 @@ builddir_elf() {
 }
 cli=$(builddir_elf src/cli/memmig-cli)
 memhog=$(builddir_elf tests/helpers/memhog)
+hotset=$(builddir_elf tests/helpers/hotset)
 memmigd=$(builddir_elf src/daemon/memmigd)
 libmemmig=$(ls "$top_builddir"/src/lib/.libs/libmemmig.so.* 2>/dev/null | head -n 1)
 [ -n "$libmemmig" ] || skip "src/lib/.libs/libmemmig.so.* is not built (a --disable-shared build?)"
@@ -127,6 +134,7 @@ cp "$srcdir/tests/vm/guest-cxl.sh" "$root/cxl.sh"
 chmod 755 "$root/init" "$root/cxl.sh"
 add_elf "$cli" /bin/memmig-cli || exit 1
 add_elf "$memhog" /bin/memhog || exit 1
+add_elf "$hotset" /bin/hotset || exit 1
 add_elf "$memmigd" /sbin/memmigd || exit 1
 # The library under test, whatever ldd found (an installed copy?).
 cp -L "$libmemmig" "$root/lib/$(objdump -p "$libmemmig" | sed -n 's/^ *SONAME *//p')"
@@ -159,7 +167,8 @@ for t in $tests; do
 	guest-cpuset) script=tests/vm/guest-cpuset.sh prog= ;;
 	guest-daemon) script=tests/vm/guest-daemon.sh prog= ;;
 	guest-demo) script=tests/vm/guest-demo.sh prog= ;;
-	*) echo "run-vm.sh: unknown test '$t' (known: $all_tests)"; exit 1 ;;
+	guest-tier-kernel) script=tests/vm/guest-tier-kernel.sh prog= ;;
+	*) echo "run-vm.sh: unknown test '$t' (known: $all_tests $other_tests)"; exit 1 ;;
 	esac
 	if [ -n "$prog" ]; then
 		if elf=$(real_elf "$top_builddir/$prog"); then
@@ -287,6 +296,34 @@ if [ "${VM_CXL:-$nvdimm}" = 1 ]; then
 	done
 	cxl+=(-M "$fmw")
 fi
+# The nodes' performance in an ACPI HMAT: node 2, the CPU-less node, at
+# 2.5 times the latency and 0.4 times the bandwidth of the local DRAM,
+# like CXL memory.  Linux (memory_tier_late_init, 6.10 on) computes the
+# abstract distance of a CPU-less node from these figures, relative to the
+# CPU nodes' local ones, and puts node 2 in a lower memory tier: the
+# kernel's own tiering (NUMA-balancing promotion, demotion, DAMOS
+# migrate_hot/cold) then has a slow node to work with.  Without an HMAT,
+# every node is in the DRAM tier.  QEMU wants the initiator of a CPU-less
+# node named; nodes 0 and 1 are their own.
+numa=(-numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1)
+if [ "${VM_HMAT:-0}" = 1 ]; then
+	machine=$machine,hmat=on
+	numa+=(-numa node,nodeid=2,memdev=m2,initiator=0)
+	# initiator target latency(ns) bandwidth(bytes/s)
+	while read -r i t lat bw; do
+		numa+=(-numa "hmat-lb,initiator=$i,target=$t,hierarchy=memory,data-type=access-latency,latency=$lat"
+		       -numa "hmat-lb,initiator=$i,target=$t,hierarchy=memory,data-type=access-bandwidth,bandwidth=$bw")
+	done <<-EOF
+	0 0 10 10G
+	0 1 20 5G
+	0 2 25 4G
+	1 0 20 5G
+	1 1 10 10G
+	1 2 30 3G
+	EOF
+else
+	numa+=(-numa node,nodeid=2,memdev=m2)
+fi
 start=$(date +%s)
 # One TCG thread for both vCPUs: with a thread each (MTTCG, QEMU 7.2), the
 # guest froze for good, both threads spinning, in 3 of 6 runs of its nested
@@ -297,9 +334,7 @@ timeout -k 10 "$timeout_s" "$qemu" -machine "$machine" -accel "${VM_ACCEL:-tcg,t
 	-object memory-backend-ram,id=m0,size=512M \
 	-object memory-backend-ram,id=m1,size=512M \
 	-object memory-backend-ram,id=m2,size=512M \
-	-numa node,nodeid=0,cpus=0,memdev=m0 \
-	-numa node,nodeid=1,cpus=1,memdev=m1 \
-	-numa node,nodeid=2,memdev=m2 \
+	"${numa[@]}" \
 	-numa dist,src=0,dst=1,val=21 -numa dist,src=0,dst=2,val=30 \
 	-numa dist,src=1,dst=2,val=25 \
 	"${nv[@]}" "${cxl[@]}" \

@@ -1,0 +1,326 @@
+#!/bin/bash
+# In the 6.12 boot of the multi-node tier (run-vm-new.sh, whose HMAT puts
+# the CPU-less node 2 in a lower memory tier): the kernel's own memory
+# tiering on the workload memmigd's tiering is judged by, the peer to
+# compare it with in the same run.  hotset (tests/helpers/hotset.c) starts
+# with all its memory on the slow node and moves its hot set every phase;
+# it measures where its pages are as it runs.  Two mechanisms of the
+# kernel, one run each:
+#   numa_balancing_2  NUMA balancing's memory tiering (kernel.numa_balancing
+#                     =2): hint faults promote hot pages of the slow tier;
+#                     demotion (demotion_enabled) only on reclaim
+#   damos_paddr       DAMON on the physical address space, DAMOS
+#                     migrate_hot to node 0 for accessed memory of node 2,
+#                     migrate_cold to node 2 for idle memory of node 0 (6.11)
+# A run without either first gives the floor (KPEER-BASELINE name=none).
+# Each prints one line for the comparison:
+#   KPEER name=<mechanism> hot_fast_min_2i=<%> slow_pct_mean=<%>
+#         bytes_moved=<bytes> cpu_s=<s> verify=ok
+# (hotset's summary; bytes: pgmigrate_success during the phases, in 4 KiB
+# pages; cpu_s: hotset's system time during the phases less its sampler's
+# -- hint faults and promotions run there -- plus the CPU time of the
+# kdamond and kswapd threads), and a table.  The kernel need not meet
+# memmig's goal: it fails only when the workload loses data or the
+# measurement could not be taken.  Skips (77) when node 2 is not in a
+# lower memory tier than node 0 (6.1, or no HMAT).
+set -u
+# shellcheck source=../testlib.sh
+. "$(dirname "$0")/../testlib.sh"
+hotset=${HOTSET:-/bin/hotset}
+
+# The workload: the same as memmig's tiering test (keep them in step).
+size_mib=128 hot_pct=25 phase_ms=6000 phases=4 interval_ms=1500
+fast=0 slow=2 start_node=2
+
+need_nodes "$fast" "$slow"
+[ -x "$hotset" ] || { echo "FAIL: $hotset is not in the guest"; exit 1; }
+
+# ---- node 2 in a lower tier than node 0? ----
+# The tier of node N: the number of the memory_tier<id> whose nodelist has
+# it (a larger id is a slower tier); nothing if none.
+node_tier() {
+	local d n
+
+	for d in /sys/devices/virtual/memory_tiering/memory_tier*; do
+		[ -r "$d/nodelist" ] || continue
+		for n in $(tr ',' '\n' <"$d/nodelist" | while IFS=- read -r a b; do seq "$a" "${b:-$a}"; done); do
+			[ "$n" = "$1" ] && { echo "${d##*memory_tier}"; return 0; }
+		done
+	done
+}
+tier_fast=$(node_tier "$fast") tier_slow=$(node_tier "$slow")
+for d in /sys/devices/virtual/memory_tiering/memory_tier*; do
+	[ -r "$d/nodelist" ] && echo "  ${d##*/}: nodes $(cat "$d/nodelist")"
+done
+if [ -z "$tier_fast" ] || [ -z "$tier_slow" ] || [ "$tier_slow" -le "$tier_fast" ]; then
+	echo "SKIP: node $slow is not in a lower memory tier than node $fast" \
+		"(tiers '${tier_slow:-none}' and '${tier_fast:-none}'; kernel $(uname -r):" \
+		"memory tiers of boot-time nodes from an HMAT need 6.10, run-vm-new.sh's VM_HMAT=1)"
+	exit 77
+fi
+echo "  node $fast: memory_tier$tier_fast, node $slow: memory_tier$tier_slow"
+
+# ---- measurements ----
+clk_tck=$(getconf CLK_TCK 2>/dev/null || echo 100)
+
+# CPU seconds (user + system) of the kernel threads that tier: kdamond.*,
+# kswapd*.  In ticks.
+kthread_ticks() {
+	cat /proc/[0-9]*/stat 2>/dev/null | awk '{
+		c = $0; sub(/^[0-9]+ \(/, "", c); sub(/\) .*/, "", c)
+		r = $0; sub(/^.*\) /, "", r); split(r, f, " ")
+		if (c ~ /^(kdamond|kswapd)/) s += f[12] + f[13] }
+		END { print s + 0 }'
+}
+
+# vmstat_delta BEFORE AFTER NAME: the growth of a /proc/vmstat counter (0
+# where this kernel has none)
+vmstat_delta() {
+	awk -v n="$3" 'FNR == NR { if ($1 == n) b = $2; next }
+		$1 == n { a = $2 } END { print (a ? a : 0) - (b ? b : 0) }' "$1" "$2"
+}
+
+# field LINE NAME: the value of NAME= in a line of hotset's
+field() {
+	echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+
+# ---- the kernel's mechanisms: each a setup and a teardown ----
+debugfs=/sys/kernel/debug
+numab_on() {
+	echo 2 >/proc/sys/kernel/numa_balancing || return 1
+	echo 1 >/sys/kernel/mm/numa/demotion_enabled || return 1
+	[ -d "$debugfs/sched" ] || mount -t debugfs none "$debugfs" 2>/dev/null
+	local s f
+
+	s="numa_balancing=$(cat /proc/sys/kernel/numa_balancing)"
+	s="$s demotion_enabled=$(cat /sys/kernel/mm/numa/demotion_enabled)"
+	s="$s promote_rate_limit_MBps=$(cat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps 2>/dev/null || echo ?)"
+	for f in hot_threshold_ms scan_delay_ms scan_period_min_ms scan_period_max_ms scan_size_mb; do
+		s="$s $f=$(cat "$debugfs/sched/numa_balancing/$f" 2>/dev/null || echo ?)"
+	done
+	echo "  $s"
+}
+numab_off() {
+	echo 0 >/proc/sys/kernel/numa_balancing
+	echo 0 >/sys/kernel/mm/numa/demotion_enabled
+}
+
+# The physical range of node N's memory blocks: "START END" (END past the
+# last byte; holes inside are DAMON's to find empty).
+node_range() {
+	local bs blocks
+
+	bs=$((0x$(cat /sys/devices/system/memory/block_size_bytes)))
+	blocks=$(for b in "/sys/devices/system/node/node$1"/memory[0-9]*; do
+		[ -e "$b" ] && echo "${b##*memory}"; done | sort -n)
+	[ -n "$blocks" ] || return 0
+	echo "$(($(echo "$blocks" | head -n 1) * bs)) $((($(echo "$blocks" | tail -n 1) + 1) * bs))"
+}
+
+damon=/sys/kernel/mm/damon/admin/kdamonds
+# damos_scheme DIR ACTION NID NR_ACC_MIN NR_ACC_MAX AGE_MIN START END:
+# a scheme for anonymous memory outside [START, END), the other node's
+# range (DAMOS filters in 6.12 say what to leave out); a quota of 64 MiB
+# a second, hottest (coldest) first.  The range is the one to leave out
+# (matching Y), not the one to keep (matching N): 6.12's paddr operations
+# run every filter again on each folio, and an address filter, which is
+# not theirs, then never matches: with matching N, nothing was migrated.
+damos_scheme() {
+	local s=$1
+
+	echo "$2" >"$s/action" || return 1
+	echo "$3" >"$s/target_nid" || return 1
+	# A new scheme's ranges are all 0: every bound is set.
+	echo 4096 >"$s/access_pattern/sz/min" &&
+	echo $((1 << 40)) >"$s/access_pattern/sz/max" &&
+	echo "$4" >"$s/access_pattern/nr_accesses/min" &&
+	echo "$5" >"$s/access_pattern/nr_accesses/max" &&
+	echo "$6" >"$s/access_pattern/age/min" &&
+	echo 4294967295 >"$s/access_pattern/age/max" &&
+	echo $((64 << 20)) >"$s/quotas/bytes" &&
+	echo 1000 >"$s/quotas/reset_interval_ms" &&
+	echo none >"$s/watermarks/metric" &&
+	echo 2 >"$s/filters/nr_filters" &&
+	echo addr >"$s/filters/0/type" &&
+	echo "$7" >"$s/filters/0/addr_start" &&
+	echo "$8" >"$s/filters/0/addr_end" &&
+	echo Y >"$s/filters/0/matching" &&
+	echo anon >"$s/filters/1/type" &&
+	echo N >"$s/filters/1/matching"
+}
+damos_on() {
+	local k=$damon/0 ctx r0 r2
+
+	[ -d "$damon" ] || { echo "no DAMON sysfs ($damon)"; return 2; }
+	echo 1 >"$damon/nr_kdamonds" || return 1
+	echo 1 >"$k/contexts/nr_contexts" || return 1
+	ctx=$k/contexts/0
+	grep -qw paddr "$ctx/avail_operations" || { echo "no paddr operations"; return 2; }
+	echo paddr >"$ctx/operations" || return 1
+	# 5 ms samples, 100 ms aggregation: nr_accesses counts 0..20.
+	echo 5000 >"$ctx/monitoring_attrs/intervals/sample_us" &&
+	echo 100000 >"$ctx/monitoring_attrs/intervals/aggr_us" &&
+	echo 1000000 >"$ctx/monitoring_attrs/intervals/update_us" &&
+	echo 10 >"$ctx/monitoring_attrs/nr_regions/min" &&
+	echo 1000 >"$ctx/monitoring_attrs/nr_regions/max" || return 1
+	r0=$(node_range "$fast") r2=$(node_range "$slow")
+	if [ -z "$r0" ] || [ -z "$r2" ]; then echo "no memory blocks of node $fast or $slow"; return 2; fi
+	echo "  DAMON regions: node $fast [${r0% *}, ${r0#* }), node $slow [${r2% *}, ${r2#* })"
+	echo 1 >"$ctx/targets/nr_targets" &&
+	echo 2 >"$ctx/targets/0/regions/nr_regions" &&
+	echo "${r0% *}" >"$ctx/targets/0/regions/0/start" &&
+	echo "${r0#* }" >"$ctx/targets/0/regions/0/end" &&
+	echo "${r2% *}" >"$ctx/targets/0/regions/1/start" &&
+	echo "${r2#* }" >"$ctx/targets/0/regions/1/end" || return 1
+	echo 2 >"$ctx/schemes/nr_schemes" || return 1
+	[ -e "$ctx/schemes/0/target_nid" ] || { echo "no DAMOS target_nid (6.11)"; return 2; }
+	# shellcheck disable=SC2086 # r0, r2: START END
+	# Hot: accessed in a quarter of the samples or more, on node 2.
+	damos_scheme "$ctx/schemes/0" migrate_hot "$fast" 5 20 0 $r0 ||
+		{ echo "DAMOS migrate_hot not accepted"; return 2; }
+	# Cold: not accessed for 1 s (10 aggregations), on node 0.
+	# shellcheck disable=SC2086
+	damos_scheme "$ctx/schemes/1" migrate_cold "$slow" 0 0 10 $r2 ||
+		{ echo "DAMOS migrate_cold not accepted"; return 2; }
+	echo on >"$k/state" || return 1
+	echo "  kdamond: $(cat "$k/pid" 2>/dev/null), state $(cat "$k/state")," \
+		"schemes migrate_hot->$fast (nr_accesses>=5/20), migrate_cold->$slow (idle>=1 s)," \
+		"quota 64 MiB/s each"
+}
+damos_off() {
+	local k=$damon/0 s
+
+	[ -d "$k" ] || return 0
+	if [ "$(cat "$k/state")" = on ]; then
+		echo update_schemes_stats >"$k/state"
+		for s in 0 1; do
+			s=$k/contexts/0/schemes/$s
+			[ -d "$s" ] && echo "  DAMOS $(cat "$s/action"): tried $(cat "$s/stats/sz_tried")" \
+				"bytes, applied $(cat "$s/stats/sz_applied") bytes," \
+				"quota exceeded $(cat "$s/stats/qt_exceeds") times"
+		done
+		echo off >"$k/state"
+	fi
+	echo 0 >"$damon/nr_kdamonds"
+}
+
+# ---- one run of the workload under a mechanism ----
+table=
+ran=0
+# measure NAME: runs hotset with mechanism NAME (NAME_on, NAME_off)
+measure() {
+	local name=$1 on=$2 off=$3 out=$tmp/$1.out pid rc why
+	local vm0=$tmp/$1.vmstat0 vm1=$tmp/$1.vmstat1 kt0 kt1 verify summary rus
+	local t_wait=$((phases * phase_ms / 1000 + 120))
+
+	echo "== $name: hotset --size $size_mib --hot-pct $hot_pct --phase-ms $phase_ms" \
+		"--phases $phases --interval-ms $interval_ms --fast $fast --slow $slow" \
+		"--start-node $start_node (pinned to CPU 0)"
+	rm -f "$tmp/ready"
+	taskset 1 "$hotset" --size "$size_mib" --hot-pct "$hot_pct" --phase-ms "$phase_ms" \
+		--phases "$phases" --interval-ms "$interval_ms" --fast "$fast" --slow "$slow" \
+		--start-node "$start_node" --ready "$tmp/ready" --go-signal \
+		>"$out" 2>"$tmp/$name.err" &
+	pid=$!
+	for _ in $(seq 1200); do
+		[ -e "$tmp/ready" ] || ! kill -0 "$pid" 2>/dev/null && break
+		sleep 0.1
+	done
+	if [ ! -e "$tmp/ready" ]; then
+		echo "FAIL: $name: hotset did not get ready"
+		kill "$pid" 2>/dev/null
+		cat "$out" "$tmp/$name.err"
+		fails=$((fails + 1))
+		return
+	fi
+	grep '^START' "$out" | sed 's/^/  /'
+	echo "  THP $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null):" \
+		"$(grep AnonHugePages "/proc/$pid/smaps_rollup" 2>/dev/null | tr -s ' ')"
+	cp /proc/vmstat "$vm0"
+	kt0=$(kthread_ticks)
+	why=$($on 2>&1)
+	rc=$?
+	[ -n "$why" ] && echo "$why" | grep '^  '
+	if [ "$rc" -ne 0 ]; then
+		$off >/dev/null 2>&1
+		kill "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		why=$(echo "$why" | grep -v '^  ' | tail -n 1)
+		if [ "$rc" -eq 2 ]; then
+			echo "SKIP: $name: ${why:-the kernel does not have it}"
+			table="$table$(printf '\n  %-17s skipped: %s' "$name" "${why:-no support}")"
+		else
+			echo "FAIL: $name: could not set it up${why:+: $why}"
+			fails=$((fails + 1))
+		fi
+		return
+	fi
+	kill -USR1 "$pid"
+	# Its end, bounded: the tier's timeout stops a hung guest anyway.
+	for _ in $(seq $((t_wait * 10))); do
+		kill -0 "$pid" 2>/dev/null || break
+		grep -q '^RUSAGE' "$out" && break
+		sleep 0.1
+	done
+	kt1=$(kthread_ticks)	# kdamond goes with its state: before _off
+	cp /proc/vmstat "$vm1"
+	$off
+	wait "$pid"
+	rc=$?
+	ran=$((ran + 1))
+	sed -n 's/^SAMPLE/  SAMPLE/p' "$out" | awk 'NR % 4 == 1'	# every 4th
+	grep -E '^(PHASE|VERIFY|CHANGE|SUMMARY|RUSAGE)' "$out" | sed 's/^/  /'
+	[ -s "$tmp/$name.err" ] && sed 's/^/  hotset: /' "$tmp/$name.err"
+
+	verify=$(grep '^VERIFY' "$out") summary=$(grep '^SUMMARY' "$out") rus=$(grep '^RUSAGE' "$out")
+	check "$name: hotset exits 0 (exit $rc)" test "$rc" -eq 0
+	check "$name: every page verified ($verify)" test "$(field "$verify" bad)" = 0
+	check "$name: measured ($summary)" test -n "$summary" -a -n "$rus" \
+		-a "$(field "$summary" hot_fast_min_2i)" != na -a "$(field "$summary" slow_pct_mean)" != na
+
+	local promote demote migrated mfail numa bytes cpu kth
+	promote=$(vmstat_delta "$vm0" "$vm1" pgpromote_success)
+	demote=$(($(vmstat_delta "$vm0" "$vm1" pgdemote_kswapd) + $(vmstat_delta "$vm0" "$vm1" pgdemote_direct) +
+		$(vmstat_delta "$vm0" "$vm1" pgdemote_khugepaged)))
+	migrated=$(vmstat_delta "$vm0" "$vm1" pgmigrate_success)
+	mfail=$(vmstat_delta "$vm0" "$vm1" pgmigrate_fail)
+	numa=$(vmstat_delta "$vm0" "$vm1" numa_pages_migrated)
+	bytes=$((migrated * 4096))
+	kth=$(awk -v a="$kt0" -v b="$kt1" -v t="$clk_tck" 'BEGIN { printf "%.2f", (b - a) / t }')
+	cpu=$(awk -v s="$(field "$rus" phases_stime_s)" -v ss="$(field "$rus" sampler_stime_s)" \
+		-v k="$kth" 'BEGIN { printf "%.2f", s - ss + k }')
+	echo "  vmstat: pgpromote_success +$promote, pgdemote_* +$demote," \
+		"pgmigrate_success +$migrated, pgmigrate_fail +$mfail, numa_pages_migrated +$numa (pages)"
+	echo "  cpu: hotset during the phases user $(field "$rus" phases_utime_s) s," \
+		"system $(field "$rus" phases_stime_s) s (its sampler's: $(field "$rus" sampler_stime_s) s);" \
+		"kdamond/kswapd $kth s"
+	local v=ok
+	[ "$(field "$verify" bad)" = 0 ] && [ "$rc" -eq 0 ] || v=BAD
+	local tag=KPEER
+	[ "$name" = none ] && tag=KPEER-BASELINE
+	echo "$tag name=$name hot_fast_min_2i=$(field "$summary" hot_fast_min_2i)" \
+		"slow_pct_mean=$(field "$summary" slow_pct_mean) bytes_moved=$bytes cpu_s=$cpu verify=$v"
+	table="$table$(printf '\n  %-17s %15s %13s %10s %7s %6s' "$name" \
+		"$(field "$summary" hot_fast_min_2i)" "$(field "$summary" slow_pct_mean)" \
+		"$((bytes >> 20))" "$cpu" "$v")"
+}
+
+# The floor: the same run without tiering (what hotset and its sampler
+# cost by themselves, where pages stay).
+none_on() { :; }
+none_off() { :; }
+numab_off
+measure none none_on none_off
+measure numa_balancing_2 numab_on numab_off
+measure damos_paddr damos_on damos_off
+
+echo "== the kernel's tiering on hotset (hot set ${hot_pct}% of $size_mib MiB, moving every" \
+	"$phase_ms ms; interval $interval_ms ms; all on node $slow at first)"
+printf '  %-17s %15s %13s %10s %7s %6s' mechanism hot_fast_min_2i slow_pct_mean moved_MiB cpu_s verify
+echo "$table"
+if [ "$ran" -le 1 ] && [ "$fails" -eq 0 ]; then
+	echo "SKIP: neither mechanism is in this kernel"
+	exit 77
+fi
+summary
