@@ -49,6 +49,7 @@ extern const struct cli_cmd cli_cmd_cancel;
 extern const struct cli_cmd cli_cmd_domains;
 extern const struct cli_cmd cli_cmd_stats;
 extern const struct cli_cmd cli_cmd_events;
+extern const struct cli_cmd cli_cmd_tier;
 
 /* Finds name in a NULL-terminated table of commands, or NULL. */
 const struct cli_cmd *cli_cmd_find(const struct cli_cmd *const *table,

@@ -26,6 +26,7 @@
 #include <liburing.h>
 
 #include "daemon/conn.h"
+#include "daemon/tiers.h"
 
 #define LOOP_ENTRIES	512
 #define STOP_GRACE_S	2
@@ -423,7 +424,7 @@ static bool write_metrics(struct loop *l, bool now)
 	struct metrics_now m;
 	int rc;
 
-	if (!d->opts.metrics_file[0] || !metrics_dirty(d->metrics))
+	if (!d->opts.metrics_file[0] || (!metrics_dirty(d->metrics) && !tiers_running(d->tiers)))
 		return false;
 	if (!now && mono_s() - l->metrics_written < 1)
 		return true;

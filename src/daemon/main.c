@@ -26,6 +26,7 @@
 
 #include "config.h"
 #include "daemon/memmigd.h"
+#include "daemon/tiers.h"
 
 enum { EXIT_RUN_FAILED = 1, EXIT_USAGE = 2 };
 
@@ -226,6 +227,8 @@ static int start(struct memmigd *d)
 			      d->wake_fd, &d->jobs);
 	if (!rc)
 		jobs_observe(d->jobs, d->metrics, d->events);
+	if (!rc)
+		rc = tiers_new(d->ctx, d->events, &d->tiers);
 	if (rc)
 		util_log(LOG_ERR, "starting: %s", strerror(-rc));
 	return rc;
@@ -235,6 +238,7 @@ static void stop(struct memmigd *d)
 {
 	/* The watcher first: it submits jobs. */
 	domains_free(d->domains);
+	tiers_free(d->tiers);
 	jobs_free(d->jobs);
 	events_free(d->events);
 	metrics_free(d->metrics);

@@ -140,6 +140,7 @@ struct memmigd {
 	struct jobs *jobs;
 	struct metrics *metrics;
 	struct events *events;
+	struct tiers *tiers;
 	int listen_fd;
 	bool activated;			/* listen_fd from systemd: not ours to unlink */
 	int wake_fd;			/* eventfd: moves wake the loop */
@@ -148,6 +149,17 @@ struct memmigd {
 };
 
 /* What status and the metrics show beside the counters. */
+/* ops-tier.c: the tiering ops (op_fn). */
+struct proto_request;
+struct json_object *op_tier_set(struct memmigd *d, const struct client_cred *c,
+				const struct proto_request *req);
+struct json_object *op_tier_clear(struct memmigd *d, const struct client_cred *c,
+				  const struct proto_request *req);
+struct json_object *op_tiers(struct memmigd *d, const struct client_cred *c,
+			     const struct proto_request *req);
+struct json_object *op_tier(struct memmigd *d, const struct client_cred *c,
+			    const struct proto_request *req);
+
 void ops_metrics_now(struct memmigd *d, struct metrics_now *now);
 /* A request answered: counted, and logged when refused (rate-limited:
  * a flood of bad requests cannot fill the journal). */

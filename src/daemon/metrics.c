@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -20,10 +21,11 @@
 
 #include "config.h"
 #include "daemon/metrics.h"
+#include "daemon/tiers.h"
 
 #define METRICS_MAX_PAIRS	64	/* node pairs; beyond, counted as "other" */
 #define METRICS_MAX_ERRNO	134	/* errnos above are counted as one */
-#define METRICS_NR_OPS		(PROTO_OP_SUBSCRIBE + 1)
+#define METRICS_NR_OPS		(PROTO_OP_TIER + 1)
 #define PAGE_BYTES		4096ULL
 
 /* Job durations (s): a 2 MB unit takes ~1 ms, a 64 GiB guest a minute. */
@@ -408,6 +410,57 @@ static void render_bytes(struct sink *s, struct metrics *m)
 	      "pages not moved because of a memory error (EHWPOISON, EIO)", m->pages_poisoned);
 }
 
+/* Each running tiering, labelled by its id, pid and domain. */
+static void render_tiers(struct sink *s, const struct metrics_now *now)
+{
+	static const struct {
+		const char *name, *type, *help;
+		size_t off;
+		bool is_double;
+	} fam[] = {
+#define F(n, t, h, field, d) { "memmigd_tier_" n, t, h, offsetof(struct tier_stats, field), d }
+		F("fast_bytes", "gauge", "resident bytes on the fast nodes (sampled)", bytes_fast, 0),
+		F("slow_bytes", "gauge", "resident bytes on the slow nodes (sampled)", bytes_slow, 0),
+		F("hot_bytes", "gauge", "resident bytes of the units touched last interval", hot_bytes, 0),
+		F("hot_fast_bytes", "gauge", "of the hot bytes, those on the fast nodes", hot_fast, 0),
+		F("promoted_bytes_total", "counter", "bytes moved to the fast nodes", promoted_bytes, 0),
+		F("demoted_bytes_total", "counter", "bytes moved to the slow nodes", demoted_bytes, 0),
+		F("promotions_total", "counter", "2 MiB units promoted", promotions, 0),
+		F("demotions_total", "counter", "2 MiB units demoted", demotions, 0),
+		F("bounces_total", "counter", "units moved back soon after a move", bounces, 0),
+		F("intervals_total", "counter", "intervals run", intervals, 0),
+		F("cpu_seconds_total", "counter", "CPU time of the engine, moves included", cpu_s, 1),
+		F("pause_max_seconds", "gauge", "the longest batch of moves, a bound of any page's pause",
+		  pause_max_s, 1),
+#undef F
+	};
+	struct tiers_metric *t = NULL;
+	unsigned int n = 0;
+	char id[24], pid[16];
+
+	if (!now->tiers || tiers_metrics(now->tiers, &t, &n))
+		return;
+	one_u(s, "memmigd_tiers", "gauge", "processes tiered now", n);
+	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		family(s, fam[f].name, fam[f].type, fam[f].help);
+		for (unsigned int i = 0; i < n; i++) {
+			const char *p = (const char *)&t[i].st + fam[f].off;
+			struct label l[] = { { "tier", id }, { "pid", pid },
+					     { "domain", t[i].domain }, { NULL, NULL } };
+
+			snprintf(id, sizeof(id), "%llu", (unsigned long long)t[i].id);
+			snprintf(pid, sizeof(pid), "%d", t[i].pid);
+			if (fam[f].is_double)
+				sample_d(s, l, *(const double *)(const void *)p);
+			else if (fam[f].off == offsetof(struct tier_stats, intervals))
+				sample_u(s, l, *(const uint32_t *)(const void *)p);
+			else
+				sample_u(s, l, *(const uint64_t *)(const void *)p);
+		}
+	}
+	free(t);
+}
+
 static void render(struct sink *s, struct metrics *m, const struct metrics_now *now)
 {
 	pthread_mutex_lock(&m->lock);
@@ -416,6 +469,7 @@ static void render(struct sink *s, struct metrics *m, const struct metrics_now *
 	render_jobs(s, m, now);
 	render_bytes(s, m);
 	pthread_mutex_unlock(&m->lock);
+	render_tiers(s, now);
 }
 
 char *metrics_text(struct metrics *m, const struct metrics_now *now)

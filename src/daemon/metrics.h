@@ -31,6 +31,7 @@ struct metrics_now {
 	unsigned int jobs_queued, jobs_running;
 	unsigned int clients, subscribers;
 	int libvirt;		/* -1 off, 0 disconnected, 1 connected */
+	struct tiers *tiers;	/* each tiering's figures; NULL: none */
 };
 
 struct metrics;

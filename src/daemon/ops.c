@@ -15,6 +15,7 @@
 #include "config.h"
 #include "daemon/conn.h"
 #include "daemon/memmigd.h"
+#include "daemon/tiers.h"
 #include "proto/nodes-json.h"
 #include "util/cpuset.h"
 
@@ -330,7 +331,8 @@ void ops_metrics_now(struct memmigd *d, struct metrics_now *now)
 {
 	*now = (struct metrics_now){ .clients = d->clients,
 				     .subscribers = events_subscribers(d->events),
-				     .libvirt = domains_libvirt_state(d->domains) };
+				     .libvirt = domains_libvirt_state(d->domains),
+				     .tiers = d->tiers };
 	jobs_count(d->jobs, &now->jobs_queued, &now->jobs_running);
 }
 
@@ -363,6 +365,8 @@ static struct json_object *status_limits(const struct memmigd *d)
 		{ "max_subscribers", EVENTS_MAX_SUBSCRIBERS },
 		{ "max_events_queued", EVENTS_MAX_QUEUED },
 		{ "bytes_subscriber_backlog", EVENTS_MAX_BACKLOG },
+		{ "max_tiers", TIERS_MAX },
+		{ "max_tiers_per_user", TIERS_MAX_PER_USER },
 	};
 	struct json_object *l = json_object_new_object();
 
@@ -391,6 +395,7 @@ static struct json_object *op_status(struct memmigd *d, const struct client_cred
 	add_uint(jobs, "queued", now.jobs_queued);
 	add_uint(jobs, "running", now.jobs_running);
 	json_object_object_add(o, "jobs", jobs);
+	add_uint(o, "tiers", tiers_running(d->tiers));
 	json_object_object_add(o, "limits", status_limits(d));
 	return o;
 }
@@ -510,6 +515,10 @@ static const struct {
 	[PROTO_OP_STATUS] = { op_status, false },
 	[PROTO_OP_METRICS] = { op_metrics, false },
 	[PROTO_OP_SUBSCRIBE] = { NULL, false },	/* op_subscribe() */
+	[PROTO_OP_TIER_SET] = { op_tier_set, false },
+	[PROTO_OP_TIER_CLEAR] = { op_tier_clear, false },
+	[PROTO_OP_TIERS] = { op_tiers, false },
+	[PROTO_OP_TIER] = { op_tier, false },
 };
 
 struct json_object *ops_handle(struct memmigd *d, const struct client_cred *c,

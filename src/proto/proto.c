@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -34,8 +35,12 @@ enum {
 	M_PID = 1 << 0, M_DOMAIN = 1 << 1, M_TO_NODE = 1 << 2,
 	M_RANGES = 1 << 3, M_STRATEGY = 1 << 4, M_THREADS = 1 << 5,
 	M_JOB = 1 << 6, M_NAME = 1 << 7, M_UUID = 1 << 8, M_NODESET = 1 << 9,
-	M_FROM_NODES = 1 << 10,
+	M_FROM_NODES = 1 << 10, M_FAST = 1 << 11, M_SLOW = 1 << 12, M_SHARE = 1 << 13,
+	M_FREE = 1 << 14, M_INTERVAL = 1 << 15, M_RATE = 1 << 16, M_COLD = 1 << 17,
+	M_STAY = 1 << 18, M_PAUSE = 1 << 19, M_TIER = 1 << 20,
 };
+#define M_TIER_POLICY (M_FAST | M_SLOW | M_SHARE | M_FREE | M_INTERVAL | M_RATE | M_COLD | \
+		       M_STAY | M_PAUSE)
 
 static const struct {
 	const char *name;
@@ -56,6 +61,10 @@ static const struct {
 	[PROTO_OP_STATUS] = { "status", 0, 0 },
 	[PROTO_OP_METRICS] = { "metrics", 0, 0 },
 	[PROTO_OP_SUBSCRIBE] = { "subscribe", 0, 0 },
+	[PROTO_OP_TIER_SET] = { "tier_set", M_PID | M_DOMAIN | M_TIER_POLICY, M_FAST | M_SLOW },
+	[PROTO_OP_TIER_CLEAR] = { "tier_clear", M_TIER | M_PID | M_DOMAIN, 0 },
+	[PROTO_OP_TIERS] = { "tiers", 0, 0 },
+	[PROTO_OP_TIER] = { "tier", M_TIER, M_TIER },
 };
 
 static const struct {
@@ -66,6 +75,10 @@ static const struct {
 	{ "ranges", M_RANGES }, { "strategy", M_STRATEGY },
 	{ "threads", M_THREADS }, { "job", M_JOB }, { "name", M_NAME },
 	{ "uuid", M_UUID }, { "nodeset", M_NODESET }, { "from_nodes", M_FROM_NODES },
+	{ "fast", M_FAST }, { "slow", M_SLOW }, { "slow_share", M_SHARE },
+	{ "fast_free", M_FREE }, { "interval_ms", M_INTERVAL }, { "rate", M_RATE },
+	{ "cold_intervals", M_COLD }, { "min_stay", M_STAY }, { "pause_ms", M_PAUSE },
+	{ "tier", M_TIER },
 	/* The names the report used before one name per concept
 	 * (docs/json.md): accepted, after the names above. */
 	{ "target_node", M_TO_NODE }, { "workers", M_THREADS },
@@ -203,33 +216,92 @@ static int parse_ranges(struct json_object *v, struct proto_request *req,
 	return 0;
 }
 
-/* from_nodes: 1 to PROTO_MAX_NODE + 1 node ids, each up to PROTO_MAX_NODE. */
-static int parse_from_nodes(struct json_object *v, struct proto_request *req,
-			    char *err, size_t errlen)
+/* A list of 1 to max node ids, each up to PROTO_MAX_NODE, none twice. */
+static int parse_nodes(struct json_object *v, const char *key, int *out, unsigned int *nout,
+		       unsigned int max, char *err, size_t errlen)
 {
 	size_t n;
 
 	if (!json_object_is_type(v, json_type_array))
-		return fail(err, errlen, EINVAL, "from_nodes: an array, not %s",
+		return fail(err, errlen, EINVAL, "%s: an array, not %s", key,
 			    json_type_to_name(json_object_get_type(v)));
 	n = json_object_array_length(v);
-	if (n < 1 || n > PROTO_MAX_NODE + 1)
-		return fail(err, errlen, EINVAL, "from_nodes: 1 to %d nodes, not %zu",
-			    PROTO_MAX_NODE + 1, n);
+	if (n < 1 || n > max)
+		return fail(err, errlen, EINVAL, "%s: 1 to %u nodes, not %zu", key, max, n);
 	for (size_t i = 0; i < n; i++) {
 		char what[32];
 		int64_t x;
 		int rc;
 
-		snprintf(what, sizeof(what), "from_nodes[%zu]", i);
+		snprintf(what, sizeof(what), "%s[%zu]", key, i);
 		rc = get_int(json_object_array_get_idx(v, i), what, 0, PROTO_MAX_NODE, &x,
 			     err, errlen);
 		if (rc)
 			return rc;
-		req->from_nodes[i] = (int)x;
+		for (size_t j = 0; j < i; j++)
+			if (out[j] == (int)x)
+				return fail(err, errlen, EINVAL, "%s: node %d twice", key, (int)x);
+		out[i] = (int)x;
 	}
-	req->nfrom_nodes = (unsigned int)n;
+	*nout = (unsigned int)n;
 	return 0;
+}
+
+/* A tier_set member: an integer in [min, max], its bit in given. */
+static int tier_int(struct json_object *v, const char *key, int64_t min, int64_t max,
+		    unsigned int bit, struct proto_request *req, int64_t *x,
+		    char *err, size_t errlen)
+{
+	req->tier.given |= bit;
+	return get_int(v, key, min, max, x, err, errlen);
+}
+
+static int parse_tier_member(const char *key, struct json_object *v, unsigned int bit,
+			     struct proto_request *req, char *err, size_t errlen)
+{
+	struct proto_tier_request *t = &req->tier;
+	int64_t x = 0;
+	int rc;
+
+	switch (bit) {
+	case M_FAST:
+		return parse_nodes(v, key, t->fast, &t->nfast, PROTO_TIER_MAX_NODES, err, errlen);
+	case M_SLOW:
+		return parse_nodes(v, key, t->slow, &t->nslow, PROTO_TIER_MAX_NODES, err, errlen);
+	case M_SHARE:
+		rc = tier_int(v, key, 1, 100, PROTO_TIER_SHARE, req, &x, err, errlen);
+		t->slow_share = (unsigned int)x;
+		return rc;
+	case M_FREE:
+		rc = tier_int(v, key, 1, INT64_MAX, PROTO_TIER_FREE, req, &x, err, errlen);
+		t->fast_free = (uint64_t)x;
+		return rc;
+	case M_INTERVAL:
+		rc = tier_int(v, key, 100, 3600000, PROTO_TIER_INTERVAL, req, &x, err, errlen);
+		t->interval_ms = (unsigned int)x;
+		return rc;
+	case M_RATE:
+		rc = tier_int(v, key, 0, INT64_MAX, PROTO_TIER_RATE, req, &x, err, errlen);
+		t->rate = (uint64_t)x;
+		return rc;
+	case M_COLD:
+		rc = tier_int(v, key, 1, 8, PROTO_TIER_COLD, req, &x, err, errlen);
+		t->cold_intervals = (unsigned int)x;
+		return rc;
+	case M_STAY:
+		rc = tier_int(v, key, 0, 1000, PROTO_TIER_STAY, req, &x, err, errlen);
+		t->min_stay = (unsigned int)x;
+		return rc;
+	case M_PAUSE:
+		rc = tier_int(v, key, 1, 10000, PROTO_TIER_PAUSE, req, &x, err, errlen);
+		t->pause_ms = (unsigned int)x;
+		return rc;
+	case M_TIER:
+		rc = get_int(v, key, 1, INT64_MAX, &x, err, errlen);
+		t->id = (uint64_t)x;
+		return rc;
+	}
+	return fail(err, errlen, EINVAL, "%s: not handled", key);
 }
 
 /* nodeset: a cpuset-style list ("0-1,3"), checked for its characters only. */
@@ -264,7 +336,8 @@ static int parse_member(const char *key, struct json_object *v, unsigned int bit
 	case M_RANGES:
 		return parse_ranges(v, req, err, errlen);
 	case M_FROM_NODES:
-		return parse_from_nodes(v, req, err, errlen);
+		return parse_nodes(v, key, req->from_nodes, &req->nfrom_nodes, PROTO_MAX_NODE + 1,
+				   err, errlen);
 	case M_STRATEGY:
 		if (!json_object_is_type(v, json_type_string))
 			return fail(err, errlen, EINVAL, "strategy: a string, not %s",
@@ -292,7 +365,7 @@ static int parse_member(const char *key, struct json_object *v, unsigned int bit
 		rc = get_str(v, key, req->nodeset, sizeof(req->nodeset), err, errlen);
 		return rc ? rc : check_nodeset(req->nodeset, err, errlen);
 	}
-	return fail(err, errlen, EINVAL, "%s: not handled", key);
+	return parse_tier_member(key, v, bit, req, err, errlen);
 }
 
 static unsigned int member_bit(const char *key)
@@ -371,9 +444,17 @@ static int parse_object(struct json_object *o, struct proto_request *req,
 			if (missing & members[i].bit)
 				return fail(err, errlen, EINVAL, "op %s needs \"%s\"",
 					    ops[req->op].name, members[i].name);
-	if (req->op == PROTO_OP_MOVE && !(seen & M_PID) == !(seen & M_DOMAIN))
-		return fail(err, errlen, EINVAL, "move needs \"pid\" or \"domain\", not %s",
-			    seen & M_PID ? "both" : "neither");
+	if ((req->op == PROTO_OP_MOVE || req->op == PROTO_OP_TIER_SET) &&
+	    !(seen & M_PID) == !(seen & M_DOMAIN))
+		return fail(err, errlen, EINVAL, "%s needs \"pid\" or \"domain\", not %s",
+			    ops[req->op].name, seen & M_PID ? "both" : "neither");
+	if (req->op == PROTO_OP_TIER_CLEAR && !!(seen & M_PID) + !!(seen & M_DOMAIN) +
+	    !!(seen & M_TIER) != 1)
+		return fail(err, errlen, EINVAL, "tier_clear needs one of \"tier\", \"pid\" "
+			    "and \"domain\"");
+	if (req->op == PROTO_OP_TIER_SET && (seen & M_SHARE) && (seen & M_FREE))
+		return fail(err, errlen, EINVAL, "tier_set takes \"slow_share\" or \"fast_free\", "
+			    "not both");
 	return 0;
 }
 
@@ -442,6 +523,54 @@ static struct json_object *hex(uint64_t v)
 	return json_object_new_string(buf);
 }
 
+static struct json_object *node_array(const int *nodes, unsigned int n)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (unsigned int i = 0; i < n; i++)
+		json_object_array_add(a, json_object_new_int(nodes[i]));
+	return a;
+}
+
+static void tier_to_json(struct json_object *o, const struct proto_request *req)
+{
+	const struct proto_tier_request *t = &req->tier;
+	static const struct {
+		unsigned int bit;
+		const char *key;
+		size_t off;
+		bool u64;
+	} opt[] = {
+		{ PROTO_TIER_SHARE, "slow_share", offsetof(struct proto_tier_request, slow_share), 0 },
+		{ PROTO_TIER_FREE, "fast_free", offsetof(struct proto_tier_request, fast_free), 1 },
+		{ PROTO_TIER_INTERVAL, "interval_ms", offsetof(struct proto_tier_request, interval_ms), 0 },
+		{ PROTO_TIER_RATE, "rate", offsetof(struct proto_tier_request, rate), 1 },
+		{ PROTO_TIER_COLD, "cold_intervals", offsetof(struct proto_tier_request, cold_intervals), 0 },
+		{ PROTO_TIER_STAY, "min_stay", offsetof(struct proto_tier_request, min_stay), 0 },
+		{ PROTO_TIER_PAUSE, "pause_ms", offsetof(struct proto_tier_request, pause_ms), 0 },
+	};
+
+	if (t->id)
+		json_object_object_add(o, "tier", json_object_new_int64((int64_t)t->id));
+	if (req->pid > 0)
+		json_object_object_add(o, "pid", json_object_new_int(req->pid));
+	if (req->domain[0])
+		json_object_object_add(o, "domain", json_object_new_string(req->domain));
+	if (req->op != PROTO_OP_TIER_SET)
+		return;
+	json_object_object_add(o, "fast", node_array(t->fast, t->nfast));
+	json_object_object_add(o, "slow", node_array(t->slow, t->nslow));
+	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++) {
+		const char *p = (const char *)t + opt[i].off;
+
+		if (!(t->given & opt[i].bit))
+			continue;
+		json_object_object_add(o, opt[i].key, opt[i].u64 ?
+				       json_object_new_uint64(*(const uint64_t *)(const void *)p) :
+				       json_object_new_int64(*(const unsigned int *)(const void *)p));
+	}
+}
+
 struct json_object *proto_request_to_json(const struct proto_request *req)
 {
 	struct json_object *o = json_object_new_object(), *ranges;
@@ -480,13 +609,9 @@ struct json_object *proto_request_to_json(const struct proto_request *req)
 				       json_object_new_string(proto_strategy_name(req->strategy)));
 		if (req->threads)
 			json_object_object_add(o, "threads", json_object_new_int((int)req->threads));
-		if (req->nfrom_nodes) {
-			struct json_object *from = json_object_new_array();
-
-			for (unsigned int i = 0; i < req->nfrom_nodes; i++)
-				json_object_array_add(from, json_object_new_int(req->from_nodes[i]));
-			json_object_object_add(o, "from_nodes", from);
-		}
+		if (req->nfrom_nodes)
+			json_object_object_add(o, "from_nodes",
+					       node_array(req->from_nodes, req->nfrom_nodes));
 		break;
 	case PROTO_OP_JOB:
 	case PROTO_OP_CANCEL:
@@ -494,6 +619,11 @@ struct json_object *proto_request_to_json(const struct proto_request *req)
 		break;
 	case PROTO_OP_UNREGISTER:
 		json_object_object_add(o, "name", json_object_new_string(req->domain));
+		break;
+	case PROTO_OP_TIER_SET:
+	case PROTO_OP_TIER_CLEAR:
+	case PROTO_OP_TIER:
+		tier_to_json(o, req);
 		break;
 	default:
 		break;

@@ -38,6 +38,35 @@ enum proto_op {
 	PROTO_OP_STATUS,
 	PROTO_OP_METRICS,
 	PROTO_OP_SUBSCRIBE,
+	PROTO_OP_TIER_SET,		/* tiering (docs/tiering.md) */
+	PROTO_OP_TIER_CLEAR,
+	PROTO_OP_TIERS,
+	PROTO_OP_TIER,
+};
+
+#define PROTO_TIER_MAX_NODES	64	/* TIER_MAX_NODES */
+
+/* tier_set: what was given (PROTO_TIER_* bits); the rest is the default. */
+enum {
+	PROTO_TIER_SHARE = 1 << 0, PROTO_TIER_FREE = 1 << 1, PROTO_TIER_INTERVAL = 1 << 2,
+	PROTO_TIER_RATE = 1 << 3, PROTO_TIER_COLD = 1 << 4, PROTO_TIER_STAY = 1 << 5,
+	PROTO_TIER_PAUSE = 1 << 6,
+};
+
+struct proto_tier_request {
+	unsigned int given;
+	int fast[PROTO_TIER_MAX_NODES];
+	unsigned int nfast;
+	int slow[PROTO_TIER_MAX_NODES];
+	unsigned int nslow;
+	unsigned int slow_share;	/* % */
+	uint64_t fast_free;		/* bytes */
+	unsigned int interval_ms;
+	uint64_t rate;			/* bytes/s */
+	unsigned int cold_intervals;
+	unsigned int min_stay;
+	unsigned int pause_ms;
+	uint64_t id;			/* tier_clear, tier */
 };
 
 struct proto_request {
@@ -59,6 +88,8 @@ struct proto_request {
 	/* register */
 	char uuid[PROTO_UUID_MAX];
 	char nodeset[PROTO_NODESET_MAX];
+	/* tier_set, tier_clear, tier */
+	struct proto_tier_request tier;
 };
 
 /*

@@ -19,7 +19,7 @@
 
 /* Batches start at this many units; then sized from the last batch's
  * speed to take half the pause budget. */
-#define TIER_BATCH_START	4
+#define TIER_BATCH_START	1
 #define TIER_BATCH_MAX		256
 
 struct tier {
@@ -325,6 +325,11 @@ unsigned int tier_get_history(const struct tier *t, struct tier_sample *out, uns
 const struct tier_policy *tier_policy_of(const struct tier *t)
 {
 	return &t->p;
+}
+
+void tier_set_policy(struct tier *t, const struct tier_policy *p)
+{
+	t->p = *p;
 }
 
 int tier_pid(const struct tier *t)

@@ -8,7 +8,7 @@
 # DAMON (CONFIG_DAMON_SYSFS), which tiering reads hot memory from.
 # KVM is nested here too.  Node 2 is a lower memory tier here (VM_HMAT=1:
 # an ACPI HMAT says it is slower), for the kernel's own tiering, the peer
-# of memmig's (guest-tier-kernel.sh).  The console log is
+# of memmig's (guest-tier.sh).  The console log is
 # tests/vm/console-new.log.
 #
 # Exit: as run-vm.sh; 77 when no newer kernel is installed, saying so.
@@ -25,5 +25,5 @@ fi
 # The CXL devices stay with the stock boot, which runs the CXL cases: QEMU
 # emulates each access to CXL memory, and time is short.
 VM_KERNEL=$kernel VM_TAG=${VM_TAG:--new} VM_CXL=${VM_CXL:-0} VM_HMAT=${VM_HMAT:-1} \
-VM_TESTS=${VM_TESTS:-"test-multinode guest-hwpoison guest-dax test-mce guest-demo guest-damon guest-tier-kernel"} \
+VM_TESTS=${VM_TESTS:-"test-multinode guest-hwpoison guest-dax test-mce guest-demo guest-damon guest-tier"} \
 	exec bash "$srcdir/tests/vm/run-vm.sh"

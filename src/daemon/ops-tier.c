@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The tiering ops (docs/protocol.md): tier_set, tier_clear, tiers, tier.
+ * A policy is checked as a move is: the client may move the process's
+ * memory, every node exists with memory and the process's cpuset allows
+ * it, and the process is pinned by an fd on /proc/PID.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/domains.h"
+#include "daemon/memmigd.h"
+#include "daemon/tiers.h"
+#include "util/cpuset.h"
+
+/* The policy a request asks for: its members over the defaults. */
+static void policy_from(const struct proto_tier_request *t, struct tier_policy *p)
+{
+	tier_policy_defaults(p);
+	memcpy(p->fast, t->fast, t->nfast * sizeof(int));
+	p->nfast = t->nfast;
+	memcpy(p->slow, t->slow, t->nslow * sizeof(int));
+	p->nslow = t->nslow;
+	if (t->given & PROTO_TIER_FREE) {
+		p->fast_free = t->fast_free;
+		p->slow_share = 0;
+	}
+	if (t->given & PROTO_TIER_SHARE)
+		p->slow_share = t->slow_share;
+	if (t->given & PROTO_TIER_INTERVAL)
+		p->interval_ms = t->interval_ms;
+	if (t->given & PROTO_TIER_RATE)
+		p->rate = t->rate;
+	if (t->given & PROTO_TIER_COLD)
+		p->cold_intervals = t->cold_intervals;
+	if (t->given & PROTO_TIER_STAY)
+		p->min_stay = t->min_stay;
+	if (t->given & PROTO_TIER_PAUSE)
+		p->pause_ms = t->pause_ms;
+}
+
+/* Every node of the policy has memory and the process may use it. */
+static int check_nodes(int pid, const struct tier_policy *p, char *msg, size_t len)
+{
+	char has[4096] = "";
+	FILE *f = fopen("/sys/devices/system/node/has_memory", "re");
+	int rc = 0;
+
+	if (f) {
+		if (!fgets(has, sizeof(has), f))
+			has[0] = 0;
+		fclose(f);
+	}
+	for (unsigned int i = 0; !rc && i < p->nfast + p->nslow; i++) {
+		int node = i < p->nfast ? p->fast[i] : p->slow[i - p->nfast];
+
+		if (!util_nodelist_has(has, node)) {
+			has[strcspn(has, "\n")] = 0;
+			snprintf(msg, len, "node %d does not exist (nodes with memory: %s)", node,
+				 has[0] ? has : "unknown");
+			rc = -ENODEV;
+		} else {
+			rc = util_cpuset_check(pid, node, msg, len);
+		}
+	}
+	return rc;
+}
+
+struct json_object *op_tier_set(struct memmigd *d, const struct client_cred *c,
+				const struct proto_request *req)
+{
+	const char *domain = req->domain[0] ? req->domain : NULL;
+	struct tiers_spec spec = { .pid = req->pid, .domain = domain, .uid = c->uid };
+	struct json_object *o, *tier = NULL;
+	char msg[512];
+	int rc;
+
+	if (domain && domains_resolve(d->domains, domain, &spec.pid))
+		return proto_reply_error(req, ENOENT, "no domain \"%s\"", domain);
+	policy_from(&req->tier, &spec.policy);
+	rc = tier_policy_check(&spec.policy, msg, sizeof(msg));
+	if (rc)
+		return proto_reply_error(req, rc, "%s", msg);
+	spec.procfd = auth_target_open(spec.pid);
+	if (spec.procfd < 0)
+		return proto_reply_error(req, spec.procfd, "pid %d: %s", spec.pid,
+					 strerror(-spec.procfd));
+	rc = auth_may_move(c, spec.procfd, spec.pid, msg, sizeof(msg));
+	if (!rc)
+		rc = check_nodes(spec.pid, &spec.policy, msg, sizeof(msg));
+	if (rc) {
+		close(spec.procfd);
+		return proto_reply_error(req, rc, "%s", msg);
+	}
+	/* As for a move: another user's pages shared with this process stay. */
+	spec.flags = c->uid != 0 ? MEMMIG_MIGRATE_OWN_PAGES : 0;
+	rc = tiers_set(d->tiers, &spec, &tier, msg, sizeof(msg));
+	if (rc)
+		return proto_reply_error(req, rc, "%s", msg);
+	o = proto_reply_ok(req);
+	json_object_object_add(o, "tier", tier);
+	return o;
+}
+
+struct json_object *op_tier_clear(struct memmigd *d, const struct client_cred *c,
+				  const struct proto_request *req)
+{
+	struct json_object *o, *tier = NULL;
+	int pid = req->pid, rc;
+	char msg[256];
+
+	if (req->domain[0] && domains_resolve(d->domains, req->domain, &pid))
+		return proto_reply_error(req, ENOENT, "no domain \"%s\"", req->domain);
+	rc = tiers_clear(d->tiers, req->tier.id, pid, c->uid, &tier, msg, sizeof(msg));
+	if (rc)
+		return proto_reply_error(req, rc, "%s", msg);
+	o = proto_reply_ok(req);
+	json_object_object_add(o, "tier", tier);
+	return o;
+}
+
+struct json_object *op_tiers(struct memmigd *d, const struct client_cred *c,
+			     const struct proto_request *req)
+{
+	struct json_object *o = proto_reply_ok(req);
+
+	json_object_object_add(o, "tiers", tiers_list_json(d->tiers, c->uid));
+	return o;
+}
+
+struct json_object *op_tier(struct memmigd *d, const struct client_cred *c,
+			    const struct proto_request *req)
+{
+	struct json_object *o, *tier = NULL;
+	int rc = tiers_get_json(d->tiers, req->tier.id, c->uid, &tier);
+
+	if (rc == -ENOENT)
+		return proto_reply_error(req, rc, "no tiering %llu",
+					 (unsigned long long)req->tier.id);
+	if (rc)
+		return proto_reply_error(req, rc, "tiering %llu is another user's",
+					 (unsigned long long)req->tier.id);
+	o = proto_reply_ok(req);
+	json_object_object_add(o, "tier", tier);
+	return o;
+}

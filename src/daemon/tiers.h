@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * memmigd's tiered processes (docs/tiering.md): a policy per process or
+ * domain, each run by src/tier's engine on one tiering thread, interval
+ * after interval, until the process ends or the policy is cleared.
+ */
+#ifndef MEMMIGD_TIERS_H
+#define MEMMIGD_TIERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <json-c/json.h>
+
+#include "tier/tier.h"
+
+#define TIERS_MAX		32	/* running at once (DAMON's own limit) */
+#define TIERS_MAX_PER_USER	4	/* of them, one non-root user's */
+#define TIERS_KEEP_ENDED	16	/* ended ones still listed */
+
+struct tiers;
+struct memmig_ctx;
+struct events;
+
+struct tiers_spec {
+	int pid;
+	const char *domain;	/* NULL: by pid */
+	uid_t uid;		/* the owner */
+	int procfd;		/* /proc/PID, taken over by tiers_set() */
+	struct tier_policy policy;	/* checked */
+	unsigned int flags;	/* enum memmig_migrate_flags of the moves */
+};
+
+int tiers_new(struct memmig_ctx *ctx, struct events *ev, struct tiers **out);
+/* Stops the thread, ends every tiering; nothing is moved back. */
+void tiers_free(struct tiers *ts);
+/*
+ * Starts tiering spec->pid, or gives a running tiering of the same
+ * process (and owner, or root) the new policy.  Takes spec->procfd in
+ * every case.  0 with *out (the tiering's JSON object), or -errno with a
+ * sentence in msg: -EBUSY (too many), -EPERM (another user's), -ENOENT
+ * (no soft-dirty bits on this kernel), -ESRCH.
+ */
+int tiers_set(struct tiers *ts, const struct tiers_spec *spec, struct json_object **out,
+	      char *msg, size_t len);
+/* Ends one (by id, or pid when id is 0): 0 with *out, -ENOENT, -EPERM. */
+int tiers_clear(struct tiers *ts, uint64_t id, int pid, uid_t uid, struct json_object **out,
+		char *msg, size_t len);
+/* {"tiers": [...]} members as an array: those uid may see (root: all). */
+struct json_object *tiers_list_json(struct tiers *ts, uid_t uid);
+/* One, with its history over time: 0, -ENOENT, -EPERM. */
+int tiers_get_json(struct tiers *ts, uint64_t id, uid_t uid, struct json_object **out);
+/* For the metrics: each running tiering's figures, malloc'd (*n of them). */
+struct tiers_metric {
+	uint64_t id;
+	int pid;
+	char domain[256];
+	struct tier_stats st;
+};
+int tiers_metrics(struct tiers *ts, struct tiers_metric **out, unsigned int *n);
+unsigned int tiers_running(struct tiers *ts);
+
+#endif
