@@ -113,6 +113,7 @@ struct json_object *tier_json(const struct tiered_view *v, bool history)
 	json_object_object_add(o, "bounces", u64(st->bounces));
 	json_object_object_add(o, "held", u64(st->held));
 	json_object_object_add(o, "deferred", u64(st->deferred));
+	json_object_object_add(o, "softdirty_resets", u64(st->softdirty_resets));
 	json_object_object_add(o, "pages_failed", u64(st->pages_failed));
 	json_object_object_add(o, "cpu_s", json_object_new_double(st->cpu_s));
 	json_object_object_add(o, "pause_max_s", json_object_new_double(st->pause_max_s));

@@ -19,6 +19,7 @@
 struct tier_softdirty {
 	int pid;
 	int pagemap, clear_refs;
+	unsigned int vma_resets;	/* mappings found soft-dirty as a whole */
 	uint64_t buf[TIER_UNIT / 4096];	/* one unit's entries */
 };
 
@@ -111,34 +112,113 @@ fail:
 	return rc;
 }
 
+/* Whether the mapping at addr is soft-dirty as a whole (VmFlags "sd"). */
+static bool vma_softdirty(int pid, uint64_t addr)
+{
+	unsigned long long start = 0, end = 0;
+	char path[64], *line = NULL;
+	bool found = false, sd = false;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && getline(&line, &cap, f) > 0) {
+		/* A mapping's first line ("7f00-7f80 rw-p ..."); no field's
+		 * name ("AnonHugePages:") reads as two numbers. */
+		if (sscanf(line, "%llx-%llx ", &start, &end) == 2)
+			continue;
+		if (!strncmp(line, "VmFlags:", 8) && addr >= start && addr < end) {
+			found = true;
+			sd = strstr(line, " sd") != NULL;
+		}
+	}
+	free(line);
+	fclose(f);
+	return sd;
+}
+
+/*
+ * The kernel marks a whole mapping soft-dirty when it is new or grows by
+ * a merge with a new mapping beside it (a thread's stack mapped next to
+ * guest RAM, say): every page then reads as written.  Such a mapping's
+ * marks say nothing this interval: its units keep the last interval's.
+ * Asked of smaps only when every unit of a mapping was marked.
+ */
+static void drop_vma_marks(struct tier_softdirty *sd, struct tier_unit *u, size_t n,
+			   const uint8_t *seen, int *count)
+{
+	for (size_t i = 0, j; i < n; i = j) {
+		unsigned int present = 0;
+		bool all = true;
+
+		/* seen: 1 a present page, 2 marked too. */
+		for (j = i; j < n && u[j].vma == u[i].vma; j++) {
+			present += seen[j] != 0;
+			all &= seen[j] != 1;
+		}
+		if (!all || present < 2 || !vma_softdirty(sd->pid, u[i].addr))
+			continue;
+		for (size_t k = i; k < j; k++) {
+			if (seen[k] != 2)
+				continue;
+			/* DAMON marks after this: only soft-dirty's to undo. */
+			u[k].hist = (uint8_t)((u[k].hist & ~1u) | ((u[k].hist >> 1) & 1));
+			u[k].src &= (uint8_t)~TIER_SRC_SOFTDIRTY;
+			(*count)--;
+		}
+		sd->vma_resets++;
+	}
+}
+
 int tier_softdirty_mark(struct tier_softdirty *sd, struct tier_unit *units, size_t n)
 {
-	int marked = 0, rc;
+	uint8_t *seen = calloc(n ? n : 1, sizeof(*seen));
+	int count = 0, rc = 0;
 
-	for (size_t i = 0; i < n; i++) {
+	if (!seen)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !rc; i++) {
 		struct tier_unit *u = &units[i];
 		size_t pages = u->len / 4096;
 		ssize_t got = pread(sd->pagemap, sd->buf, pages * sizeof(uint64_t),
 				    (off_t)(u->addr / 4096 * sizeof(uint64_t)));
 
-		if (got < 0)
-			return proc_errno();
+		if (got < 0) {
+			rc = proc_errno();
+			break;
+		}
 		for (size_t j = 0; j < (size_t)got / sizeof(uint64_t); j++) {
 			uint64_t e = sd->buf[j];
 
+			if (!(e & PM_PRESENT))
+				continue;
+			seen[i] = 1;
 			/* A swapped page keeps its bit too; it is not hot. */
-			if ((e & PM_SOFT_DIRTY) && (e & PM_PRESENT) && !(e & PM_SWAP)) {
+			if ((e & PM_SOFT_DIRTY) && !(e & PM_SWAP)) {
 				u->hist |= 1;
 				u->src |= TIER_SRC_SOFTDIRTY;
-				marked++;
+				seen[i] = 2;
+				count++;
 				break;
 			}
 		}
 	}
+	if (!rc)
+		drop_vma_marks(sd, units, n, seen, &count);
+	free(seen);
 	/* A write between the read and the clear is missed this once: a hot
 	 * unit is written again, a cold one is not hot. */
-	rc = clear(sd);
-	return rc ? rc : marked;
+	if (!rc)
+		rc = clear(sd);
+	return rc ? rc : count;
+}
+
+unsigned int tier_softdirty_vma_resets(const struct tier_softdirty *sd)
+{
+	return sd->vma_resets;
 }
 
 void tier_softdirty_close(struct tier_softdirty *sd)

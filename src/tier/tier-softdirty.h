@@ -22,6 +22,9 @@ int tier_softdirty_open(int pid, struct tier_softdirty **out, char *why, size_t 
  * TIER_SRC_SOFTDIRTY) and clears the bits again.  Returns the number of
  * units marked or -errno (-ESRCH: the process is gone). */
 int tier_softdirty_mark(struct tier_softdirty *sd, struct tier_unit *units, size_t n);
+/* Mappings whose marks were dropped because the kernel had marked them
+ * soft-dirty as a whole (new, or merged with a new neighbour). */
+unsigned int tier_softdirty_vma_resets(const struct tier_softdirty *sd);
 void tier_softdirty_close(struct tier_softdirty *sd);
 
 #endif

@@ -43,6 +43,7 @@ int tier_units_read(int pid, const struct tier_unit *old, size_t nold,
 {
 	struct tier_unit *u = NULL;
 	size_t cap = 0, k = 0, j = 0;
+	uint32_t vma = 0;
 	char path[64], line[512];
 	FILE *f;
 	int rc = 0;
@@ -63,6 +64,7 @@ int tier_units_read(int pid, const struct tier_unit *old, size_t nold,
 				;
 		if (!tiered(perms, name, end - start))
 			continue;
+		vma++;
 		for (a = start; a < end && !rc; a = (a & ~(TIER_UNIT - 1)) + TIER_UNIT) {
 			uint64_t e = (a & ~(TIER_UNIT - 1)) + TIER_UNIT;
 
@@ -73,6 +75,7 @@ int tier_units_read(int pid, const struct tier_unit *old, size_t nold,
 			u[k].addr = a;
 			u[k].len = (uint32_t)((e < end ? e : end) - a);
 			u[k].node = -1;
+			u[k].vma = vma;
 			/* What was known of this unit stays known. */
 			while (j < nold && old[j].addr < a)
 				j++;

@@ -307,6 +307,7 @@ void tier_get_stats(const struct tier *t, struct tier_stats *out)
 	struct timespec now;
 
 	*out = t->st;
+	out->softdirty_resets = tier_softdirty_vma_resets(t->sd);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	out->elapsed_s = secs(&t->start, &now);
 }

@@ -43,6 +43,7 @@ struct tier_unit {
 	uint32_t moved_at;	/* interval of its last move (hysteresis) */
 	uint32_t cold_since;	/* interval it was last touched or first seen */
 	int8_t last_dir;	/* its last move: 1 promoted, -1 demoted, 0 none */
+	uint32_t vma;		/* which mapping it is in, in address order */
 };
 
 /* Pages of a unit whose node is asked each interval (one per 64 KiB). */
@@ -114,6 +115,8 @@ struct tier_stats {
 	uint64_t promoted_softdirty, promoted_damon, promoted_dirtylog;
 	uint64_t bounces;		/* moves back within min_stay + cold_intervals */
 	uint64_t held, deferred;	/* kept by hysteresis, by the rate */
+	uint64_t softdirty_resets;	/* intervals a mapping read as all
+					 * written (new, or merged): ignored */
 	uint64_t pages_failed;		/* did not move (the reports') */
 	double cpu_s;			/* the engine's CPU time, moves included */
 	double pause_max_s;		/* longest batch: a bound of any page's pause */

@@ -240,8 +240,17 @@ static int child_start(struct child *c)
 		memset(m, 1, 16 * MB);
 		if (write(from[1], &m, sizeof(m)) != sizeof(m))
 			_exit(1);
+		/* The 2 MiB after the 16 MiB, unmapped: byte 255 maps it again,
+		 * which merges it into the mapping (the kernel then marks the
+		 * whole mapping soft-dirty). */
+		munmap(m + 16 * MB, 2 * MB);
 		while (read(to[0], &k, 1) == 1) {
-			memset(m + k * TIER_UNIT + 4096, k, 8192);
+			if (k == 255 && mmap(m + 16 * MB, 2 * MB, PROT_READ | PROT_WRITE,
+					     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+						    MAP_FAILED)
+				_exit(1);
+			if (k != 255)
+				memset(m + k * TIER_UNIT + 4096, k, 8192);
 			if (write(from[1], &k, 1) != 1)
 				_exit(1);
 		}
@@ -359,6 +368,26 @@ static void test_softdirty_child(void)
 	child_write(&c, 7);
 	CU_ASSERT(tier_softdirty_mark(sd, u, n) >= 1);
 	CU_ASSERT_EQUAL(u[f + 7].hist, 1);
+	/* A new mapping merged into it: the kernel marks it all soft-dirty;
+	 * its units keep what the last interval said (7 written, not 3). */
+	child_write(&c, 255);
+	free(u);
+	CU_ASSERT_EQUAL_FATAL(tier_units_read(c.pid, NULL, 0, &u, &n), 0);
+	f = find(u, n, c.addr);
+	CU_ASSERT_FATAL(f >= 0 && u[f + 8].vma == u[f].vma);
+	for (size_t i = 0; i < n; i++)
+		u[i].hist = i == (size_t)f + 7 ? 2 : 0, u[i].src = 0;
+	CU_ASSERT(tier_softdirty_mark(sd, u, n) >= 0);
+	for (int i = 0; i < 9; i++)
+		if ((u[f + i].hist & 1) != (i == 7))
+			CUNIT_FAILF("after the merge, unit %d: marked %d", i, u[f + i].hist & 1);
+	CU_ASSERT_EQUAL(tier_softdirty_vma_resets(sd), 1);
+	/* And the next interval reads true again: nothing written. */
+	for (size_t i = 0; i < n; i++)
+		u[i].hist = 0;
+	CU_ASSERT(tier_softdirty_mark(sd, u, n) >= 0);
+	for (int i = 0; i < 9; i++)
+		CU_ASSERT_EQUAL(u[f + i].hist, 0);
 	child_stop(&c);
 	CU_ASSERT_EQUAL(tier_softdirty_mark(sd, u, n), -ESRCH);
 	tier_softdirty_close(sd);

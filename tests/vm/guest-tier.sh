@@ -247,10 +247,14 @@ memmig_on() {
 	echo "  memmig-cli tier --pid $pid $tier_args: tiering $tier_id," \
 		"sources $(jq -c .sources "$tmp/tier-set.json")"
 }
+# The metrics while it runs, in its second interval.
+memmig_during() {
+	sleep "$(awk -v i="$interval_ms" 'BEGIN { print i * 1.5 / 1000 }')"
+	MEMMIG_SOCKET=$sock "$cli" stats --prometheus >"$tmp/metrics.txt" 2>&1
+}
 memmig_off() {
 	local t
 
-	MEMMIG_SOCKET=$sock "$cli" stats --prometheus >"$tmp/metrics.txt" 2>&1
 	MEMMIG_SOCKET=$sock "$cli" tier --show "$tier_id" --json >"$tmp/tier-show.json"
 	MEMMIG_SOCKET=$sock "$cli" tier --show "$tier_id" | sed 's/^/  /'
 	t=$(proc_ticks "$dpid")
@@ -293,8 +297,11 @@ measure() {
 	cp /proc/vmstat "$vm0"
 	kt0=$(kthread_ticks)
 	extra_cpu=0
-	why=$($on 2>&1)
+	# In this shell, not $( ): memmig_on keeps memmigd's pid and the
+	# tiering's id.
+	$on >"$tmp/on.out" 2>&1
 	rc=$?
+	why=$(cat "$tmp/on.out")
 	[ -n "$why" ] && echo "$why" | grep '^  '
 	if [ "$rc" -ne 0 ]; then
 		$off >/dev/null 2>&1
@@ -311,6 +318,10 @@ measure() {
 		return
 	fi
 	kill -USR1 "$pid"
+	# What a mechanism looks at while the workload runs.
+	if type "${name}_during" >/dev/null 2>&1; then
+		"${name}_during"
+	fi
 	# Its end, bounded: the tier's timeout stops a hung guest anyway.
 	for _ in $(seq $((t_wait * 10))); do
 		kill -0 "$pid" 2>/dev/null || break
