@@ -3,6 +3,7 @@
  * proto_request_to_json(). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "../unit/cunit-main.h"
@@ -113,6 +114,99 @@ static const struct {
 	{ "{\"op\":\"cancel\",\"op\":\"job\",\"job\":2}", -EBADMSG, "twice" },
 	{ "{\"op\":\"move\",\"pid\":1,\"to_node\":1,\"ranges\":[{\"addr\":4096,\"addr\":0,"
 	  "\"len\":4096}]}", -EBADMSG, "twice" },
+	/* Tiering (issue 19): what each op needs, the bounds of every
+	 * member, and node lists as from_nodes takes them. */
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"slow\":[1]}", -EINVAL, "needs \"fast\"" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0]}", -EINVAL, "needs \"slow\"" },
+	{ "{\"op\":\"tier_set\",\"fast\":[0],\"slow\":[1]}", -EINVAL, "tier_set needs \"pid\" or \"domain\", not neither" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"domain\":\"vm\",\"fast\":[0],\"slow\":[1]}", -EINVAL,
+	  "tier_set needs \"pid\" or \"domain\", not both" },
+	{ "{\"op\":\"tier_set\",\"pid\":0,\"fast\":[0],\"slow\":[1]}", -EINVAL, "pid: 0 is out of range" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"slow_share\":50,\"fast_free\":4096}",
+	  -EINVAL, "\"slow_share\" or \"fast_free\", not both" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"slow_share\":0}", -EINVAL,
+	  "slow_share: 0 is out of range 1..100" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"slow_share\":101}", -EINVAL,
+	  "slow_share: 101 is out of range 1..100" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"slow_share\":50.0}", -EINVAL,
+	  "slow_share: an integer, not double" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"slow_share\":\"50\"}", -EINVAL,
+	  "slow_share: an integer, not string" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"fast_free\":0}", -EINVAL,
+	  "fast_free: 0 is out of range 1..9223372036854775807" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"fast_free\":-1}", -EINVAL,
+	  "fast_free: -1 is out of range" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"fast_free\":9223372036854775808}",
+	  -EINVAL, "fast_free: 9223372036854775808 is out of range" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"fast_free\":\"0x1000\"}", -EINVAL,
+	  "fast_free: an integer, not string" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"interval_ms\":99}", -EINVAL,
+	  "interval_ms: 99 is out of range 100..3600000" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"interval_ms\":3600001}", -EINVAL,
+	  "interval_ms: 3600001 is out of range 100..3600000" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"rate\":-1}", -EINVAL,
+	  "rate: -1 is out of range 0..9223372036854775807" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"rate\":18446744073709551615}",
+	  -EINVAL, "rate: 18446744073709551615 is out of range" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"rate\":null}", -EINVAL,
+	  "rate: an integer, not null" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"cold_intervals\":0}", -EINVAL,
+	  "cold_intervals: 0 is out of range 1..8" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"cold_intervals\":9}", -EINVAL,
+	  "cold_intervals: 9 is out of range 1..8" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"min_stay\":-1}", -EINVAL,
+	  "min_stay: -1 is out of range 0..1000" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"min_stay\":1001}", -EINVAL,
+	  "min_stay: 1001 is out of range 0..1000" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"pause_ms\":0}", -EINVAL,
+	  "pause_ms: 0 is out of range 1..10000" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"pause_ms\":10001}", -EINVAL,
+	  "pause_ms: 10001 is out of range 1..10000" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[],\"slow\":[1]}", -EINVAL, "fast: 1 to 64 nodes, not 0" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[]}", -EINVAL, "slow: 1 to 64 nodes, not 0" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":0,\"slow\":[1]}", -EINVAL, "fast: an array, not int" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":{\"1\":1}}", -EINVAL,
+	  "slow: an array, not object" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":\"1\"}", -EINVAL, "slow: an array, not string" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0,1024],\"slow\":[2]}", -EINVAL,
+	  "fast[1]: 1024 is out of range 0..1023" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[-1]}", -EINVAL,
+	  "slow[0]: -1 is out of range 0..1023" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[\"1\"]}", -EINVAL,
+	  "slow[0]: an integer, not string" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[[0]],\"slow\":[1]}", -EINVAL,
+	  "fast[0]: an integer, not array" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0,2,0],\"slow\":[1]}", -EINVAL, "fast: node 0 twice" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[3,3]}", -EINVAL, "slow: node 3 twice" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"to_node\":1}", -EINVAL,
+	  "op tier_set has no member \"to_node\"" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"tier\":1}", -EINVAL,
+	  "op tier_set has no member \"tier\"" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"Fast\":[2]}", -EINVAL,
+	  "op tier_set has no member \"Fast\"" },
+	{ "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1],\"fast\":[2]}", -EBADMSG, "twice" },
+	{ "{\"op\":\"tier_clear\"}", -EINVAL, "tier_clear needs one of \"tier\", \"pid\" and \"domain\"" },
+	{ "{\"op\":\"tier_clear\",\"tier\":1,\"pid\":2}", -EINVAL, "tier_clear needs one of" },
+	{ "{\"op\":\"tier_clear\",\"pid\":2,\"domain\":\"vm\"}", -EINVAL, "tier_clear needs one of" },
+	{ "{\"op\":\"tier_clear\",\"tier\":1,\"domain\":\"vm\"}", -EINVAL, "tier_clear needs one of" },
+	{ "{\"op\":\"tier_clear\",\"tier\":0}", -EINVAL, "tier: 0 is out of range" },
+	{ "{\"op\":\"tier_clear\",\"tier\":1,\"fast\":[0]}", -EINVAL, "op tier_clear has no member \"fast\"" },
+	{ "{\"op\":\"tier_clear\",\"domain\":\"\"}", -EINVAL, "domain: 1 to 255 bytes, not 0" },
+	{ "{\"op\":\"tier\"}", -EINVAL, "op tier needs \"tier\"" },
+	{ "{\"op\":\"tier\",\"tier\":-1}", -EINVAL, "tier: -1 is out of range" },
+	{ "{\"op\":\"tier\",\"tier\":\"1\"}", -EINVAL, "tier: an integer, not string" },
+	{ "{\"op\":\"tier\",\"tier\":1,\"pid\":1}", -EINVAL, "op tier has no member \"pid\"" },
+	{ "{\"op\":\"tiers\",\"tier\":1}", -EINVAL, "op tiers has no member \"tier\"" },
+	{ "{\"op\":\"tiers\",\"pid\":1}", -EINVAL, "op tiers has no member \"pid\"" },
+	{ "{\"op\":\"tier_sets\"}", -EOPNOTSUPP, "unknown op \"tier_sets\"" },
+	/* from_nodes shares the node list parser: a node twice is refused
+	 * (it was taken before issue 19). */
+	{ "{\"op\":\"move\",\"pid\":1,\"to_node\":1,\"from_nodes\":[0,2,0]}", -EINVAL,
+	  "from_nodes: node 0 twice" },
+	{ "{\"op\":\"move\",\"pid\":1,\"to_node\":1,\"from_nodes\":[]}", -EINVAL,
+	  "from_nodes: 1 to 1024 nodes, not 0" },
+	{ "{\"op\":\"move\",\"pid\":1,\"to_node\":1,\"from_nodes\":[1024]}", -EINVAL,
+	  "from_nodes[0]: 1024 is out of range 0..1023" },
 };
 
 static void test_refuses(void)
@@ -160,6 +254,155 @@ static void test_utf8_messages(void)
 	CU_ASSERT(reply && strstr(reply, "\"message\":\"a?b\""));
 	free(reply);
 	json_object_put(o);
+}
+
+/* A tier_set line for pid 1 with fast [0], slow [1] and more members. */
+static int tier_set(const char *more, struct proto_request *req, char *err, size_t n)
+{
+	char line[512];
+
+	snprintf(line, sizeof(line), "{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[1]%s}",
+		 more);
+	return parse(line, req, err, n);
+}
+
+/* Tiering: each member read into its field with its bit; the defaults
+ * (nothing given) left to the daemon; the bounds' last values taken. */
+static void test_tier_accepts(void)
+{
+	static const struct {
+		const char *more;
+		unsigned int given;
+		size_t off;
+		bool u64;
+		uint64_t value;
+	} ok[] = {
+#define T(more, bit, field, u64, v) \
+	{ more, bit, offsetof(struct proto_tier_request, field), u64, v }
+		T(",\"slow_share\":1", PROTO_TIER_SHARE, slow_share, false, 1),
+		T(",\"slow_share\":100", PROTO_TIER_SHARE, slow_share, false, 100),
+		T(",\"fast_free\":1", PROTO_TIER_FREE, fast_free, true, 1),
+		T(",\"fast_free\":9223372036854775807", PROTO_TIER_FREE, fast_free, true, INT64_MAX),
+		T(",\"interval_ms\":100", PROTO_TIER_INTERVAL, interval_ms, false, 100),
+		T(",\"interval_ms\":3600000", PROTO_TIER_INTERVAL, interval_ms, false, 3600000),
+		T(",\"rate\":0", PROTO_TIER_RATE, rate, true, 0),
+		T(",\"rate\":9223372036854775807", PROTO_TIER_RATE, rate, true, INT64_MAX),
+		T(",\"cold_intervals\":1", PROTO_TIER_COLD, cold_intervals, false, 1),
+		T(",\"cold_intervals\":8", PROTO_TIER_COLD, cold_intervals, false, 8),
+		T(",\"min_stay\":0", PROTO_TIER_STAY, min_stay, false, 0),
+		T(",\"min_stay\":1000", PROTO_TIER_STAY, min_stay, false, 1000),
+		T(",\"pause_ms\":1", PROTO_TIER_PAUSE, pause_ms, false, 1),
+		T(",\"pause_ms\":10000", PROTO_TIER_PAUSE, pause_ms, false, 10000),
+#undef T
+	};
+	struct proto_request req;
+	char err[256];
+
+	/* Defaults: nothing given, nothing set but the nodes and the pid. */
+	CU_ASSERT_EQUAL(tier_set("", &req, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(req.op, PROTO_OP_TIER_SET);
+	CU_ASSERT(req.pid == 1 && !req.domain[0]);
+	CU_ASSERT(req.tier.nfast == 1 && req.tier.fast[0] == 0);
+	CU_ASSERT(req.tier.nslow == 1 && req.tier.slow[0] == 1);
+	CU_ASSERT_EQUAL(req.tier.given, 0);
+	CU_ASSERT(!req.tier.slow_share && !req.tier.fast_free && !req.tier.interval_ms &&
+		  !req.tier.rate && !req.tier.cold_intervals && !req.tier.min_stay &&
+		  !req.tier.pause_ms && !req.tier.id);
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		const char *p;
+		uint64_t v;
+
+		if (tier_set(ok[i].more, &req, err, sizeof(err))) {
+			CUNIT_FAILF("'%s': %s", ok[i].more, err);
+			continue;
+		}
+		p = (const char *)&req.tier + ok[i].off;
+		v = ok[i].u64 ? *(const uint64_t *)(const void *)p :
+				*(const unsigned int *)(const void *)p;
+		if (req.tier.given != ok[i].given || v != ok[i].value)
+			CUNIT_FAILF("'%s': given %#x, value %llu", ok[i].more, req.tier.given,
+				    (unsigned long long)v);
+	}
+	/* Every member at once (but fast_free, which excludes slow_share). */
+	CU_ASSERT_EQUAL(parse("{\"op\":\"tier_set\",\"domain\":\"vm-1\",\"fast\":[3,1],"
+			      "\"slow\":[1023,2,0],\"slow_share\":30,\"interval_ms\":500,"
+			      "\"rate\":1048576,\"cold_intervals\":3,\"min_stay\":4,\"pause_ms\":20,"
+			      "\"tag\":9}", &req, err, sizeof(err)), 0);
+	CU_ASSERT(req.pid == 0 && !strcmp(req.domain, "vm-1") && req.has_tag && req.tag == 9);
+	CU_ASSERT(req.tier.nfast == 2 && req.tier.fast[0] == 3 && req.tier.fast[1] == 1);
+	CU_ASSERT(req.tier.nslow == 3 && req.tier.slow[0] == 1023 && req.tier.slow[1] == 2 &&
+		  req.tier.slow[2] == 0);
+	CU_ASSERT_EQUAL(req.tier.given, PROTO_TIER_SHARE | PROTO_TIER_INTERVAL | PROTO_TIER_RATE |
+			PROTO_TIER_COLD | PROTO_TIER_STAY | PROTO_TIER_PAUSE);
+	CU_ASSERT(req.tier.slow_share == 30 && req.tier.interval_ms == 500 &&
+		  req.tier.rate == 1048576 && req.tier.cold_intervals == 3 &&
+		  req.tier.min_stay == 4 && req.tier.pause_ms == 20 && !req.tier.fast_free);
+	/* The parser leaves "fast and slow overlap" to tier_policy_check. */
+	CU_ASSERT_EQUAL(parse("{\"op\":\"tier_set\",\"pid\":1,\"fast\":[0],\"slow\":[0]}",
+			      &req, err, sizeof(err)), 0);
+	/* tier_clear: by one of tier, pid, domain; tier; tiers. */
+	CU_ASSERT_EQUAL(parse("{\"op\":\"tier_clear\",\"tier\":9223372036854775807}", &req, err,
+			      sizeof(err)), 0);
+	CU_ASSERT(req.op == PROTO_OP_TIER_CLEAR && req.tier.id == INT64_MAX && !req.pid);
+	CU_ASSERT_EQUAL(parse("{\"op\":\"tier_clear\",\"pid\":7}", &req, err, sizeof(err)), 0);
+	CU_ASSERT(req.pid == 7 && !req.tier.id && !req.domain[0]);
+	CU_ASSERT_EQUAL(parse("{\"op\":\"tier_clear\",\"domain\":\"vm\"}", &req, err, sizeof(err)), 0);
+	CU_ASSERT(!strcmp(req.domain, "vm") && !req.pid && !req.tier.id);
+	CU_ASSERT_EQUAL(parse("{\"op\":\"tier\",\"tier\":1,\"tag\":2}", &req, err, sizeof(err)), 0);
+	CU_ASSERT(req.op == PROTO_OP_TIER && req.tier.id == 1);
+	CU_ASSERT_EQUAL(parse("{\"op\":\"tiers\"}", &req, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(req.op, PROTO_OP_TIERS);
+	CU_ASSERT_STRING_EQUAL(proto_op_name(PROTO_OP_TIER_SET), "tier_set");
+	CU_ASSERT_STRING_EQUAL(proto_op_name(PROTO_OP_TIER), "tier");
+	/* from_nodes: distinct nodes still taken. */
+	CU_ASSERT_EQUAL(parse("{\"op\":\"move\",\"pid\":1,\"to_node\":1,\"from_nodes\":[0,2,1023]}",
+			      &req, err, sizeof(err)), 0);
+	CU_ASSERT(req.nfrom_nodes == 3 && req.from_nodes[2] == 1023);
+}
+
+/* Node lists at their length bounds: 64 for fast and slow (TIER_MAX_NODES),
+ * 1024 distinct ones for from_nodes. */
+static void test_tier_limits(void)
+{
+	static char line[PROTO_MAX_LINE];
+	struct proto_request req;
+	char err[256], *p;
+
+	for (int n = 64; n <= 65; n++) {
+		for (int which = 0; which < 2; which++) {
+			p = line + sprintf(line, "{\"op\":\"tier_set\",\"pid\":1,\"%s\":[",
+					   which ? "slow" : "fast");
+			for (int i = 0; i < n; i++)
+				p += sprintf(p, "%s%d", i ? "," : "", i);
+			sprintf(p, "],\"%s\":[1000]}", which ? "fast" : "slow");
+			if (n == 64) {
+				CU_ASSERT_EQUAL(parse(line, &req, err, sizeof(err)), 0);
+				CU_ASSERT_EQUAL(which ? req.tier.nslow : req.tier.nfast, 64);
+				CU_ASSERT_EQUAL((which ? req.tier.slow : req.tier.fast)[63], 63);
+			} else {
+				CU_ASSERT_EQUAL(parse(line, &req, err, sizeof(err)), -EINVAL);
+				CU_ASSERT_PTR_NOT_NULL(strstr(err, which ? "slow: 1 to 64 nodes, not 65" :
+							      "fast: 1 to 64 nodes, not 65"));
+			}
+		}
+	}
+	/* from_nodes: 1024 distinct nodes (the most), then one twice at the end. */
+	p = line + sprintf(line, "{\"op\":\"move\",\"pid\":1,\"to_node\":1,\"from_nodes\":[");
+	for (int i = 0; i <= PROTO_MAX_NODE; i++)
+		p += sprintf(p, "%s%d", i ? "," : "", PROTO_MAX_NODE - i);
+	strcpy(p, "]}");
+	CU_ASSERT_EQUAL(parse(line, &req, err, sizeof(err)), 0);
+	CU_ASSERT(req.nfrom_nodes == PROTO_MAX_NODE + 1 && req.from_nodes[PROTO_MAX_NODE] == 0);
+	strcpy(p, ",5]}");
+	CU_ASSERT_EQUAL(parse(line, &req, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "from_nodes: 1 to 1024 nodes, not 1025"));
+	/* 1023..1, then 1 again: 1024 nodes, one twice. */
+	p = line + sprintf(line, "{\"op\":\"move\",\"pid\":1,\"to_node\":1,\"from_nodes\":[");
+	for (int i = PROTO_MAX_NODE; i >= 1; i--)
+		p += sprintf(p, "%d,", i);
+	strcpy(p, "1]}");
+	CU_ASSERT_EQUAL(parse(line, &req, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "from_nodes: node 1 twice"));
 }
 
 static void test_limits(void)
@@ -222,6 +465,54 @@ static void test_roundtrip(void)
 	roundtrip("{\"op\":\"register\",\"name\":\"vm \\u00e9\",\"uuid\":\"u\",\"pid\":1,\"nodeset\":\"0-3\"}");
 	roundtrip("{\"op\":\"register\",\"name\":\"vm\",\"pid\":1}");
 	roundtrip("{\"op\":\"unregister\",\"name\":\"vm\"}");
+	roundtrip("{\"op\":\"move\",\"pid\":5,\"to_node\":1,\"from_nodes\":[3,0,1023]}");
+	roundtrip("{\"op\":\"tier_set\",\"pid\":5,\"fast\":[0],\"slow\":[1]}");
+	roundtrip("{\"op\":\"tier_set\",\"domain\":\"vm\",\"fast\":[2,0],\"slow\":[3,1],\"tag\":4,"
+		  "\"slow_share\":100,\"interval_ms\":3600000,\"rate\":0,\"cold_intervals\":8,"
+		  "\"min_stay\":0,\"pause_ms\":10000}");
+	roundtrip("{\"op\":\"tier_set\",\"pid\":5,\"fast\":[0],\"slow\":[1],"
+		  "\"fast_free\":9223372036854775807,\"rate\":9223372036854775807}");
+	roundtrip("{\"op\":\"tier_clear\",\"tier\":3}");
+	roundtrip("{\"op\":\"tier_clear\",\"pid\":3}");
+	roundtrip("{\"op\":\"tier_clear\",\"domain\":\"vm\"}");
+	roundtrip("{\"op\":\"tiers\",\"tag\":0}");
+	roundtrip("{\"op\":\"tier\",\"tier\":9223372036854775807}");
+}
+
+/* tier_set to JSON: each member given comes back with its value, the
+ * defaults stay absent (the daemon's, not the client's, apply). */
+static void test_tier_to_json(void)
+{
+	static const char *const keys[] = { "slow_share", "fast_free", "interval_ms", "rate",
+					    "cold_intervals", "min_stay", "pause_ms" };
+	struct proto_request req;
+	struct json_object *o, *v;
+	char err[256];
+
+	CU_ASSERT_EQUAL(parse("{\"op\":\"tier_set\",\"pid\":5,\"fast\":[0],\"slow\":[1]}",
+			      &req, err, sizeof(err)), 0);
+	o = proto_request_to_json(&req);
+	CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+			       "{\"op\":\"tier_set\",\"pid\":5,\"fast\":[0],\"slow\":[1]}");
+	json_object_put(o);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		/* A value in range for each: 8 is. */
+		char more[64];
+
+		snprintf(more, sizeof(more), ",\"%s\":%d", keys[i], i == 2 ? 100 : 8);
+		if (tier_set(more, &req, err, sizeof(err))) {
+			CUNIT_FAILF("'%s': %s", more, err);
+			continue;
+		}
+		o = proto_request_to_json(&req);
+		/* op, pid, fast, slow and the one given */
+		if (json_object_object_length(o) != 5 ||
+		    !json_object_object_get_ex(o, keys[i], &v) ||
+		    json_object_get_int64(v) != (i == 2 ? 100 : 8))
+			CUNIT_FAILF("'%s' came back as '%s'", more,
+				    json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		json_object_put(o);
+	}
 }
 
 static void test_replies(void)
@@ -301,7 +592,10 @@ int main(void)
 		{ "refuses with a reason", test_refuses },
 		{ "messages stay UTF-8", test_utf8_messages },
 		{ "limits", test_limits },
+		{ "tiering: accepts", test_tier_accepts },
+		{ "tiering: node list limits", test_tier_limits },
 		{ "round trips", test_roundtrip },
+		{ "tiering: to JSON", test_tier_to_json },
 		{ "replies and names", test_replies },
 		{ "doubles", test_doubles },
 		{ "the job object", test_job },
