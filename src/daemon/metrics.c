@@ -86,7 +86,7 @@ enum refuse_reason metrics_refuse_reason(int err)
 		return REFUSE_PERMISSION;
 	case EBUSY: case EAGAIN: case ENOSPC: case EMFILE:
 		return REFUSE_LIMITS;
-	case ESRCH: case ENOENT: case EFAULT:
+	case ESRCH: case ENOENT: case EFAULT: case ENODEV:
 		return REFUSE_NOT_FOUND;
 	default:
 		return REFUSE_OTHER;

@@ -17,9 +17,13 @@
 #include "tier/tier-softdirty.h"
 #include "tier/tier-units.h"
 
-/* Batches start at this many units; then sized from the last batch's
- * speed to take half the pause budget. */
-#define TIER_BATCH_START	1
+/*
+ * A batch is one libmemmig move (one move_pages(2) pass and its checks),
+ * whose fixed cost (its topology snapshot and placement queries: ~0.3 s
+ * in the TCG tier) is most of a small batch's time: an interval's
+ * promotions, and then its demotions, go in one batch each, up to this
+ * many units (512 MiB); the rate, not the batch, bounds an interval.
+ */
 #define TIER_BATCH_MAX		256
 
 struct tier {
@@ -31,7 +35,6 @@ struct tier {
 	size_t nunits;
 	struct tier_softdirty *sd;
 	struct tier_damon *damon;
-	unsigned int batch;
 	struct timespec start;
 	struct tier_stats st;
 	struct tier_sample hist[TIER_HISTORY];
@@ -55,7 +58,6 @@ int tier_new(struct memmig_ctx *ctx, int pid, const struct tier_policy *p,
 	t->pid = pid;
 	t->flags = flags;
 	t->p = *p;
-	t->batch = TIER_BATCH_START;
 	clock_gettime(CLOCK_MONOTONIC, &t->start);
 	rc = tier_softdirty_open(pid, &t->sd, why, len);
 	if (rc) {
@@ -123,7 +125,7 @@ static int move_units(struct tier *t, const size_t *idx, size_t n, int node,
 		size_t k;
 		int err;
 
-		for (k = 0; k < t->batch && i + k < n; k++)
+		for (k = 0; k < TIER_BATCH_MAX && i + k < n; k++)
 			r[k] = (struct memmig_range){ t->units[idx[i + k]].addr,
 						      t->units[idx[i + k]].len };
 		o.nranges = (unsigned int)k;
@@ -137,15 +139,18 @@ static int move_units(struct tier *t, const size_t *idx, size_t n, int node,
 
 			*bytes += s.bytes_moved;
 			t->st.pages_failed += s.pages_failed;
-			if (s.copy_s > *pause)
-				*pause = s.copy_s;
-			/* The next batch takes half the budget at this speed. */
-			if (per_unit > 0) {
-				double fit = t->p.pause_ms / 2e3 / per_unit;
-
-				t->batch = fit < 1 ? 1 : fit > TIER_BATCH_MAX ? TIER_BATCH_MAX :
-					   (unsigned int)fit;
-			}
+			/*
+			 * No thread stops: a page is away only while the kernel
+			 * copies its folio, within its unit's share of the
+			 * batch's move_pages time: that share is the pause.
+			 */
+			if (per_unit > *pause)
+				*pause = per_unit;
+			/* Nothing smaller than a unit to move: said, not hidden. */
+			if (per_unit * 1e3 > t->p.pause_ms)
+				t->st.over_budget += k;
+			if (s.copy_s > t->st.batch_max_s)
+				t->st.batch_max_s = s.copy_s;
 		}
 		memmig_report_unref(rep);
 		memmig_move_unref(mv);
