@@ -6,7 +6,10 @@
  * connection up (reconnecting with backoff when libvirtd stops or
  * restarts), adds and drops domains on lifecycle events, turns a memmig
  * placement element set in a domain's live metadata into a move, and
- * writes the move's outcome back as the status element.
+ * writes the move's outcome back as the status element; a tier element
+ * into the domain's tiering (set at the change and whenever a running
+ * domain is found, ended when removed), its outcome written back as the
+ * tier-status element.
  */
 #include "config.h"
 
@@ -22,6 +25,7 @@
 
 #include "daemon/domains-private.h"
 #include "proto/proto.h"
+#include "tier/tier.h"
 
 #define RETRY_MIN_S		1
 #define RETRY_MAX_S		30
@@ -222,6 +226,16 @@ static void add_domain(struct domains_libvirt *lv, virDomainPtr dom)
 		util_log(LOG_WARNING, "libvirt: domain %s: not added: %s", name, strerror(-ret));
 }
 
+/* A status element into the live metadata, under its own namespace. */
+static void set_status(virDomainPtr dom, const char *name, const char *xml,
+		       const char *key, const char *uri)
+{
+	if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, xml, key, uri,
+				 VIR_DOMAIN_AFFECT_LIVE))
+		util_log(LOG_WARNING, "libvirt: domain %s: cannot write the %s element: %s",
+			 name, key, lv_error());
+}
+
 static void write_status(struct domains_libvirt *lv, const struct status_msg *m)
 {
 	char xml[256];
@@ -237,11 +251,7 @@ static void write_status(struct domains_libvirt *lv, const struct status_msg *m)
 		return;	/* stopped meanwhile: nothing to report on */
 	/* Under the status namespace: on_metadata() ignores it, so this
 	 * never asks for another move. */
-	if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, xml,
-				 MEMMIG_LIBVIRT_STATUS_KEY, MEMMIG_LIBVIRT_STATUS_URI,
-				 VIR_DOMAIN_AFFECT_LIVE))
-		util_log(LOG_WARNING, "libvirt: domain %s: cannot write the status element: %s",
-			    m->name, lv_error());
+	set_status(dom, m->name, xml, MEMMIG_LIBVIRT_STATUS_KEY, MEMMIG_LIBVIRT_STATUS_URI);
 	virDomainFree(dom);
 }
 
@@ -271,6 +281,54 @@ static void on_wake(int timer, void *opaque)
 	flush_status(lv);
 }
 
+/*
+ * A running domain's tier element, acted on: its tiering set, or ended
+ * when the live definition has none (removed_ends: a change of the tier
+ * namespace; a domain found without one is left alone).  What came of it
+ * is logged and written back as the tier-status element, at once: the
+ * tiering's start or end is known here, unlike a job's end.
+ */
+static void apply_tier(struct domains_libvirt *lv, virDomainPtr dom, bool removed_ends)
+{
+	const char *name = virDomainGetName(dom);
+	char msg[512] = "", xml[768], ebuf[32], *elem;
+	unsigned long long id = 0;
+	struct tier_policy p;
+	bool set = true;
+	int ret;
+
+	if (!name)
+		return;
+	elem = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, MEMMIG_LIBVIRT_TIER_URI,
+				    VIR_DOMAIN_AFFECT_LIVE);
+	if (!elem) {
+		/* Another failure (libvirtd gone) is no removal. */
+		if (!removed_ends || virGetLastErrorCode() != VIR_ERR_NO_DOMAIN_METADATA)
+			return;
+		set = false;
+		ret = domains_request_tier(lv->d, name, NULL, &id, msg, sizeof(msg));
+	} else {
+		ret = domains_tier_parse(elem, &p, msg, sizeof(msg));
+		if (ret)
+			util_log(LOG_WARNING, "libvirt: domain %s: refusing tier element %.200s",
+				 name, elem);
+		else
+			ret = domains_request_tier(lv->d, name, &p, &id, msg, sizeof(msg));
+		free(elem);
+	}
+	if (ret)	/* ending what never began is no news */
+		util_log(set || ret != -ENOENT ? LOG_WARNING : LOG_INFO,
+			 "libvirt: domain %s: tiering not %s: %s (%s)", name, set ? "set" : "ended",
+			 msg, domains_errno_name(ret, ebuf, sizeof(ebuf)));
+	else
+		util_log(LOG_INFO, "libvirt: domain %s: tiering %llu %s from its metadata", name,
+			 id, set ? "set" : "ended");
+	if (!domains_tier_status_format(xml, sizeof(xml), set ? "set" : "clear", ret, id, msg,
+					time(NULL)))
+		set_status(dom, name, xml, MEMMIG_LIBVIRT_TIER_STATUS_KEY,
+			   MEMMIG_LIBVIRT_TIER_STATUS_URI);
+}
+
 static int on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event,
 			int detail, void *opaque)
 {
@@ -281,9 +339,10 @@ static int on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event,
 	(void)detail;
 	if (!name)
 		return 0;
-	if (event == VIR_DOMAIN_EVENT_STARTED)
+	if (event == VIR_DOMAIN_EVENT_STARTED) {
 		add_domain(lv, dom);
-	else if (event == VIR_DOMAIN_EVENT_STOPPED)
+		apply_tier(lv, dom, false);
+	} else if (event == VIR_DOMAIN_EVENT_STOPPED)
 		domains_forget(lv->d, name);
 	return 0;
 }
@@ -303,14 +362,23 @@ static void on_metadata(virConnectPtr conn, virDomainPtr dom, int type,
 	struct domains_libvirt *lv = opaque;
 	const char *name = virDomainGetName(dom);
 	int node, ret;
+	bool tier;
 	char *xml;
 
 	(void)conn;
-	/* Only the placement namespace asks for moves: our own status
-	 * element (and anyone else's metadata) comes through here too. */
-	if (type != VIR_DOMAIN_METADATA_ELEMENT || !nsuri || !name ||
-	    strcmp(nsuri, MEMMIG_LIBVIRT_NS_URI) || virDomainIsActive(dom) != 1)
+	/* Only the placement and tier namespaces ask for something: our
+	 * own status elements (and anyone else's metadata) come through
+	 * here too. */
+	if (type != VIR_DOMAIN_METADATA_ELEMENT || !nsuri || !name)
 		return;
+	tier = !strcmp(nsuri, MEMMIG_LIBVIRT_TIER_URI);
+	if ((!tier && strcmp(nsuri, MEMMIG_LIBVIRT_NS_URI)) || virDomainIsActive(dom) != 1)
+		return;
+	if (tier) {
+		add_domain(lv, dom);	/* known before it is resolved */
+		apply_tier(lv, dom, true);
+		return;
+	}
 	xml = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT,
 				   MEMMIG_LIBVIRT_NS_URI, VIR_DOMAIN_AFFECT_LIVE);
 	if (!xml)
@@ -375,6 +443,7 @@ static void scan(struct domains_libvirt *lv)
 	n = virConnectListAllDomains(lv->conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
 	for (int i = 0; i < n; i++) {
 		add_domain(lv, doms[i]);
+		apply_tier(lv, doms[i], false);
 		virDomainFree(doms[i]);
 	}
 	free(doms);

@@ -41,6 +41,10 @@ int domains_add(struct domains *d, const char *name, const char *uuid, int pid,
 int domains_forget(struct domains *d, const char *name);
 /* Asks the daemon for a move (the placement element); 0 or -errno. */
 int domains_request_move(struct domains *d, const char *name, int to_node);
+/* Asks the daemon to tier the domain under p (the tier element), or to
+ * end its tiering (p NULL): 0 with the tiering's *id, or -errno with msg. */
+int domains_request_tier(struct domains *d, const char *name, const struct tier_policy *p,
+			 unsigned long long *id, char *msg, size_t len);
 
 /* ---- the rebalance around a domain's move (rebalance.c) ---- */
 enum rebalance_state {
@@ -107,6 +111,18 @@ int domains_placement_parse(const char *xml, int *node);
  * when node < 0); 0 or -ENOSPC. */
 int domains_status_format(char *buf, size_t len, int node, int result,
 			  unsigned long long bytes, time_t when);
+/*
+ * <tier fast="0" slow="2" .../> (docs/libvirt.md: slow-share or
+ * fast-free, interval-ms, rate, cold, stay, pause-ms), read over
+ * tier_policy_defaults() and checked by tier_policy_check(): 0 with *p,
+ * or -EINVAL with a sentence in err.
+ */
+int domains_tier_parse(const char *xml, struct tier_policy *p, char *err, size_t len);
+/* <tier-status action="set" result="OK" tier="ID" time="..."/>, or with
+ * message="..." (escaped, cut) instead of tier when result is an error;
+ * 0 or -ENOSPC. */
+int domains_tier_status_format(char *buf, size_t len, const char *action, int result,
+			       unsigned long long id, const char *msg, time_t when);
 const char *domains_errno_name(int err, char *buf, size_t len);
 
 /* ---- the watcher (domains-libvirt.c, or the stubs without libvirt) ---- */

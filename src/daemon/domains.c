@@ -38,6 +38,7 @@ struct domains {
 	struct domain_ent *ents;
 	unsigned int n, cap;
 	domains_move_fn move;
+	domains_tier_fn tier;
 	void *opaque;
 	struct domains_libvirt *lv;	/* NULL: no watcher */
 	domains_event_fn event;		/* NULL: none; under lock */
@@ -243,7 +244,24 @@ int domains_request_move(struct domains *d, const char *name, int to_node)
 	ret = domains_resolve(d, name, &pid);
 	if (ret)
 		return ret;
-	return d->move(d->opaque, name, pid, to_node);
+	return d->move ? d->move(d->opaque, name, pid, to_node) : -EOPNOTSUPP;
+}
+
+int domains_request_tier(struct domains *d, const char *name, const struct tier_policy *p,
+			 unsigned long long *id, char *msg, size_t len)
+{
+	int pid, ret;
+
+	ret = domains_resolve(d, name, &pid);
+	if (ret) {
+		snprintf(msg, len, "no QEMU process found: %s", strerror(-ret));
+		return ret;
+	}
+	if (!d->tier) {
+		snprintf(msg, len, "memmigd does not tier here");
+		return -EOPNOTSUPP;
+	}
+	return d->tier(d->opaque, name, pid, p, id, msg, len);
 }
 
 static struct json_object *str_or_null(const char *s)
@@ -379,8 +397,8 @@ struct domains_libvirt *domains_watcher(struct domains *d)
 	return d->lv;
 }
 
-int domains_new(const char *uri, domains_move_fn move, void *opaque,
-		struct domains **out)
+int domains_new(const char *uri, domains_move_fn move, domains_tier_fn tier,
+		void *opaque, struct domains **out)
 {
 	struct domains *d;
 	int ret;
@@ -390,6 +408,7 @@ int domains_new(const char *uri, domains_move_fn move, void *opaque,
 		return -ENOMEM;
 	pthread_mutex_init(&d->lock, NULL);
 	d->move = move;
+	d->tier = tier;
 	d->opaque = opaque;
 	if (uri) {
 		ret = domains_libvirt_start(d, uri, &d->lv);

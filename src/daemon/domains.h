@@ -9,6 +9,8 @@
 #ifndef MEMMIGD_DOMAINS_H
 #define MEMMIGD_DOMAINS_H
 
+#include <stddef.h>
+
 #include <json-c/json.h>
 
 /* The metadata namespace: <placement node="N"/> under it asks for a move. */
@@ -17,8 +19,15 @@
 /* Where memmigd reports the outcome: <status node="N" result="OK" .../>. */
 #define MEMMIG_LIBVIRT_STATUS_URI "http://memmig.org/xmlns/libvirt/status/1"
 #define MEMMIG_LIBVIRT_STATUS_KEY "memmigstatus"
+/* <tier fast="0" slow="2" .../> under it tiers the domain; removed, ends it. */
+#define MEMMIG_LIBVIRT_TIER_URI	"http://memmig.org/xmlns/libvirt/tier/1"
+#define MEMMIG_LIBVIRT_TIER_KEY	"memmigtier"
+/* Where memmigd reports what came of it: <tier-status action="set" .../>. */
+#define MEMMIG_LIBVIRT_TIER_STATUS_URI "http://memmig.org/xmlns/libvirt/tier-status/1"
+#define MEMMIG_LIBVIRT_TIER_STATUS_KEY "memmigtierstatus"
 
 struct domains;
+struct tier_policy;
 
 /*
  * Asks the daemon to move a domain's QEMU process to a node, as root, with
@@ -29,12 +38,22 @@ typedef int (*domains_move_fn)(void *opaque, const char *name, int pid,
 			       int to_node);
 
 /*
+ * Asks the daemon to tier a domain's QEMU process under p (checked as a
+ * move is), as root, or to end its tiering (p NULL); 0 with the tiering's
+ * *id, or -errno with a sentence in msg.  Called on the libvirt thread.
+ */
+typedef int (*domains_tier_fn)(void *opaque, const char *name, int pid,
+			       const struct tier_policy *p, unsigned long long *id,
+			       char *msg, size_t len);
+
+/*
  * uri: libvirt connection URI (NULL: no libvirt; "" the default,
  * qemu:///system).  libvirtd being down is not an error: memmigd keeps
- * trying to connect in the background and logs it.
+ * trying to connect in the background and logs it.  move and tier may
+ * be NULL (nothing to ask: -EOPNOTSUPP).
  */
-int domains_new(const char *uri, domains_move_fn move, void *opaque,
-		struct domains **out);
+int domains_new(const char *uri, domains_move_fn move, domains_tier_fn tier,
+		void *opaque, struct domains **out);
 void domains_free(struct domains *d);
 
 int domains_register(struct domains *d, const char *name, const char *uuid,

@@ -219,7 +219,11 @@ static int start(struct memmigd *d)
 	if (!d->opts.no_libvirt)
 		uri = d->opts.libvirt_uri;
 #endif
-	rc = domains_new(uri, ops_domain_move, d, &d->domains);
+	/* The tiers before the watcher: a domain found at its first
+	 * connect may ask for its tiering at once. */
+	rc = tiers_new(d->ctx, d->events, &d->tiers);
+	if (!rc)
+		rc = domains_new(uri, ops_domain_move, ops_domain_tier, d, &d->domains);
 	if (!rc)
 		domains_set_event_fn(d->domains, ops_domain_event);
 	if (!rc)
@@ -227,8 +231,6 @@ static int start(struct memmigd *d)
 			      d->wake_fd, &d->jobs);
 	if (!rc)
 		jobs_observe(d->jobs, d->metrics, d->events);
-	if (!rc)
-		rc = tiers_new(d->ctx, d->events, &d->tiers);
 	if (rc)
 		util_log(LOG_ERR, "starting: %s", strerror(-rc));
 	return rc;

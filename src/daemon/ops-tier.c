@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The tiering ops (docs/protocol.md): tier_set, tier_clear, tiers, tier.
- * A policy is checked as a move is: the client may move the process's
+ * The tiering ops (docs/protocol.md): tier_set, tier_clear, tiers, tier,
+ * and a libvirt domain's tier element (docs/libvirt.md), root's.  A
+ * policy is checked as a move is: the client may move the process's
  * memory, every node exists with memory and the process's cpuset allows
  * it, and the process is pinned by an fd on /proc/PID.
  */
@@ -69,6 +70,35 @@ static int check_nodes(int pid, const struct tier_policy *p, char *msg, size_t l
 	return rc;
 }
 
+/*
+ * Checks spec->policy, and that c may move spec->pid's memory to its
+ * nodes, then starts its tiering (or gives the running one the policy):
+ * 0 with *tier, or -errno with msg.
+ */
+static int tier_start(struct memmigd *d, const struct client_cred *c, struct tiers_spec *spec,
+		      struct json_object **tier, char *msg, size_t len)
+{
+	int rc = tier_policy_check(&spec->policy, msg, len);
+
+	if (rc)
+		return rc;
+	spec->procfd = auth_target_open(spec->pid);
+	if (spec->procfd < 0) {
+		snprintf(msg, len, "pid %d: %s", spec->pid, strerror(-spec->procfd));
+		return spec->procfd;
+	}
+	rc = auth_may_move(c, spec->procfd, spec->pid, msg, len);
+	if (!rc)
+		rc = check_nodes(spec->pid, &spec->policy, msg, len);
+	if (rc) {
+		close(spec->procfd);
+		return rc;
+	}
+	/* As for a move: another user's pages shared with this process stay. */
+	spec->flags = c->uid != 0 ? MEMMIG_MIGRATE_OWN_PAGES : 0;
+	return tiers_set(d->tiers, spec, tier, msg, len);
+}
+
 struct json_object *op_tier_set(struct memmigd *d, const struct client_cred *c,
 				const struct proto_request *req)
 {
@@ -81,28 +111,38 @@ struct json_object *op_tier_set(struct memmigd *d, const struct client_cred *c,
 	if (domain && domains_resolve(d->domains, domain, &spec.pid))
 		return proto_reply_error(req, ENOENT, "no domain \"%s\"", domain);
 	policy_from(&req->tier, &spec.policy);
-	rc = tier_policy_check(&spec.policy, msg, sizeof(msg));
-	if (rc)
-		return proto_reply_error(req, rc, "%s", msg);
-	spec.procfd = auth_target_open(spec.pid);
-	if (spec.procfd < 0)
-		return proto_reply_error(req, spec.procfd, "pid %d: %s", spec.pid,
-					 strerror(-spec.procfd));
-	rc = auth_may_move(c, spec.procfd, spec.pid, msg, sizeof(msg));
-	if (!rc)
-		rc = check_nodes(spec.pid, &spec.policy, msg, sizeof(msg));
-	if (rc) {
-		close(spec.procfd);
-		return proto_reply_error(req, rc, "%s", msg);
-	}
-	/* As for a move: another user's pages shared with this process stay. */
-	spec.flags = c->uid != 0 ? MEMMIG_MIGRATE_OWN_PAGES : 0;
-	rc = tiers_set(d->tiers, &spec, &tier, msg, sizeof(msg));
+	rc = tier_start(d, c, &spec, &tier, msg, sizeof(msg));
 	if (rc)
 		return proto_reply_error(req, rc, "%s", msg);
 	o = proto_reply_ok(req);
 	json_object_object_add(o, "tier", tier);
 	return o;
+}
+
+int ops_domain_tier(void *opaque, const char *name, int pid, const struct tier_policy *p,
+		    unsigned long long *id, char *msg, size_t len)
+{
+	struct memmigd *d = opaque;
+	struct client_cred root = { .pid = getpid() };
+	struct tiers_spec spec = { .pid = pid, .domain = name };
+	struct json_object *tier = NULL, *v;
+	int rc;
+
+	/* The libvirt watcher's thread, for the domain's metadata: root's
+	 * request, checked as a client's would be. */
+	if (p) {
+		spec.policy = *p;
+		rc = tier_start(d, &root, &spec, &tier, msg, len);
+	} else {
+		rc = tiers_clear(d->tiers, 0, pid, 0, &tier, msg, len);
+	}
+	if (!rc && json_object_object_get_ex(tier, "id", &v))
+		*id = (unsigned long long)json_object_get_uint64(v);
+	json_object_put(tier);
+	metrics_request(d->metrics, p ? PROTO_OP_TIER_SET : PROTO_OP_TIER_CLEAR);
+	if (rc)
+		metrics_refused(d->metrics, metrics_refuse_reason(-rc));
+	return rc;
 }
 
 struct json_object *op_tier_clear(struct memmigd *d, const struct client_cred *c,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * memmigd's domain registry without libvirtd: registration rules, the
- * bound, reused pids, the JSON list, the placement element parser, the
- * status element, and telling a domain's QEMU by its command line.
+ * bound, reused pids, the JSON list, the placement and tier element
+ * parsers, the status elements, and telling a domain's QEMU by its
+ * command line.
  */
 #include "config.h"
 
@@ -17,6 +18,7 @@
 
 #include "../unit/cunit-main.h"
 #include "daemon/domains-private.h"
+#include "tier/tier.h"
 
 #define UUID "b4a35103-e366-46c5-b0a4-c74d2412b89f"
 
@@ -24,7 +26,7 @@ static struct domains *d;
 
 static int setup(void)
 {
-	return domains_new(NULL, NULL, NULL, &d);
+	return domains_new(NULL, NULL, NULL, NULL, &d);
 }
 
 static int teardown(void)
@@ -213,7 +215,7 @@ static void test_placement_parse(void)
 	static const char *const bad[] = {
 		"", "placement node=\"1\"/>", "<placement/>", "<placement node=\"\"/>",
 		"<placement node=\"1024\"/>", "<placement node=\"-1\"/>",
-		"<placement node=\"1x\"/>", "<placement node=\"00001\"/>",
+		"<placement node=\"1x\"/>", "<placement node=\"00001\"/>", "<placement node=\"01\"/>",
 		"<placement node=\"1\" node=\"2\"/>", "<placement node=\"1\" cpu=\"2\"/>",
 		"<placement node=\"1\"", "<placement node=1/>", "<placement node=\"1/>",
 		"<placementx node=\"1\"/>", "<status node=\"1\"/>",
@@ -261,6 +263,203 @@ static void test_status_format(void)
 	CU_ASSERT_STRING_EQUAL(buf, "<status result=\"EINVAL\" bytes=\"0\" "
 			       "time=\"1970-01-01T00:00:00Z\"/>");
 	CU_ASSERT_EQUAL(domains_status_format(buf, 20, 0, 0, 0, 0), -ENOSPC);
+}
+
+#define TIER_NS "http://memmig.org/xmlns/libvirt/tier/1"
+
+static struct tier_policy tier_ok(const char *xml)
+{
+	struct tier_policy p;
+	char err[256] = "";
+
+	memset(&p, 0xa5, sizeof(p));
+	if (domains_tier_parse(xml, &p, err, sizeof(err)))
+		CUNIT_FAILF("'%s' refused: %s", xml, err);
+	return p;
+}
+
+static void test_tier_parse(void)
+{
+	struct tier_policy p, def;
+
+	tier_policy_defaults(&def);
+	/* The least: fast and slow, the rest the defaults. */
+	p = tier_ok("<tier fast=\"0\" slow=\"2\"/>");
+	CU_ASSERT_EQUAL(p.nfast, 1);
+	CU_ASSERT_EQUAL(p.fast[0], 0);
+	CU_ASSERT_EQUAL(p.nslow, 1);
+	CU_ASSERT_EQUAL(p.slow[0], 2);
+	CU_ASSERT_EQUAL(p.slow_share, def.slow_share);
+	CU_ASSERT_EQUAL(p.fast_free, 0);
+	CU_ASSERT_EQUAL(p.interval_ms, def.interval_ms);
+	CU_ASSERT_EQUAL(p.rate, 0);
+	CU_ASSERT_EQUAL(p.cold_intervals, def.cold_intervals);
+	CU_ASSERT_EQUAL(p.min_stay, def.min_stay);
+	CU_ASSERT_EQUAL(p.pause_ms, def.pause_ms);
+
+	/* Every attribute, a prefix, xmlns, single quotes, an end tag. */
+	p = tier_ok("\n <m:tier xmlns:m=\"" TIER_NS "\" fast=\"0-1,3\" slow='2,4-5'\n"
+		    "  slow-share=\"75\" interval-ms = \"2500\" rate=\"1048576\" cold=\"8\"\n"
+		    "  stay=\"0\" pause-ms=\"10000\"></m:tier >\n");
+	CU_ASSERT_EQUAL(p.nfast, 3);
+	CU_ASSERT(p.fast[0] == 0 && p.fast[1] == 1 && p.fast[2] == 3);
+	CU_ASSERT_EQUAL(p.nslow, 3);
+	CU_ASSERT(p.slow[0] == 2 && p.slow[1] == 4 && p.slow[2] == 5);
+	CU_ASSERT_EQUAL(p.slow_share, 75);
+	CU_ASSERT_EQUAL(p.fast_free, 0);
+	CU_ASSERT_EQUAL(p.interval_ms, 2500);
+	CU_ASSERT_EQUAL(p.rate, 1048576);
+	CU_ASSERT_EQUAL(p.cold_intervals, 8);
+	CU_ASSERT_EQUAL(p.min_stay, 0);
+	CU_ASSERT_EQUAL(p.pause_ms, 10000);
+
+	/* fast-free: the watermark instead of the default share. */
+	p = tier_ok("<tier xmlns=\"" TIER_NS "\" fast=\"1\" slow=\"0\" fast-free=\"1073741824\"/>");
+	CU_ASSERT_EQUAL(p.slow_share, 0);
+	CU_ASSERT_EQUAL(p.fast_free, 1073741824ULL);
+	CU_ASSERT(p.fast[0] == 1 && p.slow[0] == 0);
+	p = tier_ok("<tier fast=\"0\" slow=\"1\" fast-free=\"18446744073709551615\"/>");
+	CU_ASSERT_EQUAL(p.fast_free, UINT64_MAX);
+
+	/* Each bound, from below and above. */
+	CU_ASSERT_EQUAL(tier_ok("<tier fast=\"0\" slow=\"1\" slow-share=\"1\"/>").slow_share, 1);
+	CU_ASSERT_EQUAL(tier_ok("<tier fast=\"0\" slow=\"1\" slow-share=\"100\"/>").slow_share, 100);
+	CU_ASSERT_EQUAL(tier_ok("<tier fast=\"0\" slow=\"1\" interval-ms=\"100\"/>").interval_ms, 100);
+	CU_ASSERT_EQUAL(tier_ok("<tier fast=\"0\" slow=\"1\" interval-ms=\"3600000\"/>").interval_ms,
+			3600000);
+	CU_ASSERT_EQUAL(tier_ok("<tier fast=\"0\" slow=\"1\" rate=\"0\"/>").rate, 0);
+	CU_ASSERT_EQUAL(tier_ok("<tier fast=\"0\" slow=\"1\" rate=\"18446744073709551615\"/>").rate,
+			UINT64_MAX);
+	CU_ASSERT_EQUAL(tier_ok("<tier fast=\"0\" slow=\"1\" cold=\"1\"/>").cold_intervals, 1);
+	CU_ASSERT_EQUAL(tier_ok("<tier fast=\"0\" slow=\"1\" stay=\"1000\"/>").min_stay, 1000);
+	CU_ASSERT_EQUAL(tier_ok("<tier fast=\"0\" slow=\"1\" pause-ms=\"1\"/>").pause_ms, 1);
+	p = tier_ok("<tier fast=\"0-63\" slow=\"1023\"/>");
+	CU_ASSERT(p.nfast == 64 && p.fast[63] == 63 && p.nslow == 1 && p.slow[0] == 1023);
+	p = tier_ok("<tier fast=\"3,1-2,1\" slow=\"10-10\"/>");	/* as a set */
+	CU_ASSERT(p.nfast == 3 && p.fast[0] == 1 && p.fast[2] == 3 && p.slow[0] == 10);
+}
+
+static void test_tier_refused(void)
+{
+	/* Each with a word of the sentence that says why. */
+	static const struct { const char *xml, *why; } bad[] = {
+		{ "", "not an element" },
+		{ "tier fast=\"0\" slow=\"1\"/>", "not an element" },
+		{ "<tiers fast=\"0\" slow=\"1\"/>", "not a <tier>" },
+		{ "<placement node=\"1\"/>", "not a <tier>" },
+		{ "<a:b:tier fast=\"0\" slow=\"1\"/>", "not a <tier>" },
+		{ "<tier/>", "needs fast" },
+		{ "<tier fast=\"0\"/>", "needs fast" },
+		{ "<tier slow=\"0\"/>", "needs fast" },
+		{ "<tier fast=\"0\" slow=\"1\" hot=\"1\"/>", "no attribute hot" },
+		{ "<tier fast=\"0\" slow=\"1\" m:cold=\"1\"/>", "no attribute m:cold" },
+		{ "<tier fast=\"0\" slow=\"1\" fast=\"2\"/>", "given twice" },
+		{ "<tier fast=\"0\" slow=\"1\" cold=\"2\" cold=\"2\"/>", "given twice" },
+		{ "<tier fast=\"0\" slow=\"1\" slow-share=\"50\" fast-free=\"4096\"/>", "not both" },
+		{ "<tier fast=\"0\" slow=\"0\"/>", "both fast and slow" },
+		{ "<tier fast=\"0-2\" slow=\"2-3\"/>", "both fast and slow" },
+		{ "<tier fast=\"\" slow=\"1\"/>", "fast=\"\"" },
+		{ "<tier fast=\"0,\" slow=\"1\"/>", "fast=" },
+		{ "<tier fast=\",0\" slow=\"1\"/>", "fast=" },
+		{ "<tier fast=\"0,,1\" slow=\"2\"/>", "fast=" },
+		{ "<tier fast=\"1-0\" slow=\"2\"/>", "fast=" },
+		{ "<tier fast=\"0-\" slow=\"2\"/>", "fast=" },
+		{ "<tier fast=\"01\" slow=\"2\"/>", "fast=" },
+		{ "<tier fast=\"0-064\" slow=\"65\"/>", "fast=" },
+		{ "<tier fast=\"0 ,1\" slow=\"2\"/>", "fast=" },
+		{ "<tier fast=\" 0\" slow=\"2\"/>", "fast=" },
+		{ "<tier fast=\"0\n\" slow=\"2\"/>", "fast=" },
+		{ "<tier fast=\"x\" slow=\"2\"/>", "fast=" },
+		{ "<tier fast=\"-1\" slow=\"2\"/>", "fast=" },
+		{ "<tier fast=\"0-64\" slow=\"65\"/>", "at most 64" },	/* 65 nodes */
+		{ "<tier fast=\"0\" slow=\"1024\"/>", "slow=" },
+		{ "<tier fast=\"0\" slow=\"99999999999999999999\"/>", "slow=" },
+		{ "<tier fast=\"0\" slow=\"1\" slow-share=\"0\"/>", "slow-share=" },
+		{ "<tier fast=\"0\" slow=\"1\" slow-share=\"101\"/>", "slow-share=" },
+		{ "<tier fast=\"0\" slow=\"1\" slow-share=\"075\"/>", "slow-share=" },
+		{ "<tier fast=\"0\" slow=\"1\" slow-share=\"-1\"/>", "slow-share=" },
+		{ "<tier fast=\"0\" slow=\"1\" slow-share=\"+5\"/>", "slow-share=" },
+		{ "<tier fast=\"0\" slow=\"1\" slow-share=\"7%\"/>", "slow-share=" },
+		{ "<tier fast=\"0\" slow=\"1\" slow-share=\"\"/>", "slow-share=" },
+		{ "<tier fast=\"0\" slow=\"1\" fast-free=\"0\"/>", "fast-free=" },
+		{ "<tier fast=\"0\" slow=\"1\" fast-free=\"1.5\"/>", "fast-free=" },
+		{ "<tier fast=\"0\" slow=\"1\" fast-free=\"1G\"/>", "fast-free=" },
+		{ "<tier fast=\"0\" slow=\"1\" fast-free=\"18446744073709551616\"/>", "fast-free=" },
+		{ "<tier fast=\"0\" slow=\"1\" interval-ms=\"99\"/>", "interval-ms=" },
+		{ "<tier fast=\"0\" slow=\"1\" interval-ms=\"3600001\"/>", "interval-ms=" },
+		{ "<tier fast=\"0\" slow=\"1\" interval-ms=\"2s\"/>", "interval-ms=" },
+		{ "<tier fast=\"0\" slow=\"1\" rate=\"-1\"/>", "rate=" },
+		{ "<tier fast=\"0\" slow=\"1\" rate=\"1e6\"/>", "rate=" },
+		{ "<tier fast=\"0\" slow=\"1\" rate=\"18446744073709551616\"/>", "rate=" },
+		{ "<tier fast=\"0\" slow=\"1\" cold=\"0\"/>", "cold=" },
+		{ "<tier fast=\"0\" slow=\"1\" cold=\"9\"/>", "cold=" },
+		{ "<tier fast=\"0\" slow=\"1\" stay=\"1001\"/>", "stay=" },
+		{ "<tier fast=\"0\" slow=\"1\" stay=\" 1\"/>", "stay=" },
+		{ "<tier fast=\"0\" slow=\"1\" pause-ms=\"0\"/>", "pause-ms=" },
+		{ "<tier fast=\"0\" slow=\"1\" pause-ms=\"10001\"/>", "pause-ms=" },
+		{ "<tier fast=\"0\" slow=\"1\">text</tier>", "must be empty" },
+		{ "<tier fast=\"0\" slow=\"1\"><tier/></tier>", "must be empty" },
+		{ "<tier fast=\"0\" slow=\"1\"></other>", "must be empty" },
+		{ "<tier fast=\"0\" slow=\"1\"/><tier fast=\"1\" slow=\"2\"/>", "follows" },
+		{ "<tier fast=\"0\" slow=\"1\"/>junk", "follows" },
+		{ "<tier fast=\"0\" slow=\"1\"", "malformed" },
+		{ "<tier fast=\"0\"slow=\"1\"/>", "malformed" },
+		{ "<tier fast=0 slow=\"1\"/>", "quoted" },
+		{ "<tier fast=\"0 slow=\"1\"/>", "fast=\"0 slow=\"" },
+		{ "<tier fast=\"0\" slow=\"1\" xmlns:m=\"<\"/>", "quoted" },
+		{ "<tier fast=\"0\" slow=\"1\" / >", "malformed" },
+	};
+	struct tier_policy p, before;
+	char err[256];
+
+	tier_policy_defaults(&before);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p = before;
+		err[0] = '\0';
+		if (domains_tier_parse(bad[i].xml, &p, err, sizeof(err)) != -EINVAL)
+			CUNIT_FAILF("'%s' was accepted", bad[i].xml);
+		else if (!strstr(err, bad[i].why))
+			CUNIT_FAILF("'%s': \"%s\" does not say '%s'", bad[i].xml, err, bad[i].why);
+		if (memcmp(&p, &before, sizeof(p)))
+			CUNIT_FAILF("'%s': refused, but the policy was changed", bad[i].xml);
+	}
+}
+
+static void test_tier_long(void)
+{
+	size_t len = DOMAINS_XML_MAX + 100;
+	char *xml = malloc(len + 1), err[128];
+	struct tier_policy p;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(xml);
+	memset(xml, ' ', len);
+	strcpy(xml + len - 25, "<tier fast=\"0\" slow=\"1\"/>");
+	CU_ASSERT_EQUAL(domains_tier_parse(xml, &p, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "longer than"));
+	free(xml);
+}
+
+static void test_tier_status_format(void)
+{
+	char buf[768], msg[600];
+
+	CU_ASSERT_EQUAL(domains_tier_status_format(buf, sizeof(buf), "set", 0, 7, "ignored", 0), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "<tier-status action=\"set\" result=\"OK\" tier=\"7\" "
+			       "time=\"1970-01-01T00:00:00Z\"/>");
+	CU_ASSERT_EQUAL(domains_tier_status_format(buf, sizeof(buf), "set", -ENOENT, 0,
+						   "soft-dirty: no <bits> & \"so\" on", 86400), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "<tier-status action=\"set\" result=\"ENOENT\" "
+			       "message=\"soft-dirty: no &lt;bits&gt; &amp; &quot;so&quot; on\" "
+			       "time=\"1970-01-02T00:00:00Z\"/>");
+	CU_ASSERT_EQUAL(domains_tier_status_format(buf, sizeof(buf), "clear", -ENOENT, 0, "", 0), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "<tier-status action=\"clear\" result=\"ENOENT\" "
+			       "time=\"1970-01-01T00:00:00Z\"/>");
+	/* A long message is cut, whole entities only, and still fits. */
+	memset(msg, '&', sizeof(msg) - 1);
+	msg[sizeof(msg) - 1] = '\0';
+	CU_ASSERT_EQUAL(domains_tier_status_format(buf, sizeof(buf), "set", -EINVAL, 0, msg, 0), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "&amp;\" time="));
+	CU_ASSERT_EQUAL(domains_tier_status_format(buf, 40, "set", 0, 1, NULL, 0), -ENOSPC);
 }
 
 #define CMD(s) s, sizeof(s)	/* with the last NUL, as /proc gives it */
@@ -331,6 +530,10 @@ static CU_TestInfo element_tests[] = {
 	{ "placement element parser", test_placement_parse },
 	{ "placement element too long", test_placement_long },
 	{ "status element", test_status_format },
+	{ "tier element parser", test_tier_parse },
+	{ "tier element refusals", test_tier_refused },
+	{ "tier element too long", test_tier_long },
+	{ "tier-status element", test_tier_status_format },
 	CU_TEST_INFO_NULL,
 };
 

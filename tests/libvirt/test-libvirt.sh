@@ -12,7 +12,13 @@
 #  d) with memmigd down, the domain still starts at once;
 #  e) libvirtd restarts: memmigd reconnects and still follows placements;
 #  f) memmigd started after a domain finds it through libvirtd (no hook
-#     call), and drops it when it stops.
+#     call), and drops it when it stops;
+#  g) a <tier fast=".." slow=".."/> element in a domain's metadata: acted
+#     on when the domain starts with it and when memmigd finds it running,
+#     a malformed one refused, its removal ends the tiering; each outcome
+#     written back as the tier-status element.  Where this host lacks a
+#     second node with memory (or the kernel soft-dirty bits) the outcome
+#     is that refusal: the test says which it saw.
 # Starts libvirtd (and virtlogd) when they do not run, and stops what it
 # started.  libvirtd reads the hook directory when it starts: a running
 # libvirtd that found no qemu hook then is restarted (and left running).
@@ -20,7 +26,8 @@
 # Exit: 0 pass, 1 fail, 77 libvirt or QEMU is not installed, or not root.
 # Environment: top_builddir (default .), srcdir, MEMMIGD, MEMMIG_CLI (the
 # programs, default the build tree's), VM_KERNEL, LIBVIRT_TEST_TIMEOUT
-# (seconds to wait for the guest, default 90).
+# (seconds to wait for the guest, default 90), LIBVIRT_TESTS (tier: only
+# g, which boots no guest; default all).
 set -u
 export LC_ALL=C
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
@@ -28,6 +35,8 @@ srcdir=$(cd "${srcdir:-$(dirname "$0")/../..}" && pwd)
 uri=qemu:///system
 ns_placement=http://memmig.org/xmlns/libvirt/placement/1
 ns_status=http://memmig.org/xmlns/libvirt/status/1
+ns_tier=http://memmig.org/xmlns/libvirt/tier/1
+ns_tier_status=http://memmig.org/xmlns/libvirt/tier-status/1
 boot_s=${LIBVIRT_TEST_TIMEOUT:-90}
 
 skip() {
@@ -105,13 +114,18 @@ chmod 755 "$tmp/root/init"
 # A copy: libvirt relabels (chowns) the kernel it boots for the guest.
 cp "$kernel" "$tmp/vmlinuz" && chmod 644 "$tmp/vmlinuz" "$tmp/initrd.gz"
 
+# domain_xml NAME [MODE [METADATA]]: MODE none: no <numatune>
 domain_xml() {
+	local numatune="<numatune><memory mode='${2:-restrictive}' nodeset='0'/></numatune>"
+
+	[ "${2:-}" = none ] && numatune=
 	cat <<XML
 <domain type='qemu'>
   <name>$1</name>
   <memory unit='MiB'>192</memory>
   <vcpu>1</vcpu>
-  <numatune><memory mode='${2:-restrictive}' nodeset='0'/></numatune>
+  $numatune
+  ${3:+<metadata>$3</metadata>}
   <os>
     <type arch='x86_64' machine='pc'>hvm</type>
     <kernel>$tmp/vmlinuz</kernel>
@@ -203,6 +217,105 @@ start_memmigd() {
 start_memmigd
 echo "libvirt: $("$virsh" -c "$uri" version | sed -n 's/^Running hypervisor: //p'), kernel ${kernel##*/}," \
 	"libvirtd $([ -n "$started_libvirtd" ] && echo "started by the test" || echo "already running")"
+
+# ---- g) tiering through the domain's metadata (run last, or alone) ----
+dom3=$dom-tier
+# The nodes with memory, one a line.
+nodes_with_memory() {
+	tr ',' '\n' </sys/devices/system/node/has_memory |
+		while IFS=- read -r a b; do seq "$a" "${b:-$a}"; done
+}
+# tier_status PATTERN: the tier-status element (in $tmp/tier-status.xml) matches
+tier_status() {
+	virsh metadata "$dom3" --uri "$ns_tier_status" --live 2>/dev/null >"$tmp/tier-status.xml" &&
+		grep -q -- "$1" "$tmp/tier-status.xml"
+}
+# The domain's last tiering in memmig-cli tier --json, into $tmp/tier.json.
+tiering_is() {
+	mcli tier --json 2>/dev/null |
+		jq -e --arg n "$dom3" "[(.tiers // .)[] | select(.domain == \$n)] | last | $1" \
+			>"$tmp/tier.json" || { echo "  tiering: want $1:"; mcli tier --json; return 1; }
+}
+tier_lines() {
+	grep -c "libvirt: domain $dom3: tiering" "$tmp/memmigd.log"
+}
+# What the tier element should come to here: OK where two nodes have
+# memory and the kernel soft-dirty bits (tiered=1), else the refusal that
+# says why.
+tier_outcome() {
+	local result
+
+	result=$(sed -n 's/.* result="\([A-Z0-9]*\)".*/\1/p' "$tmp/tier-status.xml")
+	tiered=
+	case $nodes:$result in
+	1:ENODEV) grep -q "message=\"node $slow does not exist" "$tmp/tier-status.xml" &&
+		echo "  one node with memory here: refused, node $slow does not exist" ;;
+	2:OK) tiering_is ".state == \"running\" and .policy.fast == [$fast] and
+			.policy.slow == [$slow] and .policy.slow_share == 75 and .policy.interval_ms == 500" &&
+		tiered=1 && echo "  tiered: $(jq -c '{id, pid, state, sources}' "$tmp/tier.json")" ;;
+	2:ENOENT) grep -q 'message="soft-dirty: ' "$tmp/tier-status.xml" &&
+		echo "  this kernel keeps no soft-dirty bits: refused" ;;
+	*) echo "  $nodes node(s) with memory, result $result:"; cat "$tmp/tier-status.xml"; false ;;
+	esac
+}
+tier_section() {
+	local before
+
+	set -- $(nodes_with_memory)
+	fast=$1 slow=${2:-$(($1 + 1))} nodes=$(($# > 1 ? 2 : 1))
+	domain_xml "$dom3" none "<memmigtier:tier xmlns:memmigtier='$ns_tier' fast='$fast' slow='$slow' slow-share='75' interval-ms='500'/>" >"$tmp/$dom3.xml"
+	domains="$domains $dom3"
+	check "g: $dom3 starts with <tier fast=\"$fast\" slow=\"$slow\" .../> in its metadata" \
+		virsh create "$tmp/$dom3.xml"
+	check "g: memmigd acted on it as the domain started (tier-status)" \
+		wait_for 20 tier_status 'action="set"'
+	echo "tier-status: $(cat "$tmp/tier-status.xml")"
+	check "g: ... the outcome expected on this host" tier_outcome
+	check "g: ... logged" grep -q "libvirt: domain $dom3: tiering" "$tmp/memmigd.log"
+
+	# A memmigd started while the domain runs finds the element.
+	before=$(tier_lines)
+	kill "$daemon" && wait "$daemon"
+	virsh metadata "$dom3" --uri "$ns_tier_status" --live --remove >/dev/null 2>&1
+	start_memmigd
+	check "g: a restarted memmigd found the running domain's element" \
+		wait_for 20 sh -c "[ \$(grep -c 'libvirt: domain $dom3: tiering' '$tmp/memmigd.log') -gt $before ]"
+	check "g: ... and wrote the tier-status again" wait_for 10 tier_status 'action="set"'
+	check "g: ... the same outcome" tier_outcome
+
+	# Refused, reported, never guessed: a running tiering keeps its policy.
+	check "g: virsh metadata --set a <tier> with an unknown attribute" \
+		virsh metadata "$dom3" --uri "$ns_tier" --key memmigtier --live \
+		--set "<tier fast='$fast' slow='$slow' hot='1'/>"
+	check "g: ... refused: EINVAL, and the message says why" \
+		wait_for 20 tier_status 'result="EINVAL" message="&lt;tier&gt; has no attribute hot"'
+	echo "tier-status: $(cat "$tmp/tier-status.xml")"
+	check "g: ... logged" grep -q "domain $dom3: refusing tier element" "$tmp/memmigd.log"
+	[ -n "$tiered" ] && check "g: ... the tiering runs on, as it was" tiering_is '.state == "running"'
+
+	# Removed: the tiering ends (or there was none to end).
+	check "g: virsh metadata --remove the tier element" \
+		virsh metadata "$dom3" --uri "$ns_tier" --live --remove
+	check "g: ... memmigd ended the tiering (tier-status action=clear)" \
+		wait_for 20 tier_status 'action="clear"'
+	echo "tier-status: $(cat "$tmp/tier-status.xml")"
+	if [ -n "$tiered" ]; then
+		check "g: ... result OK, the tiering's id" grep -q 'result="OK" tier="[0-9]*"' "$tmp/tier-status.xml"
+		check "g: ... it no longer runs" tiering_is '.state != "running"'
+	else
+		check "g: ... ENOENT: none was running" \
+			grep -q 'result="ENOENT" message="pid [0-9]* is not tiered"' "$tmp/tier-status.xml"
+	fi
+	echo "memmigd's log:"; grep "domain $dom3: " "$tmp/memmigd.log" | sed 's/^/  | /'
+	virsh destroy "$dom3" >/dev/null
+	domains=${domains% $dom3}
+}
+if [ "${LIBVIRT_TESTS:-all}" = tier ]; then
+	tier_section
+	[ "$fails" -gt 0 ] && tail -n 30 "$tmp/memmigd.log"
+	summary
+	exit
+fi
 
 # ---- a) the hook registers the domain ----
 domain_xml "$dom" >"$tmp/$dom.xml"
@@ -391,6 +504,8 @@ check "f: ... done, the nodeset kept" rebalance_is '.rebalance.state == "done" a
 virsh destroy "$dom2" >/dev/null
 domains=
 check "f: dropped when the domain stops" wait_for 10 gone "$dom2"
+
+tier_section
 
 if [ "$fails" -gt 0 ]; then
 	for f in jobs.json status.xml memmigd.log hook.log; do
