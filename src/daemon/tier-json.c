@@ -117,6 +117,8 @@ struct json_object *tier_json(const struct tiered_view *v, bool history)
 	json_object_object_add(o, "pages_failed", u64(st->pages_failed));
 	json_object_object_add(o, "cpu_s", json_object_new_double(st->cpu_s));
 	json_object_object_add(o, "pause_max_s", json_object_new_double(st->pause_max_s));
+	json_object_object_add(o, "batch_max_s", json_object_new_double(st->batch_max_s));
+	json_object_object_add(o, "over_budget", u64(st->over_budget));
 	json_object_object_add(o, "last_error", st->last_error ?
 			       json_object_new_string(proto_errno_name(st->last_error, name,
 								       sizeof(name))) : NULL);

@@ -64,7 +64,7 @@ struct tier_policy {
 	unsigned int cold_intervals;	/* untouched this long before a
 					 * demotion, 1..TIER_HIST_BITS */
 	unsigned int min_stay;		/* intervals a moved unit stays */
-	unsigned int pause_ms;		/* the pause budget of one batch */
+	unsigned int pause_ms;		/* the pause budget of a unit's move */
 };
 
 #define TIER_INTERVAL_MIN_MS	100
@@ -100,7 +100,7 @@ struct tier_sample {
 	uint64_t bytes_fast, bytes_slow;	/* at the interval's start */
 	uint64_t hot_bytes, hot_fast;	/* the hot units', and of them on fast */
 	uint64_t promoted, demoted;	/* bytes the interval moved */
-	double pause_s;			/* its longest batch */
+	double pause_s;			/* its longest pause of a unit */
 };
 
 struct tier_stats {
@@ -119,7 +119,10 @@ struct tier_stats {
 					 * written (new, or merged): ignored */
 	uint64_t pages_failed;		/* did not move (the reports') */
 	double cpu_s;			/* the engine's CPU time, moves included */
-	double pause_max_s;		/* longest batch: a bound of any page's pause */
+	double pause_max_s;		/* longest pause of a unit: its share of a
+					 * batch's move_pages time */
+	double batch_max_s;		/* longest batch's move_pages time */
+	uint64_t over_budget;		/* units whose pause passed pause_ms */
 	double elapsed_s;
 	int last_error;			/* 0 or -errno of the last interval */
 	char damon_why[160];		/* why DAMON is not a source, or "" */
