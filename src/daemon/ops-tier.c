@@ -155,6 +155,11 @@ struct json_object *op_tier_clear(struct memmigd *d, const struct client_cred *c
 	if (req->domain[0] && domains_resolve(d->domains, req->domain, &pid))
 		return proto_reply_error(req, ENOENT, "no domain \"%s\"", req->domain);
 	rc = tiers_clear(d->tiers, req->tier.id, pid, c->uid, &tier, msg, sizeof(msg));
+	/* By domain: the answer names the domain, never the pid behind it
+	 * (another user's domain's pid is not theirs to learn). */
+	if (rc && req->domain[0])
+		return proto_reply_error(req, rc, "domain \"%s\" %s", req->domain,
+					 rc == -EPERM ? "is tiered by another user" : "is not tiered");
 	if (rc)
 		return proto_reply_error(req, rc, "%s", msg);
 	o = proto_reply_ok(req);

@@ -152,6 +152,14 @@ static int as_nobody(pid_t root_proc, pid_t own_proc, pid_t gone, int64_t root_t
 	CHECK(root_tier ? says(r, "EPERM", "another user's") : says(r, "ENOENT", "not tiered"),
 	      "nobody ends root's process's tiering: %s", tc_error(r));
 	json_object_put(r);
+	/* Root's domain by its name: refused without naming its pid. */
+	r = tc_call(c, "{\"op\":\"tier_clear\",\"domain\":\"rootvm\"}");
+	snprintf(enodev, sizeof(enodev), "%d", root_proc);
+	CHECK((says(r, "ENOENT", "domain \"rootvm\" is not tiered") ||
+	       says(r, "EPERM", "domain \"rootvm\" is tiered by another user")) &&
+		      !strstr(tc_str(r, "message"), enodev),
+	      "tier_clear of root's domain: %s", tc_error(r));
+	json_object_put(r);
 	r = tc_call(c, "{\"op\":\"tier_clear\",\"domain\":\"none\"}");
 	CHECK(says(r, "ENOENT", "no domain \"none\""), "tier_clear of a domain that is not: %s",
 	      tc_error(r));
@@ -218,6 +226,9 @@ int main(void)
 		return 1;
 	}
 	c = tc_connect(d.sock);
+	r = tc_call(c, "{\"op\":\"register\",\"name\":\"rootvm\",\"pid\":%d}", root_proc);
+	CHECK(says(r, "OK", NULL), "root registers a domain: %s", tc_error(r));
+	json_object_put(r);
 	root_tier = as_root(c, root_proc);
 	child = fork();
 	if (child == 0) {
