@@ -35,6 +35,7 @@ struct tier {
 	size_t nunits;
 	struct tier_softdirty *sd;
 	struct tier_damon *damon;
+	uint32_t damon_since;		/* the interval it was opened in */
 	struct timespec start;
 	struct tier_stats st;
 	struct tier_sample hist[TIER_HISTORY];
@@ -213,6 +214,31 @@ static void take_stock(struct tier *t, struct tier_sample *s)
 	};
 }
 
+/*
+ * DAMON's first aggregations see the process as a few big regions, and a
+ * region with any access marks every unit in it: in the tier its first
+ * interval marked all 64 units of a process that wrote 16.  Its marks are
+ * used from its TIER_DAMON_WARMUP-th interval on (read, and dropped,
+ * before), by when its regions have split around what is accessed.
+ */
+#define TIER_DAMON_WARMUP	3
+
+static int damon_mark(struct tier *t, struct tier_unit *units, size_t n, uint32_t now)
+{
+	struct tier_unit *scratch;
+	int rc;
+
+	if (now - t->damon_since >= TIER_DAMON_WARMUP - 1)
+		return tier_damon_mark(t->damon, units, n);
+	scratch = malloc((n ? n : 1) * sizeof(*scratch));
+	if (!scratch)
+		return -ENOMEM;
+	memcpy(scratch, units, n * sizeof(*scratch));
+	rc = tier_damon_mark(t->damon, scratch, n);
+	free(scratch);
+	return rc < 0 ? rc : 0;
+}
+
 static int read_sources(struct tier *t, uint32_t now)
 {
 	struct tier_unit *units = NULL;
@@ -235,7 +261,9 @@ static int read_sources(struct tier *t, uint32_t now)
 	rc = tier_softdirty_mark(t->sd, units, n);
 	if (rc < 0)
 		return rc;
-	if (t->damon && (rc = tier_damon_mark(t->damon, units, n)) < 0) {
+	if (t->damon)
+		rc = damon_mark(t, units, n, now);
+	if (t->damon && rc < 0) {
 		if (rc == -ESRCH)
 			return rc;
 		/* DAMON failing leaves the writes: say so, go on. */
@@ -261,13 +289,16 @@ int tier_step(struct tier *t)
 	double pause = 0;
 	int rc, rc2 = 0, fast, slow;
 
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+	/* The process's CPU time: the moves run on libmemmig's workers. */
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 	/* Reads too, where the kernel has DAMON; writes alone otherwise.
 	 * Opened here, on the caller's tiering thread: DAMON's sysfs may
 	 * take an aggregation to answer. */
 	if (now == 1 && !tier_damon_open(t->pid, t->p.interval_ms, &t->damon, t->st.damon_why,
-					 sizeof(t->st.damon_why)))
+					 sizeof(t->st.damon_why))) {
 		t->st.sources |= TIER_SRC_DAMON;
+		t->damon_since = now;
+	}
 	rc = read_sources(t, now);
 	if (rc)
 		goto out;
@@ -301,7 +332,7 @@ int tier_step(struct tier *t)
 	t->hist[t->nhist++ % TIER_HISTORY] = s;
 	tier_plan_free(&plan);
 out:
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 	t->st.cpu_s += secs(&c0, &c1);
 	t->st.last_error = rc;
 	return rc;

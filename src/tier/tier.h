@@ -118,7 +118,9 @@ struct tier_stats {
 	uint64_t softdirty_resets;	/* intervals a mapping read as all
 					 * written (new, or merged): ignored */
 	uint64_t pages_failed;		/* did not move (the reports') */
-	double cpu_s;			/* the engine's CPU time, moves included */
+	double cpu_s;			/* the process's CPU time during the
+					 * intervals, the moves' workers included
+					 * (a job running meanwhile counts too) */
 	double pause_max_s;		/* longest pause of a unit: its share of a
 					 * batch's move_pages time */
 	double batch_max_s;		/* longest batch's move_pages time */
