@@ -132,11 +132,10 @@ static void run_one(struct tiers *ts, struct tiered *r)
 	r->v.nhist = tier_get_history(r->engine, r->v.hist, TIER_HISTORY);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	add_ms(&r->due, r->v.policy.interval_ms);
-	/* Behind (a long interval): the next one starts a full interval on. */
-	if (before(&r->due, &now)) {
+	/* Behind (its moves took longer than the interval): the next one
+	 * starts now, its sources covering at least an interval already. */
+	if (before(&r->due, &now))
 		r->due = now;
-		add_ms(&r->due, r->v.policy.interval_ms);
-	}
 	if (rc == -ESRCH || r->v.state == TIERED_STOPPING)
 		to_free = end(ts, r, rc == -ESRCH ? rc : 0);
 	else if (r->v.st.promotions + r->v.st.demotions != r->v.last_moves) {

@@ -38,7 +38,11 @@
  *          plus 1 and 2 intervals)
  *   SUMMARY hot_fast_min_2i=<the least at_2i; na if a change has none>
  *          slow_pct_mean=<mean slow_pct of the samples in the second half
- *          of every phase> samples=<n>
+ *          of every phase> samples=<n> stall_max_ms=<the longest the
+ *          writer went between two looks at the clock, 64 page writes
+ *          apart: a write that waited for a page being migrated shows
+ *          here, and so does the vCPU being scheduled out; the coarse
+ *          clock's tick, a few ms, is its resolution>
  *   RUSAGE utime_s=<s> stime_s=<s> phases_utime_s=<s> phases_stime_s=<s>
  *          sampler_utime_s=<s> sampler_stime_s=<s>
  *          (the whole process; the process from the start of the phases on,
@@ -109,6 +113,7 @@ static struct {
 	struct rusage start_ru;		/* the process's, as the phases began */
 	struct rusage sampler_ru;
 	int sampler_err;
+	double stall_max_ms;		/* the writer's longest gap */
 } run;
 
 static volatile sig_atomic_t stop_req;
@@ -468,7 +473,7 @@ static void *sampler(void *arg)
 static void phase_run(unsigned long k)
 {
 	unsigned long first = hot_first_unit(k) * UNIT_PAGES, n = run.hot_units * UNIT_PAGES;
-	double end = (double)(k + 1) * run.o.phase_ms;
+	double end = (double)(k + 1) * run.o.phase_ms, last = 0;
 	struct timespec c0;
 
 	/* The end, on the coarse clock: read without a system call whatever
@@ -486,8 +491,16 @@ static void phase_run(unsigned long k)
 
 			run.mem[p * WORDS]++;
 			run.expected[p]++;
-			if (!(j & 63) && (stop_req || coarse_ms_since(&c0) >= end))
-				return;
+			if (!(j & 63)) {
+				double now = coarse_ms_since(&c0);
+
+				/* A write that waited on a migration entry. */
+				if (now - last > run.stall_max_ms)
+					run.stall_max_ms = now - last;
+				last = now;
+				if (stop_req || now >= end)
+					return;
+			}
 		}
 	}
 }
@@ -569,7 +582,7 @@ static void summary_print(unsigned long phases_done)
 		printf("%.1f", slow_sum / slow_n);
 	else
 		printf("na");
-	printf(" samples=%lu\n", run.nsamples);
+	printf(" samples=%lu stall_max_ms=%.0f\n", run.nsamples, run.stall_max_ms);
 }
 
 static int ready_announce(void)
