@@ -24,7 +24,8 @@ static void print_limits(struct json_object *l)
 	printf("limits:   %lld jobs queued or running (%lld running per node), %lld clients "
 	       "(the last %lld root's, %lld per user),\n"
 	       "          idle clients closed after %lld s, %lld event subscribers "
-	       "(each dropped past %lld bytes unread)\n",
+	       "(each dropped past %lld bytes unread),\n"
+	       "          %lld processes tiered (%lld per user)\n",
 	       (long long)cli_json_int(l, "max_jobs", 0),
 	       (long long)cli_json_int(l, "max_jobs_per_node", 0),
 	       (long long)cli_json_int(l, "max_clients", 0),
@@ -32,7 +33,9 @@ static void print_limits(struct json_object *l)
 	       (long long)cli_json_int(l, "max_clients_per_user", 0),
 	       (long long)cli_json_int(l, "idle_timeout_s", 0),
 	       (long long)cli_json_int(l, "max_subscribers", 0),
-	       (long long)cli_json_int(l, "bytes_subscriber_backlog", 0));
+	       (long long)cli_json_int(l, "bytes_subscriber_backlog", 0),
+	       (long long)cli_json_int(l, "max_tiers", 0),
+	       (long long)cli_json_int(l, "max_tiers_per_user", 0));
 }
 
 static void print_status(struct json_object *r)
@@ -54,6 +57,7 @@ static void print_status(struct json_object *r)
 	       (long long)cli_json_int(r, "clients", 0), (long long)cli_json_int(r, "subscribers", 0));
 	printf("jobs:     %lld running, %lld queued\n", (long long)cli_json_int(jobs, "running", 0),
 	       (long long)cli_json_int(jobs, "queued", 0));
+	printf("tiering:  %lld processes (memmig-cli tier)\n", (long long)cli_json_int(r, "tiers", 0));
 	printf("metrics:  %s\n", metrics ? metrics : "no file (memmig-cli stats asks)");
 	if (limits)
 		print_limits(limits);
