@@ -19,9 +19,11 @@
 #   damos_paddr       DAMON on the physical address space, DAMOS
 #                     migrate_hot to node 0 for accessed memory of node 2,
 #                     migrate_cold to node 2 for idle memory of node 0 (6.11)
-# The kernel's need node 2 in a lower memory tier than node 0 (6.12 with
-# run-vm-new.sh's HMAT); elsewhere they are skipped, saying why, and
-# memmig runs alone.  A run without any (name=none) gives the floor.
+# Two tests of the tier run this script: guest-tier (memmig, and where the
+# kernel's tiering runs too, a run without any, name=none, for the floor)
+# and guest-tier-kernel (the kernel's two), in the same boot.  The
+# kernel's need node 2 in a lower memory tier than node 0 (6.12 with
+# run-vm-new.sh's HMAT); elsewhere guest-tier-kernel skips, saying why.
 # Each prints one line for the comparison:
 #   TIER name=<mechanism> hot_fast_min_2i=<%> slow_pct_mean=<%>
 #        bytes_moved=<bytes> cpu_s=<s> stall_max_ms=<ms> verify=ok
@@ -379,53 +381,68 @@ measure() {
 # cost by themselves, where pages stay).
 none_on() { :; }
 none_off() { :; }
-[ "$kernel_tiers" = 1 ] && numab_off
-[ "$kernel_tiers" = 1 ] && measure none none_on none_off
-measure memmig memmig_on memmig_off
-# memmig's goal, and what its tiering says of itself.
-sum=$(grep '^SUMMARY' "$tmp/memmig.out")
-hf=$(field "$sum" hot_fast_min_2i) sp=$(field "$sum" slow_pct_mean)
-check "memmig: >= 95 % of the hot set on node $fast two intervals after each change ($hf %)" \
-	awk -v v="$hf" 'BEGIN { exit !(v + 0 >= 95) }'
-check "memmig: >= 70 % of the memory on node $slow ($sp %)" awk -v v="$sp" 'BEGIN { exit !(v + 0 >= 70) }'
-show=$tmp/tier-show.json
-jq -c '{sources, damon, intervals, promotions, demotions, promoted_bytes, demoted_bytes, promoted_by,
-	bounces, held, deferred, softdirty_resets, pages_failed, cpu_s, pause_max_s, batch_max_s,
-	over_budget}' "$show" | sed 's/^/  tiering: /'
-check "memmig: promoted and demoted" test "$(jq '.promoted_bytes > 0 and .demoted_bytes > 0' "$show")" = true
-# The pause the workload felt: its writer's longest stall (a write that
-# waited for its page's migration), inside the budget.  The engine's own
-# estimate (a unit's share of its batch) is printed beside it.
-stall=$(field "$sum" stall_max_ms)
-echo "  the writer's longest stall $stall ms; the engine's estimate of a unit's pause" \
-	"$(jq .pause_max_s "$show") s, its longest batch $(jq .batch_max_s "$show") s"
-check "memmig: the writer's longest stall inside the ${pause_ms} ms budget ($stall ms)" \
-	test "${stall:-999999}" -le "$pause_ms"
-check "memmig: no page failed to move" test "$(jq .pages_failed "$show")" = 0
-check "memmig: writes from soft-dirty" test "$(jq '.sources | index("soft-dirty") != null' "$show")" = true
-if [ -d /sys/kernel/mm/damon/admin ]; then
-	check "memmig: reads from DAMON too ($(jq -r .damon "$show"))" \
-		test "$(jq '.sources | index("damon") != null' "$show")" = true
-else
-	check "memmig: says why not DAMON ($(jq -r .damon "$show"))" test "$(jq -r .damon "$show")" != null
-fi
-check "memmig: the metrics have the tiering" grep -q "^memmigd_tier_promoted_bytes_total{tier=\"$tier_id\"" \
-	"$tmp/metrics.txt"
-# hotset has exited: the tiering ends by itself within an interval or two.
-for _ in $(seq 50); do
-	MEMMIG_SOCKET=$sock "$cli" tier --show "$tier_id" --json >"$show"
-	[ "$(jq -r .state "$show")" = ended ] && break
-	sleep 0.2
-done
-check "memmig: the tiering ended with the process ($(jq -r '.state + " " + (.result // "-")' "$show"))" \
-	test "$(jq -r '.state + " " + .result' "$show")" = "ended ESRCH"
+# memmig's run, and its goal.
+memmig_part() {
+	[ "$kernel_tiers" = 1 ] && numab_off
+	[ "$kernel_tiers" = 1 ] && measure none none_on none_off
+	measure memmig memmig_on memmig_off
+	# memmig's goal, and what its tiering says of itself.
+	sum=$(grep '^SUMMARY' "$tmp/memmig.out")
+	hf=$(field "$sum" hot_fast_min_2i) sp=$(field "$sum" slow_pct_mean)
+	check "memmig: >= 95 % of the hot set on node $fast two intervals after each change ($hf %)" \
+		awk -v v="$hf" 'BEGIN { exit !(v + 0 >= 95) }'
+	check "memmig: >= 70 % of the memory on node $slow ($sp %)" awk -v v="$sp" 'BEGIN { exit !(v + 0 >= 70) }'
+	show=$tmp/tier-show.json
+	jq -c '{sources, damon, intervals, promotions, demotions, promoted_bytes, demoted_bytes, promoted_by,
+		bounces, held, deferred, softdirty_resets, pages_failed, cpu_s, pause_max_s, batch_max_s,
+		over_budget}' "$show" | sed 's/^/  tiering: /'
+	check "memmig: promoted and demoted" test "$(jq '.promoted_bytes > 0 and .demoted_bytes > 0' "$show")" = true
+	# The pause the workload felt: its writer's longest stall (a write that
+	# waited for its page's migration), inside the budget.  The engine's own
+	# estimate (a unit's share of its batch) is printed beside it.
+	stall=$(field "$sum" stall_max_ms)
+	echo "  the writer's longest stall $stall ms; the engine's estimate of a unit's pause" \
+		"$(jq .pause_max_s "$show") s, its longest batch $(jq .batch_max_s "$show") s"
+	check "memmig: the writer's longest stall inside the ${pause_ms} ms budget ($stall ms)" \
+		test "${stall:-999999}" -le "$pause_ms"
+	check "memmig: no page failed to move" test "$(jq .pages_failed "$show")" = 0
+	check "memmig: writes from soft-dirty" test "$(jq '.sources | index("soft-dirty") != null' "$show")" = true
+	if [ -d /sys/kernel/mm/damon/admin ]; then
+		check "memmig: reads from DAMON too ($(jq -r .damon "$show"))" \
+			test "$(jq '.sources | index("damon") != null' "$show")" = true
+	else
+		check "memmig: says why not DAMON ($(jq -r .damon "$show"))" test "$(jq -r .damon "$show")" != null
+	fi
+	check "memmig: the metrics have the tiering" grep -q "^memmigd_tier_promoted_bytes_total{tier=\"$tier_id\"" \
+		"$tmp/metrics.txt"
+	# hotset has exited: the tiering ends by itself within an interval or two.
+	for _ in $(seq 50); do
+		MEMMIG_SOCKET=$sock "$cli" tier --show "$tier_id" --json >"$show"
+		[ "$(jq -r .state "$show")" = ended ] && break
+		sleep 0.2
+	done
+	check "memmig: the tiering ended with the process ($(jq -r '.state + " " + (.result // "-")' "$show"))" \
+		test "$(jq -r '.state + " " + .result' "$show")" = "ended ESRCH"
+}
 
-if [ "$kernel_tiers" = 1 ]; then
+# One script, two tests of the tier: guest-tier (memmig, and the floor
+# where the kernel's tiering runs too) and guest-tier-kernel (the kernel's
+# mechanisms, in the same boot): each inside the guest's time per test.
+case ${0##*/} in
+*kernel*)
+	if [ "$kernel_tiers" != 1 ]; then
+		echo "SKIP: the kernel's tiering: $no_tiers"
+		exit 77
+	fi
+	numab_off
 	measure numa_balancing_2 numab_on numab_off
 	measure damos_paddr damos_on damos_off
-else
-	echo "SKIP: the kernel's tiering: $no_tiers"
-fi
+	;;
+*)
+	memmig_part
+	[ "$kernel_tiers" = 1 ] || echo "  (the kernel's tiering: $no_tiers)"
+	;;
+esac
 
 echo "== tiering on hotset (hot set ${hot_pct}% of $size_mib MiB, moving every" \
 	"$phase_ms ms; interval $interval_ms ms; all on node $slow at first)"

@@ -13,7 +13,8 @@
 #
 # Exit: as run-vm.sh; 77 when no newer kernel is installed, saying so.
 # Environment: as run-vm.sh; VM_KERNEL_NEW (the kernel), VM_TESTS (default:
-# the tests above), VM_TAG (default -new), VM_HMAT (default 1).
+# the tests above), VM_TAG (default -new), VM_HMAT (default 1), VM_TIMEOUT
+# (default 1200: the tiering tests take a few minutes here).
 set -u
 srcdir=${srcdir:-$(dirname "$0")/../..}
 . "$srcdir/tests/vm/vm-host.sh"
@@ -24,6 +25,6 @@ if ! kernel=$(vm_kernel_new); then
 fi
 # The CXL devices stay with the stock boot, which runs the CXL cases: QEMU
 # emulates each access to CXL memory, and time is short.
-VM_KERNEL=$kernel VM_TAG=${VM_TAG:--new} VM_CXL=${VM_CXL:-0} VM_HMAT=${VM_HMAT:-1} \
-VM_TESTS=${VM_TESTS:-"test-multinode guest-hwpoison guest-dax test-mce guest-demo guest-damon guest-tier"} \
+VM_KERNEL=$kernel VM_TAG=${VM_TAG:--new} VM_TIMEOUT=${VM_TIMEOUT:-1200} VM_CXL=${VM_CXL:-0} VM_HMAT=${VM_HMAT:-1} \
+VM_TESTS=${VM_TESTS:-"test-multinode guest-hwpoison guest-dax test-mce guest-demo guest-damon guest-tier guest-tier-kernel"} \
 	exec bash "$srcdir/tests/vm/run-vm.sh"
