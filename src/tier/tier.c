@@ -311,15 +311,23 @@ int tier_step(struct tier *t)
 		goto out;
 	t->st.held += plan.held;
 	t->st.deferred += plan.deferred;
-	/* Promotions first: the hot set's place is what the guest feels. */
+	/*
+	 * Promotions first: the hot set's place is what the guest feels.  A
+	 * direction whose batch failed (a unit unmapped meanwhile: EFAULT)
+	 * is not held by the hysteresis: the next interval looks again.
+	 */
 	rc = move_units(t, plan.promote, plan.npromote, fast, &up, &pause);
-	mark_moved(t, plan.promote, plan.npromote, 1, now);
+	if (!rc) {
+		mark_moved(t, plan.promote, plan.npromote, 1, now);
+		t->st.promotions += plan.npromote;
+	}
 	if (rc != -ESRCH)
 		rc2 = move_units(t, plan.demote, plan.ndemote, slow, &down, &pause);
-	mark_moved(t, plan.demote, plan.ndemote, -1, now);
+	if (rc != -ESRCH && !rc2) {
+		mark_moved(t, plan.demote, plan.ndemote, -1, now);
+		t->st.demotions += plan.ndemote;
+	}
 	rc = rc ? rc : rc2;
-	t->st.promotions += plan.npromote;
-	t->st.demotions += plan.ndemote;
 	t->st.promoted_bytes += up;
 	t->st.demoted_bytes += down;
 	if (pause > t->st.pause_max_s)
