@@ -238,12 +238,12 @@ static int child_start(struct child *c)
 			_exit(1);
 		m = (char *)(((uintptr_t)m + TIER_UNIT - 1) & ~(TIER_UNIT - 1));
 		memset(m, 1, 16 * MB);
+		/* The 2 MiB after the 16 MiB, unmapped before the parent looks:
+		 * byte 255 maps it again, which merges it into the mapping (the
+		 * kernel then marks the whole mapping soft-dirty). */
+		munmap(m + 16 * MB, 2 * MB);
 		if (write(from[1], &m, sizeof(m)) != sizeof(m))
 			_exit(1);
-		/* The 2 MiB after the 16 MiB, unmapped: byte 255 maps it again,
-		 * which merges it into the mapping (the kernel then marks the
-		 * whole mapping soft-dirty). */
-		munmap(m + 16 * MB, 2 * MB);
 		while (read(to[0], &k, 1) == 1) {
 			if (k == 255 && mmap(m + 16 * MB, 2 * MB, PROT_READ | PROT_WRITE,
 					     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
