@@ -250,6 +250,12 @@ static int update(struct tiers *ts, struct tiered *r, const struct tiers_spec *s
 		snprintf(msg, len, "pid %d is tiered by another user", spec->pid);
 		return -EPERM;
 	}
+	/* Cleared, not ended yet: a new policy would end with it. */
+	if (r->v.state == TIERED_STOPPING) {
+		snprintf(msg, len, "pid %d's tiering %llu is ending: set it again in an interval",
+			 spec->pid, (unsigned long long)r->v.id);
+		return -EBUSY;
+	}
 	r->next_policy = spec->policy;
 	r->policy_changed = true;
 	*out = tier_json(&r->v, false);
