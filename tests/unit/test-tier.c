@@ -292,21 +292,28 @@ static void test_units_child(void)
 	size_t n = 0;
 	ssize_t f;
 
-	p.fast[0] = 0;
-	p.slow[0] = 1;
+	/* Wherever the child's pages are (the multi-node tier runs this too,
+	 * and the child's CPU picks its node): nodes 0-62 fast, 63 slow. */
+	for (int i = 0; i < TIER_MAX_NODES - 1; i++)
+		p.fast[i] = i;
+	p.nfast = TIER_MAX_NODES - 1;
+	p.slow[0] = TIER_MAX_NODES - 1;
 	CU_ASSERT_EQUAL_FATAL(child_start(&c), 0);
 	CU_ASSERT_EQUAL(tier_units_read(c.pid, NULL, 0, &u, &n), 0);
 	f = find(u, n, c.addr);
 	CU_ASSERT_FATAL(f >= 0 && (size_t)f + 8 <= n);
 	for (int i = 0; i < 8; i++)
 		CU_ASSERT_EQUAL(u[f + i].len, TIER_UNIT);
-	/* One node here: every page of the written 16 MiB on node 0. */
+	/* Every page of the written 16 MiB sampled, on a node, none absent. */
 	CU_ASSERT_EQUAL(tier_units_sample(c.pid, u, n, &p), 0);
 	for (int i = 0; i < 8; i++) {
 		CU_ASSERT_EQUAL(u[f + i].sampled, TIER_SAMPLES);
 		CU_ASSERT_EQUAL(u[f + i].on_fast, TIER_SAMPLES);
-		CU_ASSERT_EQUAL(u[f + i].node, 0);
+		CU_ASSERT_EQUAL(u[f + i].on_slow, 0);
+		CU_ASSERT(u[f + i].node >= 0 && u[f + i].node < TIER_MAX_NODES - 1);
 	}
+	/* The 2 MiB unmapped after them: not a unit, nothing sampled. */
+	CU_ASSERT((size_t)f + 8 == n || u[f + 8].addr != c.addr + 16 * MB);
 	/* What is known carries over a new reading. */
 	u[f + 3].hist = 0x5;
 	u[f + 3].moved_at = 7;
