@@ -367,19 +367,9 @@ unsigned int tier_get_history(const struct tier *t, struct tier_sample *out, uns
 	return n;
 }
 
-const struct tier_policy *tier_policy_of(const struct tier *t)
-{
-	return &t->p;
-}
-
 void tier_set_policy(struct tier *t, const struct tier_policy *p)
 {
 	t->p = *p;
-}
-
-int tier_pid(const struct tier *t)
-{
-	return t->pid;
 }
 
 void tier_free(struct tier *t)

@@ -145,10 +145,8 @@ int tier_step(struct tier *t);
 void tier_get_stats(const struct tier *t, struct tier_stats *out);
 /* The last n intervals (at most TIER_HISTORY), oldest first; returns n. */
 unsigned int tier_get_history(const struct tier *t, struct tier_sample *out, unsigned int max);
-const struct tier_policy *tier_policy_of(const struct tier *t);
 /* A new policy (checked) from the next interval on; history is kept. */
 void tier_set_policy(struct tier *t, const struct tier_policy *p);
-int tier_pid(const struct tier *t);
 void tier_free(struct tier *t);
 
 #endif
