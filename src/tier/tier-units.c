@@ -81,6 +81,7 @@ int tier_units_read(int pid, const struct tier_unit *old, size_t nold,
 				j++;
 			if (j < nold && old[j].addr == a) {
 				u[k].hist = old[j].hist;
+				u[k].damon_hist = old[j].damon_hist;
 				u[k].moved_at = old[j].moved_at;
 				u[k].cold_since = old[j].cold_since;
 				u[k].last_dir = old[j].last_dir;

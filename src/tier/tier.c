@@ -247,6 +247,7 @@ static int read_sources(struct tier *t, uint32_t now)
 
 	for (size_t i = 0; i < t->nunits; i++) {
 		t->units[i].hist = (uint8_t)(t->units[i].hist << 1);
+		t->units[i].damon_hist = (uint8_t)(t->units[i].damon_hist << 1);
 		t->units[i].src = 0;
 	}
 	rc = tier_units_read(t->pid, t->units, t->nunits, &units, &n);
@@ -273,9 +274,11 @@ static int read_sources(struct tier *t, uint32_t now)
 		t->damon = NULL;
 		t->st.sources &= ~(unsigned int)TIER_SRC_DAMON;
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		tier_unit_confirm(&units[i]);
 		if (units[i].hist & 1)
 			units[i].cold_since = now;
+	}
 	return tier_units_sample(t->pid, units, n, &t->p);
 }
 

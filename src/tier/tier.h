@@ -28,14 +28,19 @@ enum tier_source {
 
 /*
  * One 2 MiB-aligned piece of one mapping (shorter at a mapping's edges).
- * Sources set bit 0 of hist and their bit in src for each unit touched
- * since their last call; tier_step shifts hist once per interval.
+ * Sources set their bit in src for each unit touched since their last
+ * call, and bit 0 of hist where the touch is sure: a write the kernel
+ * recorded.  DAMON's marks are estimates (a region's accesses spread over
+ * the units it covers): they go to damon_hist, and a unit DAMON marks two
+ * intervals in a row counts as touched.  tier_step shifts both histories
+ * once per interval.
  */
 struct tier_unit {
 	uint64_t addr;		/* start, in the process */
 	uint32_t len;		/* bytes, <= TIER_UNIT */
 	uint8_t hist;		/* bit i: touched i intervals ago */
 	uint8_t src;		/* enum tier_source bits, this interval */
+	uint8_t damon_hist;	/* bit i: DAMON marked it i intervals ago */
 	int16_t node;		/* where most sampled pages are; -1: none */
 	uint16_t sampled;	/* pages sampled, present */
 	uint16_t on_fast;	/* of them, on a fast node */

@@ -104,6 +104,32 @@ static void test_plan_promote(void)
 	tier_plan_free(&plan);
 }
 
+/* DAMON's mark counts once it repeats: a single one promotes nothing and
+ * keeps nothing from going cold; two in a row are a touch. */
+static void test_damon_confirm(void)
+{
+	struct tier_policy p = policy();
+	struct tier_unit u[4];
+	struct tier_plan plan;
+
+	units_on(u, 4, false);
+	u[0].damon_hist = 1;		/* marked now, not before */
+	u[1].damon_hist = 3;		/* marked now and before */
+	u[2].damon_hist = 2;		/* marked before, not now */
+	u[3].hist = 1;			/* written: sure at once */
+	u[3].src = TIER_SRC_SOFTDIRTY;
+	for (int i = 0; i < 4; i++)
+		tier_unit_confirm(&u[i]);
+	CU_ASSERT_EQUAL(u[0].hist, 0);
+	CU_ASSERT_EQUAL(u[1].hist, 1);
+	CU_ASSERT_EQUAL(u[2].hist, 0);
+	CU_ASSERT_EQUAL(u[3].hist, 1);
+	CU_ASSERT_EQUAL(tier_plan_make(u, 4, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(plan.npromote, 2);
+	CU_ASSERT(has(plan.promote, plan.npromote, 1) && has(plan.promote, plan.npromote, 3));
+	tier_plan_free(&plan);
+}
+
 static void test_plan_demote_share(void)
 {
 	struct tier_policy p = policy();
@@ -404,6 +430,7 @@ static void test_softdirty_child(void)
 static CU_TestInfo tests[] = {
 	{ "policy: node sets, share or watermark, ranges", test_policy_check },
 	{ "plan: hot units on slow promoted, hottest first", test_plan_promote },
+	{ "plan: a DAMON mark counts when it repeats", test_damon_confirm },
 	{ "plan: cold units demoted to the share, coldest first", test_plan_demote_share },
 	{ "plan: a unit moved lately stays (hysteresis)", test_plan_hysteresis },
 	{ "plan: the rate, promotions first", test_plan_rate },
