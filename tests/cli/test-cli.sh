@@ -195,12 +195,25 @@ check "demo bad dirty message" grep -q "dirty: auto, log" "$tmp/err"
 check "demo mem cap" exit_is 2 "$cli" demo --mem 65G
 # Userfaultfd write protection: the swap moves the tracked range aside by
 # whole page tables (UFFD_FEATURE_EVENT_REMAP), not one entry at a time as
-# Linux 6.13 on does for a tracked range without it: there the swap of a
-# range split to 4 KiB took 5x the harvest's walk of it, here half.
+# Linux 6.13 on does for a tracked range without it.  The swap is two
+# mremaps of the guest's RAM in a process with threads, and what those
+# cost is the host's: 0.3 ms a GiB on one host, 3.3 ms on another, and in
+# a loaded VM the TLB flushes on the other CPU cost more than the moves.
+# So it is judged beside the same two mremaps of as much THP-advised
+# memory, without userfaultfd, by a process with a thread on another CPU
+# (tests/helpers/remap-cost), measured here in the same run: the swap's
+# fastest against the pair's median.  Whole tables took 1.4-2.3x that pair
+# on an AMD Zen 5 host, quiet and loaded; entry by entry, on THPs split to
+# 4 KiB, a move costs 7x (23 ms against 3.3 ms a GiB there) to 15x (4.4
+# against 0.3 on an Intel host) what whole tables do.  5x lies between.
+remap_cost=${REMAP_COST:-tests/helpers/remap-cost}
 if [ "$thread_dirty" = uffd-wp ]; then
 	check "demo uffd-wp 512M" exit_is 0 "$cli" demo --dirty uffd-wp --mem 512M --migrations 3 --nodes-only --json
 	check "demo uffd-wp verified" test "$(jq '[.migrations[] | select(.verified and .lost_writes == 0)] | length' "$tmp/out")" -eq 3
-	check "demo uffd-wp swap by page tables" test "$(jq '([.migrations[].pause.swap.ms] | min) < 2 * ([.migrations[].pause.harvest.ms] | max)' "$tmp/out")" = true
+	swap_ms=$(jq '[.migrations[].pause.swap.ms] | min' "$tmp/out")
+	pair_ms=$("$remap_cost" 512 7)
+	check "demo uffd-wp swap by page tables ($swap_ms ms; two plain mremaps of 512 MiB: $pair_ms ms)" \
+		awk -v s="$swap_ms" -v p="$pair_ms" 'BEGIN { exit !(p > 0 && s < 5 * p) }'
 fi
 if [ -w /dev/kvm ]; then
 	check "demo kvm" exit_is 0 "$cli" demo --mem 32M --migrations 2
