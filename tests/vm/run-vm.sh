@@ -347,7 +347,11 @@ qrc=$?
 secs=$(($(date +%s) - start))
 
 # ---- results ----
-pass=0 fail=0 skipped=0
+pass=0 fail=0 skipped=0 failed=
+# test_log NAME: what the guest printed between NAME's start and its result
+test_log() {
+	tr -d '\r' <"$log" | sed -n "/^MEMMIG-TEST-START $1\$/,/^MEMMIG-TEST $1 /p"
+}
 results=$(tr -d '\r' <"$log" | sed -n 's/.*MEMMIG-TEST \([A-Za-z0-9_.-]*\) \([0-9]*\)$/\1 \2/p')
 times=$(tr -d '\r' <"$log" | sed -n 's/^MEMMIG-TEST-TIME \([A-Za-z0-9_.-]*\) \([0-9]*\)$/\1 \2/p')
 for t in $tests; do
@@ -356,10 +360,9 @@ for t in $tests; do
 	case $rc in
 	0) pass=$((pass + 1)); echo "PASS: vm: $t$took" ;;
 	77) skipped=$((skipped + 1)); echo "SKIP: vm: $t$took"
-	    tr -d '\r' <"$log" | sed -n "/^MEMMIG-TEST-START $t\$/,/^MEMMIG-TEST $t /p" |
-		    grep -m1 '^SKIP' | sed 's/^/  /' ;;
+	    test_log "$t" | grep -m1 '^SKIP' | sed 's/^/  /' ;;
 	'') fail=$((fail + 1)); echo "FAIL: vm: $t (no result: the guest did not get there)" ;;
-	*) fail=$((fail + 1)); echo "FAIL: vm: $t (exit $rc)$took" ;;
+	*) fail=$((fail + 1)); echo "FAIL: vm: $t (exit $rc)$took"; failed="$failed $t" ;;
 	esac
 done
 done=1
@@ -371,10 +374,21 @@ if ! grep -q '^MEMMIG-VM-DONE' <(tr -d '\r' <"$log"); then
 		echo "FAIL: vm: the guest stopped before the end (qemu exit $qrc)"
 	fi
 fi
-if [ "$fail" -gt 0 ] || [ "$done" = 0 ]; then
+# A failed test's own lines: what it said failed, then how it ended.  A
+# guest that stopped short shows the console's tail, where it stopped.
+for t in $failed; do
+	echo "--- $t: its FAIL lines, then its last 40 lines ($log):"
+	test_log "$t" | grep '^ *FAIL' | sed 's/^/  /'
+	echo "  ..."
+	test_log "$t" | tail -n 40 | sed 's/^/  /'
+done
+if [ "$done" = 0 ]; then
 	echo "--- tail of $log:"
 	tr -d '\r' <"$log" | tail -n 40
+fi
+if [ "$fail" -gt 0 ] || [ "$done" = 0 ]; then
 	echo "---"
 fi
+
 echo "vm: $pass passed, $fail failed, $skipped skipped ($secs s, kernel $kver, console log $log)"
 [ "$fail" -eq 0 ] && [ "$done" = 1 ]
