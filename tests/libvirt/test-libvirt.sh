@@ -322,7 +322,8 @@ domain_xml "$dom" >"$tmp/$dom.xml"
 domains="$dom"
 t0=$(date +%s%N)
 virsh create "$tmp/$dom.xml" >/dev/null || die "the domain does not start: $(cat "$tmp/hook.log" 2>/dev/null)"
-echo "domain $dom started in $((($(date +%s%N) - t0) / 1000000)) ms"
+ms_up=$((($(date +%s%N) - t0) / 1000000))
+echo "domain $dom started in $ms_up ms"
 qemu_pid=$(cat "/run/libvirt/qemu/$dom.pid")
 uuid=$(virsh domuuid "$dom")
 
@@ -486,8 +487,12 @@ t0=$(date +%s%N)
 check "d: the domain starts with memmigd down" virsh create "$tmp/$dom2.xml"
 ms=$((($(date +%s%N) - t0) / 1000000))
 echo "domain $dom2 started in $ms ms with memmigd down"
-check "d: ... quickly (${ms} ms < 5000)" [ "$ms" -lt 5000 ]
-check "d: the hook said memmigd was unreachable" grep -q "$dom2 started: .*exited" "$tmp/hook.log"
+# memmig-cli says at once that nobody listens (exit 3), and the hook does
+# not wait for its 2 s timeout (exit 124): a start no slower than the one
+# with memmigd up (a QEMU start: 0.3 s on one host, seconds on a busy
+# one) by less than that timeout.
+check "d: the hook said memmigd was unreachable" grep -q "$dom2 started: .*exited 3 " "$tmp/hook.log"
+check "d: ... at once (${ms} ms; ${ms_up} ms with memmigd up)" [ "$ms" -lt $((ms_up + 2000)) ]
 check "d: the domain runs" sh -c "[ \"\$(timeout 10 '$virsh' -c '$uri' domstate '$dom2')\" = running ]"
 
 # ---- f) memmigd finds a running domain through libvirtd, without the hook ----
