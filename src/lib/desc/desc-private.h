@@ -8,6 +8,7 @@
 
 #include "lib/core/memmig-private.h"
 #include "lib/copy/arch/arch.h"
+#include "lib/desc/desc-choose.h"
 
 #define DESC_UNIT_PAGES (1UL << MEMMIG_DESC_COMPOUND_ORDER)
 #define DESC_CHUNK_PAGES ((1UL << 30) / MEMMIG_DESC_PAGE_SIZE)
@@ -72,6 +73,11 @@ int memmig_desc_init_all(struct memmig_desc_table *t, int path,
  * poisoned, pages past the table's end are left alone. */
 void memmig_desc_mark(struct memmig_desc_table *t, uint64_t idx, uint64_t n,
 		      int state);
+/* desc-calibrate.c: median GB/s of reps rounds of one thread initializing
+ * len bytes at buf (64-byte aligned) with each path; 0 or -EINVAL. */
+int memmig_desc_measure(const struct memmig_cpu_info *cpu, int nt_prim,
+			void *buf, size_t len, unsigned int reps,
+			struct desc_measured *out);
 /* The path a table gets from its flags, the environment and the build. */
 bool memmig_desc_slow_forced(void);
 
