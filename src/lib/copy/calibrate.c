@@ -356,8 +356,8 @@ static void cal_nt_cold(struct cal *c, struct memmig_tuning *t)
 /*
  * Descriptor tables: the slow path and the template with NT and with plain
  * stores, one thread, over the whole pool (src and dst, 512 MiB: beyond
- * the cache one core fills, see desc-calibrate.c).  Eight rounds of a
- * pass each: about 0.6 s at 20 GB/s.
+ * the cache one core fills, see desc-calibrate.c).  48 rounds of 64 MiB
+ * per path and a first sweep: 0.5 s at 20 GB/s.
  */
 static void cal_desc(struct cal *c, struct memmig_tuning *t)
 {
@@ -366,14 +366,13 @@ static void cal_desc(struct cal *c, struct memmig_tuning *t)
 		[MEMMIG_PRIM_NT_AVX2] = MEMMIG_PRIM_VEC_AVX2,
 		[MEMMIG_PRIM_NT_AVX512] = MEMMIG_PRIM_VEC_AVX512,
 	};
-	unsigned int reps = c->o.reps < 7 ? c->o.reps : 7;
 	int nt = memmig_policy_nt_ok(&c->cpu, t->nt_prim) ? t->nt_prim :
 							     MEMMIG_PRIM_NT_MOVNTI;
 	int prims[3] = { MEMMIG_PRIM_MOVQ, nt, vec_of_nt[nt] };
 	struct desc_measured m;
 	double r[3];
 
-	if (memmig_desc_measure(&c->cpu, nt, c->src, 2 * CAL_POOL, reps, &m) < 0)
+	if (memmig_desc_measure(&c->cpu, nt, c->src, 2 * CAL_POOL, 48, &m) < 0)
 		return;
 	r[0] = m.slow;
 	r[1] = m.nt;

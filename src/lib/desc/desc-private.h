@@ -73,11 +73,12 @@ int memmig_desc_init_all(struct memmig_desc_table *t, int path,
  * poisoned, pages past the table's end are left alone. */
 void memmig_desc_mark(struct memmig_desc_table *t, uint64_t idx, uint64_t n,
 		      int state);
-/* desc-calibrate.c: GB/s of one thread initializing len bytes at buf
- * (64-byte aligned) with each path, reps rounds, each relative to its
- * round's mean, medians; 0 or -EINVAL. */
+/* desc-calibrate.c: GB/s of one thread initializing 64 MiB segments of
+ * the len bytes at buf (64-byte aligned) with each path, rounds rounds
+ * (at most 64), each relative to its round's mean, medians; 0 or
+ * -EINVAL. */
 int memmig_desc_measure(const struct memmig_cpu_info *cpu, int nt_prim,
-			void *buf, size_t len, unsigned int reps,
+			void *buf, size_t len, unsigned int rounds,
 			struct desc_measured *out);
 /* The path a table gets from its flags, the environment and the build. */
 bool memmig_desc_slow_forced(void);
