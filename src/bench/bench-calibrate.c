@@ -128,9 +128,10 @@ int bench_calibrate(struct memmig_ctx *ctx, const char *output, bool json)
 		json_object_object_add(j, "tuning", cli_json_tuning(&t));
 		cli_json_print(j);
 	} else {
-		char th[256];
+		char th[256], d[64];
 
-		printf("\nwrote %s: %s\n", output, cli_thresholds(ctx, &t, th, sizeof(th)));
+		printf("\nwrote %s: %s; descriptor tables: %s\n", output,
+		       cli_thresholds(ctx, &t, th, sizeof(th)), cli_desc_init(&t, d, sizeof(d)));
 	}
 	return 0;
 }
