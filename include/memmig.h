@@ -196,6 +196,11 @@ struct memmig_tuning {
 	 * a wider one can win the loop and lose the short copies. */
 	size_t vec_wide_min;
 	int vec_wide_prim;
+	/* Descriptor-table init (docs/desc-tables.md); zero is the seed's
+	 * rule, templates with NT stores. */
+	int desc_store;		/* enum memmig_desc_store of the template path */
+	int desc_slow;		/* 1: the field-by-field path instead (it was
+				 * measured ahead of both template stores) */
 };
 
 /* The seed-derived defaults for a CPU: movsb_min 2048 on ERMS without FSRM,
@@ -205,7 +210,8 @@ struct memmig_tuning {
  * vector copy (SSE2 without AVX2) below vec_max, which is glibc's rep movsb
  * threshold (2 KiB per 16 bytes of vector) on ERMS/FSRM CPUs and never
  * elsewhere; nt_cold_min 4 KiB, a page; no wider vector copy (vec_wide_min
- * never, vec_wide_prim the same copy). */
+ * never, vec_wide_prim the same copy); descriptor tables by the template
+ * path with NT stores (the seed's rule; calibration measures it). */
 MEMMIG_EXPORT int memmig_tuning_default(const struct memmig_cpu_info *cpu,
 					struct memmig_tuning *out);
 /*
@@ -238,7 +244,12 @@ enum memmig_calibrate_step {
 	MEMMIG_CALIBRATE_NT_PRIM,	/* the NT primitives, beyond the cache */
 	MEMMIG_CALIBRATE_NT_MIN,	/* temporal against the chosen NT one */
 	MEMMIG_CALIBRATE_VEC_PRIM,	/* the vector copies (runs first) */
-	MEMMIG_CALIBRATE_NT_COLD,	/* cold: temporal against NT (last) */
+	MEMMIG_CALIBRATE_NT_COLD,	/* cold: temporal against NT */
+	/* Descriptor-table init beyond the cache: the slow path, the
+	 * template path with NT stores, with temporal stores (last).  Its
+	 * row's prims are the stores each issues: MEMMIG_PRIM_MOVQ (scalar),
+	 * an NT primitive, a MEMMIG_PRIM_VEC_* of the same width. */
+	MEMMIG_CALIBRATE_DESC,
 };
 
 /* One size of a step, measured: median GB/s of each primitive. */
@@ -1138,8 +1149,9 @@ enum memmig_desc_flags {
 	/* Initialize each 1 GiB chunk of the region on its first
 	 * memmig_desc_get() instead of all of it at creation. */
 	MEMMIG_DESC_LAZY = 1u << 0,
-	/* The field-by-field path instead of the template + NT stores one
-	 * (also: $MEMMIG_DESC_SLOW=1, and debug or sanitizer builds). */
+	/* The field-by-field path instead of the template one (also:
+	 * $MEMMIG_DESC_SLOW=1, memmig_tuning.desc_slow, and debug or
+	 * sanitizer builds). */
 	MEMMIG_DESC_SLOW = 1u << 1,
 };
 
@@ -1155,9 +1167,18 @@ struct memmig_desc_opts {
 
 enum memmig_desc_path {
 	MEMMIG_DESC_PATH_NONE = 0,	/* nothing initialized yet (lazy) */
-	MEMMIG_DESC_PATH_TEMPLATE,	/* templates copied with NT stores (or
-					 * memcpy on other architectures) */
+	MEMMIG_DESC_PATH_TEMPLATE,	/* templates stored whole, with the
+					 * stores of memmig_tuning.desc_store
+					 * (memcpy on other architectures) */
 	MEMMIG_DESC_PATH_SLOW,		/* field by field */
+};
+
+/* The stores of the template path (memmig_tuning.desc_store): NT stores
+ * need not read the lines they write, but on some machines (AMD Zen 5)
+ * plain stores of whole lines are faster; calibration measures which. */
+enum memmig_desc_store {
+	MEMMIG_DESC_STORE_NT = 0,	/* non-temporal, one drain */
+	MEMMIG_DESC_STORE_TEMPORAL,	/* plain (cached) vector stores */
 };
 
 enum memmig_desc_backing {
@@ -1178,6 +1199,8 @@ struct memmig_desc_table_info {
 	uint64_t table_bytes;	/* the mapping */
 	uint64_t chunks;	/* 1 GiB chunks of the region */
 	uint64_t chunks_ready;	/* of which initialized */
+	int store;		/* enum memmig_desc_store of the last init
+				 * (the slow path's are temporal) */
 };
 
 struct memmig_desc_table;

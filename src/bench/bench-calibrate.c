@@ -31,7 +31,11 @@ static void print_row(void *opaque, const struct memmig_calibrate_row *row)
 		[MEMMIG_CALIBRATE_NT_MIN] = "repeated copies of one buffer, GB/s",
 		[MEMMIG_CALIBRATE_VEC_PRIM] = "vector copies, hot, GB/s",
 		[MEMMIG_CALIBRATE_NT_COLD] = "cold copies (MEMMIG_COPY_COLD), GB/s",
+		[MEMMIG_CALIBRATE_DESC] = "descriptor table init, 1 thread, beyond the "
+					  "cache, GB/s",
 	};
+	/* The descriptor step's columns are paths; its prims, their stores. */
+	static const char *const desc_cols[] = { "slow", "template/NT", "template/tmp" };
 	struct cal_print *last = opaque;
 	char sz[32];
 
@@ -41,7 +45,8 @@ static void print_row(void *opaque, const struct memmig_calibrate_row *row)
 			printf("%s\n", titles[row->step]);
 		printf("%10s", "size");
 		for (unsigned int c = 0; c < row->n; c++)
-			printf(" %12s", memmig_prim_name(row->prims[c]));
+			printf(" %12s", row->step == MEMMIG_CALIBRATE_DESC && c < 3 ?
+			       desc_cols[c] : memmig_prim_name(row->prims[c]));
 		printf("\n");
 		last->step = row->step;
 		last->n = row->n;
@@ -123,9 +128,10 @@ int bench_calibrate(struct memmig_ctx *ctx, const char *output, bool json)
 		json_object_object_add(j, "tuning", cli_json_tuning(&t));
 		cli_json_print(j);
 	} else {
-		char th[256];
+		char th[256], d[64];
 
-		printf("\nwrote %s: %s\n", output, cli_thresholds(ctx, &t, th, sizeof(th)));
+		printf("\nwrote %s: %s; descriptor tables: %s\n", output,
+		       cli_thresholds(ctx, &t, th, sizeof(th)), cli_desc_init(&t, d, sizeof(d)));
 	}
 	return 0;
 }

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * memmig-cli bench desc: the descriptor table of a 100 GiB device region
- * (26,214,400 descriptors, 1.6 GB) initialized by the template/NT path and
- * the field-by-field slow path, against a raw NT memset of the same bytes
- * (the ceiling), each on one thread and on several (the zone-device memmap
- * thread, docs/sources.md).  The table
+ * (26,214,400 descriptors, 1.6 GB) initialized by the template path, with
+ * NT stores and with plain (temporal) ones, and by the field-by-field slow
+ * path, against a memset of the same bytes with each kind of store (the
+ * ceilings: the right peer is the memset with the stores that win here),
+ * each on one thread and on several (the zone-device memmap thread,
+ * docs/sources.md).  The table
  * is allocated and first touched once: the kernel zeroing fresh pages is
  * reported apart, not mixed into the init bandwidth.  The region itself is
  * a reserved, never touched mapping.
@@ -31,16 +33,21 @@
 #define SEED_TEMPLATE_MS 96.79
 
 /*
- * Two ceilings: the issue's raw NT memset (zeros), and the same NT stores
- * of one initialized descriptor, unpatched.  They differ here: this
- * machine writes zero lines faster than lines with data (docs/desc-tables.md).
+ * Ceilings: the issue's raw NT memset (zeros), a memset with plain stores
+ * (where plain stores win, as on AMD Zen 5, it is the peer), and one
+ * initialized descriptor stored unpatched with the stores the tuning
+ * picked.  Zeros and descriptors differ on some machines: one wrote zero
+ * lines faster than lines with data (docs/desc-tables.md).
  */
-enum { CASE_TEMPLATE, CASE_SLOW, CASE_MEMSET, CASE_LINE, NCASES };
+enum { CASE_TEMPLATE_NT, CASE_TEMPLATE_TMP, CASE_SLOW, CASE_MEMSET_NT,
+       CASE_MEMSET_TMP, CASE_LINE, NCASES };
 static const char *const case_names[NCASES] = {
-	"template/NT", "slow", "NT memset", "NT desc store",
+	"template/NT", "template/temporal", "slow", "NT memset",
+	"temporal memset", "desc store",
 };
+#define NTEMPLATES 2	/* CASE_TEMPLATE_NT + store kind */
 
-/* Stores the 64-byte line over [p, p + len) with NT stores, then drains. */
+/* Stores the 64-byte line over [p, p + len) (NT stores: then drains). */
 typedef void (*line_fn)(uint8_t *p, size_t len, const void *line);
 
 struct desc_bench {
@@ -55,8 +62,10 @@ struct desc_bench {
 	struct memmig_desc_table_info info;
 	uint8_t *bytes;			/* the table's array */
 	size_t nbytes;
-	line_fn store;
-	const char *store_name;
+	line_fn store[2];		/* by enum memmig_desc_store */
+	const char *store_name[2];
+	struct memmig_tuning tuning;	/* as loaded: calibration, environment */
+	int used_store;			/* what the tuned init wrote with */
 	struct memmig_desc line[2];	/* [0] zero, [1] a descriptor */
 	double alloc_s, first_touch_s;
 	/* seconds[threads][case][rep] */
@@ -69,13 +78,15 @@ static void desc_usage(FILE *f)
 	fprintf(f,
 		"Usage: memmig-cli bench desc [--size SIZE] [--threads N] [--reps N] [--json]\n"
 		"Initializes the descriptor table of a SIZE (default 100G) device region,\n"
-		"one 64-byte descriptor per 4 KiB page, with the template/NT path and the\n"
-		"field-by-field slow path, against a raw NT memset of the same bytes, on\n"
-		"one thread and on N (default: the CPUs this process may use, at least 2).\n"
-		"Median of --reps (default 5) runs; allocation and first touch apart.\n");
+		"one 64-byte descriptor per 4 KiB page, with the template path (NT and\n"
+		"temporal stores) and the field-by-field slow path, against a memset of\n"
+		"the same bytes with NT and with temporal stores, on one thread and on N\n"
+		"(default: the CPUs this process may use, at least 2).  Median of --reps\n"
+		"(default 5) runs; allocation and first touch apart.\n");
 }
 
 #if defined(__x86_64__)
+/* The template path's stores: as wide as the tuning's NT primitive. */
 __attribute__((target("avx512f"))) static void
 store_avx512(uint8_t *p, size_t len, const void *line)
 {
@@ -84,6 +95,38 @@ store_avx512(uint8_t *p, size_t len, const void *line)
 	for (size_t i = 0; i < len; i += 64)
 		_mm512_stream_si512((void *)(p + i), v);
 	_mm_sfence();
+}
+
+__attribute__((target("avx512f"))) static void
+store_avx512_tmp(uint8_t *p, size_t len, const void *line)
+{
+	__m512i v = _mm512_load_si512(line);
+
+	for (size_t i = 0; i < len; i += 64)
+		_mm512_store_si512((void *)(p + i), v);
+}
+
+__attribute__((target("avx2"))) static void
+store_avx2(uint8_t *p, size_t len, const void *line)
+{
+	__m256i a = _mm256_load_si256(line), b = _mm256_load_si256((const __m256i *)line + 1);
+
+	for (size_t i = 0; i < len; i += 64) {
+		_mm256_stream_si256((__m256i *)(p + i), a);
+		_mm256_stream_si256((__m256i *)(p + i + 32), b);
+	}
+	_mm_sfence();
+}
+
+__attribute__((target("avx2"))) static void
+store_avx2_tmp(uint8_t *p, size_t len, const void *line)
+{
+	__m256i a = _mm256_load_si256(line), b = _mm256_load_si256((const __m256i *)line + 1);
+
+	for (size_t i = 0; i < len; i += 64) {
+		_mm256_store_si256((__m256i *)(p + i), a);
+		_mm256_store_si256((__m256i *)(p + i + 32), b);
+	}
 }
 
 static void store_sse2(uint8_t *p, size_t len, const void *line)
@@ -108,22 +151,40 @@ static void store_plain(uint8_t *p, size_t len, const void *line)
 		memcpy(p + i, line, 64);
 }
 
-/* The widest NT store this CPU has; plain stores off x86. */
+/* The stores of the template path on this CPU, both kinds (the width of
+ * the tuning's NT primitive, as src/lib/copy/arch/x86/desc.c has them);
+ * plain stores off x86. */
 static void pick_store(struct desc_bench *b)
 {
 	struct memmig_cpu_info cpu = { .sz = sizeof(cpu) };
+	int nt = b->tuning.nt_prim;
 
 	memmig_ctx_get_cpu(b->ctx, &cpu);
-	b->store = store_plain;
-	b->store_name = "plain stores";
+	if (!memmig_prim_supported(&cpu, nt) || !memmig_prim_is_nt(nt))
+		nt = MEMMIG_PRIM_NT_MOVNTI;
+	b->store[0] = b->store[1] = store_plain;
+	b->store_name[0] = b->store_name[1] = "plain stores";
 #if defined(__x86_64__)
-	b->store = store_sse2;
-	b->store_name = "NT 16-byte stores";
-	if (cpu.features & MEMMIG_CPU_AVX512F) {
-		b->store = store_avx512;
-		b->store_name = "NT 64-byte stores";
+	b->store[MEMMIG_DESC_STORE_NT] = store_sse2;
+	b->store_name[MEMMIG_DESC_STORE_NT] = "NT 16-byte stores";
+	b->store_name[MEMMIG_DESC_STORE_TEMPORAL] = "plain 16-byte stores";
+	if (nt == MEMMIG_PRIM_NT_AVX2) {
+		b->store[MEMMIG_DESC_STORE_NT] = store_avx2;
+		b->store[MEMMIG_DESC_STORE_TEMPORAL] = store_avx2_tmp;
+		b->store_name[MEMMIG_DESC_STORE_NT] = "NT 32-byte stores";
+		b->store_name[MEMMIG_DESC_STORE_TEMPORAL] = "plain 32-byte stores";
+	} else if (nt == MEMMIG_PRIM_NT_AVX512) {
+		b->store[MEMMIG_DESC_STORE_NT] = store_avx512;
+		b->store[MEMMIG_DESC_STORE_TEMPORAL] = store_avx512_tmp;
+		b->store_name[MEMMIG_DESC_STORE_NT] = "NT 64-byte stores";
+		b->store_name[MEMMIG_DESC_STORE_TEMPORAL] = "plain 64-byte stores";
 	}
 #endif
+}
+
+static const char *store_kind(int store)
+{
+	return store == MEMMIG_DESC_STORE_TEMPORAL ? "temporal" : "NT";
 }
 
 struct store_part {
@@ -142,7 +203,8 @@ static void *store_part_main(void *arg)
 }
 
 /* Split in 64-byte lines, like the table's init threads split it. */
-static void nt_store(struct desc_bench *b, const void *line, unsigned int threads)
+static void line_store(struct desc_bench *b, line_fn fn, const void *line,
+		       unsigned int threads)
 {
 	struct store_part parts[threads];
 	pthread_t tids[threads];
@@ -152,7 +214,7 @@ static void nt_store(struct desc_bench *b, const void *line, unsigned int thread
 	for (unsigned int k = 0; k < threads; k++) {
 		size_t a = lines * k / threads, e = lines * (k + 1) / threads;
 
-		parts[k] = (struct store_part){ b->store, b->bytes + a * 64,
+		parts[k] = (struct store_part){ fn, b->bytes + a * 64,
 						(e - a) * 64, line };
 	}
 	for (unsigned int k = 1; k < threads; k++) {
@@ -167,17 +229,45 @@ static void nt_store(struct desc_bench *b, const void *line, unsigned int thread
 		pthread_join(tids[k], NULL);
 }
 
+/* The template path with the stores of case c, whatever the tuning. */
+static int force_template(struct desc_bench *b, int c)
+{
+	struct memmig_tuning t = b->tuning;
+
+	t.desc_store = c == CASE_TEMPLATE_NT ? MEMMIG_DESC_STORE_NT :
+					       MEMMIG_DESC_STORE_TEMPORAL;
+	t.desc_slow = 0;
+	return memmig_ctx_set_tuning(b->ctx, &t);
+}
+
 static int run_case(struct desc_bench *b, int c, unsigned int threads, double *s)
 {
-	double t0 = bench_now();
+	double t0;
 	int rc = 0;
 
-	if (c == CASE_MEMSET || c == CASE_LINE)
-		nt_store(b, &b->line[c == CASE_LINE], threads);
-	else
+	if (c == CASE_TEMPLATE_NT || c == CASE_TEMPLATE_TMP)
+		rc = force_template(b, c);
+	if (rc < 0)
+		return rc;
+	t0 = bench_now();
+	switch (c) {
+	case CASE_MEMSET_NT:
+	case CASE_MEMSET_TMP:
+		line_store(b, b->store[c == CASE_MEMSET_TMP], &b->line[0], threads);
+		break;
+	case CASE_LINE:
+		line_store(b, b->store[b->tuning.desc_store], &b->line[1], threads);
+		break;
+	default:
 		rc = memmig_desc_table_reset(b->table, threads,
 					     c == CASE_SLOW ? MEMMIG_DESC_SLOW : 0);
+	}
 	*s = bench_now() - t0;
+	if (c == CASE_TEMPLATE_NT || c == CASE_TEMPLATE_TMP) {
+		int rc2 = memmig_ctx_set_tuning(b->ctx, &b->tuning);
+
+		rc = rc ? rc : rc2;
+	}
 	return rc;
 }
 
@@ -233,6 +323,7 @@ static int setup(struct desc_bench *b)
 		rc = memmig_desc_get(b->table, 0, &d);
 	if (rc < 0)
 		return rc;
+	b->used_store = b->info.store;
 	if (b->info.flags & MEMMIG_DESC_SLOW) {
 		cli_error("bench desc: the slow path is forced (MEMMIG_DESC_SLOW or a "
 			  "debug/sanitizer build): nothing to compare\n");
@@ -246,7 +337,7 @@ static int setup(struct desc_bench *b)
 	return 0;
 }
 
-/* After the memset rounds: a template init again, checked at random. */
+/* After the memset rounds: an init as tuned again, checked at random. */
 static int verify(struct desc_bench *b)
 {
 	uint64_t x = 0x9e3779b97f4a7c15ULL, n = b->info.count;
@@ -275,10 +366,15 @@ static int measure(struct desc_bench *b)
 	int rc = 0;
 
 	/* Cases interleaved in each round: a slow moment of this shared
-	 * machine falls on every column alike. */
+	 * machine falls on every column alike.  Each round starts one case
+	 * later: the case after an NT one finds no dirty lines of the table
+	 * to write back (up to an L3's worth, ~2% of 1.6 GB), a head start
+	 * that a fixed order would give the same case every round. */
 	for (unsigned int r = 0; !rc && r < b->reps; r++)
 		for (int t = 0; !rc && t < 2; t++)
-			for (int c = 0; !rc && c < NCASES; c++) {
+			for (int j = 0; !rc && j < NCASES; j++) {
+				int c = (int)((r + (unsigned int)j) % NCASES);
+
 				bench_progress("bench desc: round %u/%u, %u thread(s), %s",
 					       r + 1, b->reps, b->threads[t], case_names[c]);
 				rc = run_case(b, c, b->threads[t], &b->seconds[t][c][r]);
@@ -306,6 +402,19 @@ static const char *backing_name(int backing)
 	       backing == MEMMIG_DESC_BACKING_THP ? "THP (madvise)" : "4 KiB pages";
 }
 
+/* The template case the tuning picks, and the better memset of a run. */
+static int tuned_case(const struct desc_bench *b)
+{
+	return b->tuning.desc_store == MEMMIG_DESC_STORE_TEMPORAL ? CASE_TEMPLATE_TMP :
+								    CASE_TEMPLATE_NT;
+}
+
+static int best_memset(const struct bench_stats *s)
+{
+	return s[CASE_MEMSET_TMP].median > s[CASE_MEMSET_NT].median ? CASE_MEMSET_TMP :
+								      CASE_MEMSET_NT;
+}
+
 static void print_text(const struct desc_bench *b)
 {
 	char rs[32], ts[32];
@@ -317,32 +426,60 @@ static void print_text(const struct desc_bench *b)
 	       util_size_format(b->nbytes, ts, sizeof(ts)),
 	       backing_name(b->info.backing), b->reps);
 	printf("allocation %.2f ms; first touch (kernel zeroing + first init, %u threads) "
-	       "%.1f ms = %.2f GB/s\n\n", b->alloc_s * 1e3, b->threads[1],
+	       "%.1f ms = %.2f GB/s\n", b->alloc_s * 1e3, b->threads[1],
 	       b->first_touch_s * 1e3, b->nbytes / b->first_touch_s / 1e9);
-	printf("%-8s %-14s %9s %8s %7s %9s %10s %11s\n", "threads", "path", "time ms",
-	       "GB/s", "+-SD%", "vs slow", "of memset", "of desc st");
+	printf("init as tuned (calibration, environment): %s path, %s stores (%s)%s\n\n",
+	       b->info.path == MEMMIG_DESC_PATH_SLOW ? "slow" : "template",
+	       store_kind(b->used_store), b->store_name[b->used_store],
+	       b->tuning.desc_slow ? "; below, the template path is forced" : "");
+	printf("%-8s %-21s %8s %7s %6s %8s %9s %9s %8s\n", "threads", "path", "time ms",
+	       "GB/s", "+-SD%", "vs slow", "of NTmem", "of tmpmem", "of desc");
 	for (int t = 0; t < 2; t++)
 		for (int c = 0; c < NCASES; c++) {
 			const struct bench_stats *s = &b->stats[t][c];
+			char name[32];
 
-			printf("%-8u %-14s %9.1f %8.2f %7.1f", b->threads[t], case_names[c],
+			snprintf(name, sizeof(name), "%s%s", c == CASE_LINE ?
+				 (b->tuning.desc_store == MEMMIG_DESC_STORE_TEMPORAL ?
+				  "temporal " : "NT ") : "", case_names[c]);
+			if (c == tuned_case(b))
+				strcat(name, " *");
+			printf("%-8u %-21s %8.1f %7.2f %6.1f", b->threads[t], name,
 			       ms_of(s, b->nbytes), s->median, s->sd_pct);
-			if (c == CASE_TEMPLATE)
-				printf(" %8.2fx %9.1f%% %10.1f%%\n",
+			if (c == CASE_TEMPLATE_NT || c == CASE_TEMPLATE_TMP)
+				printf(" %7.2fx %8.1f%% %8.1f%% %7.1f%%\n",
 				       bench_paired_ratio(s, &b->stats[t][CASE_SLOW]),
-				       100 * bench_paired_ratio(s, &b->stats[t][CASE_MEMSET]),
+				       100 * bench_paired_ratio(s, &b->stats[t][CASE_MEMSET_NT]),
+				       100 * bench_paired_ratio(s, &b->stats[t][CASE_MEMSET_TMP]),
 				       100 * bench_paired_ratio(s, &b->stats[t][CASE_LINE]));
 			else
 				printf("\n");
 		}
-	printf("\nvs slow, of memset, of desc st: medians of the per-round ratios.\n"
-	       "NT memset: zeros over the table with %s, the ceiling.\n"
-	       "NT desc store: one descriptor over the table, unpatched, the same\n"
+	printf("\n");
+	for (int t = 0; t < 2; t++) {
+		const struct bench_stats *s = b->stats[t];
+		int m = best_memset(s);
+
+		printf("%u thread(s): template with %s stores (as tuned) %.2fx the slow path, "
+		       "%.1f%% of the better memset (%s)\n", b->threads[t],
+		       store_kind(b->tuning.desc_store),
+		       bench_paired_ratio(&s[tuned_case(b)], &s[CASE_SLOW]),
+		       100 * bench_paired_ratio(&s[tuned_case(b)], &s[m]),
+		       m == CASE_MEMSET_TMP ? "temporal" : "NT");
+	}
+	printf("\n* the template stores the tuning picks (bench copy --calibrate measures\n"
+	       "them; MEMMIG_DESC_STORE overrides).  vs slow, of NTmem, of tmpmem, of\n"
+	       "desc: medians of the per-round ratios to the slow path, the NT memset,\n"
+	       "the temporal memset, the desc store.\n"
+	       "NT memset, temporal memset: zeros over the table with %s and\n"
+	       "with %s, the ceilings; the better one is the peer.\n"
+	       "desc store: one descriptor over the table, unpatched, with the tuned\n"
 	       "stores: the ceiling for bytes like these (zero lines write faster on\n"
 	       "some machines).\n"
 	       "The kernel's own, nd_pmem rebind of 100 GB (Li Zhe, \"mm: optimize\n"
 	       "zone-device memmap initialization\", linux-mm, 2026): %.2f ms -> %.2f ms.\n",
-	       b->store_name, SEED_SLOW_MS, SEED_TEMPLATE_MS);
+	       b->store_name[MEMMIG_DESC_STORE_NT], b->store_name[MEMMIG_DESC_STORE_TEMPORAL],
+	       SEED_SLOW_MS, SEED_TEMPLATE_MS);
 }
 
 static void print_json(const struct desc_bench *b)
@@ -357,17 +494,27 @@ static void print_json(const struct desc_bench *b)
 	json_object_object_add(o, "alloc_ms", json_object_new_double(b->alloc_s * 1e3));
 	json_object_object_add(o, "first_touch_ms", json_object_new_double(b->first_touch_s * 1e3));
 	json_object_object_add(o, "first_touch_threads", json_object_new_int((int)b->threads[1]));
-	json_object_object_add(o, "nt_stores", json_object_new_string(b->store_name));
+	json_object_object_add(o, "nt_stores", json_object_new_string(
+		b->store_name[MEMMIG_DESC_STORE_NT]));
+	json_object_object_add(o, "temporal_stores", json_object_new_string(
+		b->store_name[MEMMIG_DESC_STORE_TEMPORAL]));
+	json_object_object_add(o, "tuned_path", json_object_new_string(
+		b->info.path == MEMMIG_DESC_PATH_SLOW ? "slow" : "template"));
+	json_object_object_add(o, "tuned_store", json_object_new_string(
+		b->used_store == MEMMIG_DESC_STORE_TEMPORAL ? "temporal" : "nt"));
 	for (int t = 0; t < 2; t++) {
 		const struct bench_stats *s = b->stats[t];
 		struct json_object *r = json_object_new_object();
+		int tc = tuned_case(b), m = best_memset(s);
 
 		json_object_object_add(r, "threads", json_object_new_int((int)b->threads[t]));
 		for (int c = 0; c < NCASES; c++) {
 			static const char *const keys[NCASES][2] = {
-				{ "template_ms", "template_gbs" },
+				{ "template_nt_ms", "template_nt_gbs" },
+				{ "template_temporal_ms", "template_temporal_gbs" },
 				{ "slow_ms", "slow_gbs" },
 				{ "memset_ms", "memset_gbs" },
+				{ "memset_temporal_ms", "memset_temporal_gbs" },
 				{ "desc_store_ms", "desc_store_gbs" },
 			};
 
@@ -375,12 +522,22 @@ static void print_json(const struct desc_bench *b)
 					       json_object_new_double(ms_of(&s[c], b->nbytes)));
 			json_object_object_add(r, keys[c][1], json_object_new_double(s[c].median));
 		}
+		/* template_*, speedup_vs_slow, fraction_of_*: the tuned stores. */
+		json_object_object_add(r, "template_ms",
+				       json_object_new_double(ms_of(&s[tc], b->nbytes)));
+		json_object_object_add(r, "template_gbs", json_object_new_double(s[tc].median));
 		json_object_object_add(r, "speedup_vs_slow", json_object_new_double(
-			bench_paired_ratio(&s[CASE_TEMPLATE], &s[CASE_SLOW])));
+			bench_paired_ratio(&s[tc], &s[CASE_SLOW])));
 		json_object_object_add(r, "fraction_of_memset", json_object_new_double(
-			bench_paired_ratio(&s[CASE_TEMPLATE], &s[CASE_MEMSET])));
+			bench_paired_ratio(&s[tc], &s[CASE_MEMSET_NT])));
+		json_object_object_add(r, "fraction_of_temporal_memset", json_object_new_double(
+			bench_paired_ratio(&s[tc], &s[CASE_MEMSET_TMP])));
+		json_object_object_add(r, "best_memset", json_object_new_string(
+			m == CASE_MEMSET_TMP ? "temporal" : "nt"));
+		json_object_object_add(r, "fraction_of_best_memset", json_object_new_double(
+			bench_paired_ratio(&s[tc], &s[m])));
 		json_object_object_add(r, "fraction_of_desc_store", json_object_new_double(
-			bench_paired_ratio(&s[CASE_TEMPLATE], &s[CASE_LINE])));
+			bench_paired_ratio(&s[tc], &s[CASE_LINE])));
 		json_object_array_add(rows, r);
 	}
 	json_object_object_add(o, "results", rows);
@@ -452,12 +609,13 @@ static int desc_run(struct memmig_ctx *ctx, int argc, char **argv)
 	struct desc_bench b = {
 		.ctx = ctx, .region_len = 100ULL << 30, .reps = 5,
 		.threads = { 1, default_threads() },
-		.info = { .sz = sizeof(b.info) },
+		.info = { .sz = sizeof(b.info) }, .tuning = { .sz = sizeof(b.tuning) },
 	};
 	int rc = desc_parse(&b, argc, argv);
 
 	if (rc)
 		return cli_exit_code(rc);
+	memmig_ctx_get_tuning(ctx, &b.tuning);
 	pick_store(&b);
 	bench_progress("bench desc: allocating and first touch");
 	rc = setup(&b);
@@ -482,6 +640,6 @@ static int desc_run(struct memmig_ctx *ctx, int argc, char **argv)
 
 const struct cli_cmd bench_cmd_desc = {
 	.name = "desc",
-	.summary = "descriptor table init: template/NT vs slow path vs NT memset",
+	.summary = "descriptor table init: template (NT, temporal) vs slow path vs memset",
 	.run = desc_run,
 };

@@ -124,6 +124,9 @@ const char *cli_size(size_t v, char *buf, size_t len);
  * a vector copy this CPU cannot run is marked so (the policy falls back). */
 const char *cli_thresholds(struct memmig_ctx *ctx, const struct memmig_tuning *t,
 			   char *buf, size_t len);
+/* The descriptor-table init the tuning picks: "template path, temporal
+ * stores" or "slow path (template stores: NT)". */
+const char *cli_desc_init(const struct memmig_tuning *t, char *buf, size_t len);
 
 /* Prints obj as pretty JSON on stdout and drops the reference. */
 void cli_json_print(struct json_object *obj);

@@ -15,8 +15,8 @@ static void cpu_usage(FILE *f)
 {
 	fprintf(f, "Usage: memmig-cli cpu [--json]\n"
 		   "Shows the CPU features memmig detected, the copy thresholds in\n"
-		   "force (defaults, calibration file, environment) and the copy\n"
-		   "primitive each size dispatches to.\n");
+		   "force (defaults, calibration file, environment), the descriptor\n"
+		   "tables' init and the copy primitive each size dispatches to.\n");
 }
 
 static void cpu_print_text(struct memmig_ctx *ctx,
@@ -39,6 +39,7 @@ static void cpu_print_text(struct memmig_ctx *ctx,
 	char th[256];
 
 	printf("thresholds: %s\n", cli_thresholds(ctx, t, th, sizeof(th)));
+	printf("descriptor tables: %s\n", cli_desc_init(t, th, sizeof(th)));
 	printf("calibration file: %s\n\n", memmig_tuning_default_path());
 	printf("%10s  %-10s %-10s %-10s %-10s\n", "size", "default", "cold", "temporal",
 	       "pmem");

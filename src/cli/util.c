@@ -216,6 +216,17 @@ const char *cli_thresholds(struct memmig_ctx *ctx, const struct memmig_tuning *t
 	return buf;
 }
 
+const char *cli_desc_init(const struct memmig_tuning *t, char *buf, size_t len)
+{
+	const char *store = t->desc_store == MEMMIG_DESC_STORE_TEMPORAL ? "temporal" : "NT";
+
+	if (t->desc_slow)
+		snprintf(buf, len, "slow path (template stores: %s)", store);
+	else
+		snprintf(buf, len, "template path, %s stores", store);
+	return buf;
+}
+
 static struct json_object *json_size(size_t v)
 {
 	return v == MEMMIG_SIZE_NEVER ? NULL : json_object_new_int64((int64_t)v);
@@ -265,6 +276,11 @@ struct json_object *cli_json_tuning(const struct memmig_tuning *t)
 	json_object_object_add(o, "vec_wide_min", json_size(t->vec_wide_min));
 	json_object_object_add(o, "vec_wide_prim",
 			       json_object_new_string(memmig_prim_name(t->vec_wide_prim)));
+	/* As the calibration file spells them. */
+	json_object_object_add(o, "desc_store", json_object_new_string(
+		t->desc_store == MEMMIG_DESC_STORE_TEMPORAL ? "temporal" : "nt"));
+	json_object_object_add(o, "desc_path", json_object_new_string(
+		t->desc_slow ? "slow" : "template"));
 	return o;
 }
 

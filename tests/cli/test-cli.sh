@@ -135,10 +135,24 @@ if "$cli" bench desc --size 64M --reps 1 >/dev/null 2>"$tmp/err" ||
 	check "bench desc rows" test "$(jq '.results | length' "$tmp/out")" -eq 2
 	check "bench desc descriptors" test "$(jq '.descriptors' "$tmp/out")" -eq 524288
 	check "bench desc ratios" test "$(jq '[.results[] | .speedup_vs_slow > 0 and
-		.fraction_of_memset > 0 and .template_ms > 0 and .slow_ms > 0] | all' "$tmp/out")" = true
+		.fraction_of_memset > 0 and .template_ms > 0 and .slow_ms > 0 and
+		.fraction_of_temporal_memset > 0 and .fraction_of_best_memset > 0 and
+		.template_nt_ms > 0 and .template_temporal_ms > 0] | all' "$tmp/out")" = true
+	check "bench desc tuned store" test "$(jq '.tuned_store == "nt" or
+		.tuned_store == "temporal"' "$tmp/out")" = true
 	check "bench desc text" exit_is 0 "$cli" bench desc --size 64M --reps 1
 	check "bench desc text table" grep -q '^1 .*template/NT' "$tmp/out"
+	check "bench desc text temporal" grep -q '^1 .*template/temporal' "$tmp/out"
+	# The store kind the tuning names is the one the init used.
+	check "bench desc temporal" exit_is 0 env MEMMIG_DESC_STORE=temporal "$cli" bench desc \
+		--size 64M --reps 1 --json
+	check "bench desc temporal used" test "$(jq -r '.tuned_store' "$tmp/out")" = temporal
 fi
+check "cpu desc line" exit_is 0 env MEMMIG_DESC_STORE=temporal "$cli" cpu
+check "cpu desc says" grep -q '^descriptor tables: template path, temporal stores' "$tmp/out"
+check "cpu desc json" exit_is 0 env MEMMIG_DESC_PATH=slow "$cli" cpu --json
+check "cpu desc json path" test "$(jq -r '.tuning.desc_path' "$tmp/out")" = slow
+check "desc store bad" exit_is 1 env MEMMIG_DESC_STORE=plain "$cli" cpu
 check "bench desc forced slow" exit_is 1 env MEMMIG_DESC_SLOW=1 "$cli" bench desc --size 64M --reps 1
 check "bench desc bad size" exit_is 2 "$cli" bench desc --size 5K
 check "bench desc table too large" exit_is 1 "$cli" bench desc --size 1000T --reps 1

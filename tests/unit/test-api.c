@@ -23,6 +23,7 @@ static const char *const env_vars[] = {
 	"MEMMIG_COPY_NT_PRIM",	 "MEMMIG_CALIBRATION",	  "MEMMIG_LOG",
 	"MEMMIG_COPY_VEC_MAX",	 "MEMMIG_COPY_VEC_PRIM",  "MEMMIG_COPY_NT_COLD_MIN",
 	"MEMMIG_COPY_VEC_WIDE_MIN", "MEMMIG_COPY_VEC_WIDE_PRIM",
+	"MEMMIG_DESC_STORE",	 "MEMMIG_DESC_PATH",
 };
 
 static struct memmig_ctx *ctx;
@@ -429,7 +430,8 @@ static void test_prim_names(void)
 	{ .sz = sizeof(struct memmig_tuning), .movsb_min = 11, .movsq_min = 22, \
 	  .nt_min = 33, .nt_prim = MEMMIG_PRIM_NT_AVX2, .vec_max = 44,         \
 	  .vec_prim = MEMMIG_PRIM_VEC_AVX2, .nt_cold_min = 55,                 \
-	  .vec_wide_min = 66, .vec_wide_prim = MEMMIG_PRIM_VEC_AVX512 }
+	  .vec_wide_min = 66, .vec_wide_prim = MEMMIG_PRIM_VEC_AVX512,       \
+	  .desc_store = MEMMIG_DESC_STORE_TEMPORAL, .desc_slow = 1 }
 
 static bool tuning_eq(const struct memmig_tuning *a,
 		      const struct memmig_tuning *b)
@@ -439,7 +441,8 @@ static bool tuning_eq(const struct memmig_tuning *a,
 	       a->vec_max == b->vec_max && a->vec_prim == b->vec_prim &&
 	       a->nt_cold_min == b->nt_cold_min &&
 	       a->vec_wide_min == b->vec_wide_min &&
-	       a->vec_wide_prim == b->vec_wide_prim;
+	       a->vec_wide_prim == b->vec_wide_prim &&
+	       a->desc_store == b->desc_store && a->desc_slow == b->desc_slow;
 }
 
 static void test_save_load(void)
@@ -484,6 +487,19 @@ static void test_save_load(void)
 		CU_ASSERT(tuning_eq(&v, &t));
 	}
 
+	/* The descriptor keys, every combination. */
+	for (int k = 0; k < 4; k++) {
+		struct memmig_tuning v = SENTINEL_TUNING;
+
+		t.desc_store = k & 1 ? MEMMIG_DESC_STORE_TEMPORAL : MEMMIG_DESC_STORE_NT;
+		t.desc_slow = k >> 1;
+		CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), 0);
+		CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &v), 0);
+		CU_ASSERT(tuning_eq(&v, &t));
+	}
+	t.desc_store = MEMMIG_DESC_STORE_NT;
+	t.desc_slow = 0;
+
 	/* "never" round-trips; a size the loader would refuse is not saved. */
 	{
 		struct memmig_tuning v = SENTINEL_TUNING;
@@ -513,6 +529,14 @@ static void test_save_load(void)
 	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), -EINVAL);
 	CU_ASSERT_EQUAL(access(path, F_OK), -1);
 	t.vec_prim = MEMMIG_PRIM_VEC_SSE2;
+	/* Descriptor values the loader would refuse: nothing written. */
+	t.desc_store = 2;
+	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), -EINVAL);
+	t.desc_store = MEMMIG_DESC_STORE_NT;
+	t.desc_slow = 2;
+	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &t), -EINVAL);
+	t.desc_slow = 0;
+	CU_ASSERT_EQUAL(access(path, F_OK), -1);
 	CU_ASSERT_EQUAL(memmig_tuning_save(NULL, path, &t), -EINVAL);
 	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, NULL, &t), -EINVAL);
 	CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, NULL), -EINVAL);
@@ -537,6 +561,9 @@ static void test_load_errors(void)
 		"vec_max = 2T\n",
 		"vec_wide_prim = movq\n",
 		"nt_cold_min = lots\n",
+		"desc_store = nt-avx512\n",
+		"desc_store = 1\n",
+		"desc_path = fast\n",
 	};
 	struct memmig_tuning u = SENTINEL_TUNING, want = SENTINEL_TUNING;
 	char text[512], missing[PATH_MAX + 64];
@@ -753,6 +780,23 @@ static void test_tuning_from_env(void)
 	want.movsq_min = 2048;
 	want.nt_prim = MEMMIG_PRIM_NT_AVX512;
 	CU_ASSERT(tuning_eq(&t, &want));
+	setenv("MEMMIG_DESC_STORE", "nt", 1);
+	setenv("MEMMIG_DESC_PATH", "template", 1);
+	CU_ASSERT_EQUAL(memmig_tuning_from_env(ctx, &t), 0);
+	want.desc_store = MEMMIG_DESC_STORE_NT;
+	want.desc_slow = 0;
+	CU_ASSERT(tuning_eq(&t, &want));
+	setenv("MEMMIG_DESC_STORE", "temporal", 1);
+	setenv("MEMMIG_DESC_PATH", "slow", 1);
+	CU_ASSERT_EQUAL(memmig_tuning_from_env(ctx, &t), 0);
+	want.desc_store = MEMMIG_DESC_STORE_TEMPORAL;
+	want.desc_slow = 1;
+	CU_ASSERT(tuning_eq(&t, &want));
+	setenv("MEMMIG_DESC_STORE", "plain", 1);
+	CU_ASSERT_EQUAL(memmig_tuning_from_env(ctx, &t), -EINVAL);
+	CU_ASSERT(tuning_eq(&t, &want));
+	unsetenv("MEMMIG_DESC_STORE");
+	unsetenv("MEMMIG_DESC_PATH");
 	/* One bad variable among good ones: nothing applied. */
 	setenv("MEMMIG_COPY_MOVSB_MIN", "8K", 1);
 	setenv("MEMMIG_COPY_NT_MIN", "banana", 1);
@@ -875,6 +919,51 @@ static void test_sized_structs(void)
 		CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &cur), 0);
 		CU_ASSERT_EQUAL(cur.vec_prim, base.vec_prim);
 		CU_ASSERT_EQUAL(cur.vec_wide_min, base.vec_wide_min);
+		unlink(path);
+	}
+	/* A caller built before the descriptor fields: whatever lies
+	 * beyond its size, it saves this CPU's defaults for them (templates,
+	 * NT stores), its reads and the environment leave that memory
+	 * alone, and a set keeps the context's own. */
+	{
+		const size_t upto = offsetof(struct memmig_tuning, desc_store);
+		struct memmig_tuning old = base, back = SENTINEL_TUNING, ctxs = base;
+		struct memmig_tuning def = { .sz = sizeof(def) };
+		char path[PATH_MAX + 64];
+
+		CU_ASSERT_EQUAL(memmig_tuning_default(&cpu, &def), 0);
+		CU_ASSERT_EQUAL(def.desc_store, MEMMIG_DESC_STORE_NT);
+		CU_ASSERT_EQUAL(def.desc_slow, 0);
+		/* The context's own are not the defaults, to tell them apart. */
+		ctxs.desc_store = MEMMIG_DESC_STORE_TEMPORAL;
+		ctxs.desc_slow = 1;
+		CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &ctxs), 0);
+		old.sz = upto;
+		old.desc_store = -1;	/* beyond its size: never read */
+		old.desc_slow = 77;
+		tmp_path(path, sizeof(path), "old-size-desc");
+		CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &old), 0);
+		CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &back), 0);
+		CU_ASSERT_EQUAL(back.desc_store, def.desc_store);
+		CU_ASSERT_EQUAL(back.desc_slow, def.desc_slow);
+		CU_ASSERT_EQUAL(back.vec_wide_prim, old.vec_wide_prim);
+		/* Reads stop at its size. */
+		CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &old), 0);
+		CU_ASSERT_EQUAL(old.sz, upto);
+		CU_ASSERT_EQUAL(old.desc_store, -1);
+		CU_ASSERT_EQUAL(old.desc_slow, 77);
+		CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &old), 0);
+		CU_ASSERT_EQUAL(old.desc_store, -1);
+		setenv("MEMMIG_DESC_STORE", "temporal", 1);
+		CU_ASSERT_EQUAL(memmig_tuning_from_env(ctx, &old), 0);
+		CU_ASSERT_EQUAL(old.desc_store, -1);
+		unsetenv("MEMMIG_DESC_STORE");
+		/* Set: the context keeps its own descriptor choice. */
+		CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &old), 0);
+		CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &cur), 0);
+		CU_ASSERT_EQUAL(cur.desc_store, MEMMIG_DESC_STORE_TEMPORAL);
+		CU_ASSERT_EQUAL(cur.desc_slow, 1);
+		CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &base), 0);
 		unlink(path);
 	}
 	t.sz = 0;

@@ -122,6 +122,25 @@ static void check_relations(struct memmig_desc_table *t, uint64_t base)
 	}
 }
 
+/* The context's descriptor stores and path (memmig_tuning). */
+static int set_desc_tuning(int store, int slow)
+{
+	struct memmig_tuning t = { .sz = sizeof(t) };
+	int rc = memmig_ctx_get_tuning(ctx, &t);
+
+	t.desc_store = store;
+	t.desc_slow = slow;
+	return rc < 0 ? rc : memmig_ctx_set_tuning(ctx, &t);
+}
+
+static int table_store(struct memmig_desc_table *t)
+{
+	struct memmig_desc_table_info i = { .sz = sizeof(i) };
+
+	CU_ASSERT_EQUAL(memmig_desc_table_get_info(t, &i), 0);
+	return i.store;
+}
+
 static int suite_init(void)
 {
 	struct memmig_desc_opts o = { .sz = sizeof(o), .len = PAGE, .threads = 1 };
@@ -129,13 +148,18 @@ static int suite_init(void)
 	struct memmig_desc_table *t;
 	int rc;
 
-	/* The test chooses the paths; a caller's environment must not. */
+	/* The test chooses the paths and stores; a caller's environment or
+	 * calibration file must not. */
 	unsetenv("MEMMIG_DESC_SLOW");
+	unsetenv("MEMMIG_DESC_STORE");
+	unsetenv("MEMMIG_DESC_PATH");
 	rc = memmig_ctx_new(&ctx);
 	if (rc < 0) {
 		fprintf(stderr, "memmig_ctx_new: %s\n", strerror(-rc));
 		return 1;
 	}
+	if (set_desc_tuning(MEMMIG_DESC_STORE_NT, 0) < 0)
+		return 1;
 	if (memmig_desc_table_new(ctx, &o, &t) < 0 ||
 	    memmig_desc_table_get_info(t, &i) < 0)
 		return 1;
@@ -192,6 +216,61 @@ static void test_paths_identical(void)
 		memmig_desc_table_unref(fast);
 		memmig_desc_table_unref(slow);
 	}
+}
+
+/*
+ * Both template stores write the slow path's bytes, eager and lazy, and
+ * the table says which ran; the tuning's desc_slow takes the slow path.
+ */
+static void test_stores_identical(void)
+{
+	static const int stores[] = { MEMMIG_DESC_STORE_NT, MEMMIG_DESC_STORE_TEMPORAL };
+	uint64_t base = 0x12345000, pages = 5 * UNIT_PAGES + 300;
+	struct memmig_desc_table *ref = table_new(base, pages, 1, MEMMIG_DESC_SLOW);
+	bool x86 = memmig_test_x86_build();
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
+	CU_ASSERT_EQUAL(table_store(ref), MEMMIG_DESC_STORE_TEMPORAL);
+	for (size_t k = 0; k < 2; k++) {
+		struct memmig_desc_table *t;
+		const struct memmig_desc *d;
+
+		CU_ASSERT_EQUAL_FATAL(set_desc_tuning(stores[k], 0), 0);
+		for (unsigned int threads = 1; threads <= 3; threads += 2) {
+			t = table_new(base, pages, threads, 0);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+			if (!build_forces_slow) {
+				CU_ASSERT_EQUAL(table_path(t), MEMMIG_DESC_PATH_TEMPLATE);
+				/* No NT stores in portable C. */
+				CU_ASSERT_EQUAL(table_store(t), x86 ? stores[k] :
+						MEMMIG_DESC_STORE_TEMPORAL);
+			}
+			assert_same(t, ref, stores[k] ? "temporal stores" : "NT stores");
+			memmig_desc_table_unref(t);
+		}
+		/* Lazy: the chunk initialized on first use, with these stores. */
+		t = table_new(base, pages, 1, MEMMIG_DESC_LAZY);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+		CU_ASSERT_EQUAL(memmig_desc_get(t, pages - 1, &d), 0);
+		assert_same(t, ref, "lazy");
+		if (!build_forces_slow)
+			CU_ASSERT_EQUAL(table_store(t), x86 ? stores[k] :
+					MEMMIG_DESC_STORE_TEMPORAL);
+		memmig_desc_table_unref(t);
+	}
+	/* The tuning's slow path, whatever the stores. */
+	CU_ASSERT_EQUAL(set_desc_tuning(MEMMIG_DESC_STORE_NT, 1), 0);
+	{
+		struct memmig_desc_table *t = table_new(base, pages, 2, 0);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+		CU_ASSERT_EQUAL(table_path(t), MEMMIG_DESC_PATH_SLOW);
+		CU_ASSERT_EQUAL(table_store(t), MEMMIG_DESC_STORE_TEMPORAL);
+		assert_same(t, ref, "tuned slow path");
+		memmig_desc_table_unref(t);
+	}
+	CU_ASSERT_EQUAL(set_desc_tuning(MEMMIG_DESC_STORE_NT, 0), 0);
+	memmig_desc_table_unref(ref);
 }
 
 static void test_threads_identical(void)
@@ -525,6 +604,7 @@ static CU_TestInfo desc_tests[] = {
 	{ "lazy: a 64 TiB region on this machine", test_lazy_huge_region },
 	{ "descriptor layout: 64 bytes, line-aligned", test_layout },
 	{ "template and slow paths identical, random regions", test_paths_identical },
+	{ "NT and temporal stores identical, tuned slow path", test_stores_identical },
 	{ "1..64 threads identical to one", test_threads_identical },
 	{ "lazy chunks from racing threads identical", test_lazy_identical },
 	{ "lazy: only the chunk used is initialized", test_lazy_one_chunk },

@@ -632,12 +632,12 @@ static void test_prim_table(void)
 
 /* Calibration on this CPU: every step reports its rows, and what it finds
  * is a ladder size or never, with an NT primitive this CPU runs. */
-static unsigned int cal_rows[MEMMIG_CALIBRATE_NT_COLD + 1];
+static unsigned int cal_rows[MEMMIG_CALIBRATE_DESC + 1];
 
 static void count_row(void *opaque, const struct memmig_calibrate_row *row)
 {
 	CU_ASSERT_PTR_EQUAL(opaque, cal_rows);
-	CU_ASSERT_FATAL(row->step >= 0 && row->step <= MEMMIG_CALIBRATE_NT_COLD);
+	CU_ASSERT_FATAL(row->step >= 0 && row->step <= MEMMIG_CALIBRATE_DESC);
 	CU_ASSERT(row->n >= 1 && row->n <= 4);
 	for (unsigned int i = 0; i < row->n; i++)
 		CU_ASSERT(row->gbps[i] > 0);
@@ -678,6 +678,11 @@ static void test_calibrate(void)
 	CU_ASSERT(on_ladder(t.vec_wide_min));
 	CU_ASSERT(t.vec_wide_min == NEVER ? t.vec_wide_prim == t.vec_prim :
 					    t.vec_wide_prim != t.vec_prim);
+	/* The descriptor step: one row, a choice of its two keys. */
+	CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_DESC], 1);
+	CU_ASSERT(t.desc_store == MEMMIG_DESC_STORE_NT ||
+		  t.desc_store == MEMMIG_DESC_STORE_TEMPORAL);
+	CU_ASSERT(t.desc_slow == 0 || t.desc_slow == 1);
 	if (memmig_test_x86_build()) {
 		/* The vector copies: a choice between them where there are
 		 * two; against the string copies over the whole ladder. */

@@ -14,6 +14,7 @@
 
 #include "lib/core/memmig-private.h"
 #include "lib/copy/policy.h"
+#include "lib/desc/desc-private.h"
 
 #define CAL_POOL (256UL << 20)
 #define CAL_SAMPLE_S 0.002	/* one sample's length */
@@ -352,6 +353,34 @@ static void cal_nt_cold(struct cal *c, struct memmig_tuning *t)
 	t->nt_cold_min = crossover(ladder_small, N_SMALL, v[0], v[1], MEMMIG_SIZE_NEVER);
 }
 
+/*
+ * Descriptor tables: the slow path and the template with NT and with plain
+ * stores, one thread, over the whole pool (src and dst, 512 MiB: beyond
+ * the cache one core fills, see desc-calibrate.c).  48 rounds of 64 MiB
+ * per path and a first sweep: 0.5 s at 20 GB/s.
+ */
+static void cal_desc(struct cal *c, struct memmig_tuning *t)
+{
+	static const int vec_of_nt[] = {
+		[MEMMIG_PRIM_NT_MOVNTI] = MEMMIG_PRIM_VEC_SSE2,
+		[MEMMIG_PRIM_NT_AVX2] = MEMMIG_PRIM_VEC_AVX2,
+		[MEMMIG_PRIM_NT_AVX512] = MEMMIG_PRIM_VEC_AVX512,
+	};
+	int nt = memmig_policy_nt_ok(&c->cpu, t->nt_prim) ? t->nt_prim :
+							     MEMMIG_PRIM_NT_MOVNTI;
+	int prims[3] = { MEMMIG_PRIM_MOVQ, nt, vec_of_nt[nt] };
+	struct desc_measured m;
+	double r[3];
+
+	if (memmig_desc_measure(&c->cpu, nt, c->src, 2 * CAL_POOL, 48, &m) < 0)
+		return;
+	r[0] = m.slow;
+	r[1] = m.nt;
+	r[2] = m.temporal;
+	report(c, MEMMIG_CALIBRATE_DESC, 2 * CAL_POOL, prims, 3, r);
+	memmig_desc_choose(&m, t);
+}
+
 int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrate_opts *opts,
 			    struct memmig_tuning *out)
 {
@@ -382,6 +411,7 @@ int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrat
 	cal_nt_prim(&c, &t);
 	cal_nt_min(&c, &t);
 	cal_nt_cold(&c, &t);
+	cal_desc(&c, &t);
 	munmap(c.src, 2 * CAL_POOL);
 	return memmig_struct_out(out, &t, sizeof(t));
 }

@@ -19,8 +19,10 @@
 /* Thresholds beyond this are typos, not tuning. */
 #define TUNING_SIZE_MAX (1ULL << 40)
 
-/* What a key's value is: a size, or one kind of primitive. */
-enum key_kind { KIND_SIZE, KIND_NT_PRIM, KIND_VEC_PRIM };
+/* What a key's value is: a size, one kind of primitive, or a name of
+ * the descriptor tables' own (desc_names). */
+enum key_kind { KIND_SIZE, KIND_NT_PRIM, KIND_VEC_PRIM, KIND_DESC_STORE,
+		KIND_DESC_PATH };
 
 static const struct key {
 	const char *file_key;
@@ -46,6 +48,10 @@ static const struct key {
 	  offsetof(struct memmig_tuning, vec_wide_min) },
 	{ "vec_wide_prim", "MEMMIG_COPY_VEC_WIDE_PRIM", KIND_VEC_PRIM,
 	  offsetof(struct memmig_tuning, vec_wide_prim) },
+	{ "desc_store", "MEMMIG_DESC_STORE", KIND_DESC_STORE,
+	  offsetof(struct memmig_tuning, desc_store) },
+	{ "desc_path", "MEMMIG_DESC_PATH", KIND_DESC_PATH,
+	  offsetof(struct memmig_tuning, desc_slow) },
 };
 #define K_COUNT (sizeof(keys) / sizeof(keys[0]))
 
@@ -53,7 +59,39 @@ static const char *const kind_wants[] = {
 	[KIND_SIZE] = "size up to 1T, or never",
 	[KIND_NT_PRIM] = "non-temporal primitive name",
 	[KIND_VEC_PRIM] = "vector primitive name (sse2, avx2, avx512)",
+	[KIND_DESC_STORE] = "descriptor store kind (nt, temporal)",
+	[KIND_DESC_PATH] = "descriptor init path (template, slow)",
 };
+
+/* The values of the descriptor keys, by kind: enum memmig_desc_store,
+ * memmig_tuning.desc_slow. */
+static const struct desc_name {
+	enum key_kind kind;
+	int value;
+	const char *name;
+} desc_names[] = {
+	{ KIND_DESC_STORE, MEMMIG_DESC_STORE_NT, "nt" },
+	{ KIND_DESC_STORE, MEMMIG_DESC_STORE_TEMPORAL, "temporal" },
+	{ KIND_DESC_PATH, 0, "template" },
+	{ KIND_DESC_PATH, 1, "slow" },
+};
+#define D_COUNT (sizeof(desc_names) / sizeof(desc_names[0]))
+
+static const char *desc_name(enum key_kind kind, int value)
+{
+	for (size_t i = 0; i < D_COUNT; i++)
+		if (desc_names[i].kind == kind && desc_names[i].value == value)
+			return desc_names[i].name;
+	return NULL;
+}
+
+static int desc_parse(enum key_kind kind, const char *name)
+{
+	for (size_t i = 0; i < D_COUNT; i++)
+		if (desc_names[i].kind == kind && !strcmp(desc_names[i].name, name))
+			return desc_names[i].value;
+	return -EINVAL;
+}
 
 static size_t *key_size(struct memmig_tuning *t, const struct key *k)
 {
@@ -65,11 +103,20 @@ static int *key_prim(struct memmig_tuning *t, const struct key *k)
 	return (int *)((char *)t + k->off);
 }
 
+/* Whether an int key's value is one of its kind. */
 static bool prim_of_kind(int prim, enum key_kind kind)
 {
 	if (kind == KIND_NT_PRIM)
 		return memmig_policy_is_nt(prim);
-	return memmig_policy_is_vec(prim);
+	if (kind == KIND_VEC_PRIM)
+		return memmig_policy_is_vec(prim);
+	return desc_name(kind, prim) != NULL;
+}
+
+static const char *int_key_name(enum key_kind kind, int v)
+{
+	return kind == KIND_NT_PRIM || kind == KIND_VEC_PRIM ?
+	       memmig_prim_name(v) : desc_name(kind, v);
 }
 
 /* *t read into *n over this CPU's defaults: a caller built before the
@@ -89,7 +136,8 @@ static int tuning_set_key(struct memmig_tuning *t, const struct key *k,
 	int rc;
 
 	if (k->kind != KIND_SIZE) {
-		rc = memmig_prim_parse(val);
+		rc = k->kind == KIND_NT_PRIM || k->kind == KIND_VEC_PRIM ?
+		     memmig_prim_parse(val) : desc_parse(k->kind, val);
 		if (rc < 0 || !prim_of_kind(rc, k->kind))
 			return -EINVAL;
 		*key_prim(t, k) = rc;
@@ -251,7 +299,7 @@ static void fprint_key(FILE *f, struct memmig_tuning *t, const struct key *k)
 	size_t v;
 
 	if (k->kind != KIND_SIZE) {
-		fprintf(f, "%s = %s\n", k->file_key, memmig_prim_name(*key_prim(t, k)));
+		fprintf(f, "%s = %s\n", k->file_key, int_key_name(k->kind, *key_prim(t, k)));
 		return;
 	}
 	v = *key_size(t, k);

@@ -6,8 +6,9 @@
  *    kernel's __init_single_page() does; each line is first read for
  *    ownership, so the table crosses the memory bus twice;
  *  - template: the first descriptor of each kind (single, head, tail) is
- *    built by the slow code and then copied with NT stores, only the
- *    offset and head fields patched, one drain at the end.
+ *    built by the slow code and then stored whole, only the offset and
+ *    head fields patched, one drain at the end; with NT stores or plain
+ *    ones, whichever calibration found faster (memmig_tuning.desc_store).
  */
 #include "config.h"	/* MEMMIG_DEBUG */
 
@@ -131,40 +132,55 @@ static void init_template(struct memmig_desc *d, const struct desc_geometry *g,
 	memmig_arch_drain();
 }
 
-static memmig_desc_fill_fn filler(struct memmig_ctx *ctx)
+memmig_desc_fill_fn memmig_desc_filler(const struct memmig_cpu_info *cpu,
+				       int nt_prim, int *store)
 {
-	int prim = ctx->tuning.nt_prim;
-
-	if (!memmig_prim_supported(&ctx->cpu, prim) || !memmig_prim_is_nt(prim))
-		prim = MEMMIG_PRIM_NT_MOVNTI;
-	return memmig_arch_desc_filler(prim);
+	if (!memmig_prim_supported(cpu, nt_prim) || !memmig_prim_is_nt(nt_prim))
+		nt_prim = MEMMIG_PRIM_NT_MOVNTI;
+	return memmig_arch_desc_filler(nt_prim, store);
 }
 
-void memmig_desc_init_range(struct memmig_desc_table *t, int path,
-			    uint64_t first, uint64_t last)
+void memmig_desc_init_descs(struct memmig_desc *descs, const struct desc_geometry *g,
+			    memmig_desc_fill_fn fill, uint64_t first, uint64_t last)
 {
-	if (path == MEMMIG_DESC_PATH_SLOW)
-		init_slow(t->descs, &t->geo, first, last);
+	if (!fill)
+		init_slow(descs, g, first, last);
 	else
-		init_template(t->descs, &t->geo, filler(t->ctx), first, last);
+		init_template(descs, g, fill, first, last);
+}
+
+int memmig_desc_init_range(struct memmig_desc_table *t, int path,
+			   uint64_t first, uint64_t last)
+{
+	const struct memmig_tuning *tu = &t->ctx->tuning;
+	int store = MEMMIG_DESC_STORE_TEMPORAL;	/* the slow path's */
+	memmig_desc_fill_fn fill = NULL;
+
+	if (path != MEMMIG_DESC_PATH_SLOW) {
+		store = tu->desc_store;
+		fill = memmig_desc_filler(&t->ctx->cpu, tu->nt_prim, &store);
+	}
+	memmig_desc_init_descs(t->descs, &t->geo, fill, first, last);
+	return store;
 }
 
 struct init_part {
 	struct memmig_desc_table *t;
 	int path;
 	uint64_t first, last;
+	int store;
 };
 
 static void *init_part_main(void *arg)
 {
 	struct init_part *p = arg;
 
-	memmig_desc_init_range(p->t, p->path, p->first, p->last);
+	p->store = memmig_desc_init_range(p->t, p->path, p->first, p->last);
 	return NULL;
 }
 
 int memmig_desc_init_all(struct memmig_desc_table *t, int path,
-			 unsigned int threads)
+			 unsigned int threads, int *store)
 {
 	uint64_t n = t->geo.count, units = (n + DESC_UNIT_PAGES - 1) / DESC_UNIT_PAGES;
 	struct init_part *parts;
@@ -174,7 +190,7 @@ int memmig_desc_init_all(struct memmig_desc_table *t, int path,
 	if (threads > units)
 		threads = (unsigned int)units;
 	if (threads <= 1) {
-		memmig_desc_init_range(t, path, 0, n);
+		*store = memmig_desc_init_range(t, path, 0, n);
 		return 0;
 	}
 	parts = calloc(threads, sizeof(*parts));
@@ -190,7 +206,7 @@ int memmig_desc_init_all(struct memmig_desc_table *t, int path,
 		uint64_t a = units * k / threads * DESC_UNIT_PAGES;
 		uint64_t b = units * (k + 1) / threads * DESC_UNIT_PAGES;
 
-		parts[k] = (struct init_part){ t, path, a, b < n ? b : n };
+		parts[k] = (struct init_part){ t, path, a, b < n ? b : n, 0 };
 	}
 	for (unsigned int k = 1; k < threads; k++) {
 		if (pthread_create(&tids[k], NULL, init_part_main, &parts[k]))
@@ -202,6 +218,7 @@ int memmig_desc_init_all(struct memmig_desc_table *t, int path,
 		init_part_main(&parts[k]);	/* threads that did not start */
 	for (unsigned int k = 1; k <= started; k++)
 		pthread_join(tids[k], NULL);
+	*store = parts[0].store;	/* the same tuning for every part */
 	free(parts);
 	free(tids);
 	return 0;

@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #include "lib/core/memmig-private.h"
+#include "lib/copy/arch/arch.h"
+#include "lib/desc/desc-choose.h"
 
 #define DESC_UNIT_PAGES (1UL << MEMMIG_DESC_COMPOUND_ORDER)
 #define DESC_CHUNK_PAGES ((1UL << 30) / MEMMIG_DESC_PAGE_SIZE)
@@ -34,6 +36,7 @@ struct memmig_desc_table {
 	unsigned int flags;	/* opts flags | MEMMIG_DESC_SLOW if forced */
 	unsigned int threads;
 	int path;		/* enum memmig_desc_path of the last init */
+	int store;		/* enum memmig_desc_store of the last init */
 	uint64_t nchunks;
 	uint8_t *chunk_ready;	/* lazy: per chunk, read with acquire */
 	pthread_mutex_t *chunk_lock;
@@ -50,16 +53,33 @@ void memmig_desc_geometry(struct desc_geometry *g, uint64_t base,
 /* Slow path: descriptor idx field by field, as the template is seeded. */
 void memmig_desc_init_one(struct memmig_desc *d, const struct desc_geometry *g,
 			  uint64_t idx);
-/* Initializes descriptors [first, last) of t with path (one drain). */
-void memmig_desc_init_range(struct memmig_desc_table *t, int path,
-			    uint64_t first, uint64_t last);
-/* The whole table on threads threads; returns 0 or -errno. */
+/* The template filler as wide as nt_prim (the narrowest NT one if this
+ * CPU cannot run it) with the stores *store asks for; *store becomes the
+ * kind it has. */
+memmig_desc_fill_fn memmig_desc_filler(const struct memmig_cpu_info *cpu,
+				       int nt_prim, int *store);
+/* Descriptors [first, last) of descs: the template path with fill (one
+ * drain), the slow path when fill is NULL. */
+void memmig_desc_init_descs(struct memmig_desc *descs, const struct desc_geometry *g,
+			    memmig_desc_fill_fn fill, uint64_t first, uint64_t last);
+/* Initializes descriptors [first, last) of t with path (one drain);
+ * returns the stores it wrote with (enum memmig_desc_store). */
+int memmig_desc_init_range(struct memmig_desc_table *t, int path,
+			   uint64_t first, uint64_t last);
+/* The whole table on threads threads, *store as above; 0 or -errno. */
 int memmig_desc_init_all(struct memmig_desc_table *t, int path,
-			 unsigned int threads);
+			 unsigned int threads, int *store);
 /* Sets the state of pages [idx, idx + n); a poisoned page stays
  * poisoned, pages past the table's end are left alone. */
 void memmig_desc_mark(struct memmig_desc_table *t, uint64_t idx, uint64_t n,
 		      int state);
+/* desc-calibrate.c: GB/s of one thread initializing 64 MiB segments of
+ * the len bytes at buf (64-byte aligned) with each path, rounds rounds
+ * (at most 64), each relative to its round's mean, medians; 0 or
+ * -EINVAL. */
+int memmig_desc_measure(const struct memmig_cpu_info *cpu, int nt_prim,
+			void *buf, size_t len, unsigned int rounds,
+			struct desc_measured *out);
 /* The path a table gets from its flags, the environment and the build. */
 bool memmig_desc_slow_forced(void);
 

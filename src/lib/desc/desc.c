@@ -12,10 +12,14 @@
 
 #define ALL_FLAGS (MEMMIG_DESC_LAZY | MEMMIG_DESC_SLOW)
 
-static int path_of(unsigned int flags)
+/* The flags force the slow path; else the tuning says (calibration
+ * finds the slow path ahead where plain stores of a few fields beat
+ * whole-line stores). */
+static int path_of(const struct memmig_desc_table *t, unsigned int flags)
 {
-	return flags & MEMMIG_DESC_SLOW ? MEMMIG_DESC_PATH_SLOW :
-					  MEMMIG_DESC_PATH_TEMPLATE;
+	if (flags & MEMMIG_DESC_SLOW || t->ctx->tuning.desc_slow)
+		return MEMMIG_DESC_PATH_SLOW;
+	return MEMMIG_DESC_PATH_TEMPLATE;
 }
 
 static int check_opts(struct memmig_ctx *ctx, const struct memmig_desc_opts *o)
@@ -134,15 +138,16 @@ void memmig_desc_table_unref(struct memmig_desc_table *t)
 int memmig_desc_table_reset(struct memmig_desc_table *t, unsigned int threads,
 			    unsigned int flags)
 {
-	int path, rc;
+	int path, store, rc;
 
 	if (!t || flags & ~MEMMIG_DESC_SLOW)
 		return -EINVAL;
-	path = path_of(t->flags | flags);
-	rc = memmig_desc_init_all(t, path, threads ? threads : t->threads);
+	path = path_of(t, t->flags | flags);
+	rc = memmig_desc_init_all(t, path, threads ? threads : t->threads, &store);
 	if (rc < 0)
 		return rc;
 	t->path = path;
+	t->store = store;
 	mark_all_ready(t);
 	return 0;
 }
@@ -160,6 +165,7 @@ int memmig_desc_table_get_info(const struct memmig_desc_table *t,
 	i.node = t->geo.node;
 	i.flags = t->flags;
 	i.path = __atomic_load_n(&t->path, __ATOMIC_RELAXED);
+	i.store = __atomic_load_n(&t->store, __ATOMIC_RELAXED);
 	i.backing = t->backing;
 	i.table_bytes = t->map_len;
 	i.chunks = t->nchunks;
@@ -177,14 +183,16 @@ uint64_t memmig_desc_table_count(const struct memmig_desc_table *t)
 static void chunk_init(struct memmig_desc_table *t, uint64_t c)
 {
 	uint64_t first = c * DESC_CHUNK_PAGES, last = first + DESC_CHUNK_PAGES;
-	int path = path_of(t->flags);
+	int path = path_of(t, t->flags), store;
 
 	pthread_mutex_lock(&t->chunk_lock[c]);
 	if (!__atomic_load_n(&t->chunk_ready[c], __ATOMIC_ACQUIRE)) {
-		memmig_desc_init_range(t, path, first,
-				       last < t->geo.count ? last : t->geo.count);
-		/* Every chunk gets the same path. */
+		store = memmig_desc_init_range(t, path, first,
+					       last < t->geo.count ? last : t->geo.count);
+		/* Every chunk gets the same path (and stores), unless the
+		 * tuning changed in between. */
 		__atomic_store_n(&t->path, path, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->store, store, __ATOMIC_RELAXED);
 		__atomic_store_n(&t->chunk_ready[c], 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&t->chunk_lock[c]);

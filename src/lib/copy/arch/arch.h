@@ -51,15 +51,18 @@ void memmig_arch_flush(enum memmig_flush_kind kind, const void *addr,
 
 /*
  * Writes n descriptors, each tmpl with its offset and head fields replaced:
- * the k-th gets offset + k * 4 KiB and head + k * head_step.  NT stores
- * where the architecture has them, no drain; d is 64-byte aligned.
+ * the k-th gets offset + k * 4 KiB and head + k * head_step.  NT or plain
+ * stores as the filler was asked, no drain; d is 64-byte aligned.
  */
 typedef void (*memmig_desc_fill_fn)(struct memmig_desc *d,
 				    const struct memmig_desc *tmpl, size_t n,
 				    uint64_t offset, uint64_t head,
 				    uint64_t head_step);
 
-/* The filler for the NT primitive the tuning picked (enum memmig_prim). */
-memmig_desc_fill_fn memmig_arch_desc_filler(int nt_prim);
+/* The filler as wide as the NT primitive the tuning picked (enum
+ * memmig_prim), with the stores *store asks for (enum memmig_desc_store);
+ * *store becomes the kind it got (plain stores where there are no NT
+ * ones). */
+memmig_desc_fill_fn memmig_arch_desc_filler(int nt_prim, int *store);
 
 #endif

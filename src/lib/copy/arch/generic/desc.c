@@ -15,7 +15,8 @@ static void fill_memcpy(struct memmig_desc *d, const struct memmig_desc *tmpl,
 	}
 }
 
-memmig_desc_fill_fn memmig_arch_desc_filler(int nt_prim)
+memmig_desc_fill_fn memmig_arch_desc_filler(int nt_prim, int *store)
 {
+	*store = MEMMIG_DESC_STORE_TEMPORAL;	/* no NT stores in C */
 	return fill_memcpy;
 }
