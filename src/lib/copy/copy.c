@@ -297,6 +297,17 @@ void memmig_copy_dispatch(struct memmig_ctx *ctx, int prim, void *dst,
 	copy_dispatch(ctx, prim, dst, src, len, flags);
 }
 
+memmig_prim_fn memmig_copy_direct(struct memmig_ctx *ctx, int prim,
+				  unsigned int *flags)
+{
+	if ((*flags & MEMMIG_COPY_PMEM) && !(*flags & MEMMIG_COPY_NOFLUSH)) {
+		if (!memmig_policy_is_nt(prim))
+			return NULL;	/* the flushes come after the call */
+		*flags |= (unsigned int)ctx->flush_kind << MEMMIG_COPY__FLUSH_SHIFT;
+	}
+	return prim_fn(prim);
+}
+
 void memmig_copy_drain(void)
 {
 	memmig_arch_drain();
