@@ -40,22 +40,33 @@ static int copy_check(const void *dst, const void *src, size_t len)
 	return 0;
 }
 
+/* copy_check() out of the fast path's way: nothing of it is computed
+ * before the fast check fails. */
+static __attribute__((noinline)) int
+copy_check_cold(const void *dst, const void *src, size_t len)
+{
+	return copy_check(dst, src, len);
+}
+
 /*
- * copy_check() in one branch for the common case of a small copy (len below
- * a quarter of the address space, see memmig_ctx_apply_tuning()): both
- * addresses in [4 KiB, a quarter of it), so that neither is NULL and
- * nothing can wrap, and no overlap.  false sends the copy to copy_check()
- * for the exact answer.
+ * copy_check() in one branch for the common case of a copy below a
+ * quarter of the address space (see memmig_ctx_apply_tuning()): both
+ * addresses in [4 KiB, 2^62), so that neither is NULL and nothing can
+ * wrap, and no overlap: |dst - src| >= len, which with x = dst - src
+ * modulo 2^64 is x + len - 1 >= 2 * len - 1 (len 0 fails it, and goes to
+ * copy_check()).  Few instructions: in a tight loop of 64-byte copies
+ * glibc's memcpy takes ~2 ns, and every check before the first move
+ * counts.  false sends the copy to copy_check() for the exact answer.
  */
 #define FAST_LO ((uintptr_t)4096)
-#define FAST_SPAN (MEMMIG_SMALL_MAX - FAST_LO)
+#define FAST_SHIFT 62
 
 static inline bool copy_fast_ok(const void *dst, const void *src, size_t len)
 {
 	uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
 
-	return !((d - FAST_LO >= FAST_SPAN) | (s - FAST_LO >= FAST_SPAN) |
-		 (d - s < len) | (s - d < len));
+	return !((((d - FAST_LO) | (s - FAST_LO)) >> FAST_SHIFT) |
+		 (d - s + len - 1 < 2 * len - 1));
 }
 
 /* 16 bytes, as one vector register (SSE2 on x86-64). */
@@ -179,24 +190,29 @@ int memmig_copy_query(struct memmig_ctx *ctx, size_t len, unsigned int flags)
 }
 
 /*
- * A small copy, below the first threshold: the primitive cached for it
- * with nothing on the way but the checks (one branch in the common case),
- * and the shortest vector copies done right here.
+ * An unflagged copy (or a cold one below the cold threshold): the
+ * shortest vector copies done right here, the others by the primitive
+ * cached for their length range, with nothing on the way but the checks
+ * (one branch in the common case) and a walk of a few ranges.
  */
 static inline __attribute__((always_inline)) int
 copy_small(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
 {
-	if (__builtin_expect(!copy_fast_ok(dst, src, len), 0)) {
-		int rc = copy_check(dst, src, len);
+	const struct memmig_len_prim *r = ctx->by_len;
 
-		if (rc)
+	if (__builtin_expect(!copy_fast_ok(dst, src, len), 0)) {
+		int rc = copy_check_cold(dst, src, len);
+
+		if (rc || !len)
 			return len ? rc : 0;	/* nothing to copy is no error */
 	}
 	if (len <= ctx->small_inline) {
 		copy_inline(dst, src, len);
 		return 0;
 	}
-	ctx->by_len[0].fn(dst, src, len, 0);
+	while (len >= r->below)
+		r++;
+	r->fn(dst, src, len, 0);
 	return 0;
 }
 
@@ -239,8 +255,9 @@ int memmig_copy_run(struct memmig_ctx *ctx, void *dst, const void *src,
 		    size_t len, unsigned int flags)
 {
 	/* Below the cold threshold a cold copy is what an unflagged one is. */
-	if (__builtin_expect(ctx && !(flags & ~MEMMIG_COPY_COLD) &&
-			     len < (flags ? ctx->cold_below : ctx->small_below), 1))
+	if (__builtin_expect(ctx && (flags ? flags == MEMMIG_COPY_COLD &&
+						    len < ctx->cold_below :
+					     len < MEMMIG_SMALL_MAX), 1))
 		return copy_small(ctx, dst, src, len);
 	return copy_run_policy(ctx, dst, src, len, flags);
 }
@@ -366,9 +383,8 @@ void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 
 	ctx->tuning = *t;
 	apply_by_len(ctx, at, MEMMIG_TUNING_THRESHOLDS);
-	/* copy_fast_ok() counts on small copies being below this. */
-	ctx->small_below = ctx->by_len[0].below < MEMMIG_SMALL_MAX ?
-				   ctx->by_len[0].below : MEMMIG_SMALL_MAX;
+	/* copy_fast_ok() counts on copies being below this. */
+	ctx->small_below = MEMMIG_SMALL_MAX;
 	ctx->cold_below = t->nt_cold_min < ctx->small_below ? t->nt_cold_min :
 							       ctx->small_below;
 	if (small_prim == MEMMIG_PRIM_VEC_SSE2)

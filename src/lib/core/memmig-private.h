@@ -46,10 +46,12 @@ struct memmig_ctx {
 	struct memmig_tuning tuning;
 	enum memmig_flush_kind flush_kind;
 	unsigned int prims_ok;	/* bit per primitive this CPU can run */
-	/* Unflagged copies below small_below are by_len[0]'s: small copies
-	 * cannot afford the whole policy (memmig_ctx_apply_tuning()). */
-	size_t small_below;	/* by_len[0].below, at most MEMMIG_SMALL_MAX */
-	size_t cold_below;	/* the same for MEMMIG_COPY_COLD copies */
+	/* Unflagged copies below small_below find their primitive in by_len
+	 * without the policy: small copies cannot afford the whole policy
+	 * (memmig_ctx_apply_tuning()). */
+	size_t small_below;	/* MEMMIG_SMALL_MAX */
+	size_t cold_below;	/* the same for MEMMIG_COPY_COLD copies: below
+				 * nt_cold_min they are unflagged ones */
 	/* Up to this many bytes of a vector copy are done inline (copy.c):
 	 * 128 for SSE2, whose moves those are, 64 for the wider ones (the
 	 * same bytes as their two-vector case), 0 for the others. */
