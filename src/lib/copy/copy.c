@@ -391,4 +391,7 @@ void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 		ctx->small_inline = 128;
 	else
 		ctx->small_inline = memmig_policy_is_vec(small_prim) ? 64 : 0;
+	/* Inline is the first range's copy: not at or beyond its end. */
+	if (ctx->small_inline >= ctx->by_len[0].below)
+		ctx->small_inline = ctx->by_len[0].below - 1;
 }
