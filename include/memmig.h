@@ -196,6 +196,11 @@ struct memmig_tuning {
 	 * a wider one can win the loop and lose the short copies. */
 	size_t vec_wide_min;
 	int vec_wide_prim;
+	/* MEMMIG_COPY_PMEM copies below this are written with temporal
+	 * stores, every line flushed; from it whole lines go by NT stores
+	 * (libpmem's NT path streams from one line).  Host-dependent:
+	 * calibration measures it cold. */
+	size_t pmem_nt_min;
 };
 
 /* The seed-derived defaults for a CPU: movsb_min 2048 on ERMS without FSRM,
@@ -238,7 +243,8 @@ enum memmig_calibrate_step {
 	MEMMIG_CALIBRATE_NT_PRIM,	/* the NT primitives, beyond the cache */
 	MEMMIG_CALIBRATE_NT_MIN,	/* temporal against the chosen NT one */
 	MEMMIG_CALIBRATE_VEC_PRIM,	/* the vector copies (runs first) */
-	MEMMIG_CALIBRATE_NT_COLD,	/* cold: temporal against NT (last) */
+	MEMMIG_CALIBRATE_NT_COLD,	/* cold: temporal against NT */
+	MEMMIG_CALIBRATE_PMEM_NT,	/* cold pmem: temporal + flush against NT */
 };
 
 /* One size of a step, measured: median GB/s of each primitive. */

@@ -23,6 +23,7 @@ static const char *const env_vars[] = {
 	"MEMMIG_COPY_NT_PRIM",	 "MEMMIG_CALIBRATION",	  "MEMMIG_LOG",
 	"MEMMIG_COPY_VEC_MAX",	 "MEMMIG_COPY_VEC_PRIM",  "MEMMIG_COPY_NT_COLD_MIN",
 	"MEMMIG_COPY_VEC_WIDE_MIN", "MEMMIG_COPY_VEC_WIDE_PRIM",
+	"MEMMIG_COPY_PMEM_NT_MIN",
 };
 
 static struct memmig_ctx *ctx;
@@ -429,7 +430,8 @@ static void test_prim_names(void)
 	{ .sz = sizeof(struct memmig_tuning), .movsb_min = 11, .movsq_min = 22, \
 	  .nt_min = 33, .nt_prim = MEMMIG_PRIM_NT_AVX2, .vec_max = 44,         \
 	  .vec_prim = MEMMIG_PRIM_VEC_AVX2, .nt_cold_min = 55,                 \
-	  .vec_wide_min = 66, .vec_wide_prim = MEMMIG_PRIM_VEC_AVX512 }
+	  .vec_wide_min = 66, .vec_wide_prim = MEMMIG_PRIM_VEC_AVX512,     \
+	  .pmem_nt_min = 77 }
 
 static bool tuning_eq(const struct memmig_tuning *a,
 		      const struct memmig_tuning *b)
@@ -439,7 +441,8 @@ static bool tuning_eq(const struct memmig_tuning *a,
 	       a->vec_max == b->vec_max && a->vec_prim == b->vec_prim &&
 	       a->nt_cold_min == b->nt_cold_min &&
 	       a->vec_wide_min == b->vec_wide_min &&
-	       a->vec_wide_prim == b->vec_wide_prim;
+	       a->vec_wide_prim == b->vec_wide_prim &&
+	       a->pmem_nt_min == b->pmem_nt_min;
 }
 
 static void test_save_load(void)
@@ -449,7 +452,8 @@ static void test_save_load(void)
 				   .nt_prim = MEMMIG_PRIM_NT_MOVNTI, .vec_max = 6000,
 				   .vec_prim = MEMMIG_PRIM_VEC_SSE2,
 				   .nt_cold_min = 1024, .vec_wide_min = 4096,
-				   .vec_wide_prim = MEMMIG_PRIM_VEC_AVX2 };
+				   .vec_wide_prim = MEMMIG_PRIM_VEC_AVX2,
+				   .pmem_nt_min = 512 };
 	struct memmig_tuning u = SENTINEL_TUNING;
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 64];
 
@@ -645,6 +649,7 @@ static void test_env_overrides(void)
 	CU_ASSERT_EQUAL(t.nt_cold_min, 512);
 	CU_ASSERT_EQUAL(t.vec_wide_min, 256);
 	CU_ASSERT_EQUAL(t.vec_wide_prim, MEMMIG_PRIM_VEC_SSE2);
+	CU_ASSERT_EQUAL(t.pmem_nt_min, 0);	/* the default: NT at every length */
 	if (cpu.features & MEMMIG_CPU_SSE2) {
 		CU_ASSERT_EQUAL(memmig_copy_query(c, 1023, 0), MEMMIG_PRIM_VEC_SSE2);
 		CU_ASSERT_NOT_EQUAL(memmig_copy_query(c, 1024, 0), MEMMIG_PRIM_VEC_SSE2);
@@ -655,6 +660,26 @@ static void test_env_overrides(void)
 								    MEMMIG_COPY_COLD)));
 	}
 	memmig_ctx_unref(c);
+	unset_env();
+
+	/* pmem: temporal stores and flushes below MEMMIG_COPY_PMEM_NT_MIN. */
+	setenv("MEMMIG_COPY_PMEM_NT_MIN", "1K", 1);
+	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
+	CU_ASSERT_EQUAL(t.pmem_nt_min, 1024);
+	if (cpu.features & MEMMIG_CPU_SSE2) {
+		CU_ASSERT_FALSE(memmig_prim_is_nt(memmig_copy_query(c, 1023,
+								    MEMMIG_COPY_PMEM)));
+		CU_ASSERT_TRUE(memmig_prim_is_nt(memmig_copy_query(c, 1024,
+								   MEMMIG_COPY_PMEM)));
+		/* An NT request is NT whatever the length. */
+		CU_ASSERT_TRUE(memmig_prim_is_nt(memmig_copy_query(
+			c, 64, MEMMIG_COPY_PMEM | MEMMIG_COPY_NONTEMPORAL)));
+	}
+	memmig_ctx_unref(c);
+	unset_env();
+	setenv("MEMMIG_COPY_PMEM_NT_MIN", "lots", 1);
+	CU_ASSERT_EQUAL(new_ctx(&c), -EINVAL);
 	unset_env();
 	setenv("MEMMIG_COPY_VEC_PRIM", "movsb", 1);
 	CU_ASSERT_EQUAL(new_ctx(&c), -EINVAL);
@@ -875,6 +900,30 @@ static void test_sized_structs(void)
 		CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &cur), 0);
 		CU_ASSERT_EQUAL(cur.vec_prim, base.vec_prim);
 		CU_ASSERT_EQUAL(cur.vec_wide_min, base.vec_wide_min);
+		unlink(path);
+	}
+	/* A caller built before pmem_nt_min: the same for it. */
+	{
+		struct memmig_tuning old = base, back = SENTINEL_TUNING;
+		struct memmig_tuning def = { .sz = sizeof(def) };
+		char path[PATH_MAX + 64];
+
+		CU_ASSERT_EQUAL(memmig_tuning_default(&cpu, &def), 0);
+		CU_ASSERT_EQUAL(def.pmem_nt_min, 0);
+		old.sz = offsetof(struct memmig_tuning, pmem_nt_min);
+		old.pmem_nt_min = 4321;	/* beyond its size: never read */
+		tmp_path(path, sizeof(path), "old-size-pmem");
+		CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &old), 0);
+		CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &back), 0);
+		CU_ASSERT_EQUAL(back.pmem_nt_min, def.pmem_nt_min);
+		CU_ASSERT_EQUAL(back.vec_wide_min, old.vec_wide_min);
+		CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &old), 0);
+		CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &cur), 0);
+		CU_ASSERT_EQUAL(cur.pmem_nt_min, base.pmem_nt_min);
+		/* and an older caller reading gets nothing written there */
+		old.pmem_nt_min = 4321;
+		CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &old), 0);
+		CU_ASSERT_EQUAL(old.pmem_nt_min, 4321);
 		unlink(path);
 	}
 	t.sz = 0;

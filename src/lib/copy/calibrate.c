@@ -32,6 +32,7 @@ struct cal {
 	struct memmig_calibrate_opts o;
 	uint8_t *src, *dst;
 	size_t next;		/* the next cold place */
+	unsigned int flags;	/* each copy's, drained each: the pmem step's */
 };
 
 /*
@@ -55,6 +56,7 @@ static double time_copies(struct cal *c, int prim, size_t len, size_t iters,
 		size_t off = cold ? (at++ * 0x9e3779b1u & mask) * stride : 0;
 
 		memmig_copy_with(c->ctx, prim, c->dst + off, c->src + off, len,
+				 c->flags ? c->flags :
 				 i + 1 < iters ? MEMMIG_COPY_NODRAIN : 0);
 	}
 	t0 = memmig_now() - t0;
@@ -352,6 +354,39 @@ static void cal_nt_cold(struct cal *c, struct memmig_tuning *t)
 	t->nt_cold_min = crossover(ladder_small, N_SMALL, v[0], v[1], MEMMIG_SIZE_NEVER);
 }
 
+/*
+ * Cold pmem copies (MEMMIG_COPY_PMEM, drained each, as pmem_memcpy is):
+ * from which size NT stores beat the temporal copy that flushes every
+ * line.  A cold line costs a temporal store a read first (on an AMD family
+ * 17h host NT stores lost below 256 B all the same, on a family 1Ah host
+ * they won from 64 B), so this is measured, not assumed.
+ */
+static void cal_pmem_nt(struct cal *c, struct memmig_tuning *t)
+{
+	static const size_t ladder[] = { 64, 128, 256, 512, 1024, 2048, 4096 };
+	const size_t nl = sizeof(ladder) / sizeof(ladder[0]);
+	double v[2][LADDER_MAX];
+
+	c->flags = MEMMIG_COPY_PMEM;
+	for (size_t i = 0; i < nl; i++) {
+		int prims[] = { memmig_policy_choose(&c->cpu, t, ladder[i],
+						     MEMMIG_COPY_TEMPORAL),
+				t->nt_prim };
+		double r[4];
+
+		measure3(c, prims, 2, ladder[i], true, r);
+		v[0][i] = r[0];
+		v[1][i] = r[1];
+		report(c, MEMMIG_CALIBRATE_PMEM_NT, ladder[i], prims, 2, r);
+	}
+	c->flags = 0;
+	/* Never on this ladder is "temporal up to 4 KiB": a page is the
+	 * most it measured, and NT stores are the pmem rule beyond. */
+	t->pmem_nt_min = crossover(ladder, nl, v[0], v[1], 8192);
+	if (t->pmem_nt_min == ladder[0])
+		t->pmem_nt_min = 0;	/* NT at every length, as by default */
+}
+
 int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrate_opts *opts,
 			    struct memmig_tuning *out)
 {
@@ -382,6 +417,8 @@ int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrat
 	cal_nt_prim(&c, &t);
 	cal_nt_min(&c, &t);
 	cal_nt_cold(&c, &t);
+	if (memmig_prim_is_nt(t.nt_prim))
+		cal_pmem_nt(&c, &t);
 	munmap(c.src, 2 * CAL_POOL);
 	return memmig_struct_out(out, &t, sizeof(t));
 }

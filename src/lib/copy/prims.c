@@ -105,6 +105,10 @@ int memmig_tuning_default(const struct memmig_cpu_info *cpu,
 	t.nt_cold_min = MEMMIG_PAGE_SIZE;
 	t.vec_wide_min = MEMMIG_SIZE_NEVER;
 	t.vec_wide_prim = t.vec_prim;
+	/* pmem: the NT primitive at every length, which streams every whole
+	 * line, as libpmem's NT memcpy does; calibration measures where
+	 * temporal stores and flushes win instead. */
+	t.pmem_nt_min = 0;
 	return memmig_struct_out(out, &t, sizeof(t));
 }
 

@@ -46,6 +46,8 @@ static const struct key {
 	  offsetof(struct memmig_tuning, vec_wide_min) },
 	{ "vec_wide_prim", "MEMMIG_COPY_VEC_WIDE_PRIM", KIND_VEC_PRIM,
 	  offsetof(struct memmig_tuning, vec_wide_prim) },
+	{ "pmem_nt_min", "MEMMIG_COPY_PMEM_NT_MIN", KIND_SIZE,
+	  offsetof(struct memmig_tuning, pmem_nt_min) },
 };
 #define K_COUNT (sizeof(keys) / sizeof(keys[0]))
 

@@ -11,8 +11,12 @@
 #include "lib/copy/arch/arch.h"
 #include "lib/copy/arch/x86/x86.h"
 
-/* Below this the line-alignment work costs more than NT stores save. */
-#define NT_SMALL 256
+/* Below a line there is no whole line to stream.  Where the line-alignment
+ * work costs more than NT stores save is host-dependent (on an AMD family
+ * 17h host below 256 B, on an AMD family 1Ah host NT stores won a cold
+ * 64-byte pmem copy, as libpmem's NT memcpy streams it): the policy
+ * decides, from the calibrated pmem_nt_min and nt_cold_min. */
+#define NT_SMALL 64
 
 /* Copies whole lines to a line-aligned dst; returns the bytes copied. */
 typedef size_t (*nt_lines_fn)(uint8_t *d, const uint8_t *s, size_t len);
