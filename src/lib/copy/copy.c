@@ -225,6 +225,23 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 
 	if (!ctx)
 		return -EINVAL;
+	/*
+	 * A plain pmem copy from pmem_nt_min: the NT primitive, found without
+	 * the policy, which flushes and drains what it wrote itself.  A cold
+	 * pmem copy pays for every instruction before its first load (its
+	 * misses cannot start earlier): libpmem's pmem_memcpy is a few.
+	 */
+	if (flags == MEMMIG_COPY_PMEM && ctx->pmem_fn && len >= ctx->tuning.pmem_nt_min) {
+		if (__builtin_expect(!copy_fast_ok(dst, src, len), 0)) {
+			int rc = copy_check_cold(dst, src, len);
+
+			if (rc || !len)
+				return len ? rc : 0;
+		}
+		ctx->pmem_fn(dst, src, len, MEMMIG_COPY_PMEM |
+			     (unsigned int)ctx->flush_kind << MEMMIG_COPY__FLUSH_SHIFT);
+		return 0;
+	}
 	/* Unflagged: the choice for this length, found without the policy. */
 	if (!flags) {
 		const struct memmig_len_prim *r = ctx->by_len;
@@ -380,6 +397,7 @@ void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 	size_t at[MEMMIG_TUNING_THRESHOLDS] = { t->vec_max, t->vec_wide_min,
 						t->movsb_min, t->movsq_min, t->nt_min };
 	int small_prim = memmig_policy(&ctx->cpu, t, 0, 0);
+	int pmem_prim = memmig_policy(&ctx->cpu, t, MEMMIG_SMALL_MAX, MEMMIG_COPY_PMEM);
 
 	ctx->tuning = *t;
 	apply_by_len(ctx, at, MEMMIG_TUNING_THRESHOLDS);
@@ -391,6 +409,7 @@ void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 		ctx->small_inline = 128;
 	else
 		ctx->small_inline = memmig_policy_is_vec(small_prim) ? 64 : 0;
+	ctx->pmem_fn = memmig_policy_is_nt(pmem_prim) ? prim_fn(pmem_prim) : NULL;
 	/* Inline is the first range's copy: not at or beyond its end. */
 	if (ctx->small_inline >= ctx->by_len[0].below)
 		ctx->small_inline = ctx->by_len[0].below - 1;

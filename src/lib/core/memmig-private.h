@@ -56,6 +56,9 @@ struct memmig_ctx {
 	 * 128 for SSE2, whose moves those are, 64 for the wider ones (the
 	 * same bytes as their two-vector case), 0 for the others. */
 	size_t small_inline;
+	/* MEMMIG_COPY_PMEM copies from pmem_nt_min: the NT primitive the
+	 * policy gives them, found without it; NULL where there is none. */
+	memmig_prim_fn pmem_fn;
 	/* The unflagged choice by length, beyond small_below too: the
 	 * primitive for lengths below each bound, the last one unbounded
 	 * (memmig_ctx_apply_tuning()). */
