@@ -201,6 +201,11 @@ struct memmig_tuning {
 	 * (libpmem's NT path streams from one line).  Host-dependent:
 	 * calibration measures it cold. */
 	size_t pmem_nt_min;
+	/* How far ahead of its loads an NT copy prefetches its source
+	 * (inside it), 512 B to 32 KiB rounded down to a power of two; 0:
+	 * not.  Host-dependent: calibration measures it on cold pmem
+	 * copies. */
+	size_t nt_prefetch;
 };
 
 /* The seed-derived defaults for a CPU: movsb_min 2048 on ERMS without FSRM,
@@ -245,6 +250,7 @@ enum memmig_calibrate_step {
 	MEMMIG_CALIBRATE_VEC_PRIM,	/* the vector copies (runs first) */
 	MEMMIG_CALIBRATE_NT_COLD,	/* cold: temporal against NT */
 	MEMMIG_CALIBRATE_PMEM_NT,	/* cold pmem: temporal + flush against NT */
+	MEMMIG_CALIBRATE_NT_PREFETCH,	/* cold pmem NT: prefetch distances */
 };
 
 /* One size of a step, measured: median GB/s of each primitive. */

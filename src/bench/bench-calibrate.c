@@ -32,6 +32,7 @@ static void print_row(void *opaque, const struct memmig_calibrate_row *row)
 		[MEMMIG_CALIBRATE_VEC_PRIM] = "vector copies, hot, GB/s",
 		[MEMMIG_CALIBRATE_NT_COLD] = "cold copies (MEMMIG_COPY_COLD), GB/s",
 		[MEMMIG_CALIBRATE_PMEM_NT] = "cold pmem copies (MEMMIG_COPY_PMEM), temporal + flush against NT, GB/s",
+		[MEMMIG_CALIBRATE_NT_PREFETCH] = "cold pmem NT copies prefetching the source 0, 1 KiB, 4 KiB ahead, GB/s",
 	};
 	struct cal_print *last = opaque;
 	char sz[32];

@@ -165,7 +165,8 @@ static void test_defaults(void)
 				    pname(c->nt_prim));
 		else if (t.vec_max != c->vec_max || t.vec_prim != c->vec_prim ||
 			 t.nt_cold_min != 4 * KiB || t.vec_wide_min != NEVER ||
-			 t.vec_wide_prim != c->vec_prim || t.pmem_nt_min != 0)
+			 t.vec_wide_prim != c->vec_prim || t.pmem_nt_min != 0 ||
+			 t.nt_prefetch != 0)
 			CUNIT_FAILF("%s: defaults vec_max %zu %s nt_cold_min %zu, "
 				    "want %zu %s 4096", c->name, t.vec_max,
 				    pname(t.vec_prim), t.nt_cold_min, c->vec_max,
@@ -641,12 +642,12 @@ static void test_prim_table(void)
 
 /* Calibration on this CPU: every step reports its rows, and what it finds
  * is a ladder size or never, with an NT primitive this CPU runs. */
-static unsigned int cal_rows[MEMMIG_CALIBRATE_PMEM_NT + 1];
+static unsigned int cal_rows[MEMMIG_CALIBRATE_NT_PREFETCH + 1];
 
 static void count_row(void *opaque, const struct memmig_calibrate_row *row)
 {
 	CU_ASSERT_PTR_EQUAL(opaque, cal_rows);
-	CU_ASSERT_FATAL(row->step >= 0 && row->step <= MEMMIG_CALIBRATE_PMEM_NT);
+	CU_ASSERT_FATAL(row->step >= 0 && row->step <= MEMMIG_CALIBRATE_NT_PREFETCH);
 	CU_ASSERT(row->n >= 1 && row->n <= 4);
 	for (unsigned int i = 0; i < row->n; i++)
 		CU_ASSERT(row->gbps[i] > 0);
@@ -699,6 +700,10 @@ static void test_calibrate(void)
 		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_PMEM_NT], 7);
 		CU_ASSERT(t.pmem_nt_min == 0 || (t.pmem_nt_min >= 128 &&
 						 t.pmem_nt_min <= 8192));
+		/* The NT loops' prefetch: none, 1 KiB or 4 KiB ahead. */
+		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_NT_PREFETCH], 4);
+		CU_ASSERT(t.nt_prefetch == 0 || t.nt_prefetch == 1024 ||
+			  t.nt_prefetch == 4096);
 	}
 	printf("\n  movsb from %zu, movsq from %zu, %s from %zu, %s below %zu, "
 	       "cold NT from %zu ", t.movsb_min, t.movsq_min,

@@ -387,6 +387,74 @@ static void cal_pmem_nt(struct cal *c, struct memmig_tuning *t)
 		t->pmem_nt_min = 0;	/* NT at every length, as by default */
 }
 
+/*
+ * How far ahead the NT loops prefetch the source: cold pmem copies (as the
+ * previous step) from 8 KiB to 256 KiB by the NT primitive at each distance,
+ * samples round-robin, the distance with the least loss summed over the
+ * sizes.  Some hosts' prefetchers fetch ahead by themselves (then 0 wins and
+ * costs nothing); on an AMD family 1Ah host 4 KiB made 8-16 KiB copies
+ * 15-20% faster.  The context's own bits switch between the samples and are
+ * put back after.
+ */
+static void cal_nt_prefetch(struct cal *c, struct memmig_tuning *t)
+{
+	static const size_t ladder[] = { 8192, 16384, 65536, 262144 };
+	static const size_t dist[] = { 0, 1024, 4096 };
+	const size_t nl = sizeof(ladder) / sizeof(ladder[0]);
+	const unsigned int nd = sizeof(dist) / sizeof(dist[0]);
+	const unsigned int saved = c->ctx->nt_pf_bits;
+	double v[3][LADDER_MAX], best = 1e300;
+	int prims[3] = { t->nt_prim, t->nt_prim, t->nt_prim };
+
+	c->flags = MEMMIG_COPY_PMEM;
+	for (size_t i = 0; i < nl; i++) {
+		double r[PASSES][3], samples[3][64], row[3], tm = 0;
+		size_t iters;
+
+		for (iters = 1;; iters *= 4) {
+			tm = time_copies(c, t->nt_prim, ladder[i], iters, true);
+			if (tm >= CAL_SAMPLE_S / 4)
+				break;
+		}
+		if (tm > 0 && tm < CAL_SAMPLE_S)
+			iters = (size_t)(iters * (CAL_SAMPLE_S / tm)) + 1;
+		for (int pass = 0; pass < PASSES; pass++) {
+			for (unsigned int s = 0; s < c->o.reps; s++)
+				for (unsigned int d = 0; d < nd; d++) {
+					c->ctx->nt_pf_bits = memmig_prefetch_bits(dist[d]);
+					tm = time_copies(c, t->nt_prim, ladder[i], iters, true);
+					samples[d][s] = tm > 0 ? (double)ladder[i] * iters / tm / 1e9 : 0;
+				}
+			for (unsigned int d = 0; d < nd; d++) {
+				qsort(samples[d], c->o.reps, sizeof(double), cmp_double);
+				r[pass][d] = samples[d][c->o.reps / 2];
+			}
+		}
+		for (unsigned int d = 0; d < nd; d++)
+			row[d] = v[d][i] = median3(r[0][d], r[1][d], r[2][d]);
+		report(c, MEMMIG_CALIBRATE_NT_PREFETCH, ladder[i], prims, nd, row);
+	}
+	c->ctx->nt_pf_bits = saved;
+	c->flags = 0;
+	for (unsigned int d = 0; d < nd; d++) {
+		double loss = 0;
+
+		for (size_t i = 0; i < nl; i++) {
+			double top = 0;
+
+			for (unsigned int e = 0; e < nd; e++)
+				top = v[e][i] > top ? v[e][i] : top;
+			if (top > 0)
+				loss += (top - v[d][i]) / top;
+		}
+		/* Strictly less: on a tie no prefetch (the first) stays. */
+		if (loss < best - 1e-9) {
+			best = loss;
+			t->nt_prefetch = dist[d];
+		}
+	}
+}
+
 int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrate_opts *opts,
 			    struct memmig_tuning *out)
 {
@@ -417,8 +485,10 @@ int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrat
 	cal_nt_prim(&c, &t);
 	cal_nt_min(&c, &t);
 	cal_nt_cold(&c, &t);
-	if (memmig_prim_is_nt(t.nt_prim))
+	if (memmig_prim_is_nt(t.nt_prim)) {
 		cal_pmem_nt(&c, &t);
+		cal_nt_prefetch(&c, &t);
+	}
 	munmap(c.src, 2 * CAL_POOL);
 	return memmig_struct_out(out, &t, sizeof(t));
 }

@@ -109,6 +109,8 @@ int memmig_tuning_default(const struct memmig_cpu_info *cpu,
 	 * line, as libpmem's NT memcpy does; calibration measures where
 	 * temporal stores and flushes win instead. */
 	t.pmem_nt_min = 0;
+	/* No software prefetch unless calibration measured it ahead. */
+	t.nt_prefetch = 0;
 	return memmig_struct_out(out, &t, sizeof(t));
 }
 

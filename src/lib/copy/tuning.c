@@ -48,6 +48,8 @@ static const struct key {
 	  offsetof(struct memmig_tuning, vec_wide_prim) },
 	{ "pmem_nt_min", "MEMMIG_COPY_PMEM_NT_MIN", KIND_SIZE,
 	  offsetof(struct memmig_tuning, pmem_nt_min) },
+	{ "nt_prefetch", "MEMMIG_COPY_NT_PREFETCH", KIND_SIZE,
+	  offsetof(struct memmig_tuning, nt_prefetch) },
 };
 #define K_COUNT (sizeof(keys) / sizeof(keys[0]))
 
