@@ -27,7 +27,7 @@ static void print_row(void *opaque, const struct memmig_calibrate_row *row)
 {
 	static const char *const titles[] = {
 		[MEMMIG_CALIBRATE_SMALL] = "hot copies, GB/s",
-		[MEMMIG_CALIBRATE_NT_PRIM] = "NT primitives beyond the cache, GB/s",
+		[MEMMIG_CALIBRATE_NT_PRIM] = "NT primitives beyond the cache (256 MiB), then cold pmem copies, GB/s",
 		[MEMMIG_CALIBRATE_NT_MIN] = "repeated copies of one buffer, GB/s",
 		[MEMMIG_CALIBRATE_VEC_PRIM] = "vector copies, hot, GB/s",
 		[MEMMIG_CALIBRATE_NT_COLD] = "cold copies (MEMMIG_COPY_COLD), GB/s",
