@@ -201,6 +201,16 @@ struct memmig_tuning {
 	int desc_store;		/* enum memmig_desc_store of the template path */
 	int desc_slow;		/* 1: the field-by-field path instead (it was
 				 * measured ahead of both template stores) */
+	/* MEMMIG_COPY_PMEM copies below this are written with temporal
+	 * stores, every line flushed; from it whole lines go by NT stores
+	 * (libpmem's NT path streams from one line).  Host-dependent:
+	 * calibration measures it cold. */
+	size_t pmem_nt_min;
+	/* How far ahead of its loads an NT copy prefetches its source
+	 * (inside it), 512 B to 32 KiB rounded down to a power of two; 0:
+	 * not.  Host-dependent: calibration measures it on cold pmem
+	 * copies. */
+	size_t nt_prefetch;
 };
 
 /* The seed-derived defaults for a CPU: movsb_min 2048 on ERMS without FSRM,
@@ -250,6 +260,8 @@ enum memmig_calibrate_step {
 	 * row's prims are the stores each issues: MEMMIG_PRIM_MOVQ (scalar),
 	 * an NT primitive, a MEMMIG_PRIM_VEC_* of the same width. */
 	MEMMIG_CALIBRATE_DESC,
+	MEMMIG_CALIBRATE_PMEM_NT,	/* cold pmem: temporal + flush against NT */
+	MEMMIG_CALIBRATE_NT_PREFETCH,	/* cold pmem NT: prefetch distances */
 };
 
 /* One size of a step, measured: median GB/s of each primitive. */

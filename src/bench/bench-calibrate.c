@@ -27,12 +27,14 @@ static void print_row(void *opaque, const struct memmig_calibrate_row *row)
 {
 	static const char *const titles[] = {
 		[MEMMIG_CALIBRATE_SMALL] = "hot copies, GB/s",
-		[MEMMIG_CALIBRATE_NT_PRIM] = "NT primitives beyond the cache, GB/s",
+		[MEMMIG_CALIBRATE_NT_PRIM] = "NT primitives beyond the cache (256 MiB), then cold pmem copies, GB/s",
 		[MEMMIG_CALIBRATE_NT_MIN] = "repeated copies of one buffer, GB/s",
 		[MEMMIG_CALIBRATE_VEC_PRIM] = "vector copies, hot, GB/s",
 		[MEMMIG_CALIBRATE_NT_COLD] = "cold copies (MEMMIG_COPY_COLD), GB/s",
 		[MEMMIG_CALIBRATE_DESC] = "descriptor table init, 1 thread, beyond the "
 					  "cache, GB/s",
+		[MEMMIG_CALIBRATE_PMEM_NT] = "cold pmem copies (MEMMIG_COPY_PMEM), temporal + flush against NT, GB/s",
+		[MEMMIG_CALIBRATE_NT_PREFETCH] = "cold pmem NT copies prefetching the source 0, 1 KiB, 4 KiB ahead, GB/s",
 	};
 	/* The descriptor step's columns are paths; its prims, their stores. */
 	static const char *const desc_cols[] = { "slow", "template/NT", "template/tmp" };

@@ -24,6 +24,7 @@ static const char *const env_vars[] = {
 	"MEMMIG_COPY_VEC_MAX",	 "MEMMIG_COPY_VEC_PRIM",  "MEMMIG_COPY_NT_COLD_MIN",
 	"MEMMIG_COPY_VEC_WIDE_MIN", "MEMMIG_COPY_VEC_WIDE_PRIM",
 	"MEMMIG_DESC_STORE",	 "MEMMIG_DESC_PATH",
+	"MEMMIG_COPY_PMEM_NT_MIN", "MEMMIG_COPY_NT_PREFETCH",
 };
 
 static struct memmig_ctx *ctx;
@@ -431,7 +432,8 @@ static void test_prim_names(void)
 	  .nt_min = 33, .nt_prim = MEMMIG_PRIM_NT_AVX2, .vec_max = 44,         \
 	  .vec_prim = MEMMIG_PRIM_VEC_AVX2, .nt_cold_min = 55,                 \
 	  .vec_wide_min = 66, .vec_wide_prim = MEMMIG_PRIM_VEC_AVX512,       \
-	  .desc_store = MEMMIG_DESC_STORE_TEMPORAL, .desc_slow = 1 }
+	  .desc_store = MEMMIG_DESC_STORE_TEMPORAL, .desc_slow = 1,          \
+	  .pmem_nt_min = 77, .nt_prefetch = 88 }
 
 static bool tuning_eq(const struct memmig_tuning *a,
 		      const struct memmig_tuning *b)
@@ -442,7 +444,9 @@ static bool tuning_eq(const struct memmig_tuning *a,
 	       a->nt_cold_min == b->nt_cold_min &&
 	       a->vec_wide_min == b->vec_wide_min &&
 	       a->vec_wide_prim == b->vec_wide_prim &&
-	       a->desc_store == b->desc_store && a->desc_slow == b->desc_slow;
+	       a->desc_store == b->desc_store && a->desc_slow == b->desc_slow &&
+	       a->pmem_nt_min == b->pmem_nt_min &&
+	       a->nt_prefetch == b->nt_prefetch;
 }
 
 static void test_save_load(void)
@@ -452,7 +456,8 @@ static void test_save_load(void)
 				   .nt_prim = MEMMIG_PRIM_NT_MOVNTI, .vec_max = 6000,
 				   .vec_prim = MEMMIG_PRIM_VEC_SSE2,
 				   .nt_cold_min = 1024, .vec_wide_min = 4096,
-				   .vec_wide_prim = MEMMIG_PRIM_VEC_AVX2 };
+				   .vec_wide_prim = MEMMIG_PRIM_VEC_AVX2,
+				   .pmem_nt_min = 512, .nt_prefetch = 4096 };
 	struct memmig_tuning u = SENTINEL_TUNING;
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 64];
 
@@ -672,6 +677,7 @@ static void test_env_overrides(void)
 	CU_ASSERT_EQUAL(t.nt_cold_min, 512);
 	CU_ASSERT_EQUAL(t.vec_wide_min, 256);
 	CU_ASSERT_EQUAL(t.vec_wide_prim, MEMMIG_PRIM_VEC_SSE2);
+	CU_ASSERT_EQUAL(t.pmem_nt_min, 0);	/* the default: NT at every length */
 	if (cpu.features & MEMMIG_CPU_SSE2) {
 		CU_ASSERT_EQUAL(memmig_copy_query(c, 1023, 0), MEMMIG_PRIM_VEC_SSE2);
 		CU_ASSERT_NOT_EQUAL(memmig_copy_query(c, 1024, 0), MEMMIG_PRIM_VEC_SSE2);
@@ -680,6 +686,55 @@ static void test_env_overrides(void)
 								   MEMMIG_COPY_COLD)));
 		CU_ASSERT_FALSE(memmig_prim_is_nt(memmig_copy_query(c, 511,
 								    MEMMIG_COPY_COLD)));
+	}
+	memmig_ctx_unref(c);
+	unset_env();
+
+	/* pmem: temporal stores and flushes below MEMMIG_COPY_PMEM_NT_MIN. */
+	setenv("MEMMIG_COPY_PMEM_NT_MIN", "1K", 1);
+	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
+	CU_ASSERT_EQUAL(t.pmem_nt_min, 1024);
+	if (cpu.features & MEMMIG_CPU_SSE2) {
+		CU_ASSERT_FALSE(memmig_prim_is_nt(memmig_copy_query(c, 1023,
+								    MEMMIG_COPY_PMEM)));
+		CU_ASSERT_TRUE(memmig_prim_is_nt(memmig_copy_query(c, 1024,
+								   MEMMIG_COPY_PMEM)));
+		/* An NT request is NT whatever the length. */
+		CU_ASSERT_TRUE(memmig_prim_is_nt(memmig_copy_query(
+			c, 64, MEMMIG_COPY_PMEM | MEMMIG_COPY_NONTEMPORAL)));
+	}
+	memmig_ctx_unref(c);
+	unset_env();
+	setenv("MEMMIG_COPY_PMEM_NT_MIN", "lots", 1);
+	CU_ASSERT_EQUAL(new_ctx(&c), -EINVAL);
+	unset_env();
+
+	/* NT copies prefetching their source ahead copy what they did. */
+	setenv("MEMMIG_COPY_NT_PREFETCH", "4K", 1);
+	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
+	CU_ASSERT_EQUAL(t.nt_prefetch, 4096);
+	{
+		static const size_t lens[] = { 64, 4095, 4096 + 256, 8191, 20000, 65536 + 65 };
+		unsigned char *s = malloc(70000), *d = malloc(70000);
+
+		CU_ASSERT_FATAL(s && d);
+		for (size_t i = 0; i < 70000; i++)
+			s[i] = (unsigned char)(i * 7 + 3);
+		for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++)
+			for (size_t off = 0; off < 3; off++) {
+				memset(d, 0, 70000);
+				CU_ASSERT_EQUAL(memmig_copy_run(c, d + off, s + 1, lens[k],
+								MEMMIG_COPY_NONTEMPORAL), 0);
+				CU_ASSERT_EQUAL(memcmp(d + off, s + 1, lens[k]), 0);
+				CU_ASSERT_EQUAL(d[off + lens[k]], 0);
+				CU_ASSERT_EQUAL(memmig_copy_run(c, d, s, lens[k],
+								MEMMIG_COPY_PMEM), 0);
+				CU_ASSERT_EQUAL(memcmp(d, s, lens[k]), 0);
+			}
+		free(s);
+		free(d);
 	}
 	memmig_ctx_unref(c);
 	unset_env();
@@ -964,6 +1019,34 @@ static void test_sized_structs(void)
 		CU_ASSERT_EQUAL(cur.desc_store, MEMMIG_DESC_STORE_TEMPORAL);
 		CU_ASSERT_EQUAL(cur.desc_slow, 1);
 		CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &base), 0);
+		unlink(path);
+	}
+	/* A caller built before pmem_nt_min: the same for it. */
+	{
+		struct memmig_tuning old = base, back = SENTINEL_TUNING;
+		struct memmig_tuning def = { .sz = sizeof(def) };
+		char path[PATH_MAX + 64];
+
+		CU_ASSERT_EQUAL(memmig_tuning_default(&cpu, &def), 0);
+		CU_ASSERT_EQUAL(def.pmem_nt_min, 0);
+		CU_ASSERT_EQUAL(def.nt_prefetch, 0);
+		old.sz = offsetof(struct memmig_tuning, pmem_nt_min);
+		old.nt_prefetch = 4321;
+		old.pmem_nt_min = 4321;	/* beyond its size: never read */
+		tmp_path(path, sizeof(path), "old-size-pmem");
+		CU_ASSERT_EQUAL(memmig_tuning_save(ctx, path, &old), 0);
+		CU_ASSERT_EQUAL(memmig_tuning_load(ctx, path, &back), 0);
+		CU_ASSERT_EQUAL(back.pmem_nt_min, def.pmem_nt_min);
+		CU_ASSERT_EQUAL(back.nt_prefetch, def.nt_prefetch);
+		CU_ASSERT_EQUAL(back.vec_wide_min, old.vec_wide_min);
+		CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &old), 0);
+		CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &cur), 0);
+		CU_ASSERT_EQUAL(cur.pmem_nt_min, base.pmem_nt_min);
+		CU_ASSERT_EQUAL(cur.nt_prefetch, base.nt_prefetch);
+		/* and an older caller reading gets nothing written there */
+		old.pmem_nt_min = 4321;
+		CU_ASSERT_EQUAL(memmig_ctx_get_tuning(ctx, &old), 0);
+		CU_ASSERT_EQUAL(old.pmem_nt_min, 4321);
 		unlink(path);
 	}
 	t.sz = 0;

@@ -165,7 +165,8 @@ static void test_defaults(void)
 				    pname(c->nt_prim));
 		else if (t.vec_max != c->vec_max || t.vec_prim != c->vec_prim ||
 			 t.nt_cold_min != 4 * KiB || t.vec_wide_min != NEVER ||
-			 t.vec_wide_prim != c->vec_prim)
+			 t.vec_wide_prim != c->vec_prim || t.pmem_nt_min != 0 ||
+			 t.nt_prefetch != 0)
 			CUNIT_FAILF("%s: defaults vec_max %zu %s nt_cold_min %zu, "
 				    "want %zu %s 4096", c->name, t.vec_max,
 				    pname(t.vec_prim), t.nt_cold_min, c->vec_max,
@@ -330,6 +331,15 @@ static void test_cold(void)
 		EXPECT(c->name, c->cpu, &t, 16, cold | MEMMIG_COPY_PMEM, c->nt_prim);
 		EXPECT(c->name, c->cpu, &t, 16, cold | MEMMIG_COPY_NONTEMPORAL,
 		       c->nt_prim);
+		/* pmem below pmem_nt_min: the temporal choice (flushed by the
+		 * dispatch); NT from it, and for NT requests at any length. */
+		t.pmem_nt_min = 256;
+		EXPECT(c->name, c->cpu, &t, 255, MEMMIG_COPY_PMEM,
+		       memmig_policy_choose(c->cpu, &t, 255, MEMMIG_COPY_TEMPORAL));
+		EXPECT(c->name, c->cpu, &t, 256, MEMMIG_COPY_PMEM, c->nt_prim);
+		EXPECT(c->name, c->cpu, &t, 16, MEMMIG_COPY_PMEM | MEMMIG_COPY_NONTEMPORAL,
+		       c->nt_prim);
+		t.pmem_nt_min = 0;
 		/* Unflagged, the same length stays temporal. */
 		CU_ASSERT_FALSE(memmig_prim_is_nt(memmig_policy_choose(c->cpu, &t,
 							t.nt_cold_min, 0)));
@@ -632,12 +642,12 @@ static void test_prim_table(void)
 
 /* Calibration on this CPU: every step reports its rows, and what it finds
  * is a ladder size or never, with an NT primitive this CPU runs. */
-static unsigned int cal_rows[MEMMIG_CALIBRATE_DESC + 1];
+static unsigned int cal_rows[MEMMIG_CALIBRATE_NT_PREFETCH + 1];
 
 static void count_row(void *opaque, const struct memmig_calibrate_row *row)
 {
 	CU_ASSERT_PTR_EQUAL(opaque, cal_rows);
-	CU_ASSERT_FATAL(row->step >= 0 && row->step <= MEMMIG_CALIBRATE_DESC);
+	CU_ASSERT_FATAL(row->step >= 0 && row->step <= MEMMIG_CALIBRATE_NT_PREFETCH);
 	CU_ASSERT(row->n >= 1 && row->n <= 4);
 	for (unsigned int i = 0; i < row->n; i++)
 		CU_ASSERT(row->gbps[i] > 0);
@@ -670,7 +680,8 @@ static void test_calibrate(void)
 	CU_ASSERT(on_ladder(t.nt_min));
 	if (memmig_prim_is_nt(t.nt_prim)) {
 		CU_ASSERT(memmig_prim_supported(&cpu, t.nt_prim));
-		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_NT_PRIM], 1);
+		/* The stream, then cold pmem copies of 512 B, 2 and 16 KiB. */
+		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_NT_PRIM], 4);
 		CU_ASSERT(cal_rows[MEMMIG_CALIBRATE_NT_MIN] >= 10);
 	}
 	CU_ASSERT(on_ladder(t.vec_max));
@@ -691,6 +702,14 @@ static void test_calibrate(void)
 				memmig_prim_supported(&cpu, MEMMIG_PRIM_VEC_AVX2) ? 7 : 0);
 		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_SMALL], 21);
 		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_NT_COLD], 21);
+		/* pmem, cold: temporal + flush against NT, 64 B to 4 KiB. */
+		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_PMEM_NT], 7);
+		CU_ASSERT(t.pmem_nt_min == 0 || (t.pmem_nt_min >= 128 &&
+						 t.pmem_nt_min <= 8192));
+		/* The NT loops' prefetch: none, 1 KiB or 4 KiB ahead. */
+		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_NT_PREFETCH], 4);
+		CU_ASSERT(t.nt_prefetch == 0 || t.nt_prefetch == 1024 ||
+			  t.nt_prefetch == 4096);
 	}
 	printf("\n  movsb from %zu, movsq from %zu, %s from %zu, %s below %zu, "
 	       "cold NT from %zu ", t.movsb_min, t.movsq_min,

@@ -33,6 +33,7 @@ struct cal {
 	struct memmig_calibrate_opts o;
 	uint8_t *src, *dst;
 	size_t next;		/* the next cold place */
+	unsigned int flags;	/* each copy's, drained each: the pmem step's */
 };
 
 /*
@@ -56,6 +57,7 @@ static double time_copies(struct cal *c, int prim, size_t len, size_t iters,
 		size_t off = cold ? (at++ * 0x9e3779b1u & mask) * stride : 0;
 
 		memmig_copy_with(c->ctx, prim, c->dst + off, c->src + off, len,
+				 c->flags ? c->flags :
 				 i + 1 < iters ? MEMMIG_COPY_NODRAIN : 0);
 	}
 	t0 = memmig_now() - t0;
@@ -287,10 +289,18 @@ static void cal_small(struct cal *c, struct memmig_tuning *t)
 	t->vec_max = crossover(ladder_small, N_SMALL, v[1], str, MEMMIG_SIZE_NEVER);
 }
 
-/* The fastest NT primitive, on a working set beyond the cache. */
+/*
+ * The NT primitive with the least loss summed over a working set beyond
+ * the cache and cold pmem copies of 512 B, 2 KiB and 16 KiB (drained each).
+ * On the stream the primitives tie within the noise on some hosts, while
+ * short cold copies tell them apart: on an AMD family 1Ah host a 2 KiB
+ * pmem copy was 0.75-0.80x libpmem with nt-avx2, 1.13x with nt-avx512.
+ */
 static void cal_nt_prim(struct cal *c, struct memmig_tuning *t)
 {
-	double r[4], best = 0;
+	static const size_t cold_len[] = { 512, 2048, 16384 };
+	const size_t nc = sizeof(cold_len) / sizeof(cold_len[0]);
+	double r[4][4], loss[4] = { 0 }, best = 1e300;
 	unsigned int n = 0;
 	int prims[4];
 
@@ -299,12 +309,26 @@ static void cal_nt_prim(struct cal *c, struct memmig_tuning *t)
 			prims[n++] = p;
 	if (!n)
 		return;
-	hot(c, prims, n, CAL_POOL, r);
-	report(c, MEMMIG_CALIBRATE_NT_PRIM, CAL_POOL, prims, n, r);
-	for (unsigned int i = 0; i < n; i++)
-		if (r[i] > best) {
-			best = r[i];
-			t->nt_prim = prims[i];
+	hot(c, prims, n, CAL_POOL, r[0]);
+	report(c, MEMMIG_CALIBRATE_NT_PRIM, CAL_POOL, prims, n, r[0]);
+	c->flags = MEMMIG_COPY_PMEM;
+	for (size_t i = 0; i < nc; i++) {
+		measure3(c, prims, n, cold_len[i], true, r[i + 1]);
+		report(c, MEMMIG_CALIBRATE_NT_PRIM, cold_len[i], prims, n, r[i + 1]);
+	}
+	c->flags = 0;
+	for (size_t i = 0; i <= nc; i++) {
+		double top = 0;
+
+		for (unsigned int k = 0; k < n; k++)
+			top = r[i][k] > top ? r[i][k] : top;
+		for (unsigned int k = 0; k < n && top > 0; k++)
+			loss[k] += (top - r[i][k]) / top;
+	}
+	for (unsigned int k = 0; k < n; k++)
+		if (loss[k] < best) {
+			best = loss[k];
+			t->nt_prim = prims[k];
 		}
 }
 
@@ -381,6 +405,107 @@ static void cal_desc(struct cal *c, struct memmig_tuning *t)
 	memmig_desc_choose(&m, t);
 }
 
+/*
+ * Cold pmem copies (MEMMIG_COPY_PMEM, drained each, as pmem_memcpy is):
+ * from which size NT stores beat the temporal copy that flushes every
+ * line.  A cold line costs a temporal store a read first (on an AMD family
+ * 17h host NT stores lost below 256 B all the same, on a family 1Ah host
+ * they won from 64 B), so this is measured, not assumed.
+ */
+static void cal_pmem_nt(struct cal *c, struct memmig_tuning *t)
+{
+	static const size_t ladder[] = { 64, 128, 256, 512, 1024, 2048, 4096 };
+	const size_t nl = sizeof(ladder) / sizeof(ladder[0]);
+	double v[2][LADDER_MAX];
+
+	c->flags = MEMMIG_COPY_PMEM;
+	for (size_t i = 0; i < nl; i++) {
+		int prims[] = { memmig_policy_choose(&c->cpu, t, ladder[i],
+						     MEMMIG_COPY_TEMPORAL),
+				t->nt_prim };
+		double r[4];
+
+		measure3(c, prims, 2, ladder[i], true, r);
+		v[0][i] = r[0];
+		v[1][i] = r[1];
+		report(c, MEMMIG_CALIBRATE_PMEM_NT, ladder[i], prims, 2, r);
+	}
+	c->flags = 0;
+	/* Never on this ladder is "temporal up to 4 KiB": a page is the
+	 * most it measured, and NT stores are the pmem rule beyond. */
+	t->pmem_nt_min = crossover(ladder, nl, v[0], v[1], 8192);
+	if (t->pmem_nt_min == ladder[0])
+		t->pmem_nt_min = 0;	/* NT at every length, as by default */
+}
+
+/*
+ * How far ahead the NT loops prefetch the source: cold pmem copies (as the
+ * previous step) from 8 KiB to 256 KiB by the NT primitive at each distance,
+ * samples round-robin, the distance with the least loss summed over the
+ * sizes.  Some hosts' prefetchers fetch ahead by themselves (then 0 wins and
+ * costs nothing); on an AMD family 1Ah host 4 KiB made 8-16 KiB copies
+ * 15-20% faster.  The context's own bits switch between the samples and are
+ * put back after.
+ */
+static void cal_nt_prefetch(struct cal *c, struct memmig_tuning *t)
+{
+	static const size_t ladder[] = { 8192, 16384, 65536, 262144 };
+	static const size_t dist[] = { 0, 1024, 4096 };
+	const size_t nl = sizeof(ladder) / sizeof(ladder[0]);
+	const unsigned int nd = sizeof(dist) / sizeof(dist[0]);
+	const unsigned int saved = c->ctx->nt_pf_bits;
+	double v[3][LADDER_MAX], best = 1e300;
+	int prims[3] = { t->nt_prim, t->nt_prim, t->nt_prim };
+
+	c->flags = MEMMIG_COPY_PMEM;
+	for (size_t i = 0; i < nl; i++) {
+		double r[PASSES][3], samples[3][64], row[3], tm = 0;
+		size_t iters;
+
+		for (iters = 1;; iters *= 4) {
+			tm = time_copies(c, t->nt_prim, ladder[i], iters, true);
+			if (tm >= CAL_SAMPLE_S / 4)
+				break;
+		}
+		if (tm > 0 && tm < CAL_SAMPLE_S)
+			iters = (size_t)(iters * (CAL_SAMPLE_S / tm)) + 1;
+		for (int pass = 0; pass < PASSES; pass++) {
+			for (unsigned int s = 0; s < c->o.reps; s++)
+				for (unsigned int d = 0; d < nd; d++) {
+					c->ctx->nt_pf_bits = memmig_prefetch_bits(dist[d]);
+					tm = time_copies(c, t->nt_prim, ladder[i], iters, true);
+					samples[d][s] = tm > 0 ? (double)ladder[i] * iters / tm / 1e9 : 0;
+				}
+			for (unsigned int d = 0; d < nd; d++) {
+				qsort(samples[d], c->o.reps, sizeof(double), cmp_double);
+				r[pass][d] = samples[d][c->o.reps / 2];
+			}
+		}
+		for (unsigned int d = 0; d < nd; d++)
+			row[d] = v[d][i] = median3(r[0][d], r[1][d], r[2][d]);
+		report(c, MEMMIG_CALIBRATE_NT_PREFETCH, ladder[i], prims, nd, row);
+	}
+	c->ctx->nt_pf_bits = saved;
+	c->flags = 0;
+	for (unsigned int d = 0; d < nd; d++) {
+		double loss = 0;
+
+		for (size_t i = 0; i < nl; i++) {
+			double top = 0;
+
+			for (unsigned int e = 0; e < nd; e++)
+				top = v[e][i] > top ? v[e][i] : top;
+			if (top > 0)
+				loss += (top - v[d][i]) / top;
+		}
+		/* Strictly less: on a tie no prefetch (the first) stays. */
+		if (loss < best - 1e-9) {
+			best = loss;
+			t->nt_prefetch = dist[d];
+		}
+	}
+}
+
 int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrate_opts *opts,
 			    struct memmig_tuning *out)
 {
@@ -411,6 +536,11 @@ int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrat
 	cal_nt_prim(&c, &t);
 	cal_nt_min(&c, &t);
 	cal_nt_cold(&c, &t);
+	if (memmig_prim_is_nt(t.nt_prim)) {
+		cal_pmem_nt(&c, &t);
+		cal_nt_prefetch(&c, &t);
+	}
+	/* Last: its NT stores are the chosen NT primitive's. */
 	cal_desc(&c, &t);
 	munmap(c.src, 2 * CAL_POOL);
 	return memmig_struct_out(out, &t, sizeof(t));

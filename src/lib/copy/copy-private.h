@@ -19,5 +19,10 @@ int memmig_copy_check(const void *dst, const void *src, size_t len);
 /* Runs one primitive, flushing what pmem semantics ask for. */
 void memmig_copy_dispatch(struct memmig_ctx *ctx, int prim, void *dst,
 			  const void *src, size_t len, unsigned int flags);
+/* What memmig_copy_dispatch() would call, with *flags made the ones to call
+ * it with, when it is one call: NULL where more follows it (a temporal
+ * primitive asked for pmem flushes after it). */
+memmig_prim_fn memmig_copy_direct(struct memmig_ctx *ctx, int prim,
+				  unsigned int *flags);
 
 #endif

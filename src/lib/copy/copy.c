@@ -40,22 +40,33 @@ static int copy_check(const void *dst, const void *src, size_t len)
 	return 0;
 }
 
+/* copy_check() out of the fast path's way: nothing of it is computed
+ * before the fast check fails. */
+static __attribute__((noinline)) int
+copy_check_cold(const void *dst, const void *src, size_t len)
+{
+	return copy_check(dst, src, len);
+}
+
 /*
- * copy_check() in one branch for the common case of a small copy (len below
- * a quarter of the address space, see memmig_ctx_apply_tuning()): both
- * addresses in [4 KiB, a quarter of it), so that neither is NULL and
- * nothing can wrap, and no overlap.  false sends the copy to copy_check()
- * for the exact answer.
+ * copy_check() in one branch for the common case of a copy below a
+ * quarter of the address space (see memmig_ctx_apply_tuning()): both
+ * addresses in [4 KiB, 2^62), so that neither is NULL and nothing can
+ * wrap, and no overlap: |dst - src| >= len, which with x = dst - src
+ * modulo 2^64 is x + len - 1 >= 2 * len - 1 (len 0 fails it, and goes to
+ * copy_check()).  Few instructions: in a tight loop of 64-byte copies
+ * glibc's memcpy takes ~2 ns, and every check before the first move
+ * counts.  false sends the copy to copy_check() for the exact answer.
  */
 #define FAST_LO ((uintptr_t)4096)
-#define FAST_SPAN (MEMMIG_SMALL_MAX - FAST_LO)
+#define FAST_SHIFT 62
 
 static inline bool copy_fast_ok(const void *dst, const void *src, size_t len)
 {
 	uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
 
-	return !((d - FAST_LO >= FAST_SPAN) | (s - FAST_LO >= FAST_SPAN) |
-		 (d - s < len) | (s - d < len));
+	return !((((d - FAST_LO) | (s - FAST_LO)) >> FAST_SHIFT) |
+		 (d - s + len - 1 < 2 * len - 1));
 }
 
 /* 16 bytes, as one vector register (SSE2 on x86-64). */
@@ -152,6 +163,8 @@ copy_dispatch(struct memmig_ctx *ctx, int prim, void *dst,
 		}
 		flags |= (unsigned int)ctx->flush_kind << MEMMIG_COPY__FLUSH_SHIFT;
 	}
+	if (memmig_policy_is_nt(prim))
+		flags |= ctx->nt_pf_bits;
 	prim_fn(prim)(dst, src, len, flags);
 }
 
@@ -179,24 +192,29 @@ int memmig_copy_query(struct memmig_ctx *ctx, size_t len, unsigned int flags)
 }
 
 /*
- * A small copy, below the first threshold: the primitive cached for it
- * with nothing on the way but the checks (one branch in the common case),
- * and the shortest vector copies done right here.
+ * An unflagged copy (or a cold one below the cold threshold): the
+ * shortest vector copies done right here, the others by the primitive
+ * cached for their length range, with nothing on the way but the checks
+ * (one branch in the common case) and a walk of a few ranges.
  */
 static inline __attribute__((always_inline)) int
 copy_small(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
 {
-	if (__builtin_expect(!copy_fast_ok(dst, src, len), 0)) {
-		int rc = copy_check(dst, src, len);
+	const struct memmig_len_prim *r = ctx->by_len;
 
-		if (rc)
+	if (__builtin_expect(!copy_fast_ok(dst, src, len), 0)) {
+		int rc = copy_check_cold(dst, src, len);
+
+		if (rc || !len)
 			return len ? rc : 0;	/* nothing to copy is no error */
 	}
 	if (len <= ctx->small_inline) {
 		copy_inline(dst, src, len);
 		return 0;
 	}
-	ctx->by_len[0].fn(dst, src, len, 0);
+	while (len >= r->below)
+		r++;
+	r->fn(dst, src, len, 0);
 	return 0;
 }
 
@@ -209,6 +227,23 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 
 	if (!ctx)
 		return -EINVAL;
+	/*
+	 * A plain pmem copy from pmem_nt_min: the NT primitive, found without
+	 * the policy, which flushes and drains what it wrote itself.  A cold
+	 * pmem copy pays for every instruction before its first load (its
+	 * misses cannot start earlier): libpmem's pmem_memcpy is a few.
+	 */
+	if (flags == MEMMIG_COPY_PMEM && ctx->pmem_fn && len >= ctx->tuning.pmem_nt_min) {
+		if (__builtin_expect(!copy_fast_ok(dst, src, len), 0)) {
+			int rc = copy_check_cold(dst, src, len);
+
+			if (rc || !len)
+				return len ? rc : 0;
+		}
+		ctx->pmem_fn(dst, src, len, MEMMIG_COPY_PMEM | ctx->nt_pf_bits |
+			     (unsigned int)ctx->flush_kind << MEMMIG_COPY__FLUSH_SHIFT);
+		return 0;
+	}
 	/* Unflagged: the choice for this length, found without the policy. */
 	if (!flags) {
 		const struct memmig_len_prim *r = ctx->by_len;
@@ -239,8 +274,9 @@ int memmig_copy_run(struct memmig_ctx *ctx, void *dst, const void *src,
 		    size_t len, unsigned int flags)
 {
 	/* Below the cold threshold a cold copy is what an unflagged one is. */
-	if (__builtin_expect(ctx && !(flags & ~MEMMIG_COPY_COLD) &&
-			     len < (flags ? ctx->cold_below : ctx->small_below), 1))
+	if (__builtin_expect(ctx && (flags ? flags == MEMMIG_COPY_COLD &&
+						    len < ctx->cold_below :
+					     len < MEMMIG_SMALL_MAX), 1))
 		return copy_small(ctx, dst, src, len);
 	return copy_run_policy(ctx, dst, src, len, flags);
 }
@@ -295,6 +331,19 @@ void memmig_copy_dispatch(struct memmig_ctx *ctx, int prim, void *dst,
 			  const void *src, size_t len, unsigned int flags)
 {
 	copy_dispatch(ctx, prim, dst, src, len, flags);
+}
+
+memmig_prim_fn memmig_copy_direct(struct memmig_ctx *ctx, int prim,
+				  unsigned int *flags)
+{
+	if ((*flags & MEMMIG_COPY_PMEM) && !(*flags & MEMMIG_COPY_NOFLUSH)) {
+		if (!memmig_policy_is_nt(prim))
+			return NULL;	/* the flushes come after the call */
+		*flags |= (unsigned int)ctx->flush_kind << MEMMIG_COPY__FLUSH_SHIFT;
+	}
+	if (memmig_policy_is_nt(prim))
+		*flags |= ctx->nt_pf_bits;
+	return prim_fn(prim);
 }
 
 void memmig_copy_drain(void)
@@ -352,16 +401,21 @@ void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 	size_t at[MEMMIG_TUNING_THRESHOLDS] = { t->vec_max, t->vec_wide_min,
 						t->movsb_min, t->movsq_min, t->nt_min };
 	int small_prim = memmig_policy(&ctx->cpu, t, 0, 0);
+	int pmem_prim = memmig_policy(&ctx->cpu, t, MEMMIG_SMALL_MAX, MEMMIG_COPY_PMEM);
 
 	ctx->tuning = *t;
 	apply_by_len(ctx, at, MEMMIG_TUNING_THRESHOLDS);
-	/* copy_fast_ok() counts on small copies being below this. */
-	ctx->small_below = ctx->by_len[0].below < MEMMIG_SMALL_MAX ?
-				   ctx->by_len[0].below : MEMMIG_SMALL_MAX;
+	/* copy_fast_ok() counts on copies being below this. */
+	ctx->small_below = MEMMIG_SMALL_MAX;
 	ctx->cold_below = t->nt_cold_min < ctx->small_below ? t->nt_cold_min :
 							       ctx->small_below;
 	if (small_prim == MEMMIG_PRIM_VEC_SSE2)
 		ctx->small_inline = 128;
 	else
 		ctx->small_inline = memmig_policy_is_vec(small_prim) ? 64 : 0;
+	ctx->pmem_fn = memmig_policy_is_nt(pmem_prim) ? prim_fn(pmem_prim) : NULL;
+	ctx->nt_pf_bits = memmig_prefetch_bits(t->nt_prefetch);
+	/* Inline is the first range's copy: not at or beyond its end. */
+	if (ctx->small_inline >= ctx->by_len[0].below)
+		ctx->small_inline = ctx->by_len[0].below - 1;
 }

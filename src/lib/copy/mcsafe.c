@@ -41,6 +41,9 @@
 #include "lib/copy/policy.h"
 
 
+/* Bytes of the source prefetched before the guard is set up. */
+#define MC_PREFETCH 256
+
 /* One guarded copy in progress on this thread. */
 struct mc_guard {
 	sigjmp_buf env;
@@ -186,6 +189,10 @@ struct mc_copy {
 	struct mc_guard *g;
 	int prim;
 	unsigned int flags;
+	/* The primitive called straight, with fn_flags, or NULL: through
+	 * memmig_copy_dispatch() with flags. */
+	memmig_prim_fn fn;
+	unsigned int fn_flags;
 	unsigned char *dst;
 	const unsigned char *src;
 	const struct memmig_mc_opts *o;
@@ -199,7 +206,11 @@ static __attribute__((noinline)) bool mc_try(const struct mc_copy *c, size_t off
 	if (sigsetjmp(g->env, 0))
 		return false;
 	g->armed = 1;
-	memmig_copy_dispatch(c->ctx, c->prim, c->dst + off, c->src + off, n, c->flags);
+	if (c->fn)
+		c->fn(c->dst + off, c->src + off, n, c->fn_flags);
+	else
+		memmig_copy_dispatch(c->ctx, c->prim, c->dst + off, c->src + off, n,
+				     c->flags);
 	g->armed = 0;
 	return true;
 }
@@ -257,13 +268,14 @@ static size_t mc_page(const struct mc_copy *c, size_t off, size_t n)
 	return n;
 }
 
-/* Copies [off, off + n), halving what faults down to source pages. */
-static size_t mc_span(const struct mc_copy *c, size_t off, size_t n)
+static size_t mc_span(const struct mc_copy *c, size_t off, size_t n);
+
+/* [off, off + n) faulted: halved down to the source pages that fault. */
+static __attribute__((noinline)) size_t mc_split(const struct mc_copy *c,
+						 size_t off, size_t n)
 {
 	uintptr_t s = (uintptr_t)c->src + off, mid;
 
-	if (mc_try(c, off, n))
-		return 0;
 	if ((s & ~(MEMMIG_PAGE_SIZE - 1)) == ((s + n - 1) & ~(MEMMIG_PAGE_SIZE - 1)))
 		return mc_page(c, off, n);
 	/* Split on a page boundary of the source: pages fail whole. */
@@ -271,6 +283,12 @@ static size_t mc_span(const struct mc_copy *c, size_t off, size_t n)
 	if (mid >= s + n)
 		mid = (s + n - 1) & ~(MEMMIG_PAGE_SIZE - 1);
 	return mc_span(c, off, mid - s) + mc_span(c, off + (mid - s), s + n - mid);
+}
+
+/* Copies [off, off + n), halving what faults down to source pages. */
+static size_t mc_span(const struct mc_copy *c, size_t off, size_t n)
+{
+	return mc_try(c, off, n) ? 0 : mc_split(c, off, n);
 }
 
 /* memmig_copy_mc() once the guard is known to be installed. */
@@ -296,6 +314,8 @@ static ssize_t copy_mc_installed(struct memmig_ctx *ctx, void *dst, const void *
 	if (rc)
 		return rc;
 	c.flags = o.flags | MEMMIG_COPY_NODRAIN;
+	c.fn_flags = c.flags;
+	c.fn = memmig_copy_direct(ctx, c.prim, &c.fn_flags);
 	g.lo = (uintptr_t)src;
 	g.hi = (uintptr_t)src + len;
 	g.armed = 0;
@@ -327,6 +347,22 @@ ssize_t memmig_copy_mc(struct memmig_ctx *ctx, void *dst, const void *src,
 {
 	/* In a batch, begin checked the handler and the mask. */
 	int rc = mc_batch ? 0 : memmig_mc_guard_install();
+
+	/*
+	 * The first source lines asked for now, so that their misses overlap
+	 * the guard's set-up instead of following it: a cold copy waits for
+	 * every instruction before its first load.  A prefetch neither faults
+	 * nor consumes the data (a poisoned line is signalled when an
+	 * instruction reads it, in the guarded copy), and it stays inside
+	 * the source.
+	 */
+	if (len && src) {
+		const char *s = src;
+		size_t n = len < MC_PREFETCH ? len : MC_PREFETCH;
+
+		for (size_t off = 0; off < n; off += 64)
+			__builtin_prefetch(s + off);
+	}
 
 	return rc ? rc : copy_mc_installed(ctx, dst, src, len, opts);
 }

@@ -18,8 +18,9 @@
  *    head and tail loads, as glibc's memcpy does: user space may use the
  *    vector registers the kernel avoids;
  *  - NT stores once the working set outgrows the cache, from a page when
- *    the caller says the destination is cold, and always for NT or pmem
- *    requests.
+ *    the caller says the destination is cold, always for NT requests, and
+ *    for pmem from pmem_nt_min (below it temporal stores, every line
+ *    flushed, where calibration measured them ahead).
  * It does not look at the running CPU, so tests can feed it any CPU.  Inline:
  * it runs before every copy, however small.
  */
@@ -127,7 +128,8 @@ static inline int memmig_policy(const struct memmig_cpu_info *cpu,
 	if (flags & MEMMIG_COPY_TEMPORAL)
 		nt = false;
 	else
-		nt = (flags & (MEMMIG_COPY_NONTEMPORAL | MEMMIG_COPY_PMEM)) ||
+		nt = (flags & MEMMIG_COPY_NONTEMPORAL) ||
+		     ((flags & MEMMIG_COPY_PMEM) && len >= t->pmem_nt_min) ||
 		     len >= t->nt_min ||
 		     ((flags & MEMMIG_COPY_COLD) && len >= t->nt_cold_min);
 	if (!nt)

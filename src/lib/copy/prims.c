@@ -110,6 +110,12 @@ int memmig_tuning_default(const struct memmig_cpu_info *cpu,
 	 * stores win (AMD Zen 5: 0.8x), calibration says so. */
 	t.desc_store = MEMMIG_DESC_STORE_NT;
 	t.desc_slow = 0;
+	/* pmem: the NT primitive at every length, which streams every whole
+	 * line, as libpmem's NT memcpy does; calibration measures where
+	 * temporal stores and flushes win instead. */
+	t.pmem_nt_min = 0;
+	/* No software prefetch unless calibration measured it ahead. */
+	t.nt_prefetch = 0;
 	return memmig_struct_out(out, &t, sizeof(t));
 }
 

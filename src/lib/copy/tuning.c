@@ -52,6 +52,10 @@ static const struct key {
 	  offsetof(struct memmig_tuning, desc_store) },
 	{ "desc_path", "MEMMIG_DESC_PATH", KIND_DESC_PATH,
 	  offsetof(struct memmig_tuning, desc_slow) },
+	{ "pmem_nt_min", "MEMMIG_COPY_PMEM_NT_MIN", KIND_SIZE,
+	  offsetof(struct memmig_tuning, pmem_nt_min) },
+	{ "nt_prefetch", "MEMMIG_COPY_NT_PREFETCH", KIND_SIZE,
+	  offsetof(struct memmig_tuning, nt_prefetch) },
 };
 #define K_COUNT (sizeof(keys) / sizeof(keys[0]))
 

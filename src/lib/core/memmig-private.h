@@ -46,14 +46,21 @@ struct memmig_ctx {
 	struct memmig_tuning tuning;
 	enum memmig_flush_kind flush_kind;
 	unsigned int prims_ok;	/* bit per primitive this CPU can run */
-	/* Unflagged copies below small_below are by_len[0]'s: small copies
-	 * cannot afford the whole policy (memmig_ctx_apply_tuning()). */
-	size_t small_below;	/* by_len[0].below, at most MEMMIG_SMALL_MAX */
-	size_t cold_below;	/* the same for MEMMIG_COPY_COLD copies */
+	/* Unflagged copies below small_below find their primitive in by_len
+	 * without the policy: small copies cannot afford the whole policy
+	 * (memmig_ctx_apply_tuning()). */
+	size_t small_below;	/* MEMMIG_SMALL_MAX */
+	size_t cold_below;	/* the same for MEMMIG_COPY_COLD copies: below
+				 * nt_cold_min they are unflagged ones */
 	/* Up to this many bytes of a vector copy are done inline (copy.c):
 	 * 128 for SSE2, whose moves those are, 64 for the wider ones (the
 	 * same bytes as their two-vector case), 0 for the others. */
 	size_t small_inline;
+	/* MEMMIG_COPY_PMEM copies from pmem_nt_min: the NT primitive the
+	 * policy gives them, found without it; NULL where there is none. */
+	memmig_prim_fn pmem_fn;
+	/* nt_prefetch as the NT primitives' flag bits (arch.h). */
+	unsigned int nt_pf_bits;
 	/* The unflagged choice by length, beyond small_below too: the
 	 * primitive for lengths below each bound, the last one unbounded
 	 * (memmig_ctx_apply_tuning()). */

@@ -345,10 +345,15 @@ static int dax_run(struct memmig_worker *w)
 {
 	struct dax_src_file f = { .fd = -1 };
 	int rc = 0;
+	/* One batch of guarded copies for the worker: the SIGBUS guard's
+	 * system calls once, not once per run of pages. */
+	bool batch = memmig_copy_mc_begin() == 0;
 
 	for (size_t i = w->first; !rc && i < w->last && !memmig_job_stopping(w->job); i++)
 		rc = dax_unit(w, &f, &w->job->units[i]);
 	src_file_fd(&f, NULL);
+	if (batch)
+		memmig_copy_mc_end();
 	return rc;
 }
 

@@ -31,6 +31,32 @@ static inline enum memmig_flush_kind memmig_flush_kind_of(unsigned int flags)
 }
 
 /*
+ * How far ahead of its loads an NT primitive prefetches the source (inside
+ * it), in the same spare bits: k, 1..7, is 256 << k bytes, 0 none.  The
+ * tuning's nt_prefetch, measured by calibration.
+ */
+#define MEMMIG_COPY__PF_SHIFT 26
+#define MEMMIG_COPY__PF_MASK (7u << MEMMIG_COPY__PF_SHIFT)
+
+static inline size_t memmig_prefetch_of(unsigned int flags)
+{
+	unsigned int k = (flags & MEMMIG_COPY__PF_MASK) >> MEMMIG_COPY__PF_SHIFT;
+
+	return k ? (size_t)256 << k : 0;
+}
+
+/* The bits for a distance in bytes: the nearest power of two of 512 B to
+ * 32 KiB below it, 0 below 512 B. */
+static inline unsigned int memmig_prefetch_bits(size_t bytes)
+{
+	unsigned int k = 0;
+
+	while (k < 7 && ((size_t)256 << (k + 1)) <= bytes)
+		k++;
+	return k << MEMMIG_COPY__PF_SHIFT;
+}
+
+/*
  * A copy primitive.  flags are the public copy flags plus the flush kind
  * (MEMMIG_COPY__FLUSH_MASK); only the non-temporal primitives look at them:
  * they write unaligned heads and tails with temporal stores, flush those
