@@ -279,6 +279,11 @@ static void test_wrap(void)
 			  -EOVERFLOW);
 		EXPECT_RC(v, via_copy(v, dst, top, 100, MEMMIG_COPY_PMEM),
 			  -EOVERFLOW);
+		/* The pmem fast path checks lengths as the others do. */
+		EXPECT_RC(v, via_copy(v, dst, buf, SIZE_MAX, MEMMIG_COPY_PMEM),
+			  -EOVERFLOW);
+		EXPECT_RC(v, via_copy(v, dst, buf, SIZE_MAX - 4096, MEMMIG_COPY_PMEM),
+			  -EOVERFLOW);
 	}
 	EXPECT_UNTOUCHED(VIA_RUN, "wrapping copy");
 	CU_ASSERT_EQUAL(memmig_copy_flush(ctx, top, 100), -EOVERFLOW);

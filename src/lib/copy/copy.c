@@ -233,7 +233,8 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 	 * pmem copy pays for every instruction before its first load (its
 	 * misses cannot start earlier): libpmem's pmem_memcpy is a few.
 	 */
-	if (flags == MEMMIG_COPY_PMEM && ctx->pmem_fn && len >= ctx->tuning.pmem_nt_min) {
+	if (flags == MEMMIG_COPY_PMEM && ctx->pmem_fn && len >= ctx->tuning.pmem_nt_min &&
+	    len < MEMMIG_SMALL_MAX) {	/* copy_fast_ok()'s bound */
 		if (__builtin_expect(!copy_fast_ok(dst, src, len), 0)) {
 			int rc = copy_check_cold(dst, src, len);
 
