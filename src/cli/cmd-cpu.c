@@ -40,7 +40,11 @@ static void cpu_print_text(struct memmig_ctx *ctx,
 
 	printf("thresholds: %s\n", cli_thresholds(ctx, t, th, sizeof(th)));
 	printf("descriptor tables: %s\n", cli_desc_init(t, th, sizeof(th)));
-	printf("calibration file: %s\n\n", memmig_tuning_default_path());
+	/* The one the context loaded: the environment's wins. */
+	const char *cal = getenv("MEMMIG_CALIBRATION");
+
+	printf("calibration file: %s%s\n\n", cal ? cal : memmig_tuning_default_path(),
+	       cal ? " (MEMMIG_CALIBRATION)" : "");
 	printf("%10s  %-10s %-10s %-10s %-10s\n", "size", "default", "cold", "temporal",
 	       "pmem");
 	for (size_t i = 0; i < N_SAMPLES; i++)
