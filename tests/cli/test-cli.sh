@@ -216,10 +216,12 @@ check "demo mem cap" exit_is 2 "$cli" demo --mem 65G
 # So it is judged beside the same two mremaps of as much THP-advised
 # memory, without userfaultfd, by a process with a thread on another CPU
 # (tests/helpers/remap-cost), measured here in the same run: the swap's
-# fastest against the pair's median.  Whole tables took 1.4-2.3x that pair
-# on an AMD Zen 5 host, quiet and loaded; entry by entry, on THPs split to
-# 4 KiB, a move costs 7x (23 ms against 3.3 ms a GiB there) to 15x (4.4
-# against 0.3 on an Intel host) what whole tables do.  5x lies between.
+# fastest against the pair's median.  Whole tables took 1.1x that pair on
+# an AMD Zen 5 host (3.2 ms against 3.0), and 1.4-2.3x while a QEMU and a
+# build ran beside it (21-30 ms against 13-15); entry by entry, on THPs
+# split to 4 KiB, a move costs 7x (23 ms against 3.3 ms a GiB there) to
+# 15x (4.4 against 0.3 on an Intel host) what whole tables do.  5x lies
+# between.
 remap_cost=${REMAP_COST:-tests/helpers/remap-cost}
 if [ "$thread_dirty" = uffd-wp ]; then
 	check "demo uffd-wp 512M" exit_is 0 "$cli" demo --dirty uffd-wp --mem 512M --migrations 3 --nodes-only --json
