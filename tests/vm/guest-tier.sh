@@ -410,10 +410,13 @@ memmig_part() {
 	# No ping-pong: hotset's hot units are written, which soft-dirty sees
 	# exactly, and a DAMON mark counts only when it repeats, so an idle
 	# unit is not promoted to come back (before: 19 bounces in 42
-	# promotions on 6.12).  A unit next to the hot set that DAMON keeps
-	# marking may still bounce at a change: a tenth is allowed.
-	check "memmig: no ping-pong ($(jq -r '"\(.bounces) bounces in \(.promotions) promotions"' "$show"))" \
-		test "$(jq '.bounces * 10 <= .promotions' "$show")" = true
+	# promotions on 6.12).  What can still bounce is a unit at either end
+	# of the hot set, which is one run of units: a DAMON region straddling
+	# the end marks it too, twice in a row around a change (DAMON's
+	# aggregations lag it).  The check allows two a change: 0 and 4 were
+	# counted in two runs with three changes.
+	check "memmig: no ping-pong ($(jq -r '"\(.bounces) bounces in \(.promotions) promotions"' "$show"), at most 2 a change of the hot set)" \
+		test "$(jq .bounces "$show")" -le $((2 * (phases - 1)))
 	# The pause the workload felt: its writer's longest stall (a write that
 	# waited for its page's migration), inside the budget.  The engine's own
 	# estimate (a unit's share of its batch) is printed beside it.
