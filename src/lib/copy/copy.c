@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/copy/arch/arch.h"
+#include MEMMIG_ARCH_INLINE
 #include "lib/core/memmig-private.h"
 #include "lib/copy/copy-private.h"
 #include "lib/copy/policy.h"
@@ -48,27 +49,6 @@ copy_check_cold(const void *dst, const void *src, size_t len)
 	return copy_check(dst, src, len);
 }
 
-/*
- * copy_check() in one branch for the common case of a copy below a
- * quarter of the address space (see memmig_ctx_apply_tuning()): both
- * addresses in [4 KiB, 2^62), so that neither is NULL and nothing can
- * wrap, and no overlap: |dst - src| >= len, which with x = dst - src
- * modulo 2^64 is x + len - 1 >= 2 * len - 1 (len 0 fails it, and goes to
- * copy_check()).  Few instructions: in a tight loop of 64-byte copies
- * glibc's memcpy takes ~2 ns, and every check before the first move
- * counts.  false sends the copy to copy_check() for the exact answer.
- */
-#define FAST_LO ((uintptr_t)4096)
-#define FAST_SHIFT 62
-
-static inline bool copy_fast_ok(const void *dst, const void *src, size_t len)
-{
-	uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
-
-	return !((((d - FAST_LO) | (s - FAST_LO)) >> FAST_SHIFT) |
-		 (d - s + len - 1 < 2 * len - 1));
-}
-
 /* 16 bytes, as one vector register (SSE2 on x86-64). */
 typedef struct { unsigned char b[16]; } copy_v16;
 
@@ -101,7 +81,8 @@ typedef struct { unsigned char b[16]; } copy_v16;
  * the wider copies move the same bytes, and 16-byte moves need no
  * vzeroupper after them (2 ns there).
  */
-static inline void copy_inline(unsigned char *d, const unsigned char *s, size_t n)
+static inline __attribute__((always_inline)) void
+copy_inline(unsigned char *d, const unsigned char *s, size_t n)
 {
 	if (__builtin_expect(n >= 16, 1)) {
 		if (n <= 32)
@@ -131,6 +112,18 @@ static inline void copy_inline(unsigned char *d, const unsigned char *s, size_t 
 		d[n / 2] = m;
 		d[n - 1] = z;
 	}
+}
+
+/* Up to ctx->small_inline bytes: above 64 the first range's own moves
+ * where the arch code has them inline, else copy_inline()'s. */
+static inline __attribute__((always_inline)) void
+copy_inline_any(const struct memmig_ctx *ctx, unsigned char *d,
+		const unsigned char *s, size_t len)
+{
+	if (len > 64 && memmig_arch_inline_max(ctx->inline_prim))
+		memmig_arch_inline_copy(ctx->inline_prim, d, s, len);
+	else
+		copy_inline(d, s, len);
 }
 
 /* A temporal primitive asked for pmem: every line it wrote is flushed.  Out
@@ -191,30 +184,41 @@ int memmig_copy_query(struct memmig_ctx *ctx, size_t len, unsigned int flags)
 	return memmig_policy(&ctx->cpu, &ctx->tuning, len, flags);
 }
 
-/*
- * An unflagged copy (or a cold one below the cold threshold): the
- * shortest vector copies done right here, the others by the primitive
- * cached for their length range, with nothing on the way but the checks
- * (one branch in the common case) and a walk of a few ranges.
- */
-static inline __attribute__((always_inline)) int
-copy_small(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
+/* An unflagged copy from the first threshold: the primitive cached for
+ * its length range.  Out of line, and called last, so that the inline
+ * copies keep no frame and no moved arguments. */
+static __attribute__((noinline)) int
+copy_by_len(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
 {
 	const struct memmig_len_prim *r = ctx->by_len;
 
-	if (__builtin_expect(!copy_fast_ok(dst, src, len), 0)) {
-		int rc = copy_check_cold(dst, src, len);
-
-		if (rc || !len)
-			return len ? rc : 0;	/* nothing to copy is no error */
-	}
-	if (len <= ctx->small_inline) {
-		copy_inline(dst, src, len);
-		return 0;
-	}
 	while (len >= r->below)
 		r++;
 	r->fn(dst, src, len, 0);
+	return 0;
+}
+
+static int copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src,
+			   size_t len, unsigned int flags);
+
+/* A small copy whose one-branch check failed: the exact checks, then the
+ * copy (unflagged, as all that come here are). */
+static __attribute__((noinline)) int
+copy_small_slow(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
+{
+	int rc;
+
+	if (len >= MEMMIG_SMALL_MAX)
+		return copy_run_policy(ctx, dst, src, len, 0);
+	if (!len)
+		return 0;	/* nothing to copy is no error */
+	rc = copy_check(dst, src, len);
+	if (rc)
+		return rc;
+	if (len <= ctx->small_inline)
+		copy_inline_any(ctx, dst, src, len);
+	else
+		copy_by_len(ctx, dst, src, len);
 	return 0;
 }
 
@@ -234,8 +238,8 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 	 * misses cannot start earlier): libpmem's pmem_memcpy is a few.
 	 */
 	if (flags == MEMMIG_COPY_PMEM && ctx->pmem_fn && len >= ctx->tuning.pmem_nt_min &&
-	    len < MEMMIG_SMALL_MAX) {	/* copy_fast_ok()'s bound */
-		if (__builtin_expect(!copy_fast_ok(dst, src, len), 0)) {
+	    len < MEMMIG_SMALL_MAX) {	/* memmig_copy_fast_ok()'s bound */
+		if (__builtin_expect(!memmig_copy_fast_ok(dst, src, len), 0)) {
 			int rc = copy_check_cold(dst, src, len);
 
 			if (rc || !len)
@@ -268,18 +272,24 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 
 /*
  * Small unflagged copies, the common case, take a few nanoseconds, with no
- * frame of this function's own (the policy is out of line).  A glibc
- * memcpy is one jump.
+ * frame of this function's own: everything but the inline copies is out
+ * of line and tail-called (a glibc memcpy is one jump).  Below the cold
+ * threshold a cold copy is what an unflagged one is.  The one-branch check
+ * (memmig_copy_fast_ok()) also sends lengths from MEMMIG_SMALL_MAX away.
  */
 int memmig_copy_run(struct memmig_ctx *ctx, void *dst, const void *src,
 		    size_t len, unsigned int flags)
 {
-	/* Below the cold threshold a cold copy is what an unflagged one is. */
-	if (__builtin_expect(ctx && (flags ? flags == MEMMIG_COPY_COLD &&
-						    len < ctx->cold_below :
-					     len < MEMMIG_SMALL_MAX), 1))
-		return copy_small(ctx, dst, src, len);
-	return copy_run_policy(ctx, dst, src, len, flags);
+	if (__builtin_expect(!ctx || (flags && (flags != MEMMIG_COPY_COLD ||
+						len >= ctx->cold_below)), 0))
+		return copy_run_policy(ctx, dst, src, len, flags);
+	if (__builtin_expect(!memmig_copy_fast_ok(dst, src, len), 0))
+		return copy_small_slow(ctx, dst, src, len);
+	if (len <= ctx->small_inline) {
+		copy_inline_any(ctx, dst, src, len);
+		return 0;
+	}
+	return copy_by_len(ctx, dst, src, len);
 }
 
 int memmig_copy_with(struct memmig_ctx *ctx, int prim, void *dst,
@@ -406,12 +416,15 @@ void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 
 	ctx->tuning = *t;
 	apply_by_len(ctx, at, MEMMIG_TUNING_THRESHOLDS);
-	/* copy_fast_ok() counts on copies being below this. */
+	/* memmig_copy_fast_ok() counts on copies being below this. */
 	ctx->small_below = MEMMIG_SMALL_MAX;
 	ctx->cold_below = t->nt_cold_min < ctx->small_below ? t->nt_cold_min :
 							       ctx->small_below;
+	ctx->inline_prim = small_prim;
 	if (small_prim == MEMMIG_PRIM_VEC_SSE2)
 		ctx->small_inline = 128;
+	else if (memmig_arch_inline_max(small_prim))
+		ctx->small_inline = memmig_arch_inline_max(small_prim);
 	else
 		ctx->small_inline = memmig_policy_is_vec(small_prim) ? 64 : 0;
 	ctx->pmem_fn = memmig_policy_is_nt(pmem_prim) ? prim_fn(pmem_prim) : NULL;

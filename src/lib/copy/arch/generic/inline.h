@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* No wide copies inline on the portable build: copy.c's own 16-byte ones. */
+#ifndef MEMMIG_ARCH_GENERIC_INLINE_H
+#define MEMMIG_ARCH_GENERIC_INLINE_H
+
+#include <stddef.h>
+
+static inline size_t memmig_arch_inline_max(int prim)
+{
+	return 0;
+}
+
+static inline void memmig_arch_inline_copy(int prim, unsigned char *d,
+					   const unsigned char *s, size_t n)
+{
+}
+
+#endif
