@@ -731,6 +731,22 @@ static void *dirtier_run(void *arg)
  * paused, the guest whole on its memory); without it the pause comes,
  * over budget, and nothing is lost.
  */
+/*
+ * Pre-copy stopped because more rounds could not help: the dirty set
+ * stopped shrinking, or, where the pause's fixed parts alone (stop,
+ * harvest, swap: the host's costs, 2-8 ms in the TCG tier) are over the
+ * budget, "overhead".  Which of the two is the host's; the report must
+ * say the one its own figures give.
+ */
+static bool stopped_hopeless(const struct memmig_live_report *r)
+{
+	double fixed = r->expected_stop_s + r->expected_harvest_s + r->expected_swap_s;
+
+	if (r->stop_reason == MEMMIG_LIVE_STOP_OVERHEAD)
+		return fixed > r->pause_budget_s;
+	return r->stop_reason == MEMMIG_LIVE_STOP_STALLED;
+}
+
 static void test_over_budget(void)
 {
 	struct memmig_live_opts o = to_node0(MEMMIG_DIRTY_AUTO);
@@ -757,7 +773,7 @@ static void test_over_budget(void)
 	CU_ASSERT_EQUAL(rc, -ETIMEDOUT);
 	CU_ASSERT_EQUAL(r.result, -ETIMEDOUT);
 	CU_ASSERT_EQUAL(r.converged, 0);
-	CU_ASSERT_EQUAL(r.stop_reason, MEMMIG_LIVE_STOP_STALLED);
+	CU_ASSERT(stopped_hopeless(&r));
 	CU_ASSERT(r.rounds >= 2 && r.rounds <= 31);
 	CU_ASSERT_EQUAL(r.stop_dirty_bytes, sc.small);
 	CU_ASSERT(r.dirty_gbps > 0 && r.copy_gbps > 0);
@@ -771,7 +787,7 @@ static void test_over_budget(void)
 	       r.rounds, memmig_live_stop_name(r.stop_reason), r.pause_s * 1e3,
 	       (unsigned long long)(r.pause_bytes >> 10));
 	CU_ASSERT_EQUAL(rc, 0);
-	CU_ASSERT_EQUAL(r.stop_reason, MEMMIG_LIVE_STOP_STALLED);
+	CU_ASSERT(stopped_hopeless(&r));
 	CU_ASSERT_EQUAL(r.pause_bytes, sc.small);
 	__atomic_store_n(&d.stop, true, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
