@@ -1052,13 +1052,14 @@ struct memmig_live_report {
 	unsigned int rounds;	/* copy rounds: the full one, then dirty ones */
 	int converged;		/* 1: what was left fit the budget (or
 				 * nothing was); 0: see stop_reason */
-	uint64_t pause_bytes;	/* copied while paused */
+	uint64_t pause_bytes;	/* copied while paused, in every pause */
 	double prepare_s;	/* destination allocation and prefault */
-	double precopy_s;	/* from tracking on to the pause */
-	double pause_s;		/* pause() called to resume() called: the
-				 * vCPUs run again from there.  Of which: */
+	double precopy_s;	/* from tracking on to the first pause */
+	double pause_s;		/* the longest pause (see pauses): pause()
+				 * called to resume() called, the vCPUs run
+				 * again from there.  Of which: */
 	double pause_stop_s;	/* pause() */
-	double pause_harvest_s;	/* the last dirty harvest */
+	double pause_harvest_s;	/* the piece's last dirty harvest */
 	double pause_copy_s, pause_swap_s;
 	double resume_s;	/* resume() itself, till it returned */
 	double total_s;		/* run, prepare excluded */
@@ -1081,6 +1082,16 @@ struct memmig_live_report {
 	 * copy_gbps.  A pause over budget shows which part ran over. */
 	double expected_stop_s, expected_harvest_s;
 	double expected_copy_s, expected_swap_s;
+	/*
+	 * The switchover: the copy goes in piece by piece, each piece's last
+	 * dirty pages copied and the piece swapped in under a pause of its
+	 * own, sized so that the pause fits the budget at the swap's cost per
+	 * byte as this host measured it.  pause_s is the longest of them.
+	 */
+	unsigned int pauses;	/* how many (1: the range in one piece) */
+	double pause_total_s;	/* their sum */
+	uint64_t piece_bytes;	/* the largest piece */
+	double switchover_s;	/* first pause() to last resume() */
 };
 MEMMIG_EXPORT int memmig_live_get_report(const struct memmig_live *live,
 					 struct memmig_live_report *out);
