@@ -1031,15 +1031,20 @@ MEMMIG_EXPORT int memmig_live_prepare(struct memmig_live *live);
 /*
  * Copies the range while the guest runs, then copies what the guest
  * dirtied in rounds until the rest fits the pause budget at the measured
- * copy rate (or the round limit), pauses, copies the rest, swaps the
- * copy in, resumes.  Once.  0, -ECANCELED, or -errno with the guest on
- * its old memory, untouched.  Once the copy is swapped in (slot_moved()
- * called), the migration stands: a resume() that fails after it does not
- * make the call fail; the report has its error in resume_err, and the
- * vCPUs are as that resume() left them (the VMM's to restart).
+ * copy rate (or the round limit), then switches over piece by piece:
+ * pauses, copies the piece's last dirty pages, swaps the piece in,
+ * resumes (see memmig_live_report.pauses).  Once.  0, -ECANCELED, or
+ * -errno with the guest on its old memory, untouched, except the pieces
+ * switched before a failure, which stay on the copy with every byte the
+ * guest wrote (report.bytes_switched; a shared or file copy replaces the
+ * slot in one piece).  Once the last piece is in (slot_moved() called),
+ * the migration stands: a resume() that fails after it does not make the
+ * call fail; the report has its error in resume_err, and the vCPUs are as
+ * that resume() left them (the VMM's to restart).
  */
 MEMMIG_EXPORT int memmig_live_run(struct memmig_live *live);
-/* From any thread: stops pre-copy; the guest stays on its memory. */
+/* From any thread: stops pre-copy; the guest stays on its memory.  Once
+ * the switchover began, it finishes. */
 MEMMIG_EXPORT int memmig_live_cancel(struct memmig_live *live);
 MEMMIG_EXPORT void memmig_live_unref(struct memmig_live *live);
 
@@ -1091,7 +1096,12 @@ struct memmig_live_report {
 	unsigned int pauses;	/* how many (1: the range in one piece) */
 	double pause_total_s;	/* their sum */
 	uint64_t piece_bytes;	/* the largest piece */
-	double switchover_s;	/* first pause() to last resume() */
+	double switchover_s;	/* the pieces' own rounds and pauses, from
+				 * the end of pre-copy to the last resume() */
+	uint64_t bytes_switched;	/* on the copy: all of bytes, or, when
+					 * a piece failed, those before it */
+	double swap_total_s;	/* every piece's swap: what swapping the
+				 * range costs on this host */
 };
 MEMMIG_EXPORT int memmig_live_get_report(const struct memmig_live *live,
 					 struct memmig_live_report *out);

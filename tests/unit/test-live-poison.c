@@ -39,7 +39,8 @@ struct vmm {
 	uint64_t gpa[8], len[8];
 	int err[8];
 	uint8_t *hva;		/* where the slot is now */
-	int resume_rc;		/* what resume() answers */
+	int resume_rc;		/* what resume() answers once the slot
+				 * moved */
 };
 
 static int vmm_pause(void *opaque)
@@ -53,7 +54,8 @@ static int vmm_resume(void *opaque)
 	struct vmm *v = opaque;
 
 	v->resumes++;
-	return v->resume_rc;
+	/* After the last piece: slot_moved() came. */
+	return v->hva ? v->resume_rc : 0;
 }
 
 static void vmm_moved(void *opaque, uint32_t slot, void *old, void *hva, int fd,
@@ -169,8 +171,8 @@ static void test_anon_lost_pages(void)
 	CU_ASSERT_EQUAL_FATAL(memmig_poison_mark(ctx, ram + lost[1] * PAGE, 3 * PAGE), 0);
 	CU_ASSERT_EQUAL_FATAL(vmm_new(&v, ram, len, -1), 0);
 	CU_ASSERT_EQUAL(migrate(&v, &rep), 0);
-	CU_ASSERT_EQUAL(v.pauses, 1);
-	CU_ASSERT_EQUAL(v.resumes, 1);
+	CU_ASSERT_EQUAL(v.pauses, rep.pauses);	/* one a piece */
+	CU_ASSERT_EQUAL(v.resumes, rep.pauses);
 	CU_ASSERT_EQUAL(rep.pages_poisoned, 4);
 	CU_ASSERT_EQUAL_FATAL(rep.poisoned_ranges, 2);
 	/* The VMM heard of both ranges, ascending, as the report has them. */
@@ -346,7 +348,7 @@ static void test_resume_fails(void)
 	CU_ASSERT_EQUAL(migrate(&v, &rep), 0);
 	CU_ASSERT_EQUAL(rep.resume_err, -EIO);
 	CU_ASSERT_PTR_EQUAL(v.hva, ram);	/* slot_moved() came */
-	CU_ASSERT_EQUAL(v.resumes, 1);
+	CU_ASSERT_EQUAL(v.resumes, rep.pauses);
 	CU_ASSERT_EQUAL(bad_pages(ram, len, NULL, 0), 0);
 	memmig_vm_unref(v.vm);
 	munmap(ram, len);

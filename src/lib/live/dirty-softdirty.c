@@ -119,13 +119,16 @@ void memmig_dirty_softdirty_stop(struct memmig_live *l)
 	l->softdirty = false;
 }
 
-/* Reads the range's bits into l->dirty, then clears them: writers stopped. */
+/* Reads the bits of the range not switched over into l->dirty, then
+ * clears them (all of the process's: no piece can be read alone). Writers
+ * stopped. */
 static int read_and_clear(struct memmig_live *l)
 {
-	uint64_t e[SCAN_PAGES], first = (uintptr_t)l->slot.hva / MEMMIG_PAGE_SIZE + l->first;
+	uint64_t e[SCAN_PAGES], first = (uintptr_t)l->slot.hva / MEMMIG_PAGE_SIZE + l->cur;
+	uint64_t npages = l->first + l->npages - l->cur;
 
-	for (uint64_t p = 0; p < l->npages; p += SCAN_PAGES) {
-		uint64_t n = l->npages - p < SCAN_PAGES ? l->npages - p : SCAN_PAGES;
+	for (uint64_t p = 0; p < npages; p += SCAN_PAGES) {
+		uint64_t n = npages - p < SCAN_PAGES ? npages - p : SCAN_PAGES;
 		ssize_t got = pread(l->pagemap, e, n * sizeof(e[0]),
 				    (off_t)((first + p) * sizeof(e[0])));
 
@@ -133,7 +136,7 @@ static int read_and_clear(struct memmig_live *l)
 			return got < 0 ? -errno : -EIO;
 		for (uint64_t i = 0; i < n; i++)
 			if (e[i] & PM_SOFT_DIRTY)
-				bitmap_set(l->dirty, l->first + p + i);
+				bitmap_set(l->dirty, l->cur + p + i);
 	}
 	return clear_soft_dirty();
 }

@@ -96,29 +96,23 @@ int memmig_dirty_start(struct memmig_live *l)
 	return 0;
 }
 
-/* Only the range's pages count: logging covers the whole slot. */
+/* Only the range's pages not switched over count: logging covers the
+ * whole slot. */
 static void or_range(struct memmig_live *l, const uint64_t *src)
 {
-	size_t w0 = l->first / 64, w1 = bitmap_words(l->first + l->npages);
+	uint64_t end = l->first + l->npages;
 
-	for (size_t w = w0; w < w1; w++) {
-		uint64_t m = ~0ULL;
-
-		if (w == w0)
-			m &= ~0ULL << (l->first % 64);
-		if (w == w1 - 1 && (l->first + l->npages) % 64)
-			m &= ~0ULL >> (64 - (l->first + l->npages) % 64);
-		l->dirty[w] |= src[w] & m;
-	}
+	for (size_t w = l->cur / 64; l->cur < end && w < bitmap_words(end); w++)
+		l->dirty[w] |= src[w] & bitmap_range_mask(w, l->cur, end);
 }
 
-int memmig_dirty_harvest(struct memmig_live *l)
+int memmig_dirty_harvest(struct memmig_live *l, uint64_t lo, uint64_t hi)
 {
 	struct memmig_vm *vm = l->vm;
 	int rc = 0;
 
 	if (l->method == MEMMIG_DIRTY_UFFD_WP || l->method == MEMMIG_DIRTY_SOFT_DIRTY) {
-		rc = l->method == MEMMIG_DIRTY_UFFD_WP ? memmig_dirty_uffd_harvest(l) :
+		rc = l->method == MEMMIG_DIRTY_UFFD_WP ? memmig_dirty_uffd_harvest(l, lo, hi) :
 							 memmig_dirty_softdirty_harvest(l);
 		if (rc < 0)
 			return rc;
@@ -154,6 +148,11 @@ int memmig_dirty_clear(struct memmig_live *l, size_t w, size_t n)
 	if (c.first_page + c.num_pages > pages)
 		c.num_pages = pages - c.first_page;
 	return ioctl(l->vm->fd, KVM_CLEAR_DIRTY_LOG, &c) ? -errno : 0;
+}
+
+int memmig_dirty_release(struct memmig_live *l, uint64_t lo, uint64_t hi)
+{
+	return l->method == MEMMIG_DIRTY_UFFD_WP ? memmig_dirty_uffd_release(l, lo, hi) : 0;
 }
 
 void memmig_dirty_stop(struct memmig_live *l)

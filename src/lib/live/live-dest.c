@@ -152,30 +152,38 @@ int memmig_live_dest_prepare(struct memmig_live *l)
 }
 
 /*
- * The old memory goes aside, the copy into its place: the old pages are
- * freed after resume, not in the pause.  A shared copy (a file) replaces
- * a whole slot (checked at new()).
+ * The old memory of a piece goes aside, the copy into its place: the old
+ * pages are freed after resume, not in the pause.  The pieces come in
+ * address order; once the last is in, the slot is the copy's.  A shared
+ * copy (a file) replaces a whole slot in one piece (checked at new()).
  */
-static int swap_mremap(struct memmig_live *l)
+static int swap_mremap(struct memmig_live *l, uint64_t lo, uint64_t hi)
 {
 	struct live_dest *d = &l->dest;
-	uint64_t src = range_hva(l), aside;
+	uint64_t off = (lo - l->first) * MEMMIG_PAGE_SIZE, len = (hi - lo) * MEMMIG_PAGE_SIZE;
+	uint64_t src = range_hva(l) + off, aside;
 	int rc, undo;
 
-	rc = memmig_swap_move(&d->src, src, (uintptr_t)d->spare, src, d->len, &aside);
+	if (off != d->switched || off + len > d->len)
+		return -EINVAL;
+	rc = memmig_swap_move(&d->src, src, (uintptr_t)d->spare + off, src, len, &aside);
 	if (!rc)
-		rc = memmig_swap_move(&d->src, (uintptr_t)d->base, src, src, d->len, NULL);
+		rc = memmig_swap_move(&d->src, (uintptr_t)d->base + off, src, src, len, NULL);
 	if (rc) {
 		/* Put back what went aside, and only that: the guest must find
 		 * its memory. */
-		undo = memmig_swap_move(&d->src, (uintptr_t)d->spare, src, src, aside, NULL);
+		undo = memmig_swap_move(&d->src, (uintptr_t)d->spare + off, src, src, aside,
+					NULL);
 		if (undo)
 			err(l->vm->ctx, "slot %u: the old memory stays at %p: %d\n",
-			    l->slot.slot, d->spare, undo);
+			    l->slot.slot, (uint8_t *)d->spare + off, undo);
 		return rc;
 	}
+	d->switched += len;
+	if (d->switched < d->len)
+		return 0;
 	d->base = NULL;	/* moved into the slot */
-	d->synced_at = (uint8_t *)(uintptr_t)src;
+	d->synced_at = (uint8_t *)(uintptr_t)range_hva(l);
 	d->old_fd = memmig_vm_slot_moved(l->vm, l->slot.slot, l->slot.hva, d->fd, 0,
 					 d->fd >= 0);
 	d->fd = -1;	/* the slot's now */
@@ -206,6 +214,7 @@ static int swap_memslot(struct memmig_live *l)
 	}
 	/* Logging went off with the old slot. */
 	l->logging = false;
+	d->switched = d->len;
 	d->synced_at = d->base;
 	d->old_fd = memmig_vm_slot_moved(l->vm, l->slot.slot, d->base, d->fd, 0, true);
 	d->base = NULL;
@@ -213,10 +222,12 @@ static int swap_memslot(struct memmig_live *l)
 	return 0;
 }
 
-int memmig_live_dest_swap(struct memmig_live *l)
+int memmig_live_dest_swap(struct memmig_live *l, uint64_t lo, uint64_t hi)
 {
 	memmig_copy_drain();	/* NT stores land before the guest reads */
-	return l->whole_slot_swap ? swap_memslot(l) : swap_mremap(l);
+	if (l->whole_slot_swap)
+		return lo == l->first && hi == l->first + l->npages ? swap_memslot(l) : -EINVAL;
+	return swap_mremap(l, lo, hi);
 }
 
 int memmig_live_dest_persist(struct memmig_live *l)
@@ -238,8 +249,9 @@ void memmig_live_dest_release(struct memmig_live *l)
 {
 	struct live_dest *d = &l->dest;
 
-	if (d->base)
-		munmap(d->base, d->len);
+	/* The pieces switched in left holes that are no longer ours. */
+	if (d->base && d->len > d->switched)
+		munmap(d->base + d->switched, d->len - d->switched);
 	if (d->spare)
 		munmap(d->spare, d->spare_len);
 	if (d->fd >= 0)

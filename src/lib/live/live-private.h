@@ -20,6 +20,8 @@ struct live_dest {
 	uint8_t *synced_at;	/* the copy, once swapped in */
 	void *spare;		/* where the old memory waits during the swap */
 	uint64_t spare_len;
+	uint64_t switched;	/* bytes of the range swapped in, from its
+				 * start: base's first bytes are gone */
 };
 
 /* Slot pages that could not be read (live-poison.c). */
@@ -40,6 +42,8 @@ struct memmig_live {
 	char *target_path;
 	struct memmig_vm_slot slot;	/* as it was at new() */
 	uint64_t first, npages;		/* the range, in slot pages */
+	uint64_t cur;			/* its first page not switched over:
+					 * the pages before are the copy's */
 	int method;			/* resolved */
 	bool whole_slot_swap;		/* fd-backed: re-add the memslot */
 
@@ -48,15 +52,13 @@ struct memmig_live {
 	uint64_t *log;			/* KVM_GET_DIRTY_LOG's buffer */
 	size_t words;
 	int uffd, pagemap;		/* UFFD_WP tracking, or -1 */
-	int uffd_quit;			/* eventfd: the reader returns */
-	pthread_t uffd_reader;		/* reads the swap's remap event */
-	bool uffd_reader_live;
 	bool manual_protect;		/* we turned it on: turn it off */
 	bool logging;			/* the slot's LOG_DIRTY_PAGES is ours */
 
 	struct live_dest dest;
 	bool prepared, ran;
-	bool paused;			/* inside pause_and_swap() */
+	bool paused;			/* the vCPUs are stopped */
+	bool switching;			/* the switchover began: no cancel */
 	bool softdirty;			/* holds the process's soft-dirty bits */
 	bool cancel;			/* atomic */
 	int prim;			/* the full round's primitive */
@@ -68,6 +70,7 @@ struct memmig_live {
 	bool lost_enomem;		/* a range could not be recorded */
 
 	double harvest_s;		/* the last pre-copy harvest took */
+	uint64_t harvest_span;		/* the bytes it scanned */
 	struct live_round *rounds;
 	unsigned int nrounds;
 	struct memmig_live_report rep;
@@ -87,20 +90,46 @@ void memmig_live_lost_mask(struct memmig_live *l, size_t w, size_t n);
  * could not be recorded. */
 int memmig_live_lost_finish(struct memmig_live *l);
 
+/* Copies the dirty pages of slot pages [lo, hi) (live.c): while the guest
+ * runs (paused false) a chunk at a time, re-protected first.  prim: as
+ * memmig_copy_query() chose for the full round, or -1. */
+int memmig_live_copy_dirty(struct memmig_live *l, uint64_t lo, uint64_t hi,
+			   bool paused, int prim, uint64_t *bytes);
+/* Dirty bytes among slot pages [lo, hi). */
+uint64_t memmig_live_dirty_bytes(const struct memmig_live *l, uint64_t lo, uint64_t hi);
+
+/* The switchover in pieces (live-switch.c). */
+/* The next piece's length in pages, from l->cur; last: the one before (0:
+ * none). */
+uint64_t memmig_live_piece_pages(const struct memmig_live *l, uint64_t last);
+/* What a pause for piece [lo, hi) would take with dirty bytes left in it,
+ * in parts into p (its expected_* fields). */
+double memmig_live_piece_expected(const struct memmig_live *l, uint64_t lo, uint64_t hi,
+				  uint64_t dirty, struct memmig_live_report *p);
+/* Pauses piece by piece, copies each piece's last dirty pages and swaps it
+ * in; 0, or the first error (the pieces before it stay switched). */
+int memmig_live_switchover(struct memmig_live *l);
+
 /* Dirty tracking (dirty.c). */
 int memmig_dirty_start(struct memmig_live *l);
-/* ORs the pages dirtied since the last harvest into l->dirty.  For
- * LOG_CLEAR they stay dirty in KVM until memmig_dirty_clear(). */
-int memmig_dirty_harvest(struct memmig_live *l);
+/* ORs the pages dirtied since the last harvest into l->dirty, from l->cur
+ * on: userfaultfd scans only slot pages [lo, hi), the others everything
+ * (KVM's log is the slot's, soft-dirty bits are cleared process-wide).
+ * For LOG_CLEAR they stay dirty in KVM until memmig_dirty_clear(). */
+int memmig_dirty_harvest(struct memmig_live *l, uint64_t lo, uint64_t hi);
 /* Before words [w, w + n) of l->dirty are copied: has KVM log their
  * pages again (LOG_CLEAR only; the others re-protect as they harvest). */
 int memmig_dirty_clear(struct memmig_live *l, size_t w, size_t n);
+/* Paused, before the swap of slot pages [lo, hi): they leave tracking, so
+ * that the swap moves them without waiting on it (userfaultfd only). */
+int memmig_dirty_release(struct memmig_live *l, uint64_t lo, uint64_t hi);
 /* Switches logging off as it was before start; safe after a failed start. */
 void memmig_dirty_stop(struct memmig_live *l);
 /* The same without KVM (dirty-uffd.c). */
 bool memmig_dirty_uffd_supported(void);
 int memmig_dirty_uffd_start(struct memmig_live *l);
-int memmig_dirty_uffd_harvest(struct memmig_live *l);
+int memmig_dirty_uffd_harvest(struct memmig_live *l, uint64_t lo, uint64_t hi);
+int memmig_dirty_uffd_release(struct memmig_live *l, uint64_t lo, uint64_t hi);
 void memmig_dirty_uffd_stop(struct memmig_live *l);
 /* Before Linux 6.7: soft-dirty bits (dirty-softdirty.c); the pagemap is
  * closed by memmig_dirty_uffd_stop(). */
@@ -111,9 +140,10 @@ void memmig_dirty_softdirty_stop(struct memmig_live *l);
 
 /* The destination (live-dest.c). */
 int memmig_live_dest_prepare(struct memmig_live *l);
-/* Paused: puts the copy in the source's place.  On failure the guest is
- * on its old memory. */
-int memmig_live_dest_swap(struct memmig_live *l);
+/* Paused: puts the copy of slot pages [lo, hi) in the source's place, the
+ * pieces in address order from l->first.  On failure that piece is on its
+ * old memory. */
+int memmig_live_dest_swap(struct memmig_live *l, uint64_t lo, uint64_t hi);
 /* After resume: makes a file tier's copy durable where the drain did not
  * (msync(MS_SYNC) of a file without DAX). */
 int memmig_live_dest_persist(struct memmig_live *l);

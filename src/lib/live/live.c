@@ -139,6 +139,7 @@ static int opts_check(struct memmig_live *l, bool rings)
 		return -EINVAL;
 	l->first = o->offset / MEMMIG_PAGE_SIZE;
 	l->npages = (o->length ? o->length : size - o->offset) / MEMMIG_PAGE_SIZE;
+	l->cur = l->first;
 	/* A file backs a slot whole: its fd stands for all of it.  Without
 	 * KVM there is no memslot to re-add: the new file moves over the old
 	 * mapping, as anonymous memory does. */
@@ -186,7 +187,7 @@ int memmig_live_new(struct memmig_vm *vm, const struct memmig_live_opts *opts,
 	l->refcount = 1;
 	l->vm = memmig_vm_ref(vm);
 	l->dest.fd = l->dest.old_fd = -1;
-	l->uffd = l->pagemap = l->uffd_quit = -1;
+	l->uffd = l->pagemap = -1;
 	l->opts.target_node = -1;
 	rc = memmig_struct_in(&l->opts, sizeof(l->opts), opts);
 	pthread_mutex_lock(&vm->lock);
@@ -302,18 +303,28 @@ static bool words_empty(const uint64_t *b, size_t n)
  * One batch of machine-check-safe copies: the guard's system calls once,
  * not once per run of pages.
  */
-static int copy_dirty(struct memmig_live *l, bool paused, int prim, uint64_t *bytes)
+int memmig_live_copy_dirty(struct memmig_live *l, uint64_t lo, uint64_t hi, bool paused,
+			   int prim, uint64_t *bytes)
 {
-	size_t w0 = l->first / 64, w1 = bitmap_words(l->first + l->npages);
-	int rc = memmig_copy_mc_begin();
+	size_t w0 = lo / 64, w1 = bitmap_words(hi);
+	uint64_t keep0, keep1;
+	bool begun;
+	int rc;
 
 	*bytes = 0;
-	if (rc)
-		return rc;
+	if (lo >= hi)
+		return 0;
+	/* The edge words' pages outside [lo, hi) wait for their own piece. */
+	keep0 = l->dirty[w0] & ~bitmap_range_mask(w0, lo, hi);
+	keep1 = l->dirty[w1 - 1] & ~bitmap_range_mask(w1 - 1, lo, hi);
+	l->dirty[w0] &= ~keep0;
+	l->dirty[w1 - 1] &= ~keep1;
+	rc = memmig_copy_mc_begin();
+	begun = rc == 0;
 	for (size_t w = w0; !rc && w < w1; w += CHUNK_WORDS) {
 		size_t n = w1 - w < CHUNK_WORDS ? w1 - w : CHUNK_WORDS;
 
-		if (!paused && cancelled(l)) {
+		if (!paused && !l->switching && cancelled(l)) {
 			rc = -ECANCELED;
 			break;
 		}
@@ -328,17 +339,25 @@ static int copy_dirty(struct memmig_live *l, bool paused, int prim, uint64_t *by
 		if (!rc)
 			rc = memmig_live_lost_check(l);
 	}
-	memmig_copy_mc_end();
+	if (begun)
+		memmig_copy_mc_end();
+	l->dirty[w0] |= keep0;
+	l->dirty[w1 - 1] |= keep1;
 	return rc;
 }
 
-static uint64_t dirty_bytes(const struct memmig_live *l)
+uint64_t memmig_live_dirty_bytes(const struct memmig_live *l, uint64_t lo, uint64_t hi)
 {
 	uint64_t n = 0;
 
-	for (size_t i = 0; i < l->words; i++)
-		n += __builtin_popcountll(l->dirty[i]);
+	for (size_t w = lo / 64; lo < hi && w < bitmap_words(hi); w++)
+		n += __builtin_popcountll(l->dirty[w] & bitmap_range_mask(w, lo, hi));
 	return n * MEMMIG_PAGE_SIZE;
+}
+
+static uint64_t range_end(const struct memmig_live *l)
+{
+	return l->first + l->npages;
 }
 
 static void round_done(struct memmig_live *l, uint64_t bytes, double t0)
@@ -356,47 +375,15 @@ static void round_done(struct memmig_live *l, uint64_t bytes, double t0)
 	     l->nrounds - 1, (unsigned long long)bytes, r->seconds * 1e3);
 }
 
-/* The pause's harvest: as the last pauses' with this tracking, per byte,
- * else as long as the last pre-copy one. */
-static double harvest_expected(const struct memmig_live *l)
+/* What the first piece's pause would take if it came now, in parts (into
+ * p): its dirty pages as all of what is dirty, up to the piece's size. */
+static double pause_expected(struct memmig_live *l, struct memmig_live_report *p)
 {
-	const struct memmig_vm *vm = l->vm;
+	uint64_t hi = l->cur + memmig_live_piece_pages(l, 0);
+	uint64_t dirty = memmig_live_dirty_bytes(l, l->cur, range_end(l));
+	uint64_t piece = (hi - l->cur) * MEMMIG_PAGE_SIZE;
 
-	return vm->harvest_method == l->method ? vm->harvest_s_per_byte * l->rep.bytes :
-						 l->harvest_s;
-}
-
-/* The pause without its copy, what more rounds cannot shrink, into the
- * parts' expected_stop_s, _harvest_s and _swap_s: the stop and the swap
- * as the last pauses took them, the swap per byte.  The harvest and the
- * swap grow with the range, not with what is dirty. */
-static double fixed_parts(const struct memmig_live *l, struct memmig_live_report *p)
-{
-	p->expected_stop_s = l->vm->pause_stop_s;
-	p->expected_harvest_s = harvest_expected(l);
-	p->expected_swap_s = l->vm->swap_s_per_byte * l->rep.bytes;
-	return p->expected_stop_s + p->expected_harvest_s + p->expected_swap_s;
-}
-
-static double pause_fixed(const struct memmig_live *l)
-{
-	struct memmig_live_report p;
-
-	return fixed_parts(l, &p);
-}
-
-/* What the pause would take if it came now, part by part (into parts, when
- * given): the fixed parts, and the copy of what is dirty at the measured
- * rate. */
-static double pause_expected(struct memmig_live *l, struct memmig_live_report *parts)
-{
-	/* Until a round was timed: a rate no machine is slower than. */
-	double gbps = l->rep.copy_gbps > 0 ? l->rep.copy_gbps : 1.0;
-	struct memmig_live_report local;
-	struct memmig_live_report *p = parts ? parts : &local;
-
-	p->expected_copy_s = dirty_bytes(l) / (gbps * 1e9);
-	return p->expected_copy_s + fixed_parts(l, p);
+	return memmig_live_piece_expected(l, l->cur, hi, dirty < piece ? dirty : piece, p);
 }
 
 /*
@@ -411,22 +398,23 @@ struct precopy_watch {
 
 static int precopy_stop(struct memmig_live *l, struct precopy_watch *w)
 {
-	uint64_t dirty = dirty_bytes(l);
+	uint64_t dirty = memmig_live_dirty_bytes(l, l->cur, range_end(l));
 	double now = memmig_now(), budget = l->opts.pause_budget_ns * 1e-9;
+	struct memmig_live_report p;
 
 	if (now > w->harvested_at)
 		l->rep.dirty_gbps = dirty / (now - w->harvested_at) / 1e9;
 	w->harvested_at = now;
 	if (!dirty)
 		return MEMMIG_LIVE_STOP_CLEAN;
-	if (pause_expected(l, NULL) <= budget)
+	if (pause_expected(l, &p) <= budget)
 		return MEMMIG_LIVE_STOP_CONVERGED;
 	if (dirty < w->low) {
 		w->low = dirty;
 		w->since_low = 0;
 	} else if (++w->since_low >= STALL_ROUNDS) {
-		return pause_fixed(l) > budget ? MEMMIG_LIVE_STOP_OVERHEAD :
-						 MEMMIG_LIVE_STOP_STALLED;
+		return p.expected_stop_s + p.expected_harvest_s + p.expected_swap_s > budget ?
+			       MEMMIG_LIVE_STOP_OVERHEAD : MEMMIG_LIVE_STOP_STALLED;
 	}
 	if (l->nrounds > l->opts.max_rounds)
 		return MEMMIG_LIVE_STOP_ROUND_LIMIT;
@@ -434,8 +422,8 @@ static int precopy_stop(struct memmig_live *l, struct precopy_watch *w)
 }
 
 /*
- * Rounds until what is dirty fits the pause, or until more rounds cannot
- * help.  A pause over budget is reported, or refused with
+ * Rounds until what is dirty fits the first piece's pause, or until more
+ * rounds cannot help.  A pause over budget is reported, or refused with
  * MEMMIG_LIVE_FAIL_OVER_BUDGET (-ETIMEDOUT).
  */
 static int precopy(struct memmig_live *l)
@@ -445,7 +433,7 @@ static int precopy(struct memmig_live *l)
 	uint64_t bytes;
 	int rc, why;
 
-	rc = copy_dirty(l, false, l->prim, &bytes);
+	rc = memmig_live_copy_dirty(l, l->cur, range_end(l), false, l->prim, &bytes);
 	if (rc < 0)
 		return rc;
 	round_done(l, bytes, t);
@@ -453,22 +441,23 @@ static int precopy(struct memmig_live *l)
 		if (cancelled(l))
 			return -ECANCELED;
 		t = memmig_now();
-		rc = memmig_dirty_harvest(l);
+		rc = memmig_dirty_harvest(l, l->cur, range_end(l));
 		l->harvest_s = memmig_now() - t;
+		l->harvest_span = l->rep.bytes;
 		if (rc < 0)
 			return rc;
 		why = precopy_stop(l, &w);
 		if (why != MEMMIG_LIVE_STOP_NONE)
 			break;
 		t = memmig_now();
-		rc = copy_dirty(l, false, -1, &bytes);
+		rc = memmig_live_copy_dirty(l, l->cur, range_end(l), false, -1, &bytes);
 		if (rc < 0)
 			return rc;
 		round_done(l, bytes, t);
 	}
 	l->rep.stop_reason = why;
 	l->rep.converged = why == MEMMIG_LIVE_STOP_CONVERGED || why == MEMMIG_LIVE_STOP_CLEAN;
-	l->rep.stop_dirty_bytes = dirty_bytes(l);
+	l->rep.stop_dirty_bytes = memmig_live_dirty_bytes(l, l->cur, range_end(l));
 	l->rep.pause_expected_s = pause_expected(l, &l->rep);
 	if (!l->rep.converged)
 		info(l->vm->ctx, "slot %u: pre-copy %s after %u rounds: %llu bytes dirty, "
@@ -477,55 +466,11 @@ static int precopy(struct memmig_live *l)
 		     memmig_live_stop_name(why), l->nrounds,
 		     (unsigned long long)l->rep.stop_dirty_bytes, l->rep.dirty_gbps,
 		     l->rep.copy_gbps, l->rep.pause_expected_s * 1e3,
-		     pause_fixed(l) * 1e3, l->rep.pause_budget_s * 1e3);
+		     (l->rep.pause_expected_s - l->rep.expected_copy_s) * 1e3,
+		     l->rep.pause_budget_s * 1e3);
 	if (!l->rep.converged && (l->opts.flags & MEMMIG_LIVE_FAIL_OVER_BUDGET))
 		return -ETIMEDOUT;
 	return 0;
-}
-
-/* vCPUs stopped: the last pages, the swap.  Returns the first error. */
-static int paused_part(struct memmig_live *l)
-{
-	double t = memmig_now();
-	uint64_t bytes;
-	int rc;
-
-	rc = memmig_dirty_harvest(l);
-	l->rep.pause_harvest_s = memmig_now() - t;
-	t = memmig_now();
-	if (!rc)
-		rc = copy_dirty(l, true, -1, &bytes);
-	if (rc < 0)
-		return rc;
-	l->rep.pause_bytes = bytes;
-	l->rep.bytes_copied += bytes;
-	l->rep.pause_copy_s = memmig_now() - t;
-	t = memmig_now();
-	rc = memmig_live_dest_swap(l);
-	l->rep.pause_swap_s = memmig_now() - t;
-	return rc;
-}
-
-/*
- * What the next pause's stop, harvest and swap will cost: the first pause
- * timed replaces the guesses, later ones move a running average, so that one
- * pause the scheduler stretched does not make every later migration spin
- * through its rounds.
- */
-static void learn_pause(struct memmig_live *l)
-{
-	struct memmig_vm *vm = l->vm;
-	double w = vm->pause_learnt ? 0.25 : 1.0;
-
-	vm->pause_stop_s += w * (l->rep.pause_stop_s - vm->pause_stop_s);
-	vm->pause_learnt = true;
-	if (!l->rep.bytes)
-		return;
-	vm->swap_s_per_byte += w * (l->rep.pause_swap_s / l->rep.bytes - vm->swap_s_per_byte);
-	w = vm->harvest_method == l->method ? 0.25 : 1.0;
-	vm->harvest_s_per_byte += w * (l->rep.pause_harvest_s / l->rep.bytes -
-				       vm->harvest_s_per_byte);
-	vm->harvest_method = l->method;
 }
 
 int memmig_live_pause_part(const struct memmig_live_report *r, unsigned int i,
@@ -567,55 +512,6 @@ const char *memmig_live_report_overrun(const struct memmig_live_report *r, doubl
 			*expected = e;
 	}
 	return worst;
-}
-
-/* Says which part of a pause over budget ran over its expectation. */
-static void explain_overrun(struct memmig_live *l)
-{
-	const struct memmig_live_report *r = &l->rep;
-	double took, expected;
-	const char *part = memmig_live_report_overrun(r, &took, &expected);
-
-	if (part)
-		info(l->vm->ctx, "slot %u: pause %.2f ms over its budget of %.2f ms "
-		     "(%.2f expected): the %s took %.2f ms, %.2f expected\n", l->slot.slot,
-		     r->pause_s * 1e3, r->pause_budget_s * 1e3, r->pause_expected_s * 1e3,
-		     part, took * 1e3, expected * 1e3);
-}
-
-static int pause_and_swap(struct memmig_live *l)
-{
-	struct memmig_vm *vm = l->vm;
-	double t = memmig_now();
-	int rc, rrc;
-
-	rc = vm->ops.pause(vm->opaque);
-	l->rep.pause_stop_s = memmig_now() - t;
-	if (rc < 0) {
-		err(vm->ctx, "slot %u: pause: %d\n", l->slot.slot, rc);
-		return rc;
-	}
-	l->paused = true;
-	rc = paused_part(l);
-	l->paused = false;
-	l->rep.pause_s = memmig_now() - t;
-	t = memmig_now();
-	rrc = vm->ops.resume(vm->opaque);
-	l->rep.resume_s = memmig_now() - t;
-	if (!rc) {
-		learn_pause(l);
-		explain_overrun(l);
-	}
-	if (rrc < 0 && !rc) {
-		/* The guest is on the copy (slot_moved() was called): the
-		 * migration stands, and an error would say it did not. */
-		err(vm->ctx, "slot %u: resume after the swap: %d; the guest's memory "
-			     "is moved, its vCPUs are the VMM's to restart\n", l->slot.slot, rrc);
-		l->rep.resume_err = rrc;
-	} else if (rrc < 0) {
-		err(vm->ctx, "slot %u: resume: %d\n", l->slot.slot, rrc);
-	}
-	return rc;
 }
 
 static int claim_vm(struct memmig_live *l, bool on)
@@ -661,7 +557,7 @@ int memmig_live_run(struct memmig_live *l)
 		rc = precopy(l);
 	l->rep.precopy_s = memmig_now() - t;
 	if (!rc)
-		rc = pause_and_swap(l);
+		rc = memmig_live_switchover(l);
 	/* The guest is on the copy now, whatever the file tier's msync says. */
 	if (!rc)
 		memmig_live_dest_persist(l);

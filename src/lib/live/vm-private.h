@@ -67,6 +67,18 @@ static inline void bitmap_set(uint64_t *b, uint64_t i)
 	b[i / 64] |= 1ULL << (i % 64);
 }
 
+/* The bits of word w that stand for pages [lo, hi), hi > lo. */
+static inline uint64_t bitmap_range_mask(size_t w, uint64_t lo, uint64_t hi)
+{
+	uint64_t m = ~0ULL;
+
+	if (w == lo / 64)
+		m &= ~0ULL << (lo % 64);
+	if (w == (hi - 1) / 64 && hi % 64)
+		m &= ~0ULL >> (64 - hi % 64);
+	return m;
+}
+
 /* The slot registered with id, or NULL; under vm->lock. */
 struct vm_slot *memmig_vm_slot_find(struct memmig_vm *vm, uint32_t id);
 /* Re-registers the slot with KVM with other flags (dirty logging on and

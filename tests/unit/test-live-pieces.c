@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The live switchover in pieces, through the VMM-without-KVM path (the
+ * same switchover as for a KVM guest):
+ *  - a range larger than the first piece goes in several pieces, each
+ *    under a pause of its own, the first small (nothing timed the swap
+ *    yet), the VMM paused once a piece and nowhere else;
+ *  - a thread that writes the range without end loses no write, and runs
+ *    between every two pauses;
+ *  - a resume() that fails between pieces ends the switchover: the pieces
+ *    before it stay on the copy, every byte whole;
+ *  - a copy that is a file (memfd RAM) goes in one piece.
+ * Without userfaultfd write protection (Linux 6.7) or soft-dirty bits
+ * there is no tracking without KVM: skipped.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cunit-main.h"
+
+#define PAGE 4096ULL
+#define MiB (1ULL << 20)
+#define SLOT 1
+/* The first piece of a vm never swapped (live-switch.c's probe). */
+#define PROBE (8 * MiB)
+#define MAX_PAUSES 4096
+
+static struct memmig_ctx *ctx;
+
+/* A VMM whose one vCPU is a thread that writes the range. */
+struct vmm {
+	struct memmig_vm *vm;
+	uint8_t *ram;
+	uint64_t len;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool pause, parked, stop, writing;
+	pthread_t thread;
+	uint64_t *record;	/* the writer's own: what page i last got */
+	atomic_ullong writes;
+	unsigned int pauses, resumes;
+	unsigned int fail_resume;	/* this resume() (1-based) says -EIO */
+	uint64_t writes_at[MAX_PAUSES];	/* writes when pause n came */
+	uint64_t resumed_at[MAX_PAUSES];	/* writes when resume n came */
+};
+
+static uint64_t pattern(uint64_t i)
+{
+	return i * 0x9e3779b97f4a7c15ULL + 12345;
+}
+
+/* Writes each page's first word, pass after pass, and parks on a pause. */
+static void *writer(void *arg)
+{
+	struct vmm *v = arg;
+
+	for (uint64_t pass = 1;; pass++) {
+		for (uint64_t i = 0; i < v->len / PAGE; i++) {
+			if (__atomic_load_n(&v->pause, __ATOMIC_ACQUIRE) ||
+			    __atomic_load_n(&v->stop, __ATOMIC_ACQUIRE)) {
+				pthread_mutex_lock(&v->lock);
+				v->parked = true;
+				pthread_cond_broadcast(&v->cond);
+				while (v->pause && !v->stop)
+					pthread_cond_wait(&v->cond, &v->lock);
+				v->parked = false;
+				pthread_mutex_unlock(&v->lock);
+				if (__atomic_load_n(&v->stop, __ATOMIC_ACQUIRE))
+					return NULL;
+			}
+			*(volatile uint64_t *)(v->ram + i * PAGE) = pass << 32 | i;
+			v->record[i] = pass << 32 | i;
+			atomic_fetch_add_explicit(&v->writes, 1, memory_order_relaxed);
+		}
+	}
+}
+
+static int vmm_pause(void *opaque)
+{
+	struct vmm *v = opaque;
+
+	pthread_mutex_lock(&v->lock);
+	v->pause = true;
+	while (v->writing && !v->parked)
+		pthread_cond_wait(&v->cond, &v->lock);
+	if (v->pauses < MAX_PAUSES)
+		v->writes_at[v->pauses] = atomic_load(&v->writes);
+	v->pauses++;
+	pthread_mutex_unlock(&v->lock);
+	return 0;
+}
+
+static int vmm_resume(void *opaque)
+{
+	struct vmm *v = opaque;
+
+	pthread_mutex_lock(&v->lock);
+	if (v->resumes < MAX_PAUSES)
+		v->resumed_at[v->resumes] = atomic_load(&v->writes);
+	v->resumes++;
+	v->pause = false;
+	pthread_cond_broadcast(&v->cond);
+	pthread_mutex_unlock(&v->lock);
+	return v->resumes == v->fail_resume ? -EIO : 0;
+}
+
+/* 2 MiB-aligned, THP-advised anonymous memory, or fd-backed at fd. */
+static uint8_t *map_ram(uint64_t len, int fd)
+{
+	uint8_t *p = mmap(NULL, len + 2 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *at;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	at = (uint8_t *)(((uintptr_t)p + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1));
+	if (mmap(at, len, PROT_READ | PROT_WRITE,
+		 MAP_FIXED | (fd >= 0 ? MAP_SHARED : MAP_PRIVATE | MAP_ANONYMOUS), fd, 0) ==
+	    MAP_FAILED)
+		return NULL;
+	if (fd < 0)
+		madvise(at, len, MADV_HUGEPAGE);
+	for (uint64_t i = 0; i < len / 8; i++)
+		((uint64_t *)at)[i] = pattern(i);
+	return at;
+}
+
+static int vmm_up(struct vmm *v, uint64_t len, int fd, bool writing)
+{
+	const struct memmig_vm_ops ops = {
+		.sz = sizeof(ops), .pause = vmm_pause, .resume = vmm_resume,
+	};
+	const struct memmig_vm_slot s = {
+		.sz = sizeof(s), .slot = SLOT, .gpa = 1ULL << 32, .size = len, .fd = fd,
+	};
+	struct memmig_vm_slot slot = s;
+	int rc;
+
+	memset(v, 0, sizeof(*v));
+	pthread_mutex_init(&v->lock, NULL);
+	pthread_cond_init(&v->cond, NULL);
+	v->len = len;
+	v->ram = map_ram(len, fd);
+	v->record = calloc(len / PAGE, sizeof(uint64_t));
+	if (!v->ram || !v->record)
+		return -ENOMEM;
+	slot.hva = v->ram;
+	rc = memmig_vm_new(ctx, -1, &ops, v, &v->vm);
+	if (!rc)
+		rc = memmig_vm_add_slot(v->vm, &slot);
+	v->writing = writing;
+	if (!rc && writing)
+		rc = -pthread_create(&v->thread, NULL, writer, v);
+	return rc;
+}
+
+/* Stops the writer; the pages it wrote hold what it recorded, the others
+ * and every other word the fill.  Returns the pages that do not. */
+static uint64_t vmm_down(struct vmm *v)
+{
+	uint64_t bad = 0;
+
+	if (v->writing) {
+		pthread_mutex_lock(&v->lock);
+		v->stop = true;
+		pthread_cond_broadcast(&v->cond);
+		pthread_mutex_unlock(&v->lock);
+		pthread_join(v->thread, NULL);
+	}
+	for (uint64_t pg = 0; v->ram && pg < v->len / PAGE; pg++) {
+		const uint64_t *w = (const uint64_t *)(v->ram + pg * PAGE);
+		uint64_t first = v->record && v->record[pg] ? v->record[pg] : pattern(pg * PAGE / 8);
+
+		if (w[0] != first) {
+			bad++;
+			continue;
+		}
+		for (uint64_t i = 1; i < PAGE / 8; i++)
+			if (w[i] != pattern(pg * PAGE / 8 + i)) {
+				bad++;
+				break;
+			}
+	}
+	memmig_vm_unref(v->vm);
+	if (v->ram)
+		munmap(v->ram, v->len);
+	free(v->record);
+	return bad;
+}
+
+static int migrate(struct vmm *v, struct memmig_live_report *rep)
+{
+	const struct memmig_live_opts o = { .sz = sizeof(o), .slot = SLOT, .target_node = 0 };
+
+	memset(rep, 0, sizeof(*rep));
+	rep->sz = sizeof(*rep);
+	return memmig_vm_migrate(v->vm, &o, rep);
+}
+
+static void test_pieces(void)
+{
+	const uint64_t len = 64 * MiB;
+	struct memmig_live_report rep;
+	struct vmm v;
+
+	CU_ASSERT_EQUAL_FATAL(vmm_up(&v, len, -1, false), 0);
+	CU_ASSERT_EQUAL(migrate(&v, &rep), 0);
+	printf("  (%u pieces of up to %llu MiB, pauses %.3f ms at the longest, "
+	       "%.3f ms in all)\n", rep.pauses, (unsigned long long)(rep.piece_bytes / MiB),
+	       rep.pause_s * 1e3, rep.pause_total_s * 1e3);
+	/* The first piece is the probe: more than one piece. */
+	CU_ASSERT(rep.pauses >= 2);
+	CU_ASSERT_EQUAL(v.pauses, rep.pauses);
+	CU_ASSERT_EQUAL(v.resumes, rep.pauses);
+	CU_ASSERT(rep.piece_bytes >= PROBE && rep.piece_bytes < len);
+	CU_ASSERT(rep.piece_bytes % (2 * MiB) == 0);
+	CU_ASSERT_EQUAL(rep.bytes_switched, len);
+	CU_ASSERT(rep.pause_total_s >= rep.pause_s && rep.pause_s > 0);
+	CU_ASSERT(rep.swap_total_s >= rep.pause_swap_s && rep.swap_total_s <= rep.pause_total_s);
+	CU_ASSERT(rep.switchover_s >= rep.pause_total_s);
+	CU_ASSERT(rep.pause_stop_s + rep.pause_harvest_s + rep.pause_copy_s +
+		  rep.pause_swap_s <= rep.pause_s);
+	CU_ASSERT_EQUAL(vmm_down(&v), 0);
+}
+
+static void test_writer(void)
+{
+	const uint64_t len = 64 * MiB;
+	struct memmig_live_report rep;
+	unsigned int idle = 0;
+	struct vmm v;
+
+	CU_ASSERT_EQUAL_FATAL(vmm_up(&v, len, -1, true), 0);
+	while (atomic_load(&v.writes) < len / PAGE)
+		usleep(1000);
+	CU_ASSERT_EQUAL(migrate(&v, &rep), 0);
+	CU_ASSERT(rep.pauses >= 2);
+	CU_ASSERT_EQUAL(v.pauses, rep.pauses);
+	/* Between two pauses the writer wrote: the guest ran. */
+	for (unsigned int i = 1; i < v.pauses && i < MAX_PAUSES; i++)
+		idle += v.writes_at[i] == v.resumed_at[i - 1];
+	printf("  (%u pieces; %u of %u gaps without a write; %llu writes)\n", rep.pauses, idle,
+	       v.pauses - 1, (unsigned long long)atomic_load(&v.writes));
+	CU_ASSERT_EQUAL(idle, 0);
+	CU_ASSERT_EQUAL(vmm_down(&v), 0);
+}
+
+static void test_resume_fails_between(void)
+{
+	const uint64_t len = 64 * MiB;
+	struct memmig_live_report rep;
+	struct vmm v;
+
+	CU_ASSERT_EQUAL_FATAL(vmm_up(&v, len, -1, true), 0);
+	v.fail_resume = 1;
+	CU_ASSERT_EQUAL(migrate(&v, &rep), -EIO);
+	CU_ASSERT_EQUAL(rep.resume_err, -EIO);
+	CU_ASSERT_EQUAL(v.pauses, 1);
+	CU_ASSERT_EQUAL(rep.bytes_switched, PROBE);
+	CU_ASSERT_EQUAL(vmm_down(&v), 0);
+}
+
+static void test_memfd_one_piece(void)
+{
+	const uint64_t len = 32 * MiB;
+	struct memmig_live_report rep;
+	struct vmm v;
+	int fd = memfd_create("test-live-pieces", MFD_CLOEXEC);
+
+	CU_ASSERT_FATAL(fd >= 0 && ftruncate(fd, len) == 0);
+	CU_ASSERT_EQUAL_FATAL(vmm_up(&v, len, fd, true), 0);
+	CU_ASSERT_EQUAL(migrate(&v, &rep), 0);
+	CU_ASSERT_EQUAL(rep.pauses, 1);
+	CU_ASSERT_EQUAL(rep.piece_bytes, len);
+	CU_ASSERT_EQUAL(rep.bytes_switched, len);
+	CU_ASSERT_EQUAL(vmm_down(&v), 0);
+	close(fd);
+}
+
+/* Is there tracking without KVM here? */
+static bool tracking(void)
+{
+	struct memmig_live_report rep;
+	struct vmm v;
+	int rc = vmm_up(&v, 2 * MiB, -1, false);
+
+	if (!rc)
+		rc = migrate(&v, &rep);
+	vmm_down(&v);
+	return rc != -EOPNOTSUPP;
+}
+
+static int suite_init(void)
+{
+	return memmig_ctx_new(&ctx) ? -1 : 0;
+}
+
+static int suite_clean(void)
+{
+	memmig_ctx_unref(ctx);
+	return 0;
+}
+
+int main(void)
+{
+	static CU_TestInfo tests[] = {
+		{ "a range in pieces, the first a probe", test_pieces },
+		{ "a writer between pieces loses nothing and runs", test_writer },
+		{ "resume() fails between pieces: they stand", test_resume_fails_between },
+		{ "a file copy in one piece", test_memfd_one_piece },
+		CU_TEST_INFO_NULL,
+	};
+	static CU_SuiteInfo suites[] = {
+		{ "live pieces", suite_init, suite_clean, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+
+	if (memmig_ctx_new(&ctx))
+		return CUNIT_EXIT_ERROR;
+	if (!tracking()) {
+		memmig_ctx_unref(ctx);
+		return cunit_skip("no userfaultfd write protection nor soft-dirty bits here");
+	}
+	memmig_ctx_unref(ctx);
+	return cunit_main(suites);
+}
