@@ -76,6 +76,9 @@ struct memmig_ctx {
 
 	pthread_mutex_t lock;	/* faults and reserve pools */
 	struct memmig_fault faults[MEMMIG_FAULT_COUNT];
+	/* $MEMMIG_SWAP_DELAY: seconds a live swap spins per byte it moved,
+	 * to play a host whose page-table moves cost more. */
+	double swap_delay_s_per_byte;
 	struct memmig_reserve_pool *pools;
 	size_t npools;
 };
@@ -83,6 +86,8 @@ struct memmig_ctx {
 /* Fault injection (fault.c): 0, or the injected -errno for this event. */
 int memmig_fault_hit(struct memmig_ctx *ctx, int point);
 int memmig_fault_from_env(struct memmig_ctx *ctx);
+/* Spins as long as $MEMMIG_SWAP_DELAY says a swap of len bytes costs more. */
+void memmig_fault_swap_delay(struct memmig_ctx *ctx, uint64_t len);
 /* The ctx's reserve pools, filled and freed by the migration engine
  * (migrate/reserve.c). */
 void memmig_reserve_free_all(struct memmig_ctx *ctx);

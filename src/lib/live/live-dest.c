@@ -169,6 +169,8 @@ static int swap_mremap(struct memmig_live *l, uint64_t lo, uint64_t hi)
 	rc = memmig_swap_move(&d->src, src, (uintptr_t)d->spare + off, src, len, &aside);
 	if (!rc)
 		rc = memmig_swap_move(&d->src, (uintptr_t)d->base + off, src, src, len, NULL);
+	if (!rc)
+		memmig_fault_swap_delay(l->vm->ctx, len);
 	if (rc) {
 		/* Put back what went aside, and only that: the guest must find
 		 * its memory. */
