@@ -69,8 +69,8 @@ uint64_t bench_mem_available(void);
 void bench_free(void *p, size_t len);
 void bench_fill(void *p, size_t len, uint64_t seed);
 uint64_t bench_checksum(const void *p, size_t len);
-/* One copy of len bytes between prefaulted buffers, the median of three:
- * what a live migration is measured against. */
+/* One cold copy of len bytes between prefaulted buffers of at most 1 GiB,
+ * reused, the median of three: what a live migration is measured against. */
 double bench_raw_copy_s(struct memmig_ctx *ctx, size_t len);
 /* An executable prog in a directory of $PATH. */
 bool bench_on_path(const char *prog);
