@@ -47,6 +47,7 @@ struct live_case {
 	int method;			/* its tracking */
 	double raw_s;
 	double total_s, pause_s, stop_s, rounds;	/* stop: the VMM's pause() */
+	double pauses, pause_total_s, piece_bytes;	/* pause_s: the longest */
 	unsigned int converged, verified, ran;
 	bool qemu_ran;
 	double q_total_s, q_downtime_s, q_rounds, q_limit_s;
@@ -191,7 +192,11 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 		.pause_budget_ns = (uint64_t)b->budget_ms * 1000000,
 		.dirty_method = b->dirty,
 	};
-	double total[MAX_REPS], pause[MAX_REPS], stop[MAX_REPS], rounds[MAX_REPS];
+	/* Each run's figures, in the order of their medians in med[]. */
+	double *const med[] = { &c->total_s, &c->pause_s, &c->stop_s, &c->rounds,
+				&c->pauses, &c->pause_total_s, &c->piece_bytes };
+	enum { NMED = sizeof(med) / sizeof(med[0]) };
+	double v[NMED][MAX_REPS];
 	int rc = 0;
 
 	for (long i = 0; i < b->reps && !rc; i++) {
@@ -212,22 +217,21 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 				  strerror(-rc));
 			break;
 		}
-		total[c->ran] = m.rep.total_s;
-		pause[c->ran] = m.rep.pause_s;
-		stop[c->ran] = m.rep.pause_stop_s;
-		rounds[c->ran] = m.rep.rounds;
+		bench_live_pauses_fill(&m.rep);
+		const double got[NMED] = {
+			m.rep.total_s, m.rep.pause_s, m.rep.pause_stop_s, m.rep.rounds,
+			m.rep.pauses, m.rep.pause_total_s, (double)m.rep.piece_bytes,
+		};
+		for (unsigned int k = 0; k < NMED; k++)
+			v[k][c->ran] = got[k];
 		c->last = m.rep;
 		c->ran++;
 		c->converged += m.rep.converged;
 		c->verified += ok;
 		c->method = m.rep.dirty_method;
 	}
-	if (c->ran) {
-		c->total_s = bench_median(total, c->ran);
-		c->pause_s = bench_median(pause, c->ran);
-		c->stop_s = bench_median(stop, c->ran);
-		c->rounds = bench_median(rounds, c->ran);
-	}
+	for (unsigned int k = 0; k < NMED && c->ran; k++)
+		*med[k] = bench_median(v[k], c->ran);
 	return rc;
 }
 
@@ -340,23 +344,27 @@ static void print_text(const struct live_bench *b, const struct live_case *cs, s
 	       "QEMU: %s, downtime-limit %.0f ms (its default), unlimited bandwidth\n\n",
 	       b->reps, b->budget_ms, cs[0].kvm ? "KVM (minivmm)" : "a host thread",
 	       b->no_qemu ? "not run" : cs[0].kvm ? "KVM" : "TCG", cs[0].q_limit_s * 1e3);
-	printf("%-6s %-8s %-10s %10s %6s %7s %10s %6s  %s\n", "size", "guest", "who",
-	       "total ms", "/raw", "rounds", "pause ms", "conv", "tracking / check");
+	printf("%-6s %-8s %-10s %10s %6s %7s %10s %6s %8s %9s %6s  %s\n", "size", "guest",
+	       "who", "total ms", "/raw", "rounds", "pause ms", "pauses", "sum ms", "piece MiB",
+	       "conv", "tracking / check");
 	for (size_t i = 0; i < n; i++) {
 		const struct live_case *c = &cs[i];
 		char size[32];
 
 		util_size_format(c->mem, size, sizeof(size));
-		printf("%-6s %-8s %-10s %10.1f %5.2fx %7.0f %10.3f %3u/%-2ld  %s, %u/%u verified\n",
-		       size, mode_names[c->mode], "memmig", c->total_s * 1e3,
-		       c->raw_s > 0 ? c->total_s / c->raw_s : 0, c->rounds, c->pause_s * 1e3,
+		printf("%-6s %-8s %-10s %10.1f %5.2fx %7.0f %10.3f %6.0f %8.3f %9.0f %3u/%-2ld  "
+		       "%s, %u/%u verified\n", size, mode_names[c->mode], "memmig",
+		       c->total_s * 1e3, c->raw_s > 0 ? c->total_s / c->raw_s : 0, c->rounds,
+		       c->pause_s * 1e3, c->pauses, c->pause_total_s * 1e3, c->piece_bytes / 1048576,
 		       c->converged, b->reps, memmig_dirty_method_name(c->method), c->verified,
 		       c->ran);
+		/* QEMU's downtime is one pause, of everything. */
 		if (c->qemu_ran)
-			printf("%-6s %-8s %-10s %10.1f %5.2fx %7.0f %10.3f %3u/%-2ld  "
+			printf("%-6s %-8s %-10s %10.1f %5.2fx %7.0f %10.3f %6d %8.3f %9.0f %3u/%-2ld  "
 			       "QEMU/memmig: total %.1fx, pause %.0fx\n", "", "", "QEMU",
 			       c->q_total_s * 1e3, c->raw_s > 0 ? c->q_total_s / c->raw_s : 0,
-			       c->q_rounds, c->q_downtime_s * 1e3, c->q_converged, b->reps,
+			       c->q_rounds, c->q_downtime_s * 1e3, 1, c->q_downtime_s * 1e3,
+			       c->mem / 1048576.0, c->q_converged, b->reps,
 			       c->total_s > 0 ? c->q_total_s / c->total_s : 0,
 			       c->pause_s > 0 ? c->q_downtime_s / c->pause_s : 0);
 		if (c->mode == GUEST_BUSY && i > 0)
@@ -365,7 +373,9 @@ static void print_text(const struct live_bench *b, const struct live_case *cs, s
 			       busy_ratio(c->pause_s, c[-1].pause_s), c->stop_s * 1e3,
 			       c[-1].stop_s * 1e3, busy_ratio(c->q_downtime_s, c[-1].q_downtime_s));
 	}
-	printf("\nconv: migrations that converged (memmig: within the pause budget;\n"
+	printf("\npause ms: the longest pause; pauses: how many, sum ms their sum; piece:\n"
+	       "the most memory switched over under one pause.\n"
+	       "conv: migrations that converged (memmig: within the pause budget;\n"
 	       "QEMU: completed before the timeout; a pause of one that did not is 0).\n");
 	if (b->busy)
 		printf("busy: the writing guest with a CPU-bound process on every CPU.\n");
@@ -384,6 +394,9 @@ static struct json_object *case_json(const struct live_case *c)
 	json_object_object_add(m, "seconds", json_object_new_double(c->total_s));
 	json_object_object_add(m, "pause_ms", json_object_new_double(c->pause_s * 1e3));
 	json_object_object_add(m, "pause_stop_ms", json_object_new_double(c->stop_s * 1e3));
+	json_object_object_add(m, "pauses", json_object_new_double(c->pauses));
+	json_object_object_add(m, "pause_total_ms", json_object_new_double(c->pause_total_s * 1e3));
+	json_object_object_add(m, "piece_bytes", json_object_new_int64((int64_t)c->piece_bytes));
 	json_object_object_add(m, "rounds", json_object_new_double(c->rounds));
 	json_object_object_add(m, "converged", json_object_new_int((int)c->converged));
 	json_object_object_add(m, "verified", json_object_new_int((int)c->verified));
