@@ -34,7 +34,7 @@ demo() {
 		return
 	fi
 	jq -M -c '.migrations[] | {target, gbps, rounds, stop_reason, pause_ms, pauses,
-		pause_total_ms, pause_bytes,
+		pause_total_ms, stall_ms, stall_source, pause_bytes,
 		dirty_method, verified, lost_writes}' "$tmp/out"
 	check "$name: guest is $guest" \
 		test "$(jq -r .guest "$tmp/out")" = "$guest"
