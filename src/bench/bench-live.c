@@ -381,13 +381,16 @@ static void print_text(const struct live_bench *b, const struct live_case *cs, s
 			       c->mem / 1048576.0, "-", c->q_converged, b->reps,
 			       c->total_s > 0 ? c->q_total_s / c->total_s : 0,
 			       c->pause_s > 0 ? c->q_downtime_s / c->pause_s : 0);
-		if (c->mode == GUEST_BUSY && i > 0)
-			printf("%-6s %-8s busy over writing: memmig's pause %.2fx (of it the "
-			       "VMM's pause() %.3f ms, was %.3f), the guest's stall %.2fx, "
-			       "QEMU's downtime %.2fx\n", "", "",
-			       busy_ratio(c->pause_s, c[-1].pause_s), c->stop_s * 1e3,
-			       c[-1].stop_s * 1e3, busy_ratio(c->stall_s, c[-1].stall_s),
+		if (c->mode != GUEST_BUSY || i == 0)
+			continue;
+		printf("%-6s %-8s busy over writing: memmig's pause %.2fx (of it the VMM's "
+		       "pause() %.3f ms, was %.3f), the guest's stall %.2fx", "", "",
+		       busy_ratio(c->pause_s, c[-1].pause_s), c->stop_s * 1e3,
+		       c[-1].stop_s * 1e3, busy_ratio(c->stall_s, c[-1].stall_s));
+		if (c->qemu_ran)
+			printf(", QEMU's downtime %.2fx",
 			       busy_ratio(c->q_downtime_s, c[-1].q_downtime_s));
+		putchar('\n');
 	}
 	printf("\npause ms: the longest pause; pauses: how many, sum ms their sum; piece:\n"
 	       "the most memory switched over under one pause.\n"
