@@ -47,6 +47,9 @@ struct live_case {
 	int method;			/* its tracking */
 	double raw_s;
 	double total_s, pause_s, stop_s, rounds;	/* stop: the VMM's pause() */
+	double pauses, pause_total_s, piece_bytes;	/* pause_s: the longest */
+	double stall_s;			/* the guest's longest stall; not idle */
+	const char *stall_source;	/* minivmm_stats' */
 	unsigned int converged, verified, ran;
 	bool qemu_ran;
 	double q_total_s, q_downtime_s, q_rounds, q_limit_s;
@@ -191,11 +194,15 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 		.pause_budget_ns = (uint64_t)b->budget_ms * 1000000,
 		.dirty_method = b->dirty,
 	};
-	double total[MAX_REPS], pause[MAX_REPS], stop[MAX_REPS], rounds[MAX_REPS];
+	/* Each run's figures, in the order of their medians in med[]. */
+	double *const med[] = { &c->total_s, &c->pause_s, &c->stop_s, &c->rounds,
+				&c->pauses, &c->pause_total_s, &c->piece_bytes, &c->stall_s };
+	enum { NMED = sizeof(med) / sizeof(med[0]) };
+	double v[NMED][MAX_REPS];
 	int rc = 0;
 
 	for (long i = 0; i < b->reps && !rc; i++) {
-		struct minivmm_migration m;
+		struct minivmm_migration m = { 0 };	/* idle: no stall of its own */
 		bool ok = false;
 
 		bench_progress("live: memmig, %zu MiB, %s, %ld/%ld", c->mem >> 20,
@@ -212,22 +219,23 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 				  strerror(-rc));
 			break;
 		}
-		total[c->ran] = m.rep.total_s;
-		pause[c->ran] = m.rep.pause_s;
-		stop[c->ran] = m.rep.pause_stop_s;
-		rounds[c->ran] = m.rep.rounds;
+		bench_live_pauses_fill(&m.rep);
+		const double got[NMED] = {
+			m.rep.total_s, m.rep.pause_s, m.rep.pause_stop_s, m.rep.rounds,
+			m.rep.pauses, m.rep.pause_total_s, (double)m.rep.piece_bytes,
+			m.stall_max_s,
+		};
+		for (unsigned int k = 0; k < NMED; k++)
+			v[k][c->ran] = got[k];
 		c->last = m.rep;
 		c->ran++;
 		c->converged += m.rep.converged;
 		c->verified += ok;
 		c->method = m.rep.dirty_method;
+		c->stall_source = m.stall_source;
 	}
-	if (c->ran) {
-		c->total_s = bench_median(total, c->ran);
-		c->pause_s = bench_median(pause, c->ran);
-		c->stop_s = bench_median(stop, c->ran);
-		c->rounds = bench_median(rounds, c->ran);
-	}
+	for (unsigned int k = 0; k < NMED && c->ran; k++)
+		*med[k] = bench_median(v[k], c->ran);
 	return rc;
 }
 
@@ -334,38 +342,62 @@ static double busy_ratio(double busy, double quiet)
 	return quiet > 0 ? busy / quiet : 0;
 }
 
+/* The guest's stall in ms, "-" for the idle guest, paused throughout. */
+static const char *stall_text(const struct live_case *c, char *buf, size_t len)
+{
+	if (c->mode == GUEST_IDLE)
+		return "-";
+	snprintf(buf, len, "%.3f", c->stall_s * 1e3);
+	return buf;
+}
+
 static void print_text(const struct live_bench *b, const struct live_case *cs, size_t n)
 {
 	printf("memmig bench live: median of %ld, pause budget %ld ms; memmig's guest: %s;\n"
 	       "QEMU: %s, downtime-limit %.0f ms (its default), unlimited bandwidth\n\n",
 	       b->reps, b->budget_ms, cs[0].kvm ? "KVM (minivmm)" : "a host thread",
 	       b->no_qemu ? "not run" : cs[0].kvm ? "KVM" : "TCG", cs[0].q_limit_s * 1e3);
-	printf("%-6s %-8s %-10s %10s %6s %7s %10s %6s  %s\n", "size", "guest", "who",
-	       "total ms", "/raw", "rounds", "pause ms", "conv", "tracking / check");
+	printf("%-6s %-8s %-10s %10s %6s %7s %10s %6s %8s %9s %9s %6s  %s\n", "size",
+	       "guest", "who", "total ms", "/raw", "rounds", "pause ms", "pauses", "sum ms",
+	       "piece MiB", "stall ms", "conv", "tracking / check");
 	for (size_t i = 0; i < n; i++) {
 		const struct live_case *c = &cs[i];
-		char size[32];
+		char size[32], stall[32];
 
 		util_size_format(c->mem, size, sizeof(size));
-		printf("%-6s %-8s %-10s %10.1f %5.2fx %7.0f %10.3f %3u/%-2ld  %s, %u/%u verified\n",
-		       size, mode_names[c->mode], "memmig", c->total_s * 1e3,
-		       c->raw_s > 0 ? c->total_s / c->raw_s : 0, c->rounds, c->pause_s * 1e3,
-		       c->converged, b->reps, memmig_dirty_method_name(c->method), c->verified,
-		       c->ran);
+		printf("%-6s %-8s %-10s %10.1f %5.2fx %7.0f %10.3f %6.0f %8.3f %9.0f %9s %3u/%-2ld  "
+		       "%s, %u/%u verified\n", size, mode_names[c->mode], "memmig",
+		       c->total_s * 1e3, c->raw_s > 0 ? c->total_s / c->raw_s : 0, c->rounds,
+		       c->pause_s * 1e3, c->pauses, c->pause_total_s * 1e3, c->piece_bytes / 1048576,
+		       stall_text(c, stall, sizeof(stall)), c->converged, b->reps,
+		       memmig_dirty_method_name(c->method), c->verified, c->ran);
+		/* QEMU's downtime is one pause, of everything; its guest does
+		 * not time its stalls. */
 		if (c->qemu_ran)
-			printf("%-6s %-8s %-10s %10.1f %5.2fx %7.0f %10.3f %3u/%-2ld  "
-			       "QEMU/memmig: total %.1fx, pause %.0fx\n", "", "", "QEMU",
+			printf("%-6s %-8s %-10s %10.1f %5.2fx %7.0f %10.3f %6d %8.3f %9.0f %9s "
+			       "%3u/%-2ld  QEMU/memmig: total %.1fx, pause %.0fx\n", "", "", "QEMU",
 			       c->q_total_s * 1e3, c->raw_s > 0 ? c->q_total_s / c->raw_s : 0,
-			       c->q_rounds, c->q_downtime_s * 1e3, c->q_converged, b->reps,
+			       c->q_rounds, c->q_downtime_s * 1e3, 1, c->q_downtime_s * 1e3,
+			       c->mem / 1048576.0, "-", c->q_converged, b->reps,
 			       c->total_s > 0 ? c->q_total_s / c->total_s : 0,
 			       c->pause_s > 0 ? c->q_downtime_s / c->pause_s : 0);
-		if (c->mode == GUEST_BUSY && i > 0)
-			printf("%-6s %-8s busy over writing: memmig's pause %.2fx (of it the "
-			       "VMM's pause() %.3f ms, was %.3f), QEMU's downtime %.2fx\n", "", "",
-			       busy_ratio(c->pause_s, c[-1].pause_s), c->stop_s * 1e3,
-			       c[-1].stop_s * 1e3, busy_ratio(c->q_downtime_s, c[-1].q_downtime_s));
+		if (c->mode != GUEST_BUSY || i == 0)
+			continue;
+		printf("%-6s %-8s busy over writing: memmig's pause %.2fx (of it the VMM's "
+		       "pause() %.3f ms, was %.3f), the guest's stall %.2fx", "", "",
+		       busy_ratio(c->pause_s, c[-1].pause_s), c->stop_s * 1e3,
+		       c[-1].stop_s * 1e3, busy_ratio(c->stall_s, c[-1].stall_s));
+		if (c->qemu_ran)
+			printf(", QEMU's downtime %.2fx",
+			       busy_ratio(c->q_downtime_s, c[-1].q_downtime_s));
+		putchar('\n');
 	}
-	printf("\nconv: migrations that converged (memmig: within the pause budget;\n"
+	printf("\npause ms: the longest pause; pauses: how many, sum ms their sum; piece:\n"
+	       "the most memory switched over under one pause.\n"
+	       "stall ms: the guest's longest stall: a host thread's own, from one write\n"
+	       "to the next (memmig's pauses, faults, the scheduler); a KVM guest's time\n"
+	       "parked, as it cannot time its own yet.\n"
+	       "conv: migrations that converged (memmig: within the pause budget;\n"
 	       "QEMU: completed before the timeout; a pause of one that did not is 0).\n");
 	if (b->busy)
 		printf("busy: the writing guest with a CPU-bound process on every CPU.\n");
@@ -384,13 +416,23 @@ static struct json_object *case_json(const struct live_case *c)
 	json_object_object_add(m, "seconds", json_object_new_double(c->total_s));
 	json_object_object_add(m, "pause_ms", json_object_new_double(c->pause_s * 1e3));
 	json_object_object_add(m, "pause_stop_ms", json_object_new_double(c->stop_s * 1e3));
+	json_object_object_add(m, "pauses", json_object_new_double(c->pauses));
+	json_object_object_add(m, "pause_total_ms", json_object_new_double(c->pause_total_s * 1e3));
+	json_object_object_add(m, "piece_bytes", json_object_new_int64((int64_t)c->piece_bytes));
+	json_object_object_add(m, "stall_ms", c->mode == GUEST_IDLE ? NULL :
+			       json_object_new_double(c->stall_s * 1e3));
+	json_object_object_add(m, "stall_source", c->mode == GUEST_IDLE ? NULL :
+			       json_object_new_string(c->stall_source));
 	json_object_object_add(m, "rounds", json_object_new_double(c->rounds));
 	json_object_object_add(m, "converged", json_object_new_int((int)c->converged));
 	json_object_object_add(m, "verified", json_object_new_int((int)c->verified));
 	json_object_object_add(m, "runs", json_object_new_int((int)c->ran));
-	if (c->mode == GUEST_BUSY)
+	if (c->mode == GUEST_BUSY) {
 		json_object_object_add(m, "pause_vs_writing",
 				       json_object_new_double(busy_ratio(c->pause_s, c[-1].pause_s)));
+		json_object_object_add(m, "stall_vs_writing",
+				       json_object_new_double(busy_ratio(c->stall_s, c[-1].stall_s)));
+	}
 	json_object_object_add(o, "memmig", m);
 	if (c->qemu_ran) {
 		struct json_object *q = json_object_new_object();

@@ -69,8 +69,8 @@ uint64_t bench_mem_available(void);
 void bench_free(void *p, size_t len);
 void bench_fill(void *p, size_t len, uint64_t seed);
 uint64_t bench_checksum(const void *p, size_t len);
-/* One copy of len bytes between prefaulted buffers, the median of three:
- * what a live migration is measured against. */
+/* One cold copy of len bytes between prefaulted buffers of at most 1 GiB,
+ * reused, the median of three: what a live migration is measured against. */
 double bench_raw_copy_s(struct memmig_ctx *ctx, size_t len);
 /* An executable prog in a directory of $PATH. */
 bool bench_on_path(const char *prog);
@@ -121,6 +121,13 @@ void bench_plot_copiers(struct plot *p, const struct copier *cs, unsigned int n,
 struct memmig_live_report;
 void bench_plot_pause(struct plot *p, const struct memmig_live_report *const *r, size_t n,
 		      const char *const *tics);
+
+/*
+ * The report's pauses as a library with a switchover in pieces gives them:
+ * a report of one without (pauses 0, though it paused) had one pause, of
+ * the whole range.  Fills them in where they are missing.
+ */
+void bench_live_pauses_fill(struct memmig_live_report *r);
 
 /* A status line on stderr when it is a terminal. */
 void bench_progress(const char *format, ...) __attribute__((format(printf, 1, 2)));

@@ -262,6 +262,12 @@ static struct json_object *migration_json(const char *target,
 			       json_object_new_string(memmig_live_stop_name(r->stop_reason)));
 	json_object_object_add(o, "bytes_copied", json_object_new_int64((int64_t)r->bytes_copied));
 	json_object_object_add(o, "pause_ms", json_object_new_double(r->pause_s * 1e3));
+	json_object_object_add(o, "pauses", json_object_new_int((int)r->pauses));
+	json_object_object_add(o, "pause_total_ms", json_object_new_double(r->pause_total_s * 1e3));
+	json_object_object_add(o, "piece_bytes", json_object_new_int64((int64_t)r->piece_bytes));
+	json_object_object_add(o, "switchover_ms", json_object_new_double(r->switchover_s * 1e3));
+	json_object_object_add(o, "stall_ms", json_object_new_double(m->stall_max_s * 1e3));
+	json_object_object_add(o, "stall_source", json_object_new_string(m->stall_source));
 	json_object_object_add(o, "pause_bytes", json_object_new_int64((int64_t)r->pause_bytes));
 	json_object_object_add(o, "pause", pause_json(r));
 	json_object_object_add(o, "dirty_method",
@@ -280,10 +286,13 @@ static void migration_text(long i, const char *target, const struct minivmm_migr
 {
 	const struct memmig_live_report *r = &m->rep;
 	const char *over = memmig_live_report_overrun(r, NULL, NULL);
+	char piece[32];
 
-	printf("%3ld  %-14s %6.2f %8.1f %5.2fx %10.1f %6u %9.3f  %-9s %s, lost %llu",
-	       i + 1, target, r->gbps, r->total_s * 1e3, raw_s > 0 ? r->total_s / raw_s : 0,
-	       r->prepare_s * 1e3, r->rounds, r->pause_s * 1e3,
+	printf("%3ld  %-14s %6.2f %8.1f %5.2fx %10.1f %6u %9.3f %6u %8.3f %9s %9.3f  %-9s "
+	       "%s, lost %llu", i + 1, target, r->gbps, r->total_s * 1e3,
+	       raw_s > 0 ? r->total_s / raw_s : 0, r->prepare_s * 1e3, r->rounds,
+	       r->pause_s * 1e3, r->pauses, r->pause_total_s * 1e3,
+	       util_size_format(r->piece_bytes, piece, sizeof(piece)), m->stall_max_s * 1e3,
 	       memmig_dirty_method_name(r->dirty_method),
 	       minivmm_migration_ok(m) ? "verified" : "FAILED",
 	       (unsigned long long)m->check.lost);
@@ -351,9 +360,9 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 			printf("one NUMA node: to node %d and the file tier %s in turn\n",
 			       d->nodes[0], d->tier);
 		printf("one raw copy of %s: %.1f ms\n\n", size, d->raw_s * 1e3);
-		printf("%3s  %-14s %6s %8s %6s %10s %6s %9s  %-9s %s\n", "#", "target",
-		       "GB/s", "ms", "/raw", "prepare ms", "rounds", "pause ms",
-		       "tracking", "check");
+		printf("%3s  %-14s %6s %8s %6s %10s %6s %9s %6s %8s %9s %9s  %-9s %s\n", "#",
+		       "target", "GB/s", "ms", "/raw", "prepare ms", "rounds", "pause ms",
+		       "pauses", "sum ms", "piece", "stall ms", "tracking", "check");
 	}
 	for (long i = 0; i < d->migrations; i++) {
 		struct memmig_live_opts o = demo_target(d, i, target, sizeof(target));
@@ -365,6 +374,7 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 				  strerror(-rc));
 			break;
 		}
+		bench_live_pauses_fill(&m.rep);
 		failed += !minivmm_migration_ok(&m);
 		if (d->runs && d->nruns < DEMO_PLOT_MAX) {
 			snprintf(d->runs[d->nruns].target, sizeof(d->runs[0].target), "%s", target);
@@ -375,6 +385,13 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 		else
 			migration_text(i, target, &m, d->raw_s);
 	}
+	if (!d->json)
+		printf("\npause ms: the longest pause; pauses: how many, sum ms their sum;\n"
+		       "piece: the most memory switched over under one pause;\nstall ms: %s.\n",
+		       d->kvm ? "the longest the vCPU was parked (the guest cannot time its\n"
+			       "own stalls yet)" :
+			       "the writer's longest time from one write to the next, by its\n"
+			       "own clock (memmig's pauses, faults, the scheduler)");
 out:
 	if (d->json) {
 		struct json_object *o = json_object_new_object();

@@ -207,6 +207,7 @@ int minivmm_migrate(struct memmig_vm *vm, struct minivmm *vmm,
 	minivmm_get_stats(vmm, &st);
 	out->passes_before = st.passes;
 	errors = st.guest_errors;
+	minivmm_stall_reset(vmm);
 	rc = memmig_live_new(vm, opts, &live);
 	if (rc < 0)
 		return rc;
@@ -227,6 +228,9 @@ int minivmm_migrate(struct memmig_vm *vm, struct minivmm *vmm,
 	 * value), and the guest checks each page again as it passes.
 	 */
 	out->verify_rc = minivmm_wait_progress(vmm, PROGRESS_TIMEOUT_MS);
+	minivmm_get_stats(vmm, &st);
+	out->stall_max_s = st.stall_max_ns * 1e-9;
+	out->stall_source = st.stall_source;
 	if (!out->verify_rc)
 		out->verify_rc = minivmm_verify(vmm, &out->check);
 	minivmm_get_stats(vmm, &st);

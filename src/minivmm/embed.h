@@ -35,6 +35,11 @@ struct minivmm_migration {
 	struct minivmm_check check;	/* once the guest wrote on */
 	uint64_t passes_before, passes_after;
 	uint64_t guest_errors;		/* new ones, reported by port I/O */
+	/* The guest's longest stall from the migration's start to its first
+	 * write after it (not the check's own pause), as stall_source says
+	 * (minivmm_stats): memmig's pauses and whatever else held it. */
+	double stall_max_s;
+	const char *stall_source;
 	int verify_rc;
 	/* Its copy rounds (0: the full one), for pictures: the first
 	 * MINIVMM_ROUNDS_MAX of rep.rounds. */

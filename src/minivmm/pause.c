@@ -9,6 +9,8 @@
  * (writer.c) needs no kick: it checks pause_depth between pages.
  * minivmm_run_on_vcpu() uses the same kick: the vCPU thread sees
  * call_pending where it checks pause_depth, and runs the call there.
+ * The guest's longest stall is kept here too: the writer's own, or the
+ * KVM vCPU's time parked.
  */
 #include <errno.h>
 #include <signal.h>
@@ -116,8 +118,32 @@ static void call_serve(struct minivmm *vmm)
 	pthread_cond_broadcast(&vmm->called);
 }
 
+/* Only the vCPU thread stores stall_max_ns: a reset is a request it
+ * takes, so that no stall it measured can land after the reset. */
+uint64_t minivmm_stall_mark(struct minivmm *vmm, uint64_t from)
+{
+	uint64_t now = minivmm_now_ns();
+
+	if (atomic_load_explicit(&vmm->stall_reset, memory_order_relaxed) &&
+	    atomic_exchange(&vmm->stall_reset, false))
+		atomic_store_explicit(&vmm->stall_max_ns, 0, memory_order_relaxed);
+	else if (from && now - from > atomic_load_explicit(&vmm->stall_max_ns,
+							   memory_order_relaxed))
+		atomic_store_explicit(&vmm->stall_max_ns, now - from, memory_order_relaxed);
+	return now;
+}
+
+void minivmm_stall_reset(struct minivmm *vmm)
+{
+	atomic_store(&vmm->stall_reset, true);
+}
+
 bool minivmm_park(struct minivmm *vmm)
 {
+	/* The KVM guest cannot tell its stalls yet: its time parked stands
+	 * for them.  The writer times its own, parks included. */
+	bool timed = vmm->kind == MINIVMM_VCPU_KVM;
+	uint64_t parked_at = 0;
 	bool go;
 
 	pthread_mutex_lock(&vmm->lock);
@@ -131,6 +157,8 @@ bool minivmm_park(struct minivmm *vmm)
 		if (vmm->state != MINIVMM_VCPU_PARKED) {
 			vmm->state = MINIVMM_VCPU_PARKED;
 			pthread_cond_broadcast(&vmm->parked);
+			if (timed)
+				parked_at = minivmm_stall_mark(vmm, 0);
 		}
 		pthread_cond_wait(&vmm->wake, &vmm->lock);
 	}
@@ -139,6 +167,8 @@ bool minivmm_park(struct minivmm *vmm)
 		vmm->run->immediate_exit = 0;
 	go = !atomic_load(&vmm->stop);
 	pthread_mutex_unlock(&vmm->lock);
+	if (parked_at)
+		minivmm_stall_mark(vmm, parked_at);
 	return go;
 }
 

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "minivmm/vmm.h"
 
@@ -61,6 +62,10 @@ struct minivmm {
 	atomic_bool in_run;
 
 	atomic_uint_fast64_t passes, guest_errors, ring_full_exits;
+	/* The guest's longest stall (ns), written by the vCPU thread only;
+	 * stall_reset asks it to start again (minivmm_stall_mark()). */
+	atomic_uint_fast64_t stall_max_ns;
+	atomic_bool stall_reset;
 	atomic_uint last_error_page;
 	int fatal;			/* under lock */
 	char fatal_msg[128];		/* under lock */
@@ -124,9 +129,26 @@ void minivmm_kick(struct minivmm *vmm);
 /* On the vCPU thread: parks while paused, runs a minivmm_run_on_vcpu()
  * call; false when it must stop. */
 bool minivmm_park(struct minivmm *vmm);
+/*
+ * On the vCPU thread: the guest goes on now, after a stall since from (ns
+ * of minivmm_now_ns(); 0: none), which may be the longest.  Returns now.
+ * A stall under way when minivmm_stall_reset() was called began before
+ * what is measured: it is dropped.
+ */
+uint64_t minivmm_stall_mark(struct minivmm *vmm, uint64_t from);
 /* On the vCPU thread, last: marks it dead and wakes its waiters. */
 void minivmm_thread_exit(struct minivmm *vmm);
 /* Stops and joins the vCPU thread, if started. */
 void minivmm_vcpu_stop(struct minivmm *vmm);
+
+/* CLOCK_MONOTONIC in ns: through the vDSO, no system call, where the
+ * clock source allows (kvm-clock, TSC; ~25 ns). */
+static inline uint64_t minivmm_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
 
 #endif /* MINIVMM_VMM_PRIVATE_H */

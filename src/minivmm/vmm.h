@@ -125,6 +125,14 @@ struct minivmm_stats {
 	uint32_t fatal_exit;	/* the KVM exit that stopped it, or 0 */
 	uint64_t mces;		/* machine checks the guest reported */
 	struct minivmm_mce last_mce;
+	/* The guest's longest stall since minivmm_stall_reset() (or its
+	 * start), as stall_source says: "writer", the host-thread writer's
+	 * longest time from one write to the next by its own clock, whatever
+	 * held it (a pause, a fault, the scheduler); "vcpu-parked", the
+	 * longest time minivmm held the KVM vCPU parked, which the guest
+	 * cannot yet measure itself (its exits and faults are not in it). */
+	uint64_t stall_max_ns;
+	const char *stall_source;
 };
 
 /* Filled by minivmm_verify(): counts of data pages. */
@@ -221,6 +229,9 @@ int minivmm_wait_mce(struct minivmm *vmm, uint64_t mces, int timeout_ms);
 typedef int (*minivmm_vcpu_fn)(void *opaque, int vcpu_fd);
 int minivmm_run_on_vcpu(struct minivmm *vmm, minivmm_vcpu_fn fn, void *opaque);
 void minivmm_get_stats(struct minivmm *vmm, struct minivmm_stats *out);
+/* The guest's longest stall counts again from now: the one under way is
+ * left out (see minivmm_stats). */
+void minivmm_stall_reset(struct minivmm *vmm);
 
 /*
  * The guest's RAM moved, the guest paused: its address (the same one

@@ -100,10 +100,12 @@ check "bench live bad reps" exit_is 2 "$cli" bench live --reps 0
 check "bench live memmig" exit_is 0 "$cli" bench live --sizes 64M --reps 2 --no-qemu --json
 check "bench live cases" test "$(jq '[.cases[].guest] | join(",")' -r "$tmp/out")" = idle,writing
 check "bench live verified" test "$(jq '[.cases[].memmig | .verified == 2 and .runs == 2 and .seconds > 0 and .pause_ms > 0] | all' "$tmp/out")" = true
+check "bench live stall" test "$(jq '[.cases[] | .guest as $g | .memmig | if $g == "idle" then .stall_ms == null else .stall_ms > 0 and (.stall_source | type) == "string" end] | all' "$tmp/out")" = true
+check "bench live pauses" test "$(jq '[.cases[] | .bytes as $b | .memmig | .pauses >= 1 and .pause_total_ms >= .pause_ms and .piece_bytes > 0 and .piece_bytes <= $b] | all' "$tmp/out")" = true
 check "bench live no peer" test "$(jq '[.cases[] | has("qemu")] | any' "$tmp/out")" = false
 check "bench live busy" exit_is 0 "$cli" bench live --sizes 64M --reps 1 --no-qemu --busy --json
 check "bench live busy case" test "$(jq '[.cases[].guest] | join(",")' -r "$tmp/out")" = idle,writing,busy
-check "bench live busy verified" test "$(jq '.cases[2].memmig | .verified == 1 and .pause_vs_writing > 0 and .pause_stop_ms >= 0' "$tmp/out")" = true
+check "bench live busy verified" test "$(jq '.cases[2].memmig | .verified == 1 and .pause_vs_writing > 0 and .pause_stop_ms >= 0 and .stall_vs_writing > 0' "$tmp/out")" = true
 # the CPU-bound processes are forks of memmig-cli, with its command line
 check "bench live busy gone" test -z "$(pgrep -f 'bench live --sizes 64M --reps 1 --no-qemu --busy')"
 # ... and die with it, however it ends
@@ -203,6 +205,14 @@ check "demo pause parts" test "$(jq '[.migrations[].pause | select(.stop.ms >= 0
 check "demo pause expected in parts" test "$(jq '[.migrations[].pause | (.stop.expected_ms + .harvest.expected_ms + .copy.expected_ms + .swap.expected_ms - .expected_ms) | fabs < 0.001] | all' "$tmp/out")" = true
 check "demo swap learnt" test "$(jq '(.migrations[1].pause.swap.expected_ms - .migrations[0].pause.swap.ms) | fabs < 0.001' "$tmp/out")" = true
 check "demo harvest learnt" test "$(jq '(.migrations[1].pause.harvest.expected_ms - .migrations[0].pause.harvest.ms) | fabs < 0.001' "$tmp/out")" = true
+# Every pause: pause.ms (and pause_ms) the longest, pauses how many, their
+# sum between the longest and pauses times it, the largest piece within the
+# range, and the switchover (first pause to last resume) spanning them all.
+check "demo pauses" test "$(jq '[.migrations[] | .pauses >= 1 and .pause_ms == .pause.ms and .pause_total_ms >= .pause.ms and .pause_total_ms <= .pauses * .pause.ms + 0.001 and .piece_bytes > 0 and .piece_bytes <= .bytes and .switchover_ms >= .pause_total_ms] | all' "$tmp/out")" = true
+# The writer's own longest stall holds memmig's pauses: it parks through
+# each, and the gaps on either side of its last look at the clock before
+# it noticed one cover it, so the longest is at least half of it.
+check "demo stall" test "$(jq '[.migrations[] | .stall_source == "writer" and .stall_ms > 0 and .stall_ms >= .pause_ms / 2] | all' "$tmp/out")" = true
 check "demo overrun named" test "$(jq '[.migrations[] | (.pause.overrun_by != null) == (.pause.over_budget and .converged)] | all' "$tmp/out")" = true
 check "demo bad dirty" exit_is 2 "$cli" demo --dirty bogus
 check "demo bad dirty message" grep -q "dirty: auto, log" "$tmp/err"

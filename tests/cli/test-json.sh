@@ -3,7 +3,8 @@
 # that page are read here, and every object the real commands print -- a
 # move in-process, through a real memmigd on a real socket, with and
 # without --wait, by pid and by domain, status, jobs, cancel, nodes (both
-# ways), domains, memmigd's status and events, errors -- must have exactly
+# ways), domains, memmigd's status and events, errors, demo and bench
+# live -- must have exactly
 # the keys documented there, with their types.  Floats have at most 6
 # significant digits; errors under --json are the error object on stdout
 # with the exit code unchanged; the jobs table shows the JSON's figures.
@@ -66,6 +67,12 @@ def event_problems: problems("event") +
 	(if .event == "job" then .job | job_problems else [] end);
 def domain_problems: problems("domain") +
 	(if (.last_job | type) == "object" then .last_job | problems("last job") else [] end);
+def demo_problems: problems("demo") +
+	([.migrations[] | problems("demo migration") + (.pause | problems("demo pause"))] |
+	 add // []);
+def live_problems: problems("bench live") +
+	([.cases[] | problems("bench live case") + (.memmig | problems("bench live memmig")) +
+	  (if has("qemu") then .qemu | problems("bench live qemu") else [] end)] | add // []);
 EOF
 # conforms WHAT FILTER: the filter (job_problems, ...) on $tmp/out is []
 conforms() {
@@ -199,6 +206,14 @@ json_error "no memmigd" 3 ENOENT "$cli" --socket "$tmp/none" jobs --json
 json_error "in-process, no such pid" 1 ESRCH "$cli" --local move --pid 999999999 --to-node 0 --json
 check "no JSON without --json" exit_is 1 mc status 999999
 check "  (stdout empty)" test ! -s "$tmp/out"
+
+# The live migration's front ends, in-process: demo and bench live.
+check "demo --json" exit_is 0 "$cli" demo --no-kvm --mem 16M --migrations 2 --nodes-only --json
+check "demo: the demo objects" conforms "demo" demo_problems
+check "demo: short floats" short_floats
+check "bench live --json" exit_is 0 "$cli" bench live --sizes 16M --reps 1 --no-qemu --busy --json
+check "bench live: the bench live objects" conforms "bench live" live_problems
+check "bench live: short floats" short_floats
 
 check_alive "after the moves"
 memhog_stop

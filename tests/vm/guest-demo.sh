@@ -33,7 +33,8 @@ demo() {
 		fails=$((fails + 1))
 		return
 	fi
-	jq -M -c '.migrations[] | {target, gbps, rounds, stop_reason, pause_ms, pause_bytes,
+	jq -M -c '.migrations[] | {target, gbps, rounds, stop_reason, pause_ms, pauses,
+		pause_total_ms, stall_ms, stall_source, pause_bytes,
 		dirty_method, verified, lost_writes}' "$tmp/out"
 	check "$name: guest is $guest" \
 		test "$(jq -r .guest "$tmp/out")" = "$guest"
