@@ -219,7 +219,6 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 				  strerror(-rc));
 			break;
 		}
-		bench_live_pauses_fill(&m.rep);
 		const double got[NMED] = {
 			m.rep.total_s, m.rep.pause_s, m.rep.pause_stop_s, m.rep.rounds,
 			m.rep.pauses, m.rep.pause_total_s, (double)m.rep.piece_bytes,

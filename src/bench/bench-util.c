@@ -479,16 +479,6 @@ void bench_plot_pause(struct plot *p, const struct memmig_live_report *const *r,
 	plot_hline(p, r[0]->pause_budget_s * 1e3, budget);
 }
 
-void bench_live_pauses_fill(struct memmig_live_report *r)
-{
-	if (r->pauses || !(r->pause_s > 0))
-		return;
-	r->pauses = 1;
-	r->pause_total_s = r->pause_s;
-	r->piece_bytes = r->bytes;
-	r->switchover_s = r->pause_s + r->resume_s;
-}
-
 static bool progress_tty = false;
 
 void bench_progress(const char *format, ...)

@@ -122,13 +122,6 @@ struct memmig_live_report;
 void bench_plot_pause(struct plot *p, const struct memmig_live_report *const *r, size_t n,
 		      const char *const *tics);
 
-/*
- * The report's pauses as a library with a switchover in pieces gives them:
- * a report of one without (pauses 0, though it paused) had one pause, of
- * the whole range.  Fills them in where they are missing.
- */
-void bench_live_pauses_fill(struct memmig_live_report *r);
-
 /* A status line on stderr when it is a terminal. */
 void bench_progress(const char *format, ...) __attribute__((format(printf, 1, 2)));
 void bench_progress_done(void);

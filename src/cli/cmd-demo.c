@@ -266,6 +266,7 @@ static struct json_object *migration_json(const char *target,
 	json_object_object_add(o, "pause_total_ms", json_object_new_double(r->pause_total_s * 1e3));
 	json_object_object_add(o, "piece_bytes", json_object_new_int64((int64_t)r->piece_bytes));
 	json_object_object_add(o, "switchover_ms", json_object_new_double(r->switchover_s * 1e3));
+	json_object_object_add(o, "swap_total_ms", json_object_new_double(r->swap_total_s * 1e3));
 	json_object_object_add(o, "stall_ms", json_object_new_double(m->stall_max_s * 1e3));
 	json_object_object_add(o, "stall_source", json_object_new_string(m->stall_source));
 	json_object_object_add(o, "pause_bytes", json_object_new_int64((int64_t)r->pause_bytes));
@@ -374,7 +375,6 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 				  strerror(-rc));
 			break;
 		}
-		bench_live_pauses_fill(&m.rep);
 		failed += !minivmm_migration_ok(&m);
 		if (d->runs && d->nruns < DEMO_PLOT_MAX) {
 			snprintf(d->runs[d->nruns].target, sizeof(d->runs[0].target), "%s", target);
