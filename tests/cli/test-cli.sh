@@ -219,9 +219,9 @@ check "demo overrun named" test "$(jq '[.migrations[] | (.pause.overrun_by != nu
 check "demo bad dirty" exit_is 2 "$cli" demo --dirty bogus
 check "demo bad dirty message" grep -q "dirty: auto, log" "$tmp/err"
 check "demo mem cap" exit_is 2 "$cli" demo --mem 65G
-# Userfaultfd write protection: each piece leaves tracking before its
-# swap, so that it moves by whole page tables, not one entry at a time as
-# Linux 6.13 on moves a tracked range.  The swaps are two mremaps of the
+# Userfaultfd write protection: the swap moves each piece of the tracked
+# range aside by whole page tables (UFFD_FEATURE_EVENT_REMAP), not one
+# entry at a time as Linux 6.13 on does for a tracked range without it.  The swaps are two mremaps of the
 # guest's RAM, a piece at a time, in a process with threads, and what
 # those cost is the host's: 0.3 ms a GiB on one host, 3.3 ms on another,
 # and in a loaded VM the TLB flushes on the other CPU cost more than the
@@ -234,7 +234,7 @@ check "demo mem cap" exit_is 2 "$cli" demo --mem 65G
 # against 13-15); entry by entry, on THPs split to 4 KiB, a move costs 7x
 # (23 ms against 3.3 ms a GiB there) to 15x (4.4 against 0.3 on an Intel
 # host) what whole tables do.  5x lies between; the pieces' own costs
-# (an unregister and two system calls each, 4-7 pieces here) fit in it.
+# (two system calls and an event each, 3-7 pieces here) fit in it.
 remap_cost=${REMAP_COST:-tests/helpers/remap-cost}
 if [ "$thread_dirty" = uffd-wp ]; then
 	check "demo uffd-wp 512M" exit_is 0 "$cli" demo --dirty uffd-wp --mem 512M --migrations 3 --nodes-only --json

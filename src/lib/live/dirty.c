@@ -150,11 +150,6 @@ int memmig_dirty_clear(struct memmig_live *l, size_t w, size_t n)
 	return ioctl(l->vm->fd, KVM_CLEAR_DIRTY_LOG, &c) ? -errno : 0;
 }
 
-int memmig_dirty_release(struct memmig_live *l, uint64_t lo, uint64_t hi)
-{
-	return l->method == MEMMIG_DIRTY_UFFD_WP ? memmig_dirty_uffd_release(l, lo, hi) : 0;
-}
-
 void memmig_dirty_stop(struct memmig_live *l)
 {
 	int rc;

@@ -52,6 +52,9 @@ struct memmig_live {
 	uint64_t *log;			/* KVM_GET_DIRTY_LOG's buffer */
 	size_t words;
 	int uffd, pagemap;		/* UFFD_WP tracking, or -1 */
+	int uffd_quit;			/* eventfd: the reader returns */
+	pthread_t uffd_reader;		/* reads the swap's remap event */
+	bool uffd_reader_live;
 	bool manual_protect;		/* we turned it on: turn it off */
 	bool logging;			/* the slot's LOG_DIRTY_PAGES is ours */
 
@@ -120,16 +123,12 @@ int memmig_dirty_harvest(struct memmig_live *l, uint64_t lo, uint64_t hi);
 /* Before words [w, w + n) of l->dirty are copied: has KVM log their
  * pages again (LOG_CLEAR only; the others re-protect as they harvest). */
 int memmig_dirty_clear(struct memmig_live *l, size_t w, size_t n);
-/* Paused, before the swap of slot pages [lo, hi): they leave tracking, so
- * that the swap moves them without waiting on it (userfaultfd only). */
-int memmig_dirty_release(struct memmig_live *l, uint64_t lo, uint64_t hi);
 /* Switches logging off as it was before start; safe after a failed start. */
 void memmig_dirty_stop(struct memmig_live *l);
 /* The same without KVM (dirty-uffd.c). */
 bool memmig_dirty_uffd_supported(void);
 int memmig_dirty_uffd_start(struct memmig_live *l);
 int memmig_dirty_uffd_harvest(struct memmig_live *l, uint64_t lo, uint64_t hi);
-int memmig_dirty_uffd_release(struct memmig_live *l, uint64_t lo, uint64_t hi);
 void memmig_dirty_uffd_stop(struct memmig_live *l);
 /* Before Linux 6.7: soft-dirty bits (dirty-softdirty.c); the pagemap is
  * closed by memmig_dirty_uffd_stop(). */

@@ -142,10 +142,14 @@ static void learn_pause(struct memmig_live *l, const struct memmig_live_report *
 			uint64_t piece, uint64_t span)
 {
 	struct memmig_vm *vm = l->vm;
-	double w = vm->pause_learnt ? 0.5 : 1.0;
+	double w = vm->pause_learnt ? 0.5 : 1.0, swap = took->pause_swap_s / piece;
 
+	/* A swap the scheduler stretched counts at most GROWTH_MAX times
+	 * what was expected: pieces shrink, but not to nothing at once. */
+	if (vm->pause_learnt && swap > GROWTH_MAX * vm->swap_s_per_byte)
+		swap = GROWTH_MAX * vm->swap_s_per_byte;
 	vm->pause_stop_s += w * (took->pause_stop_s - vm->pause_stop_s);
-	vm->swap_s_per_byte += w * (took->pause_swap_s / piece - vm->swap_s_per_byte);
+	vm->swap_s_per_byte += w * (swap - vm->swap_s_per_byte);
 	vm->pause_learnt = true;
 	w = vm->harvest_method == l->method ? 0.5 : 1.0;
 	vm->harvest_s_per_byte += w * (took->pause_harvest_s / span - vm->harvest_s_per_byte);
@@ -195,10 +199,6 @@ static int paused_part(struct memmig_live *l, uint64_t hi, struct memmig_live_re
 		rc = memmig_live_copy_dirty(l, l->cur, hi, true, -1, bytes);
 	took->pause_copy_s = memmig_now() - t;
 	t = memmig_now();
-	/* Untracked from here: if its swap fails, the switchover ends, and
-	 * the guest keeps this piece's old memory. */
-	if (!rc)
-		rc = memmig_dirty_release(l, l->cur, hi);
 	if (!rc)
 		rc = memmig_live_dest_swap(l, l->cur, hi);
 	took->pause_swap_s = memmig_now() - t;

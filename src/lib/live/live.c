@@ -187,7 +187,7 @@ int memmig_live_new(struct memmig_vm *vm, const struct memmig_live_opts *opts,
 	l->refcount = 1;
 	l->vm = memmig_vm_ref(vm);
 	l->dest.fd = l->dest.old_fd = -1;
-	l->uffd = l->pagemap = -1;
+	l->uffd = l->pagemap = l->uffd_quit = -1;
 	l->opts.target_node = -1;
 	rc = memmig_struct_in(&l->opts, sizeof(l->opts), opts);
 	pthread_mutex_lock(&vm->lock);
