@@ -49,6 +49,7 @@ struct live_case {
 	double total_s, pause_s, stop_s, rounds;	/* stop: the VMM's pause() */
 	double pauses, pause_total_s, piece_bytes;	/* pause_s: the longest */
 	double stall_s;			/* the guest's longest stall; not idle */
+	double stall_pause_s;		/* the longest that held a pause */
 	const char *stall_source;	/* minivmm_stats' */
 	unsigned int converged, verified, ran;
 	bool qemu_ran;
@@ -196,7 +197,8 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 	};
 	/* Each run's figures, in the order of their medians in med[]. */
 	double *const med[] = { &c->total_s, &c->pause_s, &c->stop_s, &c->rounds,
-				&c->pauses, &c->pause_total_s, &c->piece_bytes, &c->stall_s };
+				&c->pauses, &c->pause_total_s, &c->piece_bytes, &c->stall_s,
+				&c->stall_pause_s };
 	enum { NMED = sizeof(med) / sizeof(med[0]) };
 	double v[NMED][MAX_REPS];
 	int rc = 0;
@@ -222,7 +224,7 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 		const double got[NMED] = {
 			m.rep.total_s, m.rep.pause_s, m.rep.pause_stop_s, m.rep.rounds,
 			m.rep.pauses, m.rep.pause_total_s, (double)m.rep.piece_bytes,
-			m.stall_max_s,
+			m.stall_max_s, m.stall_pause_s,
 		};
 		for (unsigned int k = 0; k < NMED; k++)
 			v[k][c->ran] = got[k];
@@ -420,6 +422,8 @@ static struct json_object *case_json(const struct live_case *c)
 	json_object_object_add(m, "piece_bytes", json_object_new_int64((int64_t)c->piece_bytes));
 	json_object_object_add(m, "stall_ms", c->mode == GUEST_IDLE ? NULL :
 			       json_object_new_double(c->stall_s * 1e3));
+	json_object_object_add(m, "stall_pause_ms", c->mode == GUEST_IDLE ? NULL :
+			       json_object_new_double(c->stall_pause_s * 1e3));
 	json_object_object_add(m, "stall_source", c->mode == GUEST_IDLE ? NULL :
 			       json_object_new_string(c->stall_source));
 	json_object_object_add(m, "rounds", json_object_new_double(c->rounds));

@@ -230,6 +230,7 @@ int minivmm_migrate(struct memmig_vm *vm, struct minivmm *vmm,
 	out->verify_rc = minivmm_wait_progress(vmm, PROGRESS_TIMEOUT_MS);
 	minivmm_get_stats(vmm, &st);
 	out->stall_max_s = st.stall_max_ns * 1e-9;
+	out->stall_pause_s = st.stall_pause_max_ns * 1e-9;
 	out->stall_source = st.stall_source;
 	if (!out->verify_rc)
 		out->verify_rc = minivmm_verify(vmm, &out->check);

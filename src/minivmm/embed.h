@@ -39,6 +39,7 @@ struct minivmm_migration {
 	 * write after it (not the check's own pause), as stall_source says
 	 * (minivmm_stats): memmig's pauses and whatever else held it. */
 	double stall_max_s;
+	double stall_pause_s;	/* the longest of them that held a pause */
 	const char *stall_source;
 	int verify_rc;
 	/* Its copy rounds (0: the full one), for pictures: the first

@@ -120,16 +120,26 @@ static void call_serve(struct minivmm *vmm)
 
 /* Only the vCPU thread stores stall_max_ns: a reset is a request it
  * takes, so that no stall it measured can land after the reset. */
-uint64_t minivmm_stall_mark(struct minivmm *vmm, uint64_t from)
+/* *max = v if v is more; only the vCPU thread writes it. */
+static void stall_max(atomic_uint_fast64_t *max, uint64_t v)
+{
+	if (v > atomic_load_explicit(max, memory_order_relaxed))
+		atomic_store_explicit(max, v, memory_order_relaxed);
+}
+
+uint64_t minivmm_stall_mark(struct minivmm *vmm, uint64_t from, bool parked)
 {
 	uint64_t now = minivmm_now_ns();
 
 	if (atomic_load_explicit(&vmm->stall_reset, memory_order_relaxed) &&
-	    atomic_exchange(&vmm->stall_reset, false))
+	    atomic_exchange(&vmm->stall_reset, false)) {
 		atomic_store_explicit(&vmm->stall_max_ns, 0, memory_order_relaxed);
-	else if (from && now - from > atomic_load_explicit(&vmm->stall_max_ns,
-							   memory_order_relaxed))
-		atomic_store_explicit(&vmm->stall_max_ns, now - from, memory_order_relaxed);
+		atomic_store_explicit(&vmm->stall_park_max_ns, 0, memory_order_relaxed);
+	} else if (from) {
+		stall_max(&vmm->stall_max_ns, now - from);
+		if (parked)
+			stall_max(&vmm->stall_park_max_ns, now - from);
+	}
 	return now;
 }
 
@@ -158,7 +168,7 @@ bool minivmm_park(struct minivmm *vmm)
 			vmm->state = MINIVMM_VCPU_PARKED;
 			pthread_cond_broadcast(&vmm->parked);
 			if (timed)
-				parked_at = minivmm_stall_mark(vmm, 0);
+				parked_at = minivmm_stall_mark(vmm, 0, false);
 		}
 		pthread_cond_wait(&vmm->wake, &vmm->lock);
 	}
@@ -168,7 +178,7 @@ bool minivmm_park(struct minivmm *vmm)
 	go = !atomic_load(&vmm->stop);
 	pthread_mutex_unlock(&vmm->lock);
 	if (parked_at)
-		minivmm_stall_mark(vmm, parked_at);
+		minivmm_stall_mark(vmm, parked_at, true);
 	return go;
 }
 

@@ -65,6 +65,9 @@ struct minivmm {
 	/* The guest's longest stall (ns), written by the vCPU thread only;
 	 * stall_reset asks it to start again (minivmm_stall_mark()). */
 	atomic_uint_fast64_t stall_max_ns;
+	/* The longest of those that held a park: a pause as the guest saw
+	 * it, from its last write before to its first after. */
+	atomic_uint_fast64_t stall_park_max_ns;
 	atomic_bool stall_reset;
 	atomic_uint last_error_page;
 	int fatal;			/* under lock */
@@ -131,11 +134,11 @@ void minivmm_kick(struct minivmm *vmm);
 bool minivmm_park(struct minivmm *vmm);
 /*
  * On the vCPU thread: the guest goes on now, after a stall since from (ns
- * of minivmm_now_ns(); 0: none), which may be the longest.  Returns now.
- * A stall under way when minivmm_stall_reset() was called began before
- * what is measured: it is dropped.
+ * of minivmm_now_ns(); 0: none), which may be the longest; parked: it held
+ * a park.  Returns now.  A stall under way when minivmm_stall_reset() was
+ * called began before what is measured: it is dropped.
  */
-uint64_t minivmm_stall_mark(struct minivmm *vmm, uint64_t from);
+uint64_t minivmm_stall_mark(struct minivmm *vmm, uint64_t from, bool parked);
 /* On the vCPU thread, last: marks it dead and wakes its waiters. */
 void minivmm_thread_exit(struct minivmm *vmm);
 /* Stops and joins the vCPU thread, if started. */

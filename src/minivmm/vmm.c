@@ -173,6 +173,7 @@ void minivmm_get_stats(struct minivmm *vmm, struct minivmm_stats *out)
 		.last_error_page = atomic_load(&vmm->last_error_page),
 		.ring_full_exits = atomic_load(&vmm->ring_full_exits),
 		.stall_max_ns = atomic_load(&vmm->stall_max_ns),
+		.stall_pause_max_ns = atomic_load(&vmm->stall_park_max_ns),
 		.stall_source = vmm->kind == MINIVMM_VCPU_THREAD ? "writer" : "vcpu-parked",
 	};
 	pthread_mutex_lock(&vmm->lock);

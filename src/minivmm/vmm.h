@@ -132,6 +132,9 @@ struct minivmm_stats {
 	 * longest time minivmm held the KVM vCPU parked, which the guest
 	 * cannot yet measure itself (its exits and faults are not in it). */
 	uint64_t stall_max_ns;
+	/* The longest of those that held a pause: memmig's pauses as the
+	 * guest saw them. */
+	uint64_t stall_pause_max_ns;
 	const char *stall_source;
 };
 

@@ -80,9 +80,9 @@ void *minivmm_writer_thread(void *arg)
 				if (!minivmm_park(vmm))
 					goto out;
 				ram = ram_get(vmm);
-				last = minivmm_stall_mark(vmm, last);
+				last = minivmm_stall_mark(vmm, last, true);
 			} else if (i % STALL_PAGES == 0) {
-				last = minivmm_stall_mark(vmm, last);
+				last = minivmm_stall_mark(vmm, last, false);
 			}
 			/* pass and pos in one store, as the guest does
 			 * (little-endian: pass first). */

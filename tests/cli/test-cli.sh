@@ -215,6 +215,9 @@ check "demo pauses" test "$(jq '[.migrations[] | .pauses >= 1 and .pause_ms == .
 # each, and the gaps on either side of its last look at the clock before
 # it noticed one cover it, so the longest is at least half of it.
 check "demo stall" test "$(jq '[.migrations[] | .stall_source == "writer" and .stall_ms > 0 and .stall_ms >= .pause_ms / 2] | all' "$tmp/out")" = true
+# The longest stall that held a pause is one of them, and holds the
+# longest pause the same way.
+check "demo stall around pauses" test "$(jq '[.migrations[] | .stall_pause_ms <= .stall_ms and .stall_pause_ms >= .pause_ms / 2] | all' "$tmp/out")" = true
 check "demo overrun named" test "$(jq '[.migrations[] | (.pause.overrun_by != null) == (.pause.over_budget and .converged)] | all' "$tmp/out")" = true
 check "demo bad dirty" exit_is 2 "$cli" demo --dirty bogus
 check "demo bad dirty message" grep -q "dirty: auto, log" "$tmp/err"
