@@ -20,7 +20,7 @@
 
 /* The swap's share of a pause; the rest is for the stop, the piece's
  * harvest and its last dirty pages. */
-#define SWAP_SHARE 0.25
+#define SWAP_SHARE 0.2
 /* The first piece of a vm whose swap was never timed: 8 MiB take 0.06 ms
  * at the slowest swap seen (7 ms a GiB), so that on a host ten times
  * slower it still fits a 1 ms budget. */
@@ -28,11 +28,15 @@
 /* A piece is at most this many times the last: one swap that ran fast
  * must not size a piece far beyond what was timed. */
 #define GROWTH_MAX 4
-/* A piece's own rounds before its pause, at most; they end once the pause
- * is expected to take this share of the budget.  The rest is for what the
- * guest dirties between the last harvest and the stop, and for a stop the
- * scheduler stretched; a round of one piece costs little. */
-#define PIECE_ROUNDS 3
+/* A piece's own rounds before its pause, at most, and without a new low
+ * of its dirty set; they end once the pause is expected to take
+ * ROUNDS_SHARE of the budget.  The rest is for what the guest dirties
+ * between the last harvest and the stop, and for a stop the scheduler
+ * stretched.  A guest writing where the piece is (a writer sweeping its
+ * RAM dirties pages three times as fast as they copy here) moves on after
+ * a few: a round of one piece costs little. */
+#define PIECE_ROUNDS 8
+#define PIECE_STALL_ROUNDS 2
 #define ROUNDS_SHARE 0.5
 
 static uint64_t range_end(const struct memmig_live *l)
@@ -113,15 +117,19 @@ double memmig_live_piece_expected(const struct memmig_live *l, uint64_t lo, uint
 static int piece_rounds(struct memmig_live *l, uint64_t lo, uint64_t hi,
 			struct memmig_live_report *e)
 {
-	uint64_t bytes;
+	uint64_t bytes, dirty, low = UINT64_MAX;
+	unsigned int since_low = 0;
 	int rc = 0;
 
-	for (unsigned int i = 0;; i++) {
-		if (l->method != MEMMIG_DIRTY_SOFT_DIRTY)
-			rc = memmig_dirty_harvest(l, lo, hi);
-		if (rc < 0 || i == PIECE_ROUNDS || l->method == MEMMIG_DIRTY_SOFT_DIRTY ||
-		    memmig_live_piece_expected(l, lo, hi, memmig_live_dirty_bytes(l, lo, hi),
-					       e) <= budget_s(l) * ROUNDS_SHARE)
+	for (unsigned int i = 0; l->method != MEMMIG_DIRTY_SOFT_DIRTY; i++) {
+		rc = memmig_dirty_harvest(l, lo, hi);
+		dirty = memmig_live_dirty_bytes(l, lo, hi);
+		if (dirty < low) {
+			low = dirty;
+			since_low = 0;
+		}
+		if (rc < 0 || i == PIECE_ROUNDS || since_low++ == PIECE_STALL_ROUNDS ||
+		    memmig_live_piece_expected(l, lo, hi, dirty, e) <= budget_s(l) * ROUNDS_SHARE)
 			break;
 		rc = memmig_live_copy_dirty(l, lo, hi, false, -1, &bytes);
 		if (rc < 0)
