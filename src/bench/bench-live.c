@@ -107,7 +107,7 @@ static int live_parse(int argc, char **argv, struct live_bench *b)
 			if (cli_parse_size_list("--sizes", optarg, &b->sizes, &b->nsizes))
 				return CLI_EXIT_USAGE;
 			for (size_t i = 0; i < b->nsizes; i++) {
-				if (b->sizes[i] < (8 << 20) || b->sizes[i] > MINIVMM_THREAD_MEM_MAX ||
+				if (b->sizes[i] < (8 << 20) || b->sizes[i] > MINIVMM_MEM_MAX ||
 				    b->sizes[i] % (1 << 20)) {
 					cli_opt_error("--sizes", "8M to 64G, in MiB\n");
 					return CLI_EXIT_USAGE;

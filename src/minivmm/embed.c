@@ -177,7 +177,6 @@ int minivmm_up_any(struct memmig_ctx *ctx, uint64_t mem, int dirty_method, bool 
 	int rc = -ENODEV;
 
 	*thread_why = no_kvm ? "--no-kvm" :
-		      mem > MINIVMM_KVM_MEM_MAX ? "beyond a KVM guest's 4064 MiB" :
 		      dirty_without_kvm(dirty_method) ? "the tracking follows a host thread" :
 							NULL;
 	if (!*thread_why)

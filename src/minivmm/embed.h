@@ -72,9 +72,8 @@ int minivmm_up(struct memmig_ctx *ctx, const struct minivmm_opts *o,
 /*
  * minivmm_up() with a KVM guest where one can run, else the host-thread
  * one: *thread_why says why it is a thread (NULL: KVM).  A thread when
- * no_kvm, when mem is beyond a KVM guest's MINIVMM_KVM_MEM_MAX, when the
- * tracking asked for follows only a thread's writes (uffd-wp, soft-dirty),
- * or without /dev/kvm.  A dirty ring for MEMMIG_DIRTY_RING.
+ * no_kvm, when the tracking asked for follows only a thread's writes
+ * (uffd-wp, soft-dirty), or without /dev/kvm.  A dirty ring for MEMMIG_DIRTY_RING.
  */
 int minivmm_up_any(struct memmig_ctx *ctx, uint64_t mem, int dirty_method, bool no_kvm,
 		   struct minivmm **vmm, struct memmig_vm **vm, const char **thread_why);

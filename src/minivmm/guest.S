@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The guest: flat 32-bit protected mode, no paging, no stack, no
+ * The guest: 64-bit long mode, its RAM identity-mapped by 2 MiB pages
+ * (vcpu.c builds the tables in a memslot of their own), no stack, no
  * interrupts.  Loaded at guest-physical 0 and entered there with the
- * number of 4 KiB pages in ebx.  Forever, for pass P = 1, 2, ...: every
+ * number of 4 KiB pages in rbx: 64 GiB and more are addressed.  Forever, for pass P = 1, 2, ...: every
  * data page i in turn, pos = i first; the first dword of each of its
  * lines must hold P-1 and gets P; then its dword 1 must hold i (0 before
  * pass 1 wrote it) and gets i.  A failed check is counted and reported at
@@ -12,8 +13,9 @@
  * It is data to the host: it sits in .rodata, and is position
  * independent but for the state block's fixed guest-physical address.
  *
- * Registers: ebx pages, ecx page, edx line address, ebp end of the half
- * page, esi P-1 (what the lines hold), edi P.  eax is scratch.
+ * Registers: rbx pages, rcx page, rdx line address, rbp end of the half
+ * page, esi P-1 (what the lines hold), edi P.  rax is scratch.  The state
+ * block's fields are absolute 32-bit addresses in page 0.
  */
 #include "minivmm/vmm.h"
 
@@ -27,41 +29,35 @@
 	.section .rodata.minivmm_guest, "a"
 	.globl	minivmm_guest_start, minivmm_guest_end
 	.hidden	minivmm_guest_start, minivmm_guest_end
-	.code32
+	.code64
 minivmm_guest_start:
 	xor	%esi, %esi
 .Lpass:
-	lea	1(%esi), %edi
+	lea	1(%rsi), %edi
 	mov	$1, %ecx
 	/*
 	 * pass and pos together, in one 8-byte store: the vCPU stops between
 	 * instructions, and a host that saw the new pass with the old pos
-	 * (or the reverse) would take every page for lost.  cmpxchg8b is the
-	 * one such store without SIMD, which KVM's instruction emulator (that
-	 * runs this guest on some hosts) lacks.  It fails only if the host
-	 * rewrote the block meanwhile, and retries.
+	 * (or the reverse) would take every page for lost.
 	 */
-	mov	%ebx, %ebp
-	mov	%edi, %ebx
-	mov	MINIVMM_STATE_PASS, %eax
-	mov	MINIVMM_STATE_POS, %edx
-3:	lock cmpxchg8b MINIVMM_STATE_PASS
-	jnz	3b
-	mov	%ebp, %ebx
+	mov	%rcx, %rax
+	shl	$32, %rax
+	or	%rdi, %rax
+	mov	%rax, MINIVMM_STATE_PASS
 	jmp	.Lpage
 .Lnext_page:
 	mov	%ecx, MINIVMM_STATE_POS
 .Lpage:
-	mov	%ecx, %edx
-	shl	$12, %edx
-	lea	MINIVMM_PAGE / 2(%edx), %ebp
+	mov	%rcx, %rdx
+	shl	$12, %rdx
+	lea	MINIVMM_PAGE / 2(%rdx), %rbp
 .Lline:
-	cmp	%esi, (%edx)
+	cmp	%esi, (%rdx)
 	je	1f
 	report_error
-1:	mov	%edi, (%edx)
-	add	$MINIVMM_LINE, %edx
-	cmp	%ebp, %edx
+1:	mov	%edi, (%rdx)
+	add	$MINIVMM_LINE, %rdx
+	cmp	%rbp, %rdx
 	jne	.Lline
 	/*
 	 * Where KVM emulates the guest, it notes each write in the dirty ring
@@ -72,19 +68,19 @@ minivmm_guest_start:
 	cmpl	$0, MINIVMM_STATE_HALF_EXITS
 	je	4f
 	out	%eax, $MINIVMM_PORT_HALF
-4:	add	$MINIVMM_PAGE / 2, %ebp
+4:	add	$MINIVMM_PAGE / 2, %rbp
 	test	$MINIVMM_PAGE - 1, %edx
 	jnz	.Lline
 
-	mov	MINIVMM_PAGENUM_OFFSET - MINIVMM_PAGE(%edx), %eax
+	mov	MINIVMM_PAGENUM_OFFSET - MINIVMM_PAGE(%rdx), %eax
 	cmp	%ecx, %eax
 	je	2f
 	or	%esi, %eax		/* 0 is right before pass 1 */
 	jz	2f
 	report_error
-2:	mov	%ecx, MINIVMM_PAGENUM_OFFSET - MINIVMM_PAGE(%edx)
-	inc	%ecx
-	cmp	%ebx, %ecx
+2:	mov	%ecx, MINIVMM_PAGENUM_OFFSET - MINIVMM_PAGE(%rdx)
+	inc	%rcx
+	cmp	%rbx, %rcx
 	jb	.Lnext_page
 
 	mov	%edi, %eax
@@ -94,6 +90,5 @@ minivmm_guest_start:
 	/* Up to the state block; the assembler fails if the code outgrew it. */
 	.org	minivmm_guest_start + MINIVMM_STATE_OFFSET
 minivmm_guest_end:
-	.code64
 
 	.section .note.GNU-stack, "", @progbits

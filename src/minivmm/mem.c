@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Guest RAM: one memslot at GPA 0, anonymous or memfd-backed. */
+/* Guest RAM: one memslot at GPA 0, anonymous or memfd-backed; the
+ * long-mode guest's page tables in a second one above it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -99,10 +100,60 @@ void minivmm_mem_take_old(struct minivmm *vmm, void **hva, uint64_t *size,
 	vmm->old_fd = -1;
 }
 
+/* Page-table entry bits. */
+#define PTE_PRESENT	(1ULL << 0)
+#define PTE_WRITE	(1ULL << 1)
+#define PTE_HUGE	(1ULL << 7)	/* in a directory: a 2 MiB page */
+#define PT_ENTRIES	512
+/* Each directory maps 1 GiB. */
+#define PD_SPAN		(1ULL << 30)
+
+/*
+ * Page 0 the top level, page 1 the one below it (512 GiB), then one
+ * directory per GiB of RAM, each of 2 MiB pages, at MINIVMM_PT_GPA, which
+ * the guest never touches.
+ */
+int minivmm_mem_tables(struct minivmm *vmm)
+{
+	uint64_t dirs = (vmm->slot.size + PD_SPAN - 1) / PD_SPAN;
+	struct kvm_userspace_memory_region r = { .slot = MINIVMM_PT_SLOT };
+	uint64_t *pml4, *pdpt;
+
+	if (dirs * PD_SPAN > MINIVMM_PT_GPA)
+		return -EINVAL;
+	vmm->pt_size = (2 + dirs) * MINIVMM_PAGE;
+	vmm->pt_gpa = MINIVMM_PT_GPA;
+	vmm->pt = mmap(NULL, vmm->pt_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (vmm->pt == MAP_FAILED) {
+		vmm->pt = NULL;
+		return -errno;
+	}
+	pml4 = vmm->pt;
+	pdpt = vmm->pt + PT_ENTRIES;
+	pml4[0] = (vmm->pt_gpa + MINIVMM_PAGE) | PTE_PRESENT | PTE_WRITE;
+	for (uint64_t d = 0; d < dirs; d++) {
+		uint64_t *pd = vmm->pt + (2 + d) * PT_ENTRIES;
+
+		pdpt[d] = (vmm->pt_gpa + (2 + d) * MINIVMM_PAGE) | PTE_PRESENT | PTE_WRITE;
+		for (uint64_t e = 0; e < PT_ENTRIES; e++)
+			pd[e] = (d * PD_SPAN + e * HUGE_ALIGN) | PTE_PRESENT | PTE_WRITE |
+				PTE_HUGE;
+	}
+	r.guest_phys_addr = vmm->pt_gpa;
+	r.memory_size = vmm->pt_size;
+	r.userspace_addr = (uintptr_t)vmm->pt;
+	return ioctl(vmm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0 ? -errno : 0;
+}
+
 /* The vCPU thread stopped: nothing uses the memory any more. */
 void minivmm_mem_free(struct minivmm *vmm)
 {
 	struct minivmm_slot *s = &vmm->slot;
+
+	if (vmm->pt)
+		munmap(vmm->pt, vmm->pt_size);
+	vmm->pt = NULL;
 
 	minivmm_mem_release(vmm->old_hva, vmm->old_size, vmm->old_fd);
 	minivmm_mem_release(s->hva, s->size, s->fd);

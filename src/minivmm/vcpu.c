@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The vCPU: its dirty ring, its kvm_run, and flat 32-bit protected mode. */
+/* The vCPU: its dirty ring, its kvm_run, and its mode: 64-bit long mode
+ * for the guest that writes its RAM, flat 32-bit protected mode for the
+ * machine-check guests. */
 #include <errno.h>
+#include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -40,8 +43,43 @@ static void segment_flat(struct kvm_segment *seg, uint16_t selector, uint8_t typ
 	};
 }
 
-/* Protected mode without paging; the guest starts at 0 with the page
- * count in ebx. */
+#define CR0_PE		(1ULL << 0)
+#define CR0_PG		(1ULL << 31)
+#define CR4_PAE		(1ULL << 5)
+#define EFER_LME	(1ULL << 8)
+#define EFER_LMA	(1ULL << 10)
+#define CPUID_MAX	256
+
+/* KVM lets EFER.LME on only when the vCPU's CPUID says long mode: the
+ * vCPU gets all that KVM supports. */
+static int cpuid_init(struct minivmm *vmm)
+{
+	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + CPUID_MAX * sizeof(c->entries[0]));
+	int rc = 0;
+
+	if (!c)
+		return -ENOMEM;
+	c->nent = CPUID_MAX;
+	if (ioctl(vmm->kvm_fd, KVM_GET_SUPPORTED_CPUID, c) < 0 ||
+	    ioctl(vmm->vcpu_fd, KVM_SET_CPUID2, c) < 0)
+		rc = -errno;
+	free(c);
+	return rc;
+}
+
+/* Paging on, by the identity map of mem.c's tables; a 64-bit code
+ * segment. */
+static void long_mode(struct minivmm *vmm, struct kvm_sregs *sregs)
+{
+	sregs->cs.l = 1;
+	sregs->cs.db = 0;
+	sregs->cr3 = vmm->pt_gpa;
+	sregs->cr4 |= CR4_PAE;
+	sregs->cr0 |= CR0_PE | CR0_PG;
+	sregs->efer |= EFER_LME | EFER_LMA;
+}
+
+/* The guest starts at 0 with the page count in rbx. */
 static int regs_init(struct minivmm *vmm)
 {
 	struct kvm_sregs sregs;
@@ -56,7 +94,9 @@ static int regs_init(struct minivmm *vmm)
 	segment_flat(&sregs.cs, 0x08, 11);	/* code: execute, read, accessed */
 	segment_flat(&sregs.ds, 0x10, 3);	/* data: read, write, accessed */
 	sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
-	sregs.cr0 |= 1;				/* PE */
+	sregs.cr0 |= CR0_PE;
+	if (vmm->pt)
+		long_mode(vmm, &sregs);
 	if (ioctl(vmm->vcpu_fd, KVM_SET_SREGS, &sregs) < 0)
 		return -errno;
 	return ioctl(vmm->vcpu_fd, KVM_SET_REGS, &regs) < 0 ? -errno : 0;
@@ -85,6 +125,11 @@ int minivmm_vcpu_init(struct minivmm *vmm, uint32_t ring_entries)
 		return -errno;
 	}
 	vmm->run_size = size;
+	if (vmm->pt) {
+		rc = cpuid_init(vmm);
+		if (rc < 0)
+			return rc;
+	}
 	if (ring_entries) {
 		vmm->ring = mmap(NULL, ring_entries * sizeof(*vmm->ring),
 				 PROT_READ | PROT_WRITE, MAP_SHARED, vmm->vcpu_fd,

@@ -37,6 +37,11 @@ struct minivmm {
 	void *old_hva;		/* NULL: none */
 	uint64_t old_size;
 	int old_fd;		/* -1: none */
+	/* The long-mode guest's page tables, in a memslot of their own at
+	 * pt_gpa, out of the RAM that memmig moves; NULL for the 32-bit
+	 * guests. */
+	uint64_t *pt;
+	uint64_t pt_size, pt_gpa;
 
 	minivmm_ring_full_fn ring_full;
 	void *ring_full_opaque;
@@ -101,6 +106,9 @@ extern const uint8_t minivmm_guest_mce_start[], minivmm_guest_mce_end[];
 /* mem.c */
 int minivmm_mem_alloc(struct minivmm *vmm, uint64_t size, int backing);
 void minivmm_mem_free(struct minivmm *vmm);
+/* The page tables that identity-map the RAM by 2 MiB pages, registered
+ * as KVM memslot MINIVMM_PT_SLOT above the RAM: vmm->pt_gpa is CR3. */
+int minivmm_mem_tables(struct minivmm *vmm);
 int minivmm_slot_register(struct minivmm *vmm);
 /* Under lock: takes what set_slot_memory() replaced, for
  * minivmm_mem_release() to free once the lock is dropped. */

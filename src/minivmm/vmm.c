@@ -66,7 +66,8 @@ int minivmm_create(const struct minivmm_opts *opts, struct minivmm **out)
 
 	if (!opts || !out || opts->mem % MINIVMM_PAGE ||
 	    opts->mem < 2 * MINIVMM_PAGE ||
-	    opts->mem > (opts->vcpu == MINIVMM_VCPU_KVM ? MINIVMM_KVM_MEM_MAX : MINIVMM_THREAD_MEM_MAX) ||
+	    opts->mem > (opts->guest != MINIVMM_GUEST_MEMCHECK ? MINIVMM_KVM_MCE_MEM_MAX :
+			 MINIVMM_MEM_MAX) ||
 	    (opts->vcpu != MINIVMM_VCPU_KVM && opts->vcpu != MINIVMM_VCPU_THREAD) ||
 	    (opts->vcpu == MINIVMM_VCPU_THREAD && opts->dirty_ring) ||
 	    opts->guest < MINIVMM_GUEST_MEMCHECK || opts->guest > MINIVMM_GUEST_MCE_NOCR4 ||
@@ -100,6 +101,8 @@ int minivmm_create(const struct minivmm_opts *opts, struct minivmm **out)
 			guest_load(vmm, opts->guest, opts->dirty_ring);
 			rc = minivmm_slot_register(vmm);
 		}
+		if (!rc && opts->guest == MINIVMM_GUEST_MEMCHECK)
+			rc = minivmm_mem_tables(vmm);
 		if (!rc)
 			rc = minivmm_vcpu_init(vmm, opts->dirty_ring);
 	}

@@ -77,17 +77,24 @@ enum minivmm_guest {
 					 * machine check shuts it down */
 };
 
-/* The guest runs in 32-bit protected mode: its RAM (port I/O only, no
- * MMIO) ends below 4 GiB, short of the top 32 MiB where KVM may keep pages
- * of its own (Intel's TSS and identity map; the APIC page).  The
- * host-thread vCPU has no such limit. */
-#define MINIVMM_KVM_MEM_MAX	(4064ULL << 20)
-#define MINIVMM_THREAD_MEM_MAX	(64ULL << 30)
+/* The guest that writes its RAM runs in 64-bit long mode: its RAM is
+ * one slot from GPA 0 (port I/O only, no MMIO, no in-kernel APIC) and its
+ * page tables a second one above it.  The machine-check guests run in
+ * 32-bit protected mode: their RAM ends below 4 GiB, short of the top
+ * 32 MiB where KVM may keep pages of its own (Intel's TSS and identity
+ * map; the APIC page). */
+#define MINIVMM_MEM_MAX		(64ULL << 30)
+#define MINIVMM_KVM_MCE_MEM_MAX	(4064ULL << 20)
+/* The page tables' memslot (the RAM is slot 0), far above any RAM and
+ * out of the way of slots a VMM adds (tests/kvm adds slot 1 at 1 GiB);
+ * 256 GiB is within the 40 address bits of the smallest x86-64 guest. */
+#define MINIVMM_PT_SLOT		100
+#define MINIVMM_PT_GPA		(256ULL << 30)
 
 struct minivmm_opts {
 	uint64_t mem;		/* bytes: 4 KiB multiple, 8 KiB to
-				 * MINIVMM_KVM_MEM_MAX (KVM) or
-				 * MINIVMM_THREAD_MEM_MAX (thread) */
+				 * MINIVMM_MEM_MAX (the machine-check
+				 * guests: MINIVMM_KVM_MCE_MEM_MAX) */
 	int backing;		/* enum minivmm_backing */
 	uint32_t dirty_ring;	/* entries, a power of two; 0: no ring.
 				 * KVM only */
