@@ -395,9 +395,9 @@ static void print_text(const struct live_bench *b, const struct live_case *cs, s
 	}
 	printf("\npause ms: the longest pause; pauses: how many, sum ms their sum; piece:\n"
 	       "the most memory switched over under one pause.\n"
-	       "stall ms: the guest's longest stall: a host thread's own, from one write\n"
-	       "to the next (memmig's pauses, faults, the scheduler); a KVM guest's time\n"
-	       "parked, as it cannot time its own yet.\n"
+	       "stall ms: the guest's longest stall, by its own clock: from one write to\n"
+	       "the next (a host thread), one page to the next (a KVM guest, by its TSC):\n"
+	       "memmig's pauses, exits, faults, the scheduler.\n"
 	       "conv: migrations that converged (memmig: within the pause budget;\n"
 	       "QEMU: completed before the timeout; a pause of one that did not is 0).\n");
 	if (b->busy)

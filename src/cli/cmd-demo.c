@@ -389,8 +389,8 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 	if (!d->json)
 		printf("\npause ms: the longest pause; pauses: how many, sum ms their sum;\n"
 		       "piece: the most memory switched over under one pause;\nstall ms: %s.\n",
-		       d->kvm ? "the longest the vCPU was parked (the guest cannot time its\n"
-			       "own stalls yet)" :
+		       d->kvm ? "the guest's longest time from one page to the next, by its\n"
+			       "TSC (memmig's pauses, exits, faults, the scheduler)" :
 			       "the writer's longest time from one write to the next, by its\n"
 			       "own clock (memmig's pauses, faults, the scheduler)");
 out:

@@ -13,9 +13,14 @@
  * It is data to the host: it sits in .rodata, and is position
  * independent but for the state block's fixed guest-physical address.
  *
+ * It times its own stalls by the TSC, from one page to the next, and keeps
+ * the longest in the state block: a pause of the vCPU, a fault, the
+ * host's scheduler alike.
+ *
  * Registers: rbx pages, rcx page, rdx line address, rbp end of the half
- * page, esi P-1 (what the lines hold), edi P.  rax is scratch.  The state
- * block's fields are absolute 32-bit addresses in page 0.
+ * page, esi P-1 (what the lines hold), edi P, r8 the TSC at the last page.
+ * rax and r9 are scratch.  The state block's fields are absolute 32-bit
+ * addresses in page 0.
  */
 #include "minivmm/vmm.h"
 
@@ -30,8 +35,17 @@
 	.globl	minivmm_guest_start, minivmm_guest_end
 	.hidden	minivmm_guest_start, minivmm_guest_end
 	.code64
+/* rax = the TSC (clobbers rdx). */
+.macro	tsc
+	rdtsc
+	shl	$32, %rdx
+	or	%rdx, %rax
+.endm
+
 minivmm_guest_start:
 	xor	%esi, %esi
+	tsc
+	mov	%rax, %r8
 .Lpass:
 	lea	1(%rsi), %edi
 	mov	$1, %ecx
@@ -48,7 +62,20 @@ minivmm_guest_start:
 .Lnext_page:
 	mov	%ecx, MINIVMM_STATE_POS
 .Lpage:
-	mov	%rcx, %rdx
+	/* The stall since the last page; the VMM's reset first. */
+	tsc
+	mov	%rax, %r9
+	sub	%r8, %rax
+	mov	%r9, %r8
+	cmpl	$0, MINIVMM_STATE_STALL_RESET
+	je	5f
+	movl	$0, MINIVMM_STATE_STALL_RESET
+	xor	%eax, %eax
+	mov	%rax, MINIVMM_STATE_STALL_MAX
+5:	cmp	MINIVMM_STATE_STALL_MAX, %rax
+	jbe	6f
+	mov	%rax, MINIVMM_STATE_STALL_MAX
+6:	mov	%rcx, %rdx
 	shl	$12, %rdx
 	lea	MINIVMM_PAGE / 2(%rdx), %rbp
 .Lline:

@@ -146,6 +146,12 @@ uint64_t minivmm_stall_mark(struct minivmm *vmm, uint64_t from, bool parked)
 void minivmm_stall_reset(struct minivmm *vmm)
 {
 	atomic_store(&vmm->stall_reset, true);
+	/* The long-mode guest's own measure: it takes the reset itself. */
+	if (vmm->tsc_khz) {
+		pthread_mutex_lock(&vmm->lock);
+		__atomic_store_n(&minivmm_state_of(vmm)->stall_reset, 1, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&vmm->lock);
+	}
 }
 
 bool minivmm_park(struct minivmm *vmm)

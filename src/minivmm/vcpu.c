@@ -129,6 +129,9 @@ int minivmm_vcpu_init(struct minivmm *vmm, uint32_t ring_entries)
 		rc = cpuid_init(vmm);
 		if (rc < 0)
 			return rc;
+		/* The long-mode guest times its stalls in TSC ticks. */
+		rc = ioctl(vmm->vcpu_fd, KVM_GET_TSC_KHZ, 0);
+		vmm->tsc_khz = rc > 0 ? (uint32_t)rc : 0;
 	}
 	if (ring_entries) {
 		vmm->ring = mmap(NULL, ring_entries * sizeof(*vmm->ring),

@@ -42,6 +42,7 @@ struct minivmm {
 	 * guests. */
 	uint64_t *pt;
 	uint64_t pt_size, pt_gpa;
+	uint32_t tsc_khz;	/* the vCPU's TSC rate; 0: unknown */
 
 	minivmm_ring_full_fn ring_full;
 	void *ring_full_opaque;
@@ -106,6 +107,12 @@ extern const uint8_t minivmm_guest_mce_start[], minivmm_guest_mce_end[];
 /* mem.c */
 int minivmm_mem_alloc(struct minivmm *vmm, uint64_t size, int backing);
 void minivmm_mem_free(struct minivmm *vmm);
+/* The state block in page 0 of the RAM; under lock (the RAM moves). */
+static inline struct minivmm_state *minivmm_state_of(struct minivmm *vmm)
+{
+	return (struct minivmm_state *)((uint8_t *)vmm->slot.hva + MINIVMM_STATE_OFFSET);
+}
+
 /* The page tables that identity-map the RAM by 2 MiB pages, registered
  * as KVM memslot MINIVMM_PT_SLOT above the RAM: vmm->pt_gpa is CR3. */
 int minivmm_mem_tables(struct minivmm *vmm);

@@ -180,6 +180,11 @@ void minivmm_get_stats(struct minivmm *vmm, struct minivmm_stats *out)
 		.stall_source = vmm->kind == MINIVMM_VCPU_THREAD ? "writer" : "vcpu-parked",
 	};
 	pthread_mutex_lock(&vmm->lock);
+	if (vmm->tsc_khz) {
+		out->stall_max_ns = __atomic_load_n(&minivmm_state_of(vmm)->stall_max,
+						    __ATOMIC_RELAXED) * 1000000 / vmm->tsc_khz;
+		out->stall_source = "guest";
+	}
 	out->fatal = vmm->fatal;
 	memcpy(out->fatal_msg, vmm->fatal_msg, sizeof(out->fatal_msg));
 	out->fatal_exit = vmm->fatal_exit;

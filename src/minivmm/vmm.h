@@ -31,6 +31,8 @@
 #define MINIVMM_STATE_MCE_CR4	(MINIVMM_STATE_OFFSET + 16)
 #define MINIVMM_STATE_MCES	(MINIVMM_STATE_OFFSET + 20)
 #define MINIVMM_STATE_TOUCH	(MINIVMM_STATE_OFFSET + 24)
+#define MINIVMM_STATE_STALL_RESET (MINIVMM_STATE_OFFSET + 28)
+#define MINIVMM_STATE_STALL_MAX	(MINIVMM_STATE_OFFSET + 32)
 #define MINIVMM_PORT_PASS	0x10	/* out: a pass ended, eax = its number */
 #define MINIVMM_PORT_ERROR	0x11	/* out: a check failed, eax = the page */
 #define MINIVMM_PORT_HALF	0x12	/* out: half a page written (with a ring) */
@@ -57,6 +59,10 @@ struct minivmm_state {
 	uint32_t touch;		/* set by the VMM: the machine-check guest
 				 * reads this guest-physical address once a
 				 * pass until a machine check clears it */
+	uint32_t stall_reset;	/* set by the VMM: the guest that writes
+				 * its RAM zeroes stall_max, and clears it */
+	uint64_t stall_max;	/* its longest time from one page to the
+				 * next, in TSC ticks */
 };
 
 enum minivmm_backing {
@@ -135,9 +141,10 @@ struct minivmm_stats {
 	/* The guest's longest stall since minivmm_stall_reset() (or its
 	 * start), as stall_source says: "writer", the host-thread writer's
 	 * longest time from one write to the next by its own clock, whatever
-	 * held it (a pause, a fault, the scheduler); "vcpu-parked", the
-	 * longest time minivmm held the KVM vCPU parked, which the guest
-	 * cannot yet measure itself (its exits and faults are not in it). */
+	 * held it (a pause, a fault, the scheduler); "guest", the long-mode
+	 * KVM guest's own, from one page to the next by its TSC; "vcpu-parked"
+	 * (the machine-check guests, or no TSC rate), the longest time
+	 * minivmm held the vCPU parked (its exits and faults are not in it). */
 	uint64_t stall_max_ns;
 	/* The longest of those that held a pause: memmig's pauses as the
 	 * guest saw them. */

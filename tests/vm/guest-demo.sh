@@ -47,6 +47,12 @@ demo() {
 	check "$name: $n migrations, all verified, nothing lost or torn" \
 		test "$(jq '[.migrations[] | select(.verified and .lost_writes == 0 and
 			.torn_pages == 0 and .guest_errors == 0)] | length' "$tmp/out")" = "$n"
+	# The guest's own clock (the writer's, or the KVM guest's TSC) saw
+	# memmig's longest pause: a stall at least half as long.
+	check "$name: the guest timed its stalls, memmig's pause among them" \
+		test "$(jq --arg g "$guest" '[.migrations[] | select(.stall_source ==
+			(if $g == "kvm" then "guest" else "writer" end) and
+			.stall_ms >= .pause_ms / 2)] | length' "$tmp/out")" = "$n"
 }
 
 # What the demo's choice rests on: the node says it is CXL memory, and
