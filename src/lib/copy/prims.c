@@ -48,24 +48,37 @@ int memmig_prim_is_nt(int prim)
 	return prim_valid(prim) && prims[prim].nt;
 }
 
+/* The caller's CPU read no further than its sz: fields it does not know
+ * read as unknown (zero), as on a CPU that has not got them. */
+static int cpu_in(struct memmig_cpu_info *c, const struct memmig_cpu_info *in)
+{
+	memset(c, 0, sizeof(*c));
+	c->sz = sizeof(*c);
+	return in ? memmig_struct_in(c, sizeof(*c), in) : -EINVAL;
+}
+
 /* Features name x86 instructions: they only count on an x86 build. */
 int memmig_prim_supported(const struct memmig_cpu_info *cpu, int prim)
 {
-	if (!cpu || !prim_valid(prim))
+	struct memmig_cpu_info c;
+
+	if (cpu_in(&c, cpu) < 0 || !prim_valid(prim))
 		return 0;
 	if (prim == MEMMIG_PRIM_GENERIC)
 		return 1;
 	return memmig_arch_prims[prim] &&
-	       (cpu->features & prims[prim].needs) == prims[prim].needs;
+	       (c.features & prims[prim].needs) == prims[prim].needs;
 }
 
-int memmig_tuning_default(const struct memmig_cpu_info *cpu,
+int memmig_tuning_default(const struct memmig_cpu_info *in,
 			  struct memmig_tuning *out)
 {
 	struct memmig_tuning t = { .sz = sizeof(t) };
+	struct memmig_cpu_info c;
+	const struct memmig_cpu_info *cpu = &c;
 	bool amd;
 
-	if (!cpu)
+	if (cpu_in(&c, in) < 0)
 		return -EINVAL;
 	amd = !strcmp(cpu->vendor, "AuthenticAMD") ||
 	      !strcmp(cpu->vendor, "HygonGenuine");
@@ -123,7 +136,13 @@ int memmig_policy_choose(const struct memmig_cpu_info *cpu,
 			 const struct memmig_tuning *t, size_t len,
 			 unsigned int flags)
 {
-	if (!cpu || !t)
+	struct memmig_tuning n = { .sz = sizeof(n) };
+	struct memmig_cpu_info c;
+
+	/* An older caller's tuning ends at its sz: the fields added since
+	 * take this CPU's defaults, as memmig_ctx_set_tuning() gives them. */
+	if (cpu_in(&c, cpu) < 0 || !t || memmig_tuning_default(&c, &n) < 0 ||
+	    memmig_struct_in(&n, sizeof(n), t) < 0)
 		return -EINVAL;
-	return memmig_policy(cpu, t, len, flags);
+	return memmig_policy(&c, &n, len, flags);
 }
