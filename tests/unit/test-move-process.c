@@ -267,9 +267,9 @@ static pid_t child_with_maps(unsigned int maps, int *go)
 	if (!child) {
 		struct mem a;
 		uint64_t s;
-		uint8_t *m[64];
+		uint8_t *m[128];
 
-		if (maps > 64 || mt_mem_new(&a, K_THP, 32 * MiB, true))
+		if (maps > 128 || mt_mem_new(&a, K_THP, 32 * MiB, true))
 			_exit(2);
 		s = mt_csum(a.map, a.len);
 		/* PROT_READ and PROT_WRITE alternate: no two mappings merge. */
@@ -410,6 +410,75 @@ static void test_plan_start(void)
 	mt_mem_free(&a);
 }
 
+/* Samples a move's progress from its own thread until the move is done:
+ * how often bytes_done or regions_done went down, and the worst drop. */
+struct sampler {
+	struct memmig_move *mv;
+	unsigned int samples, drops;
+	uint64_t from, to;		/* the first drop */
+	unsigned int regions_at;
+};
+
+static void *sample_progress(void *arg)
+{
+	struct sampler *s = arg;
+	struct memmig_move_progress last = { .sz = sizeof(last) };
+
+	for (;;) {
+		struct memmig_move_progress p = { .sz = sizeof(p) };
+
+		if (memmig_move_get_progress(s->mv, &p))
+			break;
+		s->samples++;
+		if (p.bytes_done < last.bytes_done || p.regions_done < last.regions_done) {
+			if (!s->drops++) {
+				s->from = last.bytes_done;
+				s->to = p.bytes_done;
+				s->regions_at = p.regions_done;
+			}
+		}
+		last = p;
+		if (p.state == MEMMIG_MOVE_DONE)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * bytes_done is what the move got through: sampled from another thread
+ * through a move of 64 mappings and more, it never goes down (before: at
+ * each region's end, the finished job was cleared before its bytes were
+ * added to the total).
+ */
+static void test_progress_monotonic(void)
+{
+	for (unsigned int round = 0; round < 3; round++) {
+		struct sampler s = { 0 };
+		struct memmig_move_progress p = { .sz = sizeof(p) };
+		pthread_t th;
+		int go;
+		pid_t child = child_with_maps(64, &go);
+
+		CU_ASSERT_FATAL(child > 0);
+		CU_ASSERT_EQUAL_FATAL(new_move(child, NULL, 0, 0, 0, &s.mv), 0);
+		CU_ASSERT_EQUAL_FATAL(memmig_move_plan(s.mv), 0);
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, sample_progress, &s), 0);
+		CU_ASSERT_EQUAL(memmig_move_start(s.mv), 0);
+		CU_ASSERT_EQUAL(memmig_move_wait(s.mv, NULL), 0);
+		pthread_join(th, NULL);
+		memmig_move_get_progress(s.mv, &p);
+		CU_ASSERT(p.regions >= 64);
+		EXPECT_EQ("progress", "regions_done at the end", p.regions_done, p.regions);
+		EXPECT_EQ("progress", "bytes_done at the end", p.bytes_done, p.bytes_total);
+		if (s.drops)
+			CUNIT_FAILF("round %u: bytes_done went down %u times in %u samples, "
+				    "first %" PRIu64 " -> %" PRIu64 " (regions_done %u)",
+				    round, s.drops, s.samples, s.from, s.to, s.regions_at);
+		memmig_move_unref(s.mv);
+		child_end(child, go);
+	}
+}
+
 /* The last reference dropped while the move runs: it stops after its
  * units and nothing is lost. */
 static void test_unref_running(void)
@@ -437,6 +506,7 @@ static CU_TestInfo tests[] = {
 	{ "40 mappings: one snapshot, threads by workers", test_many_maps },
 	{ "planned on its thread, then started", test_plan_start },
 	{ "last reference dropped while running", test_unref_running },
+	{ "progress never goes backwards", test_progress_monotonic },
 	CU_TEST_INFO_NULL,
 };
 

@@ -290,9 +290,11 @@ static bool process_gone(int pid)
 	return state == 'Z' || state == 'X' || (flags & PF_EXITING_FLAG);
 }
 
-/* One region's job on the move's pool, reachable by memmig_move_cancel(). */
+/* One region's job on the move's pool, reachable by memmig_move_cancel().
+ * Counted done (len bytes) in the step that drops the job, so that a
+ * progress read between the two never sees bytes_done go back. */
 static int move_region(struct memmig_move *mv, struct memmig_region *r,
-		       struct memmig_pool *pool)
+		       uint64_t len, struct memmig_pool *pool)
 {
 	struct memmig_migrate_opts o = {
 		.sz = sizeof(o), .target_node = mv->o.target_node,
@@ -307,6 +309,10 @@ static int move_region(struct memmig_move *mv, struct memmig_region *r,
 	pthread_mutex_lock(&mv->lock);
 	rc = mv->cancel ? -ECANCELED : memmig_job_create(r, &o, &env, &job);
 	mv->job = job;
+	if (rc < 0) {
+		mv->done_before += len;
+		mv->regions_done++;
+	}
 	pthread_mutex_unlock(&mv->lock);
 	if (rc < 0)
 		return rc;
@@ -314,6 +320,8 @@ static int move_region(struct memmig_move *mv, struct memmig_region *r,
 	rc = memmig_job_wait(job, &rep);
 	pthread_mutex_lock(&mv->lock);
 	mv->job = NULL;
+	mv->done_before += len;
+	mv->regions_done++;
 	if (rep && memmig_report_add(mv->report, rep) < 0 && !rc)
 		rc = -ENOMEM;
 	pthread_mutex_unlock(&mv->lock);
@@ -331,14 +339,10 @@ static int run_regions(struct memmig_move *mv)
 		struct memmig_region_desc d = { .sz = sizeof(d) };
 
 		memmig_region_get_desc(mv->list[i], &d);
-		rc = move_region(mv, mv->list[i], pool);
+		rc = move_region(mv, mv->list[i], d.len, pool);
 		/* A mapping that went away meanwhile is not an error of ours. */
 		if (rc == -EFAULT)
 			rc = 0;
-		pthread_mutex_lock(&mv->lock);
-		mv->done_before += d.len;
-		mv->regions_done++;
-		pthread_mutex_unlock(&mv->lock);
 	}
 	memmig_pool_free(pool);
 	/* The process died under the move: whichever step noticed it first
