@@ -558,7 +558,8 @@ MEMMIG_EXPORT int memmig_region_get_table(const struct memmig_region *r,
  * Every migratable mapping of a process (anonymous, shared, hugetlb, file;
  * DAX of this process; not special or inaccessible ones, nor another
  * process's DAX): *out gets *count regions, freed with
- * memmig_region_list_free().
+ * memmig_region_list_free().  -ESRCH when the process is gone, or ended
+ * while its mappings were read.
  */
 MEMMIG_EXPORT int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
 					 struct memmig_region ***out,
@@ -744,7 +745,8 @@ MEMMIG_EXPORT void memmig_move_unref(struct memmig_move *mv);
 /*
  * Lists the mappings (or checks the ranges) on the calling thread, so that
  * a bad request fails before any work: -EFAULT (a range not mapped),
- * -EINVAL (a range not movable), -EPERM, -ESRCH.  A failed plan ends the
+ * -EINVAL (a range not movable), -EPERM, -ESRCH (the process is gone,
+ * also when it ended while the plan read it).  A failed plan ends the
  * move (DONE).  -EBUSY when already planned or started.
  */
 MEMMIG_EXPORT int memmig_move_plan(struct memmig_move *mv);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <syslog.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -479,6 +480,92 @@ static void test_progress_monotonic(void)
 	}
 }
 
+/* Kills a process after a delay, from a thread of its own. */
+struct killer {
+	pid_t pid;
+	long delay_ns;
+};
+
+static void *kill_later(void *arg)
+{
+	const struct killer *k = arg;
+	struct timespec ts = { k->delay_ns / 1000000000L, k->delay_ns % 1000000000L };
+
+	nanosleep(&ts, NULL);
+	kill(k->pid, SIGKILL);
+	return NULL;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * A process killed while memmig_move_plan() or memmig_move_plan_start()
+ * reads it: the plan answers -ESRCH, whichever read noticed (before: -EINVAL
+ * and -EIO).  Kills land across the plan's time, from its start to its end,
+ * in a child of 128 mappings.
+ */
+static void test_plan_killed(void)
+{
+	unsigned int rounds = 48, mid = 0, bad = 0;
+	double plan_s;
+	int go;
+	pid_t child = child_with_maps(128, &go);
+	struct memmig_move *mv = NULL;
+
+	/* How long a plan of this child takes. */
+	CU_ASSERT_FATAL(child > 0);
+	CU_ASSERT_EQUAL_FATAL(new_move(child, NULL, 0, 0, 0, &mv), 0);
+	plan_s = now_s();
+	CU_ASSERT_EQUAL_FATAL(memmig_move_plan(mv), 0);
+	plan_s = now_s() - plan_s;
+	memmig_move_unref(mv);
+	child_end(child, go);
+	for (unsigned int i = 0; i < rounds; i++) {
+		struct memmig_move_progress p = { .sz = sizeof(p) };
+		struct killer k;
+		pthread_t th;
+		int rc;
+
+		mv = NULL;
+		k.pid = child_with_maps(128, &go);
+		CU_ASSERT_FATAL(k.pid > 0);
+		k.delay_ns = (long)(plan_s * 1e9 * (i % 16) / 16);
+		CU_ASSERT_EQUAL_FATAL(new_move(k.pid, NULL, 0, 0, 0, &mv), 0);
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, kill_later, &k), 0);
+		if (i % 2) {
+			rc = memmig_move_plan(mv);
+		} else {
+			rc = memmig_move_plan_start(mv);
+			memmig_move_wait(mv, NULL);
+			memmig_move_get_progress(mv, &p);
+			if (!rc)
+				rc = p.state == MEMMIG_MOVE_DONE ? p.result : 0;
+		}
+		pthread_join(th, NULL);
+		close(go);
+		waitpid(k.pid, NULL, 0);
+		if (rc)
+			mid++;
+		if (rc && rc != -ESRCH) {
+			bad++;
+			CUNIT_FAILF("round %u (%s, kill at %.0f%% of %.1f ms): %d (%s), "
+				    "want -ESRCH", i, i % 2 ? "plan" : "plan_start",
+				    100.0 * (i % 16) / 16, plan_s * 1e3, rc, strerror(-rc));
+		}
+		memmig_move_unref(mv);
+	}
+	printf("\n  plan %.1f ms: %u of %u kills during the plan, %u not -ESRCH ",
+	       plan_s * 1e3, mid, rounds, bad);
+	/* Kills at 0% land before the plan reads anything. */
+	CU_ASSERT(mid >= rounds / 16);
+}
+
 /* The last reference dropped while the move runs: it stops after its
  * units and nothing is lost. */
 static void test_unref_running(void)
@@ -507,6 +594,7 @@ static CU_TestInfo tests[] = {
 	{ "planned on its thread, then started", test_plan_start },
 	{ "last reference dropped while running", test_unref_running },
 	{ "progress never goes backwards", test_progress_monotonic },
+	{ "killed while planned: -ESRCH", test_plan_killed },
 	CU_TEST_INFO_NULL,
 };
 

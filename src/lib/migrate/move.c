@@ -16,6 +16,7 @@
 
 #include "lib/migrate/migrate-private.h"
 #include "lib/mm/nodemem.h"
+#include "lib/mm/proc.h"
 #include "lib/migrate/pool.h"
 
 struct memmig_move {
@@ -205,6 +206,9 @@ static int do_plan(struct memmig_move *mv)
 			rc = -ENOMEM;
 		mv->o.workers = workers;
 	}
+	/* The process ended while we read it: whichever read noticed it
+	 * (smaps cut short: -EIO or -EINVAL, move_pages: -EINVAL) says so. */
+	rc = memmig_proc_err(mv->o.pid, rc);
 	mv->plan_s = memmig_now() - t;
 	pthread_mutex_lock(&mv->lock);
 	if (rc) {
@@ -266,30 +270,6 @@ int memmig_move_plan_start(struct memmig_move *mv)
 	return rc;
 }
 
-#define PF_EXITING_FLAG 0x4u	/* the kernel's PF_EXITING */
-
-/* The process ended, or is ending (its memory may be gone already, which
- * move_pages answers with EINVAL): /proc/PID/stat's state and flags. */
-static bool process_gone(int pid)
-{
-	char path[64], buf[1024], state = 0, *p;
-	unsigned int flags = 0;
-	FILE *f;
-	bool read;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT || errno == ESRCH;
-	read = fgets(buf, sizeof(buf), f) != NULL;
-	fclose(f);
-	/* comm may hold anything: the fields follow the last ')'. */
-	p = read ? strrchr(buf, ')') : NULL;
-	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2)
-		return !read;
-	return state == 'Z' || state == 'X' || (flags & PF_EXITING_FLAG);
-}
-
 /* One region's job on the move's pool, reachable by memmig_move_cancel().
  * Counted done (len bytes) in the step that drops the job, so that a
  * progress read between the two never sees bytes_done go back. */
@@ -348,9 +328,7 @@ static int run_regions(struct memmig_move *mv)
 	/* The process died under the move: whichever step noticed it first
 	 * (its maps, pagemap, move_pages) answered in its own words (EINVAL,
 	 * EFAULT, ...); what happened is that it is gone. */
-	if (rc < 0 && rc != -ECANCELED && process_gone(mv->o.pid))
-		rc = -ESRCH;
-	return rc;
+	return memmig_proc_err(mv->o.pid, rc);
 }
 
 static void *run_thread(void *arg)

@@ -8,6 +8,7 @@
 
 #include "lib/migrate/migrate-private.h"
 #include "lib/migrate/placement.h"
+#include "lib/mm/proc.h"
 #include "lib/mm/smaps.h"
 
 static const char *const backing_names[] = {
@@ -126,7 +127,7 @@ int memmig_region_new(struct memmig_ctx *ctx, const struct memmig_region_desc *d
 		err(ctx, "pid %d: no such process\n", d.pid);
 		return -ESRCH;
 	}
-	rc = memmig_vmas_read(d.pid, &vmas, &nvmas);
+	rc = memmig_proc_err(d.pid, memmig_vmas_read(d.pid, &vmas, &nvmas));
 	if (rc < 0) {
 		err(ctx, "pid %d: cannot read its mappings: %s\n", d.pid, strerror(-rc));
 		return rc;
@@ -148,7 +149,9 @@ int memmig_region_new(struct memmig_ctx *ctx, const struct memmig_region_desc *d
 		}
 	}
 	free(vmas);
-	return rc;
+	/* Ended after its mappings were read: the check or the probe failed
+	 * in its own words. */
+	return memmig_proc_err(d.pid, rc);
 }
 
 struct memmig_region *memmig_region_ref(struct memmig_region *r)
@@ -198,7 +201,7 @@ int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
 		return -EINVAL;
 	rc = memmig_vmas_read(pid, &vmas, &nvmas);
 	if (rc < 0)
-		return rc;
+		return memmig_proc_err(pid, rc);
 	list = calloc(nvmas ? nvmas : 1, sizeof(*list));
 	if (!list)
 		rc = -ENOMEM;
@@ -224,7 +227,7 @@ int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
 	free(vmas);
 	if (rc < 0) {
 		memmig_region_list_free(list, n);
-		return rc;
+		return memmig_proc_err(pid, rc);
 	}
 	*out = list;
 	*count = n;
