@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <syslog.h>
+#include <grp.h>
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -566,6 +567,88 @@ static void test_plan_killed(void)
 	CU_ASSERT(mid >= rounds / 16);
 }
 
+/* As nobody (uid 65534, no groups): what the library answers about a root
+ * process, one errno per call, written to the pipe *arg. */
+static pid_t target_pid;
+
+static int as_nobody(void *arg)
+{
+	int fd = *(int *)arg;	/* a pipe for the answers */
+	struct memmig_region_desc d = { .sz = sizeof(d), .pid = target_pid };
+	struct memmig_region **list = NULL, *r = NULL;
+	struct memmig_move *mv = NULL;
+	struct memmig_ctx *c = NULL;
+	unsigned int n = 0;
+	int out[4];
+	FILE *f;
+	char line[256];
+	uint64_t addr = 0;
+
+	/* The first writable mapping of the target, read while still root. */
+	snprintf(line, sizeof(line), "/proc/%d/maps", target_pid);
+	f = fopen(line, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, " rw-p ") && sscanf(line, "%" SCNx64, &addr) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (!addr || setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+	    setresuid(65534, 65534, 65534) || memmig_ctx_new_flags(&c, MEMMIG_CTX_NO_ENV))
+		return 2;
+	d.addr = addr;
+	d.len = 4096;
+	out[0] = memmig_region_new(c, &d, &r);
+	out[1] = memmig_region_list_pid(c, target_pid, &list, &n);
+	out[2] = new_move(target_pid, NULL, 0, 0, 0, &mv);
+	if (!out[2]) {
+		out[2] = memmig_move_plan(mv);
+		memmig_move_unref(mv);
+	}
+	struct memmig_range rg = { addr, 4096 };
+	out[3] = new_move(target_pid, &rg, 1, 0, 0, &mv);
+	if (!out[3]) {
+		out[3] = memmig_move_plan(mv);
+		memmig_move_unref(mv);
+	}
+	return write(fd, out, sizeof(out)) == sizeof(out) ? 0 : 3;
+}
+
+/*
+ * Not permitted is -EPERM, as memmig_move_new(3) and memmig_region_new(3)
+ * say and memmigd answers (before: -EACCES from the read of the process's
+ * mappings).
+ */
+static void test_not_permitted(void)
+{
+	static const char *const what[] = {
+		"memmig_region_new", "memmig_region_list_pid",
+		"memmig_move_plan (every mapping)", "memmig_move_plan (a range)",
+	};
+	int p[2], go, rcs[4] = { 0 }, st;
+	pid_t child;
+
+	if (geteuid()) {
+		printf("\n  skipped: needs root to run as nobody ");
+		return;
+	}
+	child = child_with_maps(2, &go);
+	CU_ASSERT_FATAL(child > 0);
+	CU_ASSERT_FATAL(pipe(p) == 0);
+	target_pid = child;
+	st = cunit_in_child(as_nobody, &p[1]);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+		CU_ASSERT(read(p[0], rcs, sizeof(rcs)) == sizeof(rcs));
+		for (unsigned int i = 0; i < 4; i++)
+			if (rcs[i] != -EPERM)
+				CUNIT_FAILF("as nobody, %s of root's pid: %d (%s), want -EPERM",
+					    what[i], rcs[i], strerror(-rcs[i]));
+	}
+	close(p[0]);
+	close(p[1]);
+	child_end(child, go);
+}
+
 /* The last reference dropped while the move runs: it stops after its
  * units and nothing is lost. */
 static void test_unref_running(void)
@@ -595,6 +678,7 @@ static CU_TestInfo tests[] = {
 	{ "last reference dropped while running", test_unref_running },
 	{ "progress never goes backwards", test_progress_monotonic },
 	{ "killed while planned: -ESRCH", test_plan_killed },
+	{ "as nobody, root's process: -EPERM", test_not_permitted },
 	CU_TEST_INFO_NULL,
 };
 

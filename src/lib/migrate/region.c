@@ -34,6 +34,15 @@ static int region_probe(int pid, uint64_t addr)
 	return rc < 0 ? (int)rc : 0;
 }
 
+/* What a read or a probe of another process answered, in the library's
+ * words: -ESRCH when it is gone; -EPERM, not the -EACCES of its /proc
+ * files, when this process may not move it (memmigd says EPERM too). */
+static int region_err(int pid, int rc)
+{
+	rc = memmig_proc_err(pid, rc);
+	return rc == -EACCES && pid ? -EPERM : rc;
+}
+
 static int region_check(struct memmig_ctx *ctx, struct memmig_region_desc *d,
 			const struct memmig_vma *vmas, size_t nvmas)
 {
@@ -127,15 +136,20 @@ int memmig_region_new(struct memmig_ctx *ctx, const struct memmig_region_desc *d
 		err(ctx, "pid %d: no such process\n", d.pid);
 		return -ESRCH;
 	}
-	rc = memmig_proc_err(d.pid, memmig_vmas_read(d.pid, &vmas, &nvmas));
+	rc = region_err(d.pid, memmig_vmas_read(d.pid, &vmas, &nvmas));
+	if (rc == -EPERM) {
+		err(ctx, "pid %d: not permitted to read its mappings (needs "
+			 "CAP_SYS_PTRACE or the same user)\n", d.pid);
+		return rc;
+	}
 	if (rc < 0) {
 		err(ctx, "pid %d: cannot read its mappings: %s\n", d.pid, strerror(-rc));
 		return rc;
 	}
 	rc = region_check(ctx, &d, vmas, nvmas);
 	if (!rc && d.pid) {
-		rc = region_probe(d.pid, d.addr);
-		if (rc == -EPERM || rc == -EACCES)
+		rc = region_err(d.pid, region_probe(d.pid, d.addr));
+		if (rc == -EPERM)
 			err(ctx, "pid %d: not permitted to move its pages (needs "
 				 "CAP_SYS_NICE or the same user)\n", d.pid);
 	}
@@ -151,7 +165,7 @@ int memmig_region_new(struct memmig_ctx *ctx, const struct memmig_region_desc *d
 	free(vmas);
 	/* Ended after its mappings were read: the check or the probe failed
 	 * in its own words. */
-	return memmig_proc_err(d.pid, rc);
+	return region_err(d.pid, rc);
 }
 
 struct memmig_region *memmig_region_ref(struct memmig_region *r)
@@ -201,7 +215,7 @@ int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
 		return -EINVAL;
 	rc = memmig_vmas_read(pid, &vmas, &nvmas);
 	if (rc < 0)
-		return memmig_proc_err(pid, rc);
+		return region_err(pid, rc);
 	list = calloc(nvmas ? nvmas : 1, sizeof(*list));
 	if (!list)
 		rc = -ENOMEM;
@@ -227,7 +241,7 @@ int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
 	free(vmas);
 	if (rc < 0) {
 		memmig_region_list_free(list, n);
-		return memmig_proc_err(pid, rc);
+		return region_err(pid, rc);
 	}
 	*out = list;
 	*count = n;
