@@ -1108,8 +1108,9 @@ struct memmig_live_report {
 MEMMIG_EXPORT int memmig_live_get_report(const struct memmig_live *live,
 					 struct memmig_live_report *out);
 /* The pause's part i (0 .. 3: "stop", "harvest", "copy", "swap"): its
- * name, the seconds it took and was expected to take (each optional).
- * 0, or -ENOENT past the last. */
+ * name, the seconds it took and was expected to take (each optional; a
+ * field past r->sz reads 0).  0, -EINVAL (bad sz), or -ENOENT past the
+ * last. */
 MEMMIG_EXPORT int memmig_live_pause_part(const struct memmig_live_report *r, unsigned int i,
 					 const char **name, double *took,
 					 double *expected);

@@ -224,6 +224,74 @@ static int c_desc_table_info(void *p, size_t sz)
 	return memmig_desc_table_get_info(t, p) ? __LINE__ : 0;
 }
 
+static int pause_nop(void *opaque)
+{
+	return 0;
+}
+
+static struct memmig_vm_ops ops_in = { .sz = sizeof(ops_in), .pause = pause_nop,
+				       .resume = pause_nop };
+static struct memmig_vm_slot slot_in = { .sz = sizeof(slot_in), .slot = 1, .fd = -1 };
+/* A pause over its budget, the copy furthest over. */
+static struct memmig_live_report live_rep = {
+	.sz = sizeof(live_rep), .pause_budget_s = 5e-3, .pause_s = 6e-3,
+	.pause_stop_s = 1e-4, .pause_harvest_s = 1e-3, .pause_copy_s = 4e-3,
+	.pause_swap_s = 9e-4, .expected_stop_s = 1e-4, .expected_harvest_s = 5e-4,
+	.expected_copy_s = 2.2e-3, .expected_swap_s = 1e-3,
+};
+
+static int c_vm_new(void *p, size_t sz)
+{
+	struct memmig_vm *vm = NULL;
+	int rc = memmig_vm_new(ctx, -1, p, NULL, &vm);
+
+	/* Without pause and resume there is nothing to drive: -EINVAL. */
+	if (sz < offsetof(struct memmig_vm_ops, slot_moved))
+		return rc == -EINVAL ? 0 : __LINE__;
+	return rc ? __LINE__ : 0;
+}
+
+static int c_vm_add_slot(void *p, size_t sz)
+{
+	struct memmig_vm *vm = NULL;
+	int rc;
+
+	if (memmig_vm_new(ctx, -1, &ops_in, NULL, &vm))
+		return __LINE__;
+	rc = memmig_vm_add_slot(vm, p);
+	/* A slot without its memory (hva, size) is no slot. */
+	if (sz < offsetof(struct memmig_vm_slot, fd))
+		return rc == -EINVAL ? 0 : __LINE__;
+	return rc ? __LINE__ : 0;
+}
+
+static int c_vm_get_slot(void *p, size_t sz)
+{
+	struct memmig_vm *vm = NULL;
+
+	if (memmig_vm_new(ctx, -1, &ops_in, NULL, &vm) || memmig_vm_add_slot(vm, &slot_in))
+		return __LINE__;
+	return memmig_vm_get_slot(vm, slot_in.slot, p) ? __LINE__ : 0;
+}
+
+static int c_live_pause_part(void *p, size_t sz)
+{
+	double took, expected;
+
+	for (unsigned int i = 0; i < 4; i++)
+		if (memmig_live_pause_part(p, i, NULL, &took, &expected))
+			return __LINE__;
+	return 0;
+}
+
+static int c_live_report_overrun(void *p, size_t sz)
+{
+	double took, expected;
+
+	memmig_live_report_overrun(p, &took, &expected);
+	return 0;
+}
+
 struct sz_case {
 	const char *name;
 	size_t full;		/* sizeof the struct now */
@@ -258,6 +326,11 @@ static const struct sz_case cases[] = {
 	{ "memmig_desc_table_new", sizeof(dopts_in), &dopts_in, c_desc_table_new },
 	{ "memmig_desc_table_get_info", sizeof(struct memmig_desc_table_info), NULL,
 	  c_desc_table_info },
+	{ "memmig_vm_new", sizeof(ops_in), &ops_in, c_vm_new },
+	{ "memmig_vm_add_slot", sizeof(slot_in), &slot_in, c_vm_add_slot },
+	{ "memmig_vm_get_slot", sizeof(slot_in), NULL, c_vm_get_slot },
+	{ "memmig_live_pause_part", sizeof(live_rep), &live_rep, c_live_pause_part },
+	{ "memmig_live_report_overrun", sizeof(live_rep), &live_rep, c_live_report_overrun },
 };
 
 struct sz_run {
@@ -354,6 +427,8 @@ static int suite_init(void)
 	desc_in.addr = (uintptr_t)buf;
 	desc_in.len = BUF_LEN;
 	mig_in.target_node = 0;
+	slot_in.hva = buf;
+	slot_in.size = BUF_LEN;
 	move_in.pid = getpid();
 	move_in.target_node = 0;
 	return 0;

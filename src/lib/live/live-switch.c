@@ -276,9 +276,12 @@ static void let_run(double resumed, double pause)
  * expectation. */
 static void explain_overrun(struct memmig_live *l)
 {
-	const struct memmig_live_report *r = &l->rep;
+	struct memmig_live_report rep = l->rep, *r = &rep;
 	double took, expected;
-	const char *part = memmig_live_report_overrun(r, &took, &expected);
+	const char *part;
+
+	rep.sz = sizeof(rep);	/* the public call reads no more than sz */
+	part = memmig_live_report_overrun(r, &took, &expected);
 
 	if (part)
 		info(l->vm->ctx, "slot %u: pause %.2f ms over its budget of %.2f ms "

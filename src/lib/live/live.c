@@ -477,29 +477,33 @@ int memmig_live_pause_part(const struct memmig_live_report *r, unsigned int i,
 			   const char **name, double *took, double *expected)
 {
 	static const char *const names[] = { "stop", "harvest", "copy", "swap" };
+	struct memmig_live_report c = { .sz = sizeof(c) };
 
-	if (!r)
+	/* The caller's report up to its sz: a part it has no field for took
+	 * and was expected to take 0 s. */
+	if (!r || memmig_struct_in(&c, sizeof(c), r) < 0)
 		return -EINVAL;
 	if (i >= sizeof(names) / sizeof(names[0]))
 		return -ENOENT;
 	if (name)
 		*name = names[i];
 	if (took)
-		*took = (const double[]){ r->pause_stop_s, r->pause_harvest_s, r->pause_copy_s,
-					  r->pause_swap_s }[i];
+		*took = (const double[]){ c.pause_stop_s, c.pause_harvest_s, c.pause_copy_s,
+					  c.pause_swap_s }[i];
 	if (expected)
-		*expected = (const double[]){ r->expected_stop_s, r->expected_harvest_s,
-					      r->expected_copy_s, r->expected_swap_s }[i];
+		*expected = (const double[]){ c.expected_stop_s, c.expected_harvest_s,
+					      c.expected_copy_s, c.expected_swap_s }[i];
 	return 0;
 }
 
 const char *memmig_live_report_overrun(const struct memmig_live_report *r, double *took,
 				       double *expected)
 {
+	struct memmig_live_report c = { .sz = sizeof(c) };
 	const char *name, *worst = NULL;
 	double t, e, over = 0;
 
-	if (!r || r->pause_s <= r->pause_budget_s)
+	if (!r || memmig_struct_in(&c, sizeof(c), r) < 0 || c.pause_s <= c.pause_budget_s)
 		return NULL;
 	for (unsigned int i = 0; !memmig_live_pause_part(r, i, &name, &t, &e); i++) {
 		if (worst && t - e <= over)
