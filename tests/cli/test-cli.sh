@@ -108,14 +108,19 @@ check "bench live busy case" test "$(jq '[.cases[].guest] | join(",")' -r "$tmp/
 check "bench live busy verified" test "$(jq '.cases[2].memmig | .verified == 1 and .pause_vs_writing > 0 and .pause_stop_ms >= 0 and .stall_vs_writing > 0' "$tmp/out")" = true
 # the CPU-bound processes are forks of memmig-cli, with its command line
 check "bench live busy gone" test -z "$(pgrep -f 'bench live --sizes 64M --reps 1 --no-qemu --busy')"
-# ... and die with it, however it ends
-"$cli" bench live --sizes 64M --reps 31 --no-qemu --busy >/dev/null 2>&1 &
+# ... and die with it, however it ends.  They start after the idle and
+# writing cases' 62 migrations (2.6 s on a quiet AMD Zen 5 host; up to two
+# minutes are allowed for a loaded one).  They are memmig-cli processes:
+# the libtool wrapper's own shells, children too, do not count.
+"$cli" bench live --sizes 64M --reps 31 --no-qemu --busy >/dev/null 2>"$tmp/live-err" &
 live_pid=$!
-for _ in $(seq 300); do
-	[ "$(pgrep -c -P "$live_pid")" -ge 1 ] && break
+hogs() { ps --ppid "$live_pid" -o comm= | grep -c memmig; }
+for _ in $(seq 1200); do
+	[ "$(hogs)" -ge 1 ] || ! kill -0 "$live_pid" 2>/dev/null && break
 	sleep 0.1
 done
-check "bench live busy started" test "$(pgrep -c -P "$live_pid")" -ge 1
+check "bench live busy started" test "$(hogs)" -ge 1
+kill -0 "$live_pid" 2>/dev/null || { echo "bench live ended first:"; cat "$tmp/live-err"; }
 kill -9 "$live_pid"
 wait "$live_pid" 2>/dev/null
 sleep 0.5
