@@ -57,10 +57,12 @@ uint64_t memmig_live_piece_pages(const struct memmig_live *l, uint64_t last)
 	double want;
 
 	/* A shared copy is a file that takes the slot's place whole. */
-	if (l->dest.shared || l->whole_slot_swap || vm->swap_s_per_byte <= 0)
+	if (l->dest.shared || l->whole_slot_swap)
 		return left;
-	want = vm->pause_learnt ? budget_s(l) * SWAP_SHARE / vm->swap_s_per_byte :
-				  (double)PROBE_BYTES;
+	/* A swap too fast to time leaves only the growth limit. */
+	want = !vm->pause_learnt ? (double)PROBE_BYTES :
+	       vm->swap_s_per_byte > 0 ? budget_s(l) * SWAP_SHARE / vm->swap_s_per_byte :
+					 (double)left * MEMMIG_PAGE_SIZE;
 	if (last && want > (double)last * MEMMIG_PAGE_SIZE * GROWTH_MAX)
 		want = (double)last * MEMMIG_PAGE_SIZE * GROWTH_MAX;
 	if (want >= (double)left * MEMMIG_PAGE_SIZE)
