@@ -9,7 +9,9 @@
  * second thread, which runs on another CPU now and then: each mremap then
  * flushes that CPU's TLB too, which in a loaded VM cost more than the
  * move itself (a pair of 512 MiB: 13-15 ms against 1.7-2.1 ms alone).
- *   remap-cost LEN_MIB [REPS]     prints the median pair, in ms
+ *   remap-cost LEN_MIB [REPS [PIECES]]   prints the median, in ms
+ * PIECES: the pair per piece of LEN / PIECES (in 2 MiB units), as a live
+ * switchover in pieces makes them: as many system calls and flushes.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -88,11 +90,12 @@ int main(int argc, char **argv)
 {
 	size_t len = argc > 1 ? strtoul(argv[1], NULL, 0) << 20 : 0;
 	int reps = argc > 2 ? atoi(argv[2]) : 5;
+	size_t pieces = argc > 3 ? strtoul(argv[3], NULL, 0) : 1, step;
 	uint8_t *at, *aside;
 	double t[64];
 
-	if (!len || reps < 1 || reps > 64) {
-		fprintf(stderr, "usage: remap-cost LEN_MIB [REPS]\n");
+	if (!len || reps < 1 || reps > 64 || pieces < 1 || pieces > len / HUGE) {
+		fprintf(stderr, "usage: remap-cost LEN_MIB [REPS [PIECES]]\n");
 		return 2;
 	}
 	at = reserve(len, &aside);
@@ -104,12 +107,18 @@ int main(int argc, char **argv)
 	memset(at, 0x5a, len);
 	ticker_start();
 	for (int i = 0; i < reps; i++) {
+		step = (len / pieces + HUGE - 1) & ~(HUGE - 1);
 		t[i] = now_ms();
+		for (size_t o = 0; o < len; o += step) {
+			size_t l = len - o < step ? len - o : step;
 
-		if (mremap(at, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, aside) == MAP_FAILED ||
-		    mremap(aside, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at) == MAP_FAILED) {
-			perror("mremap");
-			return 1;
+			if (mremap(at + o, l, l, MREMAP_MAYMOVE | MREMAP_FIXED, aside + o) ==
+				    MAP_FAILED ||
+			    mremap(aside + o, l, l, MREMAP_MAYMOVE | MREMAP_FIXED, at + o) ==
+				    MAP_FAILED) {
+				perror("mremap");
+				return 1;
+			}
 		}
 		t[i] = now_ms() - t[i];
 	}
