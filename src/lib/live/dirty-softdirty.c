@@ -125,7 +125,7 @@ void memmig_dirty_softdirty_stop(struct memmig_live *l)
 static int read_and_clear(struct memmig_live *l)
 {
 	uint64_t e[SCAN_PAGES], first = (uintptr_t)l->slot.hva / MEMMIG_PAGE_SIZE + l->cur;
-	uint64_t npages = l->first + l->npages - l->cur;
+	uint64_t npages = memmig_live_end(l) - l->cur;
 
 	for (uint64_t p = 0; p < npages; p += SCAN_PAGES) {
 		uint64_t n = npages - p < SCAN_PAGES ? npages - p : SCAN_PAGES;

@@ -100,7 +100,7 @@ int memmig_dirty_start(struct memmig_live *l)
  * whole slot. */
 static void or_range(struct memmig_live *l, const uint64_t *src)
 {
-	uint64_t end = l->first + l->npages;
+	uint64_t end = memmig_live_end(l);
 
 	for (size_t w = l->cur / 64; l->cur < end && w < bitmap_words(end); w++)
 		l->dirty[w] |= src[w] & bitmap_range_mask(w, l->cur, end);

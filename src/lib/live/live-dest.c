@@ -228,7 +228,7 @@ int memmig_live_dest_swap(struct memmig_live *l, uint64_t lo, uint64_t hi)
 {
 	memmig_copy_drain();	/* NT stores land before the guest reads */
 	if (l->whole_slot_swap)
-		return lo == l->first && hi == l->first + l->npages ? swap_memslot(l) : -EINVAL;
+		return lo == l->first && hi == memmig_live_end(l) ? swap_memslot(l) : -EINVAL;
 	return swap_mremap(l, lo, hi);
 }
 

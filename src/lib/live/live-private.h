@@ -93,6 +93,12 @@ void memmig_live_lost_mask(struct memmig_live *l, size_t w, size_t n);
  * could not be recorded. */
 int memmig_live_lost_finish(struct memmig_live *l);
 
+/* The slot page past the range. */
+static inline uint64_t memmig_live_end(const struct memmig_live *l)
+{
+	return l->first + l->npages;
+}
+
 /* Copies the dirty pages of slot pages [lo, hi) (live.c): while the guest
  * runs (paused false) a chunk at a time, re-protected first.  prim: as
  * memmig_copy_query() chose for the full round, or -1. */

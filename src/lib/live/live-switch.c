@@ -39,11 +39,6 @@
 #define PIECE_STALL_ROUNDS 2
 #define ROUNDS_SHARE 0.5
 
-static uint64_t range_end(const struct memmig_live *l)
-{
-	return l->first + l->npages;
-}
-
 static double budget_s(const struct memmig_live *l)
 {
 	return l->opts.pause_budget_ns * 1e-9;
@@ -52,7 +47,7 @@ static double budget_s(const struct memmig_live *l)
 uint64_t memmig_live_piece_pages(const struct memmig_live *l, uint64_t last)
 {
 	const struct memmig_vm *vm = l->vm;
-	uint64_t left = range_end(l) - l->cur;
+	uint64_t left = memmig_live_end(l) - l->cur;
 	uintptr_t at = (uintptr_t)l->slot.hva + l->cur * MEMMIG_PAGE_SIZE, to;
 	double want;
 
@@ -82,7 +77,7 @@ static uint64_t harvest_span(const struct memmig_live *l, uint64_t lo, uint64_t 
 	if (l->method == MEMMIG_DIRTY_UFFD_WP)
 		return (hi - lo) * MEMMIG_PAGE_SIZE;
 	if (l->method == MEMMIG_DIRTY_SOFT_DIRTY)
-		return (range_end(l) - l->cur) * MEMMIG_PAGE_SIZE;
+		return (memmig_live_end(l) - l->cur) * MEMMIG_PAGE_SIZE;
 	return l->npages * MEMMIG_PAGE_SIZE;
 }
 
@@ -246,7 +241,7 @@ static int piece_pause(struct memmig_live *l, uint64_t hi, const struct memmig_l
 		l->cur = hi;
 		learn_pause(l, &took, (hi - lo) * MEMMIG_PAGE_SIZE, harvest_span(l, lo, hi));
 	}
-	if (rrc < 0 && !rc && hi == range_end(l)) {
+	if (rrc < 0 && !rc && hi == memmig_live_end(l)) {
 		err(vm->ctx, "slot %u: resume after the swap: %d; the guest's memory "
 			     "is moved, its vCPUs are the VMM's to restart\n", l->slot.slot, rrc);
 		l->rep.resume_err = rrc;
@@ -300,7 +295,7 @@ int memmig_live_switchover(struct memmig_live *l)
 	int rc = 0;
 
 	l->switching = true;
-	while (!rc && l->cur < range_end(l)) {
+	while (!rc && l->cur < memmig_live_end(l)) {
 		/* The rounds come last before the pause: what they leave dirty
 		 * is what the pause copies. */
 		if (l->rep.pauses)

@@ -355,11 +355,6 @@ uint64_t memmig_live_dirty_bytes(const struct memmig_live *l, uint64_t lo, uint6
 	return n * MEMMIG_PAGE_SIZE;
 }
 
-static uint64_t range_end(const struct memmig_live *l)
-{
-	return l->first + l->npages;
-}
-
 static void round_done(struct memmig_live *l, uint64_t bytes, double t0)
 {
 	struct live_round *r = &l->rounds[l->nrounds++];
@@ -380,7 +375,7 @@ static void round_done(struct memmig_live *l, uint64_t bytes, double t0)
 static double pause_expected(struct memmig_live *l, struct memmig_live_report *p)
 {
 	uint64_t hi = l->cur + memmig_live_piece_pages(l, 0);
-	uint64_t dirty = memmig_live_dirty_bytes(l, l->cur, range_end(l));
+	uint64_t dirty = memmig_live_dirty_bytes(l, l->cur, memmig_live_end(l));
 	uint64_t piece = (hi - l->cur) * MEMMIG_PAGE_SIZE;
 
 	return memmig_live_piece_expected(l, l->cur, hi, dirty < piece ? dirty : piece, p);
@@ -398,7 +393,7 @@ struct precopy_watch {
 
 static int precopy_stop(struct memmig_live *l, struct precopy_watch *w)
 {
-	uint64_t dirty = memmig_live_dirty_bytes(l, l->cur, range_end(l));
+	uint64_t dirty = memmig_live_dirty_bytes(l, l->cur, memmig_live_end(l));
 	double now = memmig_now(), budget = l->opts.pause_budget_ns * 1e-9;
 	struct memmig_live_report p;
 
@@ -433,7 +428,7 @@ static int precopy(struct memmig_live *l)
 	uint64_t bytes;
 	int rc, why;
 
-	rc = memmig_live_copy_dirty(l, l->cur, range_end(l), false, l->prim, &bytes);
+	rc = memmig_live_copy_dirty(l, l->cur, memmig_live_end(l), false, l->prim, &bytes);
 	if (rc < 0)
 		return rc;
 	round_done(l, bytes, t);
@@ -441,7 +436,7 @@ static int precopy(struct memmig_live *l)
 		if (cancelled(l))
 			return -ECANCELED;
 		t = memmig_now();
-		rc = memmig_dirty_harvest(l, l->cur, range_end(l));
+		rc = memmig_dirty_harvest(l, l->cur, memmig_live_end(l));
 		l->harvest_s = memmig_now() - t;
 		l->harvest_span = l->rep.bytes;
 		if (rc < 0)
@@ -450,14 +445,14 @@ static int precopy(struct memmig_live *l)
 		if (why != MEMMIG_LIVE_STOP_NONE)
 			break;
 		t = memmig_now();
-		rc = memmig_live_copy_dirty(l, l->cur, range_end(l), false, -1, &bytes);
+		rc = memmig_live_copy_dirty(l, l->cur, memmig_live_end(l), false, -1, &bytes);
 		if (rc < 0)
 			return rc;
 		round_done(l, bytes, t);
 	}
 	l->rep.stop_reason = why;
 	l->rep.converged = why == MEMMIG_LIVE_STOP_CONVERGED || why == MEMMIG_LIVE_STOP_CLEAN;
-	l->rep.stop_dirty_bytes = memmig_live_dirty_bytes(l, l->cur, range_end(l));
+	l->rep.stop_dirty_bytes = memmig_live_dirty_bytes(l, l->cur, memmig_live_end(l));
 	l->rep.pause_expected_s = pause_expected(l, &l->rep);
 	if (!l->rep.converged)
 		info(l->vm->ctx, "slot %u: pre-copy %s after %u rounds: %llu bytes dirty, "
