@@ -110,16 +110,23 @@ check "bench live busy verified" test "$(jq '.cases[2].memmig | .verified == 1 a
 check "bench live busy gone" test -z "$(pgrep -f 'bench live --sizes 64M --reps 1 --no-qemu --busy')"
 # ... and die with it, however it ends.  They start after the idle and
 # writing cases' 62 migrations (2.6 s on a quiet AMD Zen 5 host; up to two
-# minutes are allowed for a loaded one).  They are memmig-cli processes:
-# the libtool wrapper's own shells, children too, do not count.
+# minutes are allowed for a loaded one).  They run memmig-cli's binary:
+# the libtool wrapper's own subshells, children too and named memmig-cli
+# as well, run bash (counting them by name failed 6 runs in 12).
 "$cli" bench live --sizes 64M --reps 31 --no-qemu --busy >/dev/null 2>"$tmp/live-err" &
 live_pid=$!
-hogs() { ps --ppid "$live_pid" -o comm= | grep -c memmig; }
+hogs() {
+	for c in $(ps --ppid "$live_pid" -o pid=); do
+		readlink "/proc/$c/exe"
+	done | grep -c 'memmig-cli$'
+}
+started=0
 for _ in $(seq 1200); do
-	[ "$(hogs)" -ge 1 ] || ! kill -0 "$live_pid" 2>/dev/null && break
+	[ "$(hogs)" -ge 1 ] && started=1 && break
+	kill -0 "$live_pid" 2>/dev/null || break
 	sleep 0.1
 done
-check "bench live busy started" test "$(hogs)" -ge 1
+check "bench live busy started" test "$started" = 1
 kill -0 "$live_pid" 2>/dev/null || { echo "bench live ended first:"; cat "$tmp/live-err"; }
 kill -9 "$live_pid"
 wait "$live_pid" 2>/dev/null
