@@ -22,6 +22,7 @@ struct json_object *job_to_json(struct job *job)
 		.p = job->last, .running = job->state == JOB_RUNNING,
 		.ended = job->state >= JOB_DONE, .bytes_moved = job->bytes_moved,
 		.result = job->result, .message = job->message, .report = job->report,
+		.waits_for = job->state == JOB_QUEUED ? job->waits_for : 0,
 	};
 
 	/* Running: live figures; queued: those of the plan; ended: the last. */

@@ -26,6 +26,7 @@ struct job {
 	uint64_t bytes_moved;		/* the report's, once it ran */
 	char message[256];
 	struct json_object *report;	/* once it ran */
+	uint64_t waits_for;		/* queued behind this job of its process */
 	bool cancel_requested;
 	bool notify;			/* domains_job_done() still due */
 };

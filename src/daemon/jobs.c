@@ -3,9 +3,11 @@
  * The job table.  A job is a libmemmig move, checked and planned before it
  * is accepted (ops.c, plans.c), then started with memmig_move_start(): it
  * runs on the move's threads, which wake the loop when it ends.  At most
- * max_jobs_per_node jobs run per target node; the others wait in FIFO
- * order ("queued") and the loop, ending a job, starts the next one for its
- * node.  Jobs belong to the daemon, not to the connection that asked:
+ * max_jobs_per_node jobs run per target node, and one per process (two
+ * moves of one process to two nodes at once split its pages); the others
+ * wait in FIFO order ("queued", waits_for naming the job of the same
+ * process ahead) and the loop, ending a job, starts the next that can
+ * run.  Jobs belong to the daemon, not to the connection that asked:
  * a client that goes away leaves its jobs running, and anyone with its uid
  * (or root) can follow or cancel them.
  *
@@ -94,15 +96,41 @@ static void job_start(struct jobs *j, struct job *job)
 	wake(j);
 }
 
-/* Lock held: the oldest queued jobs of a node while it has free slots. */
-static void promote(struct jobs *j, int node)
+static bool finished(const struct job *job)
 {
-	for (struct job *job = j->head; job && !j->stopping; job = job->next)
-		if (job->state == JOB_QUEUED && job->to_node == node) {
-			if (j->running_on[node] >= j->per_node)
-				break;
+	return job->state >= JOB_DONE;
+}
+
+/*
+ * Lock held: the unfinished job before job that moves the same process,
+ * or NULL.  Two moves of one process at once would split its pages
+ * between their nodes while both said done; so a process's jobs run one
+ * after the other, in the order they came.  A pid names the same process
+ * as long as the earlier job's handle on it is alive.
+ */
+static struct job *moving_before(struct jobs *j, const struct job *job)
+{
+	for (struct job *o = j->head; o && o != job; o = o->next)
+		if (!finished(o) && o->pid == job->pid && o->procfd >= 0 &&
+		    auth_target_alive(o->procfd))
+			return o;
+	return NULL;
+}
+
+/* Lock held: the queued jobs, oldest first, that have a free slot on
+ * their node and whose process no earlier job is moving. */
+static void promote(struct jobs *j)
+{
+	for (struct job *job = j->head; job && !j->stopping; job = job->next) {
+		struct job *ahead;
+
+		if (job->state != JOB_QUEUED)
+			continue;
+		ahead = moving_before(j, job);
+		job->waits_for = ahead ? ahead->id : 0;
+		if (!ahead && j->running_on[job->to_node] < j->per_node)
 			job_start(j, job);
-		}
+	}
 }
 
 static bool move_ended(struct memmig_move *mv)
@@ -130,7 +158,6 @@ static void job_finish(struct jobs *j, struct job *job)
 	memmig_move_unref(job->mv);
 	job->mv = NULL;
 	j->running_on[job->to_node]--;
-	promote(j, job->to_node);
 	util_log(LOG_INFO, "job %llu: %s", (unsigned long long)job->id, job->message);
 }
 
@@ -150,11 +177,6 @@ int jobs_new(struct memmig_ctx *ctx, struct domains *dom, unsigned int per_node,
 	j->next_id = 1;
 	*out = j;
 	return 0;
-}
-
-static bool finished(const struct job *job)
-{
-	return job->state >= JOB_DONE;
 }
 
 /* Lock held: 0 or -EBUSY, with why. */
@@ -233,11 +255,14 @@ int jobs_submit(struct jobs *j, struct memmig_move *mv, const struct job_spec *s
 	if (j->metrics)
 		metrics_job_created(j->metrics);
 	job_event(j, job);
-	if (j->running_on[job->to_node] < j->per_node)
-		job_start(j, job);
+	promote(j);
 	util_log(LOG_INFO, "job %llu: pid %d%s%s to node %d for uid %u: %s",
 	     (unsigned long long)job->id, job->pid, job->domain[0] ? " domain " : "",
 	     job->domain, job->to_node, job->uid, job_state_name(job->state));
+	if (job->waits_for)
+		util_log(LOG_INFO, "job %llu: waits for job %llu, which moves pid %d",
+			 (unsigned long long)job->id, (unsigned long long)job->waits_for,
+			 job->pid);
 	if (job_json)
 		*job_json = job_to_json(job);
 	pthread_mutex_unlock(&j->lock);
@@ -416,6 +441,9 @@ void jobs_reap(struct jobs *j)
 	for (struct job *job = j->head; job; job = job->next)
 		if (job->state == JOB_RUNNING && move_ended(job->mv))
 			job_finish(j, job);
+	/* Slots freed, and processes no longer moved (a cancelled queued
+	 * job let the next of its process go too). */
+	promote(j);
 	pthread_mutex_unlock(&j->lock);
 	/* libvirt hears what the report says moved. */
 	while (take_notify(j, &done))
@@ -483,6 +511,21 @@ void jobs_observe(struct jobs *j, struct metrics *m, struct events *e)
 	j->metrics = m;
 	j->events = e;
 	pthread_mutex_unlock(&j->lock);
+}
+
+uint64_t jobs_moving(struct jobs *j, int pid)
+{
+	struct job probe = { .pid = pid };
+	struct job *o;
+
+	/* A domain's tiering may be asked for as the watcher starts, before
+	 * the table exists (main.c): no job yet. */
+	if (!j)
+		return 0;
+	pthread_mutex_lock(&j->lock);
+	o = moving_before(j, &probe);
+	pthread_mutex_unlock(&j->lock);
+	return o ? o->id : 0;
 }
 
 void jobs_count(struct jobs *j, unsigned int *queued, unsigned int *running)

@@ -131,6 +131,11 @@ void jobs_free(struct jobs *j);
 /* Counts and events of the jobs' changes go there (either may be NULL). */
 void jobs_observe(struct jobs *j, struct metrics *m, struct events *e);
 void jobs_count(struct jobs *j, unsigned int *queued, unsigned int *running);
+/* The id of a queued or running job of process pid, or 0.  A process's
+ * pages move by one thing at a time: its jobs one after the other, and
+ * not while a tiering moves them (ops.c and ops-tier.c refuse those).
+ * j may be NULL (not made yet): 0. */
+uint64_t jobs_moving(struct jobs *j, int pid);
 
 /* ---- the daemon (main.c) and requests (ops.c) ---- */
 struct memmigd {

@@ -79,6 +79,7 @@ static int tier_start(struct memmigd *d, const struct client_cred *c, struct tie
 		      struct json_object **tier, char *msg, size_t len)
 {
 	int rc = tier_policy_check(&spec->policy, msg, len);
+	uint64_t job;
 
 	if (rc)
 		return rc;
@@ -90,6 +91,11 @@ static int tier_start(struct memmigd *d, const struct client_cred *c, struct tie
 	rc = auth_may_move(c, spec->procfd, spec->pid, msg, len);
 	if (!rc)
 		rc = check_nodes(spec->pid, &spec->policy, msg, len);
+	if (!rc && (job = jobs_moving(d->jobs, spec->pid))) {
+		snprintf(msg, len, "pid %d is being moved by job %llu: tier it once that job "
+			 "ended", spec->pid, (unsigned long long)job);
+		rc = -EBUSY;
+	}
 	if (rc) {
 		close(spec->procfd);
 		return rc;

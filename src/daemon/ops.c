@@ -83,6 +83,20 @@ static void wake_loop(struct memmig_move *mv, void *opaque)
 		util_log(LOG_WARNING, "waking the loop: a move may wait");
 }
 
+/* A tiered process's pages move by its tiering's policy, which would
+ * undo a move: 0, or -EBUSY with what to do. */
+static int check_untiered(struct memmigd *d, int pid, char *msg, size_t len)
+{
+	uint64_t tier = tiers_of_pid(d->tiers, pid);
+
+	if (!tier)
+		return 0;
+	snprintf(msg, len, "pid %d is tiered (tiering %llu), which moves its pages by its "
+		 "policy: clear it first (memmig-cli tier clear %llu)", pid,
+		 (unsigned long long)tier, (unsigned long long)tier);
+	return -EBUSY;
+}
+
 /*
  * Checks a move for a client: 0 with *mv (not yet planned) and
  * spec->procfd, or -errno with msg.  The process is pinned by an fd on
@@ -122,6 +136,8 @@ static int check_move(struct memmigd *d, const struct client_cred *c, int pid,
 		return spec->procfd;
 	}
 	rc = auth_may_move(c, spec->procfd, pid, msg, len);
+	if (!rc)
+		rc = check_untiered(d, pid, msg, len);
 	/* A domain's cpuset is checked after its nodeset is widened (plans.c). */
 	if (!rc && !req->domain[0])
 		rc = util_cpuset_check(pid, req->to_node, msg, len);
@@ -149,6 +165,13 @@ static int queue_planned(struct memmigd *d, int rc, struct memmig_move *mv,
 		memmig_move_unref(mv);
 		close(spec->procfd);
 		move_error(rc, spec->pid, spec->to_node, msg, len);
+		return rc;
+	}
+	/* Again: a tiering may have started while the move was planned. */
+	rc = check_untiered(d, spec->pid, msg, len);
+	if (rc) {
+		memmig_move_unref(mv);
+		close(spec->procfd);
 		return rc;
 	}
 	rc = jobs_submit(d->jobs, mv, spec, job);
@@ -249,8 +272,8 @@ static struct json_object *op_jobs(struct memmigd *d, const struct client_cred *
 	return o;
 }
 
-static struct json_object *job_reply(const struct proto_request *req, int rc,
-				     struct json_object *job, uid_t uid)
+static struct json_object *job_reply(struct memmigd *d, const struct proto_request *req,
+				     int rc, struct json_object *job, uid_t uid)
 {
 	struct json_object *o;
 
@@ -270,7 +293,7 @@ static struct json_object *op_job(struct memmigd *d, const struct client_cred *c
 	struct json_object *job = NULL;
 	int rc = jobs_get_json(d->jobs, req->job, c->uid, &job);
 
-	return job_reply(req, rc, job, c->uid);
+	return job_reply(d, req, rc, job, c->uid);
 }
 
 static struct json_object *op_cancel(struct memmigd *d, const struct client_cred *c,
@@ -279,7 +302,7 @@ static struct json_object *op_cancel(struct memmigd *d, const struct client_cred
 	struct json_object *job = NULL;
 	int rc = jobs_cancel(d->jobs, req->job, c->uid, &job);
 
-	return job_reply(req, rc, job, c->uid);
+	return job_reply(d, req, rc, job, c->uid);
 }
 
 /* domains_event_fn: every subscriber may hear of domains, as the domains

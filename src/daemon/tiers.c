@@ -426,6 +426,19 @@ int tiers_metrics(struct tiers *ts, struct tiers_metric **out, unsigned int *n)
 	return 0;
 }
 
+uint64_t tiers_of_pid(struct tiers *ts, int pid)
+{
+	struct tiered *r;
+	uint64_t id = 0;
+
+	pthread_mutex_lock(&ts->lock);
+	r = find(ts, 0, pid);
+	if (r && r->procfd >= 0 && auth_target_alive(r->procfd))
+		id = r->v.id;
+	pthread_mutex_unlock(&ts->lock);
+	return id;
+}
+
 unsigned int tiers_running(struct tiers *ts)
 {
 	unsigned int k = 0;

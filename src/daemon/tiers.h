@@ -60,5 +60,8 @@ struct tiers_metric {
 };
 int tiers_metrics(struct tiers *ts, struct tiers_metric **out, unsigned int *n);
 unsigned int tiers_running(struct tiers *ts);
+/* The id of the tiering that moves process pid's pages now, or 0: a move
+ * of the process waits for none (see jobs_moving()). */
+uint64_t tiers_of_pid(struct tiers *ts, int pid);
 
 #endif

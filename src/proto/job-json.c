@@ -56,6 +56,8 @@ struct json_object *proto_job_json(const struct proto_job *j)
 			       NULL);
 	json_object_object_add(o, "message", j->ended ? str_or_null(j->message) : NULL);
 	json_object_object_add(o, "report", json_object_get(j->report));
+	json_object_object_add(o, "waits_for", j->waits_for ?
+			       json_object_new_uint64(j->waits_for) : NULL);
 	return o;
 }
 

@@ -29,6 +29,7 @@ struct proto_job {
 	int result;			/* once ended: 0 or -errno */
 	const char *message;		/* once ended */
 	struct json_object *report;	/* once it ran, else NULL; borrowed */
+	uint64_t waits_for;		/* queued behind this job of its process; 0: not */
 };
 
 /* A new reference. */

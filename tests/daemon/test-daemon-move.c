@@ -130,6 +130,71 @@ static void cancel_jobs(struct tc_conn *c, struct tc_hog *h)
 	json_object_put(r2);
 }
 
+/*
+ * Two moves of one process at once split its pages between their nodes
+ * while both said done (issue 37): with room for both on the node, the
+ * second still waits for the first, says which it waits for, and runs
+ * once it ended; a move of another process meanwhile does not wait.
+ */
+static void one_move_per_process(struct tc_hog *h)
+{
+	static const char *const opts[] = { "--max-jobs-per-node", "4", NULL };
+	struct json_object *r1, *r2, *r3, *j1, *j2, *j3, *end;
+	struct tc_daemon d;
+	struct tc_conn *c;
+	struct tc_hog other;
+	char buf[384];
+	int n;
+
+	if (tc_hog_start(&other, 64, 1, (uid_t)-1, (gid_t)-1) || tc_daemon_start(&d, opts)) {
+		CHECK(0, "a daemon with 4 jobs a node, and a second memhog");
+		return;
+	}
+	c = tc_connect(d.sock);
+	n = snprintf(buf, sizeof(buf),
+		     "{\"op\":\"move\",\"pid\":%d,\"to_node\":0,\"threads\":1}\n"
+		     "{\"op\":\"move\",\"pid\":%d,\"to_node\":0,\"threads\":1}\n"
+		     "{\"op\":\"move\",\"pid\":%d,\"to_node\":0,\"threads\":1}\n",
+		     h->pid, h->pid, other.pid);
+	CHECK(!tc_write(c, buf, (size_t)n), "three moves");
+	r1 = tc_read(c, WAIT_MS);
+	r2 = tc_read(c, WAIT_MS);
+	r3 = tc_read(c, WAIT_MS);
+	j1 = tc_get(r1, "job");
+	j2 = tc_get(r2, "job");
+	j3 = tc_get(r3, "job");
+	CHECK(j1 && j2 && j3, "three jobs: %s %s %s", tc_error(r1), tc_error(r2), tc_error(r3));
+	printf("same process: job %lld %s, job %lld %s (waits for %lld); another: %s\n",
+	       (long long)tc_int(j1, "id"), tc_str(j1, "state"), (long long)tc_int(j2, "id"),
+	       tc_str(j2, "state"), (long long)tc_int(j2, "waits_for"), tc_str(j3, "state"));
+	/* As in cancel_jobs(): the first is done already only if it went
+	 * through 320 MiB while the daemon parsed a line. */
+	if (strcmp(tc_str(j1, "state"), "done")) {
+		CHECK(!strcmp(tc_str(j2, "state"), "queued") &&
+		      tc_int(j2, "waits_for") == tc_int(j1, "id"),
+		      "the second move of pid %d waits for the first: %s, waits_for %lld",
+		      h->pid, tc_str(j2, "state"), (long long)tc_int(j2, "waits_for"));
+		CHECK(strcmp(tc_str(j3, "state"), "queued"),
+		      "another process's move does not wait: %s", tc_str(j3, "state"));
+	}
+	CHECK(tc_get(j1, "waits_for") == NULL, "the first waits for nothing");
+	for (int i = 0; i < 3; i++) {
+		int64_t id = tc_int(i == 0 ? j1 : i == 1 ? j2 : j3, "id");
+
+		end = tc_wait_job(c, id, WAIT_MS);
+		CHECK(job_ok(end) && tc_get(end, "waits_for") == NULL, "job %lld: %s %s",
+		      (long long)id, tc_str(end, "state"), tc_str(end, "message"));
+		json_object_put(end);
+	}
+	json_object_put(r1);
+	json_object_put(r2);
+	json_object_put(r3);
+	tc_close(c);
+	CHECK(tc_daemon_stop(&d) == 0, "memmigd exit status");
+	CHECK(tc_hog_verify(h) && tc_hog_verify(&other), "memhogs' data after one move a process");
+	CHECK(tc_hog_stop(&other), "the second memhog exits clean");
+}
+
 /* The job belongs to the daemon: it goes on without its client. */
 static void disconnect(struct tc_daemon *d, struct tc_hog *h)
 {
@@ -247,6 +312,7 @@ int main(void)
 	disconnect(&d, &h);
 	rc = tc_daemon_stop(&d);
 	CHECK(rc == 0, "memmigd exit status %d", rc);
+	one_move_per_process(&h);
 	sigterm(&h);
 	CHECK(tc_hog_stop(&h), "memhog exits clean");
 	return tc_summary();

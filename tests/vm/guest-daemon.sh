@@ -109,6 +109,35 @@ check "queued jobs: anon on N1" test "$(placement "$anon_addr")" = "N1=$anon_pag
 check "queued jobs: memfd on N1" test "$(placement "$memfd_addr")" = "N1=$memfd_pages"
 check_alive "queued jobs"
 
+# Two clients move the process at once, to two nodes (issue 37: in 7 of
+# 10 tries both said done while its pages ended split between the two).
+# A process's jobs run one after the other: the second waits for the
+# first (waits_for), then moves every page to its node, and says so.
+for try in 1 2 3; do
+	mc move --pid "$hog" --to-node 2 --wait --json >"$tmp/race-a" 2>"$tmp/race-a.err" &
+	ra=$!
+	mc move --pid "$hog" --to-node 0 --wait --json >"$tmp/race-b" 2>"$tmp/race-b.err" &
+	rb=$!
+	wait "$ra"; sa=$?
+	wait "$rb"; sb=$?
+	check "two at once, try $try: both done" test "$sa$sb" = 00
+	ia=$(jq .id "$tmp/race-a") ib=$(jq .id "$tmp/race-b")
+	if [ "$ia" -gt "$ib" ]; then last=2 second=$tmp/race-a; else last=0 second=$tmp/race-b; fi
+	a=$(placement "$anon_addr") m=$(placement "$memfd_addr")
+	echo "  two at once, try $try: jobs $ia (to 2: $(jq .bytes_moved "$tmp/race-a") bytes)" \
+		"and $ib (to 0: $(jq .bytes_moved "$tmp/race-b") bytes); anon [$a] memfd [$m]"
+	check "two at once, try $try: anon whole on the later job's node $last" \
+		test "$a" = "N$last=$anon_pages"
+	check "two at once, try $try: memfd whole on node $last" test "$m" = "N$last=$memfd_pages"
+	# (and the process's other pages: its stack, heap and C library)
+	check "two at once, try $try: the later job moved every page" \
+		test "$(jq .report.bytes_moved "$second")" -ge $(((anon_pages + memfd_pages) * 4096))
+	check_alive "two at once, try $try"
+done
+# Back where the SIGTERM case below expects it.
+mc move --pid "$hog" --to-node 1 --wait >/dev/null 2>&1
+check "back on node 1" test "$(placement "$anon_addr")" = "N1=$anon_pages"
+
 # SIGTERM during a job: memmigd cancels it, waits for the units in flight
 # and exits 0; every page is on node 1 or 2, none lost, bytes intact.
 mc move --pid "$hog" --to-node 2 --threads 1 --json >"$tmp/out" 2>"$tmp/err"

@@ -255,9 +255,14 @@ memmig_on() {
 		"sources $(jq -c .sources "$tmp/tier-set.json")"
 }
 # The metrics while it runs, in its second interval.
+# A move of the tiered process is refused while it is tiered (issue 37:
+# one thing moves a process's pages at a time), saying by which tiering.
 memmig_during() {
 	sleep "$(awk -v i="$interval_ms" 'BEGIN { print i * 1.5 / 1000 }')"
 	MEMMIG_SOCKET=$sock "$cli" stats --prometheus >"$tmp/metrics.txt" 2>&1
+	MEMMIG_SOCKET=$sock "$cli" move --pid "$pid" --to-node 0 --json >"$tmp/move-tiered.json" \
+		2>"$tmp/move-tiered.err"
+	move_tiered_rc=$?
 }
 memmig_off() {
 	local t
@@ -433,6 +438,11 @@ memmig_part() {
 	else
 		check "memmig: says why not DAMON ($(jq -r .damon "$show"))" test "$(jq -r .damon "$show")" != null
 	fi
+	echo "  a move while tiered: exit $move_tiered_rc, $(jq -r '.error + ": " + .message' "$tmp/move-tiered.json")"
+	check "memmig: a move while tiered is refused (EBUSY)" \
+		test "$(jq -r .error "$tmp/move-tiered.json")" = EBUSY
+	check "memmig: ... naming the tiering" \
+		grep -q "is tiered (tiering $tier_id)" "$tmp/move-tiered.json"
 	check "memmig: the metrics have the tiering" grep -q "^memmigd_tier_promoted_bytes_total{tier=\"$tier_id\"" \
 		"$tmp/metrics.txt"
 	# hotset has exited: the tiering ends by itself within an interval or two.
