@@ -44,6 +44,7 @@ struct jobs {
 	struct domains *dom;
 	struct metrics *metrics;	/* may be NULL */
 	struct events *events;		/* may be NULL */
+	struct state *state;		/* may be NULL */
 };
 
 const char *job_state_name(enum job_state s);

@@ -27,6 +27,7 @@
 
 #include "daemon/memmigd.h"
 #include "daemon/jobs-private.h"
+#include "daemon/state.h"
 #include "proto/job-json.h"
 #include "proto/report-json.h"
 
@@ -39,9 +40,19 @@ static void wake(struct jobs *j)
 		util_log(LOG_WARNING, "waking the loop: %s", strerror(errno));
 }
 
-/* Lock held: subscribers hear of the job's new state. */
+/* Lock held: subscribers hear of the job's new state, and a restart
+ * would find it (state.c). */
 static void job_event(struct jobs *j, struct job *job)
 {
+	struct state_job sj = {
+		.id = job->id, .pid = job->pid, .to_node = job->to_node, .uid = job->uid,
+		.running = job->state == JOB_RUNNING,
+	};
+
+	if (job->state >= JOB_DONE)
+		state_job_end(j->state, job->id);
+	else
+		state_job_set(j->state, &sj);
 	events_post(j->events, job->uid, "job", "job", job_to_json(job));
 }
 
@@ -526,6 +537,15 @@ uint64_t jobs_moving(struct jobs *j, int pid)
 	o = moving_before(j, &probe);
 	pthread_mutex_unlock(&j->lock);
 	return o ? o->id : 0;
+}
+
+void jobs_persist(struct jobs *j, struct state *st)
+{
+	pthread_mutex_lock(&j->lock);
+	j->state = st;
+	if (state_next_job_id(st) > j->next_id)
+		j->next_id = state_next_job_id(st);
+	pthread_mutex_unlock(&j->lock);
 }
 
 void jobs_count(struct jobs *j, unsigned int *queued, unsigned int *running)

@@ -26,6 +26,7 @@
 
 #include "config.h"
 #include "daemon/memmigd.h"
+#include "daemon/state.h"
 #include "daemon/tiers.h"
 
 enum { EXIT_RUN_FAILED = 1, EXIT_USAGE = 2 };
@@ -41,6 +42,7 @@ static const struct option long_opts[] = {
 	{ "libvirt-uri", required_argument, NULL, 'u' },
 	{ "no-libvirt", no_argument, NULL, 'L' },
 	{ "metrics-file", required_argument, NULL, 'M' },
+	{ "state-file", required_argument, NULL, 'S' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -64,6 +66,8 @@ static void usage(FILE *f)
 		"      --no-libvirt            no libvirt: domains only from the hook\n"
 		"      --metrics-file PATH     keep the metrics (Prometheus text) in PATH,\n"
 		"                              rewritten at most once a second on a change\n"
+		"      --state-file PATH       what a restart finds: job ids, lost jobs, the\n"
+		"                              kdamond (default: beside the socket, .state)\n"
 		"  -v, --verbose               debug messages\n"
 		"  -h, --help, -V, --version\n"
 		"Under systemd: Type=notify, socket activation (memmigd.socket).\n"
@@ -78,7 +82,7 @@ static int parse_args(int argc, char **argv, struct memmigd_opts *o)
 	static const char *const keys[128] = {
 		['s'] = "socket", ['g'] = "group", ['N'] = "max-jobs-per-node",
 		['J'] = "max-jobs", ['u'] = "libvirt-uri", ['I'] = "idle-timeout",
-		['M'] = "metrics-file",
+		['M'] = "metrics-file", ['S'] = "state-file",
 	};
 	bool config_given = false;
 	char err[512];
@@ -219,6 +223,11 @@ static int start(struct memmigd *d)
 	if (!d->opts.no_libvirt)
 		uri = d->opts.libvirt_uri;
 #endif
+	if (!d->opts.state_file[0])
+		state_path_for(d->opts.socket, d->opts.state_file, sizeof(d->opts.state_file));
+	rc = state_open(d->opts.state_file, &d->state);
+	if (rc)
+		return rc;
 	/* The tiers before the watcher: a domain found at its first
 	 * connect may ask for its tiering at once. */
 	rc = tiers_new(d->ctx, d->events, &d->tiers);
@@ -229,8 +238,10 @@ static int start(struct memmigd *d)
 	if (!rc)
 		rc = jobs_new(d->ctx, d->domains, d->opts.max_jobs_per_node, d->opts.max_jobs,
 			      d->wake_fd, &d->jobs);
-	if (!rc)
+	if (!rc) {
 		jobs_observe(d->jobs, d->metrics, d->events);
+		jobs_persist(d->jobs, d->state);
+	}
 	if (rc)
 		util_log(LOG_ERR, "starting: %s", strerror(-rc));
 	return rc;
@@ -244,6 +255,7 @@ static void stop(struct memmigd *d)
 	jobs_free(d->jobs);
 	events_free(d->events);
 	metrics_free(d->metrics);
+	state_free(d->state);
 	if (d->wake_fd >= 0)
 		close(d->wake_fd);
 	if (d->listen_fd >= 0)

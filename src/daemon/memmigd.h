@@ -45,6 +45,7 @@ struct memmigd_opts {
 	unsigned int max_jobs;		/* queued + running */
 	unsigned int idle_timeout_s;	/* 0: none */
 	char metrics_file[256];		/* "": none */
+	char state_file[256];		/* "": beside the socket (state.h) */
 	int verbose;
 };
 
@@ -130,6 +131,9 @@ void jobs_shutdown(struct jobs *j);
 void jobs_free(struct jobs *j);
 /* Counts and events of the jobs' changes go there (either may be NULL). */
 void jobs_observe(struct jobs *j, struct metrics *m, struct events *e);
+struct state;
+/* Ids go on from the last memmigd's, and jobs are kept in st. */
+void jobs_persist(struct jobs *j, struct state *st);
 void jobs_count(struct jobs *j, unsigned int *queued, unsigned int *running);
 /* The id of a queued or running job of process pid, or 0.  A process's
  * pages move by one thing at a time: its jobs one after the other, and
@@ -146,6 +150,7 @@ struct memmigd {
 	struct metrics *metrics;
 	struct events *events;
 	struct tiers *tiers;
+	struct state *state;		/* what a restart finds (state.h) */
 	int listen_fd;
 	bool activated;			/* listen_fd from systemd: not ours to unlink */
 	int wake_fd;			/* eventfd: moves wake the loop */

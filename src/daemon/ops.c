@@ -15,6 +15,7 @@
 #include "config.h"
 #include "daemon/conn.h"
 #include "daemon/memmigd.h"
+#include "daemon/state.h"
 #include "daemon/tiers.h"
 #include "proto/nodes-json.h"
 #include "util/cpuset.h"
@@ -272,13 +273,32 @@ static struct json_object *op_jobs(struct memmigd *d, const struct client_cred *
 	return o;
 }
 
+/* No job id here: what a client may know of it (an earlier memmigd's
+ * job is its owner's, and root's, to hear of). */
+static struct json_object *job_gone(struct memmigd *d, const struct proto_request *req,
+				    uid_t uid)
+{
+	unsigned long long id = req->job;
+	struct state_job lost;
+
+	if (state_job_lost(d->state, req->job, &lost) && (uid == 0 || uid == lost.uid))
+		return proto_reply_error(req, ESRCH, "memmigd restarted; job %llu (pid %d to "
+					 "node %d) was lost %s; its pages are where the kernel "
+					 "left them", id, lost.pid, lost.to_node,
+					 lost.running ? "mid-move" : "before it started");
+	if (state_job_before(d->state, req->job))
+		return proto_reply_error(req, ESRCH, "no job %llu: memmigd restarted since "
+					 "it was given, and keeps no record of it", id);
+	return proto_reply_error(req, ESRCH, "no job %llu", id);
+}
+
 static struct json_object *job_reply(struct memmigd *d, const struct proto_request *req,
 				     int rc, struct json_object *job, uid_t uid)
 {
 	struct json_object *o;
 
 	if (rc == -ESRCH)
-		return proto_reply_error(req, rc, "no job %llu", (unsigned long long)req->job);
+		return job_gone(d, req, uid);
 	if (rc == -EPERM)
 		return proto_reply_error(req, rc, "job %llu is not uid %u's",
 					 (unsigned long long)req->job, uid);

@@ -87,6 +87,8 @@ int opts_set(struct memmigd_opts *o, const char *key, const char *v,
 		return set_path(o->socket, sizeof(o->socket), key, v, err, errlen);
 	if (!strcmp(key, "metrics-file"))
 		return set_path(o->metrics_file, sizeof(o->metrics_file), key, v, err, errlen);
+	if (!strcmp(key, "state-file"))
+		return set_path(o->state_file, sizeof(o->state_file), key, v, err, errlen);
 	if (!strcmp(key, "group"))
 		return set_str(o->group, sizeof(o->group), key, v, err, errlen);
 	if (!strcmp(key, "libvirt-uri"))

@@ -98,6 +98,7 @@ int tc_daemon_start(struct tc_daemon *d, const char *const *extra)
 int tc_daemon_stop(struct tc_daemon *d)
 {
 	long deadline = now_ms() + (wrapped() ? 120000 : 30000);
+	char state[sizeof(d->dir) + 16];
 	int status, rc = -1;
 
 	kill(d->pid, SIGTERM);
@@ -120,6 +121,9 @@ int tc_daemon_stop(struct tc_daemon *d)
 		rc = -1;
 		unlink(d->sock);
 	}
+	/* memmigd's state file, beside its socket by default. */
+	snprintf(state, sizeof(state), "%s/memmigd.state", d->dir);
+	unlink(state);
 	rmdir(d->dir);
 	return rc;
 }
