@@ -28,6 +28,7 @@
 #include "daemon/memmigd.h"
 #include "daemon/state.h"
 #include "daemon/tiers.h"
+#include "tier/tier-damon.h"
 
 enum { EXIT_RUN_FAILED = 1, EXIT_USAGE = 2 };
 
@@ -199,6 +200,27 @@ static int listen_here(struct memmigd *d)
 	return 0;
 }
 
+/* tier_damon_owner_fn: the kdamond memmigd runs goes in its state file. */
+static void kdamond_owner(int index, int kpid, void *opaque)
+{
+	state_kdamond_set(opaque, index, kpid);
+}
+
+/* A kdamond that a killed memmigd left on is stopped -- that one, by its
+ * thread's pid, never another -- before this one tiers anything. */
+static void reclaim_kdamond(struct state *st)
+{
+	char why[256] = "";
+	int index, kpid, rc;
+
+	if (state_kdamond_left(st, &index, &kpid)) {
+		rc = tier_damon_reclaim(index, kpid, why, sizeof(why));
+		util_log(rc && rc != -ESRCH ? LOG_WARNING : LOG_INFO, "DAMON: %s", why);
+		state_kdamond_set(st, -1, 0);
+	}
+	tier_damon_set_owner_fn(kdamond_owner, st);
+}
+
 static int start(struct memmigd *d)
 {
 	const char *uri = NULL;
@@ -228,6 +250,7 @@ static int start(struct memmigd *d)
 	rc = state_open(d->opts.state_file, &d->state);
 	if (rc)
 		return rc;
+	reclaim_kdamond(d->state);
 	/* The tiers before the watcher: a domain found at its first
 	 * connect may ask for its tiering at once. */
 	rc = tiers_new(d->ctx, d->events, &d->tiers);
@@ -252,6 +275,7 @@ static void stop(struct memmigd *d)
 	/* The watcher first: it submits jobs. */
 	domains_free(d->domains);
 	tiers_free(d->tiers);
+	tier_damon_set_owner_fn(NULL, NULL);
 	jobs_free(d->jobs);
 	events_free(d->events);
 	metrics_free(d->metrics);

@@ -91,6 +91,8 @@ static int kdamond = -1;	/* our kdamond's index; -1: none set up */
 static unsigned long found_nr_kdamonds;	/* restored by the last close */
 static uint64_t collections;	/* tried-regions updates so far */
 static char failed[PATH_MAX];	/* the file of the last write that failed */
+static tier_damon_owner_fn owner_fn;	/* hears of our kdamond */
+static void *owner_opaque;
 static unsigned long aggr_us, sample_us;	/* as last written */
 
 #define PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -313,6 +315,55 @@ static void kdamond_release(void)
 	snprintf(buf, sizeof(buf), "%lu", found_nr_kdamonds);
 	damon_write(buf, KDAMONDS "/nr_kdamonds");
 	kdamond = -1;
+	if (owner_fn)
+		owner_fn(-1, 0, owner_opaque);
+}
+
+/* DAMON's lock held: our kdamond was just turned on; its thread's pid is
+ * what marks it as ours (an admin's has its own). */
+static void kdamond_started(void)
+{
+	uint64_t kpid = 0;
+
+	if (owner_fn && !damon_read_u64(&kpid, KDAMONDS "/%d/pid", kdamond) && kpid > 0)
+		owner_fn(kdamond, (int)kpid, owner_opaque);
+}
+
+void tier_damon_set_owner_fn(tier_damon_owner_fn fn, void *opaque)
+{
+	pthread_mutex_lock(&damon_lock);
+	owner_fn = fn;
+	owner_opaque = opaque;
+	pthread_mutex_unlock(&damon_lock);
+}
+
+int tier_damon_reclaim(int index, int kpid, char *why, size_t len)
+{
+	char state[16];
+	uint64_t pid = 0;
+	int err;
+
+	pthread_mutex_lock(&damon_lock);
+	err = damon_read(state, sizeof(state), KDAMONDS "/%d/state", index);
+	if (!err && strcmp(state, "on"))
+		err = -ESRCH;
+	if (!err)
+		err = damon_read_u64(&pid, KDAMONDS "/%d/pid", index);
+	if (!err && pid != (uint64_t)kpid)
+		err = -ESRCH;
+	if (!err)
+		err = damon_write("off", KDAMONDS "/%d/state", index);
+	if (err == -ENOENT)
+		err = -ESRCH;	/* no such kdamond any more */
+	if (err == -ESRCH)
+		say(why, len, "kdamond %d is no longer memmig's (pid %d): left alone", index, kpid);
+	else if (err)
+		say(why, len, "stopping kdamond %d (pid %d): %s", index, kpid, strerror(-err));
+	else
+		say(why, len, "stopped kdamond %d (pid %d), left on by a memmig that was killed",
+		    index, kpid);
+	pthread_mutex_unlock(&damon_lock);
+	return err;
 }
 
 /* One target's scheme: "stat" its accessed regions, only its own. */
@@ -397,6 +448,8 @@ static int apply_targets(char *why, size_t len)
 	if (err)
 		say(why, len, "%s DAMON (kdamond %d): %s", on ? "committing to" : "starting",
 		    kdamond, strerror(-err));
+	else if (!on)
+		kdamond_started();
 
 	/*
 	 * What was collected before no longer lines up with the targets:

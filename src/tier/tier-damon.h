@@ -45,4 +45,20 @@ int tier_damon_mark(struct tier_damon *d, struct tier_unit *units, size_t n);
  * No tier_damon_mark() on d may run or follow. */
 void tier_damon_close(struct tier_damon *d);
 
+/*
+ * Who keeps a record of memmig's kdamond (memmigd's state file), so that
+ * a memmig killed with it on can be followed by one that stops it: fn
+ * hears (index, the kdamond thread's pid) when memmig starts it, and
+ * (-1, 0) when memmig gives it back.  Called with DAMON's lock held.
+ */
+typedef void (*tier_damon_owner_fn)(int index, int kpid, void *opaque);
+void tier_damon_set_owner_fn(tier_damon_owner_fn fn, void *opaque);
+/*
+ * Stops the kdamond an earlier memmig left on: kdamond index, only while
+ * it still runs as thread kpid (a kdamond started since, by anyone, has
+ * another pid).  0 stopped; -ESRCH not that one any more (left alone);
+ * -errno from DAMON's files, with why.
+ */
+int tier_damon_reclaim(int index, int kpid, char *why, size_t len);
+
 #endif

@@ -38,7 +38,7 @@ pmem=$vmdir/pmem0$tag.img
 timeout_s=${VM_TIMEOUT:-600}
 all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce guest-demo test-tier guest-tier"
 # Tests for a newer kernel only (run-vm-new.sh runs them).
-other_tests="guest-damon guest-tier-kernel"
+other_tests="guest-damon guest-tier-kernel guest-restart"
 tests=${VM_TESTS:-$all_tests}
 
 skip() {
@@ -166,6 +166,7 @@ for t in $tests; do
 	guest-move-pid) script=tests/vm/guest-move-pid.sh prog= ;;
 	guest-cpuset) script=tests/vm/guest-cpuset.sh prog= ;;
 	guest-daemon) script=tests/vm/guest-daemon.sh prog= ;;
+	guest-restart) script=tests/vm/guest-restart.sh prog= ;;
 	guest-demo) script=tests/vm/guest-demo.sh prog= ;;
 	guest-tier | guest-tier-kernel) script=tests/vm/guest-tier.sh prog= ;;
 	test-tier) prog=tests/unit/test-tier ;;
