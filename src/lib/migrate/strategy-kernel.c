@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "lib/migrate/migrate-private.h"
@@ -75,7 +76,7 @@ static long batch_move_pages(struct memmig_job *job, struct batch *b)
 	static int flags = MPOL_MF_MOVE_ALL;
 	int f = job->flags & MEMMIG_MIGRATE_OWN_PAGES ? MPOL_MF_MOVE :
 		__atomic_load_n(&flags, __ATOMIC_RELAXED);
-	long rc = memmig_fault_hit(job->ctx, MEMMIG_FAULT_MOVE_PAGES);
+	long rc = memmig_fault_hit(job->ctx, MEMMIG_FAULT_MOVE_PAGES), late;
 
 	if (rc)
 		return rc;
@@ -84,6 +85,13 @@ static long batch_move_pages(struct memmig_job *job, struct batch *b)
 		__atomic_store_n(&flags, MPOL_MF_MOVE, __ATOMIC_RELAXED);
 		rc = memmig_sys_move_pages(job->pid, b->n, b->pages, b->nodes,
 					   b->status, MPOL_MF_MOVE);
+	}
+	/* As Linux 6.12 does on a full node: part moved, the call failed,
+	 * the status array left as it was (here: garbage, not a node). */
+	late = memmig_fault_hit(job->ctx, MEMMIG_FAULT_MOVE_PAGES_AFTER);
+	if (late) {
+		memset(b->status, 0x5a, b->n * sizeof(*b->status));
+		rc = late;
 	}
 	return rc;
 }
@@ -195,19 +203,35 @@ static void retry_left(struct memmig_job *job, struct batch *b)
 	batch_free(&r);
 }
 
+/*
+ * A failed call may still have moved part of the batch (Linux 6.12 does
+ * so on a full node, then returns -ENOMEM with the status array
+ * unwritten): where the pages are is asked, and only those meant for the
+ * target that are not there failed with the call's error.  When the
+ * query fails too (the process is gone), every page keeps the error.
+ * Returns whether the statuses came from the kernel.
+ */
+static bool failed_call_status(struct memmig_job *job, struct batch *b, int err)
+{
+	long rc = memmig_sys_move_pages(job->pid, b->n, b->pages, NULL, b->status, 0);
+
+	for (size_t i = 0; i < b->n; i++)
+		if (rc < 0 || left_behind(job, b, i))
+			b->status[i] = err;
+	return rc >= 0;
+}
+
 static int move_batch(struct memmig_job *job, struct batch *b,
 		       struct memmig_unit *units, size_t nunits, const size_t *at)
 {
 	long rc = b->n ? batch_move_pages(job, b) : 0;
+	bool asked = true;
 
-	if (rc < 0) {
-		/* The call failed as a whole: every page of it failed so. */
-		for (size_t i = 0; i < b->n; i++)
-			b->status[i] = (int)rc;
-	} else if (rc > 0) {
+	if (rc < 0)
+		asked = failed_call_status(job, b, (int)rc);
+	else if (rc > 0)
 		retry_left(job, b);
-	}
-	if (rc >= 0)
+	if (asked)
 		memmig_pageflags_refine(job->pid, b->pages, b->n, b->status);
 	for (size_t i = 0; i < nunits; i++)
 		unit_status(job, &units[i], b->status + at[i]);
