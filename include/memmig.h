@@ -1305,6 +1305,7 @@ MEMMIG_EXPORT uint64_t memmig_ctx_reserved(struct memmig_ctx *ctx, int node);
 enum memmig_fault_point {
 	MEMMIG_FAULT_DEST_ALLOC = 0,	/* destination unit allocation */
 	MEMMIG_FAULT_MOVE_PAGES,	/* one move_pages(2) call */
+	MEMMIG_FAULT_MOVE_PAGES_AFTER,	/* the same, failing after the kernel ran it */
 	MEMMIG_FAULT_COUNT
 };
 

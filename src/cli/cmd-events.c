@@ -2,7 +2,7 @@
 /*
  * memmig-cli events: follows memmigd's events (the "subscribe" op) --
  * jobs created and changing state, domains registered and unregistered --
- * one line each, until memmigd closes or --count events came.
+ * one line each, until memmigd says it stops or --count events came.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,7 +20,9 @@ static void events_usage(FILE *f)
 		   "failed or cancelled, domains registered or unregistered.  A user\n"
 		   "other than root sees the events of their own jobs and the domains'.\n"
 		   "  --json     one JSON object per line, as memmigd sends them\n"
-		   "  --count N  stop after N events\n");
+		   "  --count N  stop after N events\n"
+		   "Ends with status 0 when memmigd says it stops, 1 when the\n"
+		   "connection ends without that.\n");
 }
 
 static void print_event(struct json_object *ev)
@@ -43,6 +45,9 @@ static void print_event(struct json_object *ev)
 	} else if (!strcmp(type, "domain") && o) {
 		printf("%s domain %s %s\n", when, cli_json_str(o, "name", "?"),
 		       cli_json_str(o, "state", "?"));
+	} else if (!strcmp(type, "memmigd") && o) {
+		printf("%s memmigd %s (%s)\n", when, cli_json_str(o, "state", "?"),
+		       cli_json_str(o, "signal", "?"));
 	} else if (!strcmp(type, "lost")) {
 		printf("%s %lld events lost (memmigd's queue was full)\n", when,
 		       (long long)cli_json_int(ev, "count", 0));
@@ -86,10 +91,10 @@ static int parse(int argc, char **argv, bool *json, long *count)
 
 static int events_run(struct memmig_ctx *ctx, int argc, char **argv)
 {
-	struct json_object *reply, *ev;
+	struct json_object *reply, *ev, *o;
 	struct cli_conn *c;
 	long count, seen = 0;
-	bool json;
+	bool json, stopped = false;
 	int rc = parse(argc, argv, &json, &count);
 
 	(void)ctx;
@@ -101,7 +106,7 @@ static int events_run(struct memmig_ctx *ctx, int argc, char **argv)
 	if (rc && reply)
 		cli_print_reply_error("events", reply);
 	json_object_put(reply);
-	while (!rc && (!count || seen < count)) {
+	while (!rc && !stopped && (!count || seen < count)) {
 		rc = cli_read_line(c, "events", &ev);
 		if (rc == -ETIMEDOUT) {		/* a quiet minute */
 			rc = 0;
@@ -114,12 +119,19 @@ static int events_run(struct memmig_ctx *ctx, int argc, char **argv)
 		else
 			print_event(ev);
 		fflush(stdout);	/* a pipe: each event as it comes */
+		/* memmigd's last event: nothing follows it. */
+		stopped = !strcmp(cli_json_str(ev, "event", ""), "memmigd") &&
+			  json_object_object_get_ex(ev, "memmigd", &o) &&
+			  !strcmp(cli_json_str(o, "state", ""), "stopping");
 		json_object_put(ev);
 		seen++;
 	}
 	cli_conn_close(c);
-	/* memmigd stopping ends the stream: that is not a failure. */
-	return !rc || rc == -ECONNRESET ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+	/* memmigd stopping ends the stream: that is not a failure; the
+	 * connection ending without its word is (events may be missing). */
+	if (stopped && !json)
+		printf("memmigd stopped\n");
+	return !rc ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }
 
 const struct cli_cmd cli_cmd_events = {

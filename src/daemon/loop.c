@@ -326,29 +326,6 @@ static void on_send(struct loop *l, struct conn *c, int res)
 	conn_step(l, c);
 }
 
-static void begin_stop(struct loop *l, int sig)
-{
-	util_log(LOG_INFO, "%s: stopping", strsignal(sig));
-	l->stopping = true;
-	notify_send("STOPPING=1\nSTATUS=stopping: waiting for the running jobs' units");
-	/* A socket systemd made is systemd's: it stays for the next start. */
-	if (!l->d->activated)
-		sock_remove(l->d->opts.socket);
-	if (l->accept_busy)
-		cancel(l, &l->accept_io);
-	if (l->pause_busy)
-		cancel(l, &l->pause_io);
-	io_uring_submit(&l->ring);
-	/* Blocks until each running job finished its units. */
-	jobs_shutdown(l->d->jobs);
-	l->stop_deadline = time(NULL) + STOP_GRACE_S;
-	for (struct conn *c = l->conns, *next; c; c = next) {
-		next = c->next;
-		c->closing = true;
-		conn_step(l, c);
-	}
-}
-
 /* Clients that did not read their last replies in time. */
 static void stop_late(struct loop *l)
 {
@@ -402,6 +379,46 @@ static void flush_events(struct loop *l)
 		next = c->next;
 		if (c->subscribed)
 			conn_step(l, c);
+	}
+}
+
+/* The body of memmigd's own event, as it stops. */
+static struct json_object *stop_json(int sig)
+{
+	struct json_object *o = json_object_new_object();
+	char name[16];
+
+	snprintf(name, sizeof(name), "SIG%s", sigabbrev_np(sig));
+	json_object_object_add(o, "state", json_object_new_string("stopping"));
+	json_object_object_add(o, "signal", json_object_new_string(name));
+	return o;
+}
+
+static void begin_stop(struct loop *l, int sig)
+{
+	util_log(LOG_INFO, "%s: stopping", strsignal(sig));
+	l->stopping = true;
+	notify_send("STOPPING=1\nSTATUS=stopping: waiting for the running jobs' units");
+	/* A socket systemd made is systemd's: it stays for the next start. */
+	if (!l->d->activated)
+		sock_remove(l->d->opts.socket);
+	if (l->accept_busy)
+		cancel(l, &l->accept_io);
+	if (l->pause_busy)
+		cancel(l, &l->pause_io);
+	io_uring_submit(&l->ring);
+	/* Blocks until each running job finished its units. */
+	jobs_shutdown(l->d->jobs);
+	l->stop_deadline = time(NULL) + STOP_GRACE_S;
+	/* Subscribers hear how each job ended, then that memmigd stops, before
+	 * their connections close: closing ones get no events, but send what
+	 * they hold (STOP_GRACE_S at most). */
+	events_post(l->d->events, EVENTS_ANYONE, "memmigd", "memmigd", stop_json(sig));
+	flush_events(l);
+	for (struct conn *c = l->conns, *next; c; c = next) {
+		next = c->next;
+		c->closing = true;
+		conn_step(l, c);
 	}
 }
 

@@ -1,7 +1,8 @@
 #!/bin/bash
 # memmig-cli's view of memmigd itself against a real memmigd: status (the
 # daemon's, and still a job's with JOB), stats in its three forms after a
-# real move and a refused request, and events followed while a move runs.
+# real move and a refused request, events followed while a move runs and
+# as memmigd stops.
 set -u
 cli=${MEMMIG_CLI:-src/cli/memmig-cli}
 daemon=${MEMMIGD:-src/daemon/memmigd}
@@ -62,5 +63,20 @@ check "stats: jobs created" grep -Eq '^memmigd_jobs_created_total +1$' "$tmp/out
 check "stats --json --prometheus is a usage error" exit_is 2 mc stats --json --prometheus
 check "the refusal logged" grep -q "refused: client pid [0-9]* uid 0: job: ESRCH (not_found)" \
 	"$tmp/daemon.log"
+
+# memmigd stopping ends events: its own event last, then "memmigd stopped"
+# and status 0 (not a connection reset).
+mc events >"$tmp/events" 2>"$tmp/events.err" &
+epid=$!
+for _ in $(seq 100); do
+	mc status --json 2>/dev/null | jq -e '.subscribers == 1' >/dev/null && break
+	sleep 0.05
+done
+memmigd_stop
+wait "$epid"
+check "events exits 0 when memmigd stops" test $? -eq 0
+check "events: memmigd's stopping event" grep -q " memmigd stopping (SIGTERM)$" "$tmp/events"
+check "events: says memmigd stopped, last" test "$(tail -n 1 "$tmp/events")" = "memmigd stopped"
+check "events: no error" test ! -s "$tmp/events.err"
 memhog_stop
 summary

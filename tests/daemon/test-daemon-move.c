@@ -6,7 +6,7 @@
  * client that disconnects mid-job (the job goes on), a target killed in
  * the middle of its job (the job ends ESRCH, not some other error), and
  * SIGTERM during a job (memmigd exits 0, removes its socket, memhog's data
- * intact).
+ * intact, a subscriber told how each job ended and that memmigd stops).
  *
  * This machine may have one node: moving to node 0 then moves nothing,
  * but the path -- plan, placement query, move_pages, report -- is the
@@ -262,26 +262,76 @@ static void killed_target(struct tc_conn *c)
 	}
 }
 
+/* A final state: a job event after it would be news. */
+static bool final_state(const char *state)
+{
+	return !strcmp(state, "done") || !strcmp(state, "cancelled") ||
+	       !strcmp(state, "failed");
+}
+
+/*
+ * SIGTERM while one job runs and two wait: memmigd exits 0 after the
+ * running one's units, and a subscriber hears how each job ended, then
+ * memmigd's own "stopping" event, then EOF -- the events are sent before
+ * the connections close, not dropped with them.
+ */
 static void sigterm(struct tc_hog *h)
 {
 	static const char *const opts[] = { "--max-jobs-per-node", "1", NULL };
+	const char *last[3] = { NULL, NULL, NULL };
+	struct json_object *r, *o, *lines[64];
 	struct tc_daemon d;
-	struct tc_conn *c;
-	struct json_object *r;
-	int rc;
+	struct tc_conn *c, *sub;
+	int64_t ids[3] = { 0, 0, 0 };
+	int rc, n = 0, stop_at = -1;
+	bool running = false;
 
 	if (tc_daemon_start(&d, opts)) {
 		CHECK(0, "second daemon");
 		return;
 	}
 	c = tc_connect(d.sock);
+	sub = tc_connect(d.sock);
+	r = tc_call(sub, "{\"op\":\"subscribe\"}");
+	CHECK(!strcmp(tc_error(r), "OK"), "subscribe: %s", tc_error(r));
+	json_object_put(r);
 	for (int i = 0; i < 3; i++) {
 		r = tc_call(c, "{\"op\":\"move\",\"pid\":%d,\"to_node\":0,\"threads\":1}", h->pid);
 		CHECK(!strcmp(tc_error(r), "OK"), "move before SIGTERM: %s", tc_error(r));
+		ids[i] = tc_int(tc_get(r, "job"), "id");
 		json_object_put(r);
 	}
+	/* SIGTERM once the first job runs (its events in lines[]). */
+	while (!running && n < 64 && (lines[n] = tc_read(sub, 5000))) {
+		o = tc_get(lines[n++], "job");
+		running = o && tc_int(o, "id") == ids[0] && !strcmp(tc_str(o, "state"), "running");
+	}
+	CHECK(running, "job %lld running before SIGTERM", (long long)ids[0]);
 	rc = tc_daemon_stop(&d);
 	CHECK(rc == 0, "memmigd exit status %d after SIGTERM during jobs", rc);
+	while (n < 64 && (lines[n] = tc_read(sub, 5000)))
+		n++;
+	for (int i = 0; i < n; i++) {
+		const char *ev = tc_str(lines[i], "event");
+
+		o = tc_get(lines[i], "job");
+		for (int k = 0; o && k < 3; k++)
+			if (tc_int(o, "id") == ids[k])
+				last[k] = tc_str(o, "state");
+		if (!strcmp(ev, "memmigd") && !strcmp(tc_str(tc_get(lines[i], "memmigd"), "state"),
+						       "stopping"))
+			stop_at = i;
+	}
+	for (int k = 0; k < 3; k++)
+		CHECK(last[k] && final_state(last[k]),
+		      "job %lld's last event before EOF: %s, not a final state",
+		      (long long)ids[k], last[k] ? last[k] : "(none)");
+	CHECK(stop_at >= 0 && stop_at == n - 1,
+	      "memmigd's stopping event last before EOF: at %d of %d lines", stop_at, n);
+	CHECK(tc_closed(sub, 5000), "subscriber closed by the stop");
+	for (int i = 0; i < n; i++)
+		json_object_put(lines[i]);
+	tc_close(sub);
 	CHECK(tc_closed(c, 5000), "client closed by the stop");
 	tc_close(c);
 	CHECK(tc_hog_verify(h), "memhog's data after SIGTERM");

@@ -498,6 +498,7 @@ void mt_disarm(void)
 {
 	memmig_ctx_set_fault(ctx, MEMMIG_FAULT_DEST_ALLOC, 0, ENOMEM, 0);
 	memmig_ctx_set_fault(ctx, MEMMIG_FAULT_MOVE_PAGES, 0, ENOMEM, 0);
+	memmig_ctx_set_fault(ctx, MEMMIG_FAULT_MOVE_PAGES_AFTER, 0, ENOMEM, 0);
 }
 
 /* ------------------------------------------------------------------ */

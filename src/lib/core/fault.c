@@ -10,6 +10,7 @@
 static const char *const point_names[MEMMIG_FAULT_COUNT] = {
 	[MEMMIG_FAULT_DEST_ALLOC] = "dest_alloc",
 	[MEMMIG_FAULT_MOVE_PAGES] = "move_pages",
+	[MEMMIG_FAULT_MOVE_PAGES_AFTER] = "move_pages_after",
 };
 
 static const struct {
@@ -112,7 +113,7 @@ int memmig_fault_from_env(struct memmig_ctx *ctx)
 		goto bad;
 	return memmig_ctx_set_fault(ctx, p, nth, err, *sticky != '\0');
 bad:
-	err(ctx, "MEMMIG_FAULT=\"%s\": expected dest_alloc|move_pages:N:ENOMEM|EIO|"
+	err(ctx, "MEMMIG_FAULT=\"%s\": expected dest_alloc|move_pages|move_pages_after:N:ENOMEM|EIO|"
 		 "EBUSY|EACCES|EFAULT|EAGAIN[:sticky]\n", env);
 	return -EINVAL;
 }

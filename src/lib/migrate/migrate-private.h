@@ -192,6 +192,10 @@ static inline bool memmig_job_page_wanted(const struct memmig_job *job, size_t p
 	return node < 0 || node >= MEMMIG_MOVE_MAX_NODES ||
 	       (job->from_mask[node / 64] >> (node % 64) & 1);
 }
+/* The target is down to what the kernel keeps free (its zones' high
+ * watermarks) plus a unit: pages left behind now are out of memory, not
+ * busy. */
+bool memmig_job_target_full(const struct memmig_job *job);
 /* True when every page of the unit was on the target before the job. */
 bool memmig_job_unit_on_target(const struct memmig_job *job,
 			       const struct memmig_unit *u);

@@ -71,6 +71,14 @@ bool memmig_job_unit_on_target(const struct memmig_job *job,
 	return true;
 }
 
+bool memmig_job_target_full(const struct memmig_job *job)
+{
+	long long free_b = memmig_node_free(job->target);
+	long long keep = memmig_node_reserve(job->target);
+
+	return free_b >= 0 && free_b < (keep > 0 ? keep : 0) + 2 * (long long)MEMMIG_UNIT_SIZE;
+}
+
 /* Units: split at every 2 MB boundary of the address space. */
 static int plan_units(struct memmig_job *job)
 {

@@ -337,38 +337,56 @@ static int copy_run_shared(struct memmig_worker *w)
 {
 	struct memmig_job *job = w->job;
 	double t = memmig_now();
-	int rc = 0;
+	int rc = 0, err;
 
 	for (size_t i = w->first; i < w->last && !memmig_job_stopping(job); i++) {
 		struct memmig_unit *u = &job->units[i];
 		void *addr = (void *)(uintptr_t)u->addr;
 		size_t p = memmig_job_page(job, u->addr);
-		bool ok = true;
+		bool ok = true, failed;
 
 		rc = memmig_fault_hit(job->ctx, MEMMIG_FAULT_DEST_ALLOC);
-		if (!rc && !(job->flags & MEMMIG_MIGRATE_OWN_PAGES))
+		if (rc < 0) {
+			memmig_job_unit_fail(job, u, rc);
+			break;
+		}
+		if (!(job->flags & MEMMIG_MIGRATE_OWN_PAGES))
 			rc = memmig_bind(addr, u->len, job->target,
 					 MPOL_MF_MOVE_ALL | MPOL_MF_STRICT);
-		else if (!rc)
+		else
 			rc = -EPERM;	/* as without the privilege: MPOL_MF_MOVE */
 		if (rc == -EPERM)
 			rc = memmig_bind(addr, u->len, job->target,
 					 MPOL_MF_MOVE | MPOL_MF_STRICT);
-		if (rc < 0 && rc != -EIO) {
-			memmig_job_unit_fail(job, u, rc);
+		/* -EIO: some pages stayed, for lack of memory when the target
+		 * is full, else busy.  Another error may still have come after
+		 * part of the unit moved (a full node): either way the unit's
+		 * placement says which pages stayed. */
+		failed = rc < 0 && rc != -EIO;
+		err = failed ? rc : 0;
+		rc = memmig_placement_query(0, u->addr, u->len, job->status + p);
+		if (rc < 0 && failed) {
+			memmig_job_unit_fail(job, u, rc = err);
 			break;
 		}
-		/* -EIO: some pages stayed; the unit's placement says which. */
-		rc = memmig_placement_query(0, u->addr, u->len, job->status + p);
 		for (size_t k = 0; !rc && k < u->len / MEMMIG_PAGE_SIZE; k++) {
 			int *s = &job->status[p + k];
 
-			if (*s >= 0 && *s != job->target)
-				*s = -EBUSY;
+			if (*s >= 0 && *s != job->target) {
+				if (!err)
+					err = memmig_job_target_full(job) ? -ENOMEM : -EBUSY;
+				*s = err;
+			}
 			ok &= *s == job->target || *s == -ENOENT;
 		}
 		memmig_job_unit_done(job, u, ok ? MEMMIG_UNIT_DONE : MEMMIG_UNIT_FAILED);
 		rc = 0;
+		if (failed) {
+			memmig_job_fail(job, rc = err);
+			break;
+		}
+		if (err == -ENOMEM)
+			memmig_job_fail(job, err);	/* the target is full */
 	}
 	w->copy_s = memmig_now() - t;
 	return rc;

@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "lib/migrate/migrate-private.h"
@@ -44,15 +45,44 @@ static size_t batch_add(struct batch *b, const struct memmig_job *job,
 	return first;
 }
 
-/* Copies a unit's results into the job's per-page status. */
+/*
+ * A THP the target had no room for may have been split and moved in part
+ * (Linux 6.12): its entry says where the head page is, not the rest.
+ * After a call that did not move everything its pages are asked one by
+ * one; those elsewhere failed with the entry's error, or as pages left
+ * behind do.  False when the query fails (the entry then stands).
+ */
+static bool thp_pages(struct memmig_job *job, const struct memmig_unit *u, int head,
+		      int *st)
+{
+	int why = head < 0 ? head : 0;
+
+	if (memmig_placement_query(job->pid, u->addr, u->len, st) < 0)
+		return false;
+	for (size_t i = 0; i < u->len / MEMMIG_PAGE_SIZE; i++)
+		if (st[i] >= 0 && st[i] != job->target) {
+			if (!why)
+				why = memmig_job_target_full(job) ? -ENOMEM : -EBUSY;
+			st[i] = why;
+		}
+	return true;
+}
+
+/* Copies a unit's results into the job's per-page status; whole says
+ * the call moved all it was asked to. */
 static void unit_status(struct memmig_job *job, struct memmig_unit *u,
-			const int *st)
+			const int *st, bool whole)
 {
 	size_t page = memmig_job_page(job, u->addr);
-	bool ok = true;
+	int pages[MEMMIG_UNIT_PAGES];
+	bool one = u->thp, ok = true;
 
+	if (one && !whole && thp_pages(job, u, st[0], pages)) {
+		st = pages;
+		one = false;
+	}
 	for (size_t i = 0; i < u->len / MEMMIG_PAGE_SIZE; i++) {
-		int s = u->thp ? st[0] : st[i];
+		int s = one ? st[0] : st[i];
 
 		if (!memmig_job_page_wanted(job, page + i))
 			s = MEMMIG_STATUS_SKIPPED;
@@ -75,7 +105,7 @@ static long batch_move_pages(struct memmig_job *job, struct batch *b)
 	static int flags = MPOL_MF_MOVE_ALL;
 	int f = job->flags & MEMMIG_MIGRATE_OWN_PAGES ? MPOL_MF_MOVE :
 		__atomic_load_n(&flags, __ATOMIC_RELAXED);
-	long rc = memmig_fault_hit(job->ctx, MEMMIG_FAULT_MOVE_PAGES);
+	long rc = memmig_fault_hit(job->ctx, MEMMIG_FAULT_MOVE_PAGES), late;
 
 	if (rc)
 		return rc;
@@ -84,6 +114,13 @@ static long batch_move_pages(struct memmig_job *job, struct batch *b)
 		__atomic_store_n(&flags, MPOL_MF_MOVE, __ATOMIC_RELAXED);
 		rc = memmig_sys_move_pages(job->pid, b->n, b->pages, b->nodes,
 					   b->status, MPOL_MF_MOVE);
+	}
+	/* As Linux 6.12 does on a full node: part moved, the call failed,
+	 * the status array left as it was (here: garbage, not a node). */
+	late = memmig_fault_hit(job->ctx, MEMMIG_FAULT_MOVE_PAGES_AFTER);
+	if (late) {
+		memset(b->status, 0x5a, b->n * sizeof(*b->status));
+		rc = late;
 	}
 	return rc;
 }
@@ -105,16 +142,6 @@ static void batch_free(struct batch *b)
 	free(b->pages);
 	free(b->nodes);
 	free(b->status);
-}
-
-/* The target is down to what the kernel keeps free (its zones' high
- * watermarks): pages left behind now are out of memory, not busy. */
-static bool target_full(const struct memmig_job *job)
-{
-	long long free_b = memmig_node_free(job->target);
-	long long keep = memmig_node_reserve(job->target);
-
-	return free_b >= 0 && free_b < (keep > 0 ? keep : 0) + 2 * (long long)MEMMIG_UNIT_SIZE;
 }
 
 /* Where each page is now, into b->status; a query that fails fails them
@@ -174,7 +201,7 @@ static void retry_left(struct memmig_job *job, struct batch *b)
 		/* Waiting is for a few busy pages; many left, or a full
 		 * node, is a lack of memory that no moment cures. */
 		if (!r.n || k == 3 || !idx || !r.pages || !r.nodes || !r.status ||
-		    (k && (r.n > RETRY_WAIT_MAX || target_full(job))))
+		    (k && (r.n > RETRY_WAIT_MAX || memmig_job_target_full(job))))
 			break;
 		if (wait_us[k])
 			usleep(wait_us[k]);
@@ -187,7 +214,7 @@ static void retry_left(struct memmig_job *job, struct batch *b)
 			break;
 		}
 	}
-	why = r.n && target_full(job) ? -ENOMEM : -EBUSY;
+	why = r.n && memmig_job_target_full(job) ? -ENOMEM : -EBUSY;
 	for (size_t i = 0; r.n && i < b->n; i++)
 		if (left_behind(job, b, i))
 			b->status[i] = why;
@@ -195,22 +222,38 @@ static void retry_left(struct memmig_job *job, struct batch *b)
 	batch_free(&r);
 }
 
+/*
+ * A failed call may still have moved part of the batch (Linux 6.12 does
+ * so on a full node, then returns -ENOMEM with the status array
+ * unwritten): where the pages are is asked, and only those meant for the
+ * target that are not there failed with the call's error.  When the
+ * query fails too (the process is gone), every page keeps the error.
+ * Returns whether the statuses came from the kernel.
+ */
+static bool failed_call_status(struct memmig_job *job, struct batch *b, int err)
+{
+	long rc = memmig_sys_move_pages(job->pid, b->n, b->pages, NULL, b->status, 0);
+
+	for (size_t i = 0; i < b->n; i++)
+		if (rc < 0 || left_behind(job, b, i))
+			b->status[i] = err;
+	return rc >= 0;
+}
+
 static int move_batch(struct memmig_job *job, struct batch *b,
 		       struct memmig_unit *units, size_t nunits, const size_t *at)
 {
 	long rc = b->n ? batch_move_pages(job, b) : 0;
+	bool asked = true;
 
-	if (rc < 0) {
-		/* The call failed as a whole: every page of it failed so. */
-		for (size_t i = 0; i < b->n; i++)
-			b->status[i] = (int)rc;
-	} else if (rc > 0) {
+	if (rc < 0)
+		asked = failed_call_status(job, b, (int)rc);
+	else if (rc > 0)
 		retry_left(job, b);
-	}
-	if (rc >= 0)
+	if (asked)
 		memmig_pageflags_refine(job->pid, b->pages, b->n, b->status);
 	for (size_t i = 0; i < nunits; i++)
-		unit_status(job, &units[i], b->status + at[i]);
+		unit_status(job, &units[i], b->status + at[i], rc == 0);
 	b->n = 0;
 	return rc < 0 && rc != -ENOMEM ? (int)rc : 0; /* ENOMEM: from status */
 }
