@@ -565,7 +565,8 @@ static void test_job(void)
 	};
 	struct json_object *o = proto_job_json(&j), *v;
 
-	CU_ASSERT_EQUAL(json_object_object_length(o), 19);	/* docs/json.md */
+	CU_ASSERT_EQUAL(json_object_object_length(o), 20);	/* docs/json.md */
+	CU_ASSERT(json_object_object_get_ex(o, "waits_for", &v) && !v);
 	CU_ASSERT(json_object_object_get_ex(o, "id", &v) && !v);
 	CU_ASSERT(json_object_object_get_ex(o, "report", &v) && !v);
 	CU_ASSERT(json_object_object_get_ex(o, "eta_s", &v) && !v);

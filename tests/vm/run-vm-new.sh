@@ -4,7 +4,8 @@
 # does not reach: poison markers (UFFDIO_POISON, 6.6) in migrations and in
 # a KVM guest's live migration, userfaultfd write protection with
 # PAGEMAP_SCAN (6.7), move_pages answering a full node with a count of
-# THPs it could not move, MADV_HWPOISON signalling its caller at once, and
+# THPs it could not move (or moving part of a call and failing it whole:
+# memmigd's report of that, guest-daemon), MADV_HWPOISON signalling its caller at once, and
 # DAMON (CONFIG_DAMON_SYSFS), which tiering reads hot memory from (and
 # whose kdamond a killed memmigd leaves on: guest-restart.sh).
 # KVM is nested here too.  Node 2 is a lower memory tier here (VM_HMAT=1:
@@ -27,5 +28,5 @@ fi
 # The CXL devices stay with the stock boot, which runs the CXL cases: QEMU
 # emulates each access to CXL memory, and time is short.
 VM_KERNEL=$kernel VM_TAG=${VM_TAG:--new} VM_TIMEOUT=${VM_TIMEOUT:-1200} VM_CXL=${VM_CXL:-0} VM_HMAT=${VM_HMAT:-1} \
-VM_TESTS=${VM_TESTS:-"test-multinode guest-hwpoison guest-dax test-mce guest-demo guest-damon guest-restart guest-tier guest-tier-kernel"} \
+VM_TESTS=${VM_TESTS:-"test-multinode guest-daemon guest-hwpoison guest-dax test-mce guest-demo guest-damon guest-restart guest-tier guest-tier-kernel"} \
 	exec bash "$srcdir/tests/vm/run-vm.sh"
