@@ -55,6 +55,21 @@ verify() {
 	grep '^verify' "$tmp/hog.out" | tail -n 1
 }
 
+# daemon_start [OPTIONS...]: $daemon in the foreground on $sock, its log in
+# $tmp/daemon.log, its pid in $dpid; fails if the socket does not appear
+# within 10 s.  mc: memmig-cli on that socket.
+daemon_start() {
+	"$daemon" --foreground --socket "$sock" --no-libvirt --config /dev/null "$@" \
+		2>>"$tmp/daemon.log" &
+	dpid=$!
+	for _ in $(seq 100); do
+		[ -S "$sock" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+mc() { "$cli" --socket "$sock" "$@"; }
+
 # memhog_start ANON_MIB MEMFD_MIB: starts memhog as $hog, waits until it
 # is ready, and sets anon_addr, anon_len, memfd_addr, memfd_len and the
 # 4 KiB page counts anon_pages and memfd_pages

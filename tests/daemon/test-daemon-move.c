@@ -130,6 +130,17 @@ static void cancel_jobs(struct tc_conn *c, struct tc_hog *h)
 	json_object_put(r2);
 }
 
+/* A new connection to d, subscribed to its events. */
+static struct tc_conn *subscribed(struct tc_daemon *d)
+{
+	struct tc_conn *sub = tc_connect(d->sock);
+	struct json_object *r = tc_call(sub, "{\"op\":\"subscribe\"}");
+
+	CHECK(!strcmp(tc_error(r), "OK"), "subscribe: %s", tc_error(r));
+	json_object_put(r);
+	return sub;
+}
+
 /*
  * Two moves of one process at once split its pages between their nodes
  * while both said done (issue 37): with room for both on the node, the
@@ -152,10 +163,7 @@ static void one_move_per_process(struct tc_hog *h)
 		return;
 	}
 	c = tc_connect(d.sock);
-	sub = tc_connect(d.sock);
-	r1 = tc_call(sub, "{\"op\":\"subscribe\"}");
-	CHECK(!strcmp(tc_error(r1), "OK"), "subscribe: %s", tc_error(r1));
-	json_object_put(r1);
+	sub = subscribed(&d);
 	n = snprintf(buf, sizeof(buf),
 		     "{\"op\":\"move\",\"pid\":%d,\"to_node\":0,\"threads\":1}\n"
 		     "{\"op\":\"move\",\"pid\":%d,\"to_node\":0,\"threads\":1}\n"
@@ -313,10 +321,7 @@ static void sigterm(struct tc_hog *h)
 		return;
 	}
 	c = tc_connect(d.sock);
-	sub = tc_connect(d.sock);
-	r = tc_call(sub, "{\"op\":\"subscribe\"}");
-	CHECK(!strcmp(tc_error(r), "OK"), "subscribe: %s", tc_error(r));
-	json_object_put(r);
+	sub = subscribed(&d);
 	for (int i = 0; i < 3; i++) {
 		r = tc_call(c, "{\"op\":\"move\",\"pid\":%d,\"to_node\":0,\"threads\":1}", h->pid);
 		CHECK(!strcmp(tc_error(r), "OK"), "move before SIGTERM: %s", tc_error(r));

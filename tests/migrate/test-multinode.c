@@ -62,7 +62,8 @@ static uint8_t *map_anon(size_t len, bool thp, uint64_t seed)
 	return p;
 }
 
-static uint8_t *map_memfd(size_t len, uint64_t seed)
+/* A shared memfd mapping, not touched yet. */
+static uint8_t *memfd_map(size_t len)
 {
 	int fd = memfd_create("multinode", 0);
 	uint8_t *p;
@@ -74,9 +75,15 @@ static uint8_t *map_memfd(size_t len, uint64_t seed)
 	}
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	if (p == MAP_FAILED)
-		return NULL;
-	fill(p, len, seed);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static uint8_t *map_memfd(size_t len, uint64_t seed)
+{
+	uint8_t *p = memfd_map(len);
+
+	if (p)
+		fill(p, len, seed);
 	return p;
 }
 
@@ -271,17 +278,9 @@ static uint8_t *map_anon_away(size_t len, int avoid, uint64_t seed)
 static uint8_t *map_memfd_away(size_t len, int avoid, uint64_t seed)
 {
 	unsigned long mask[16] = { 0 };
-	int fd = memfd_create("multinode-away", 0);
-	uint8_t *p;
+	uint8_t *p = memfd_map(len);
 
-	if (fd < 0 || ftruncate(fd, (off_t)len)) {
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
+	if (!p)
 		return NULL;
 	for (int i = 0; i < nnodes; i++)
 		if (nodes[i] != avoid)

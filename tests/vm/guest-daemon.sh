@@ -19,17 +19,6 @@ need_nodes 0 1 2
 command -v "$daemon" >/dev/null || { echo "FAIL: $daemon is not in the guest"; exit 1; }
 
 sock=$tmp/memmigd.sock
-start_daemon() {
-	"$daemon" --foreground --socket "$sock" --no-libvirt --max-jobs-per-node 1 \
-		--config /dev/null 2>>"$tmp/daemon.log" &
-	dpid=$!
-	for _ in $(seq 100); do
-		[ -S "$sock" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-mc() { "$cli" --socket "$sock" "$@"; }
 # A top-level member of the job (docs/json.md) in $tmp/out: json KEY
 json() {
 	sed -n "s/^  \"$1\": *\"\{0,1\}\([-0-9A-Za-z.]*\)\"\{0,1\},\{0,1\}$/\1/p" "$tmp/out"
@@ -43,7 +32,7 @@ placed_pages() {
 	placement "$1" | tr ' ' '\n' | sed 's/^N[0-9]*=//' | awk '{ s += $1 } END { print s + 0 }'
 }
 
-check "memmigd starts" start_daemon
+check "memmigd starts" daemon_start --max-jobs-per-node 1
 cxl_round_trip "CXL via memmigd" mc move
 memhog_start "$anon_mib" "$memfd_mib"
 check_alive "start"

@@ -17,17 +17,6 @@ K=/sys/kernel/mm/damon/admin/kdamonds
 [ -d "$K" ] || { echo "SKIP: no DAMON sysfs here ($K): the kdamond cases need it"; exit 77; }
 
 sock=$tmp/memmigd.sock
-start_daemon() {
-	"$daemon" --foreground --socket "$sock" --no-libvirt --config /dev/null \
-		2>>"$tmp/daemon.log" &
-	dpid=$!
-	for _ in $(seq 100); do
-		[ -S "$sock" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-mc() { "$cli" --socket "$sock" "$@"; }
 kd_state() { cat "$K/0/state" 2>/dev/null || echo none; }
 kd_pid() { cat "$K/0/pid" 2>/dev/null || echo none; }
 # tiered: memmigd tiers memhog's process until its kdamond is on
@@ -48,12 +37,12 @@ kill9() {
 }
 
 memhog_start 32 8
-check "memmigd starts" start_daemon
+check "memmigd starts" daemon_start
 check "memmigd tiers memhog with DAMON" tiered
 kp=$(kd_pid)
 kill9
 check "SIGKILLed, memmigd left its kdamond on (pid $kp)" test "$(kd_state) $(kd_pid)" = "on $kp"
-check "memmigd starts again" start_daemon
+check "memmigd starts again" daemon_start
 for _ in $(seq 20); do [ "$(kd_state)" = off ] && break; sleep 0.1; done
 echo "  after the restart: kdamond 0 $(kd_state); memmigd: $(grep DAMON "$tmp/daemon.log" | tail -1)"
 check "the new memmigd stopped the killed one's kdamond" test "$(kd_state)" = off
@@ -69,7 +58,7 @@ echo on >"$K/0/state"
 admin=$(kd_pid)
 check "the admin's kdamond runs as another thread ($admin, memmig's was $kp)" \
 	test "$(kd_state)" = on -a "$admin" != "$kp"
-check "memmigd starts beside the admin's kdamond" start_daemon
+check "memmigd starts beside the admin's kdamond" daemon_start
 sleep 0.5
 echo "  the admin's kdamond after memmigd started: $(kd_state) $(kd_pid);" \
 	"memmigd: $(grep DAMON "$tmp/daemon.log" | tail -1)"
