@@ -70,6 +70,12 @@ daemon_start() {
 }
 mc() { "$cli" --socket "$sock" "$@"; }
 
+# node_free_mib N: node N's MemFree in MiB
+node_free_mib() {
+	echo $(($(sed -n 's/.*MemFree: *\([0-9]*\) kB/\1/p' \
+		"/sys/devices/system/node/node$1/meminfo") / 1024))
+}
+
 # memhog_start ANON_MIB MEMFD_MIB: starts memhog as $hog, waits until it
 # is ready, and sets anon_addr, anon_len, memfd_addr, memfd_len and the
 # 4 KiB page counts anon_pages and memfd_pages

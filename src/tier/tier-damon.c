@@ -222,12 +222,17 @@ static bool pid_gone(const struct tier_damon *d)
 	return d->gone || poll(&p, 1, 0) > 0;
 }
 
-static bool kdamond_on(void)
+static bool index_on(int index)
 {
 	char state[16];
 
-	return !damon_read(state, sizeof(state), KDAMONDS "/%d/state", kdamond) &&
+	return !damon_read(state, sizeof(state), KDAMONDS "/%d/state", index) &&
 	       !strcmp(state, "on");
+}
+
+static bool kdamond_on(void)
+{
+	return index_on(kdamond);
 }
 
 /* Drops the targets whose process exited: DAMON cannot take their pids. */
@@ -268,7 +273,7 @@ static int kdamond_claim(char *why, size_t len)
 		return err;
 	}
 	for (unsigned int i = 0; i < nr && i < 1024; i++) {
-		if (damon_read(buf, sizeof(buf), KDAMONDS "/%u/state", i) || strcmp(buf, "on"))
+		if (!index_on((int)i))
 			continue;
 		if (damon_read(buf, sizeof(buf), KDAMONDS "/%u/pid", i))
 			buf[0] = 0;

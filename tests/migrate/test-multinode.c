@@ -253,20 +253,27 @@ static void test_hugetlb(void)
 			hugepages_set(nodes[i], saved[i]);
 }
 
+/* p's pages, once touched, interleaved over every node but avoid. */
+static int interleave_away(void *p, size_t len, int avoid)
+{
+	unsigned long mask[16] = { 0 };
+
+	for (int i = 0; i < nnodes; i++)
+		if (nodes[i] != avoid)
+			mask[nodes[i] / 64] |= 1UL << (nodes[i] % 64);
+	return mbind(p, len, MPOL_INTERLEAVE, mask, 1024, 0);
+}
+
 /* Like map_anon, with the pages spread over every node but avoid. */
 static uint8_t *map_anon_away(size_t len, int avoid, uint64_t seed)
 {
-	unsigned long mask[16] = { 0 };
 	uint8_t *p = mmap(NULL, len + UNIT, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
 		return NULL;
 	p = (uint8_t *)(((uintptr_t)p + UNIT - 1) & ~(uintptr_t)(UNIT - 1));
-	for (int i = 0; i < nnodes; i++)
-		if (nodes[i] != avoid)
-			mask[nodes[i] / 64] |= 1UL << (nodes[i] % 64);
-	if (mbind(p, len, MPOL_INTERLEAVE, mask, 1024, 0))
+	if (interleave_away(p, len, avoid))
 		return NULL;
 	madvise(p, len, MADV_HUGEPAGE);
 	fill(p, len, seed);
@@ -277,15 +284,9 @@ static uint8_t *map_anon_away(size_t len, int avoid, uint64_t seed)
  * the guest runs as root). */
 static uint8_t *map_memfd_away(size_t len, int avoid, uint64_t seed)
 {
-	unsigned long mask[16] = { 0 };
 	uint8_t *p = memfd_map(len);
 
-	if (!p)
-		return NULL;
-	for (int i = 0; i < nnodes; i++)
-		if (nodes[i] != avoid)
-			mask[nodes[i] / 64] |= 1UL << (nodes[i] % 64);
-	if (mbind(p, len, MPOL_INTERLEAVE, mask, 1024, 0))
+	if (!p || interleave_away(p, len, avoid))
 		return NULL;
 	fill(p, len, seed);
 	return p;

@@ -137,16 +137,14 @@ n2_pages() {
 	awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^N2=/) s += substr($i, 4) } END { print s + 0 }' \
 		"/proc/$hog/numa_maps"
 }
-free2=$(($(sed -n 's/.*MemFree: *\([0-9]*\) kB/\1/p' /sys/devices/system/node/node2/meminfo) / 1024))
-numactl --membind=2 "$memhog" $((free2 - 38)) 1 >"$tmp/filler.out" 2>&1 &
+numactl --membind=2 "$memhog" $(($(node_free_mib 2) - 38)) 1 >"$tmp/filler.out" 2>&1 &
 filler=$!
 for _ in $(seq 300); do grep -q '^ready' "$tmp/filler.out" && break; sleep 0.1; done
 before=$(n2_pages)
 mc move --pid "$hog" --to-node 2 --wait --json >"$tmp/out" 2>"$tmp/err"
 rc=$?
 moved=$(jq .bytes_moved "$tmp/out") after=$(n2_pages)
-echo "  full node 2 ($(($(sed -n 's/.*MemFree: *\([0-9]*\) kB/\1/p' \
-	/sys/devices/system/node/node2/meminfo) / 1024)) MiB free after): exit $rc," \
+echo "  full node 2 ($(node_free_mib 2) MiB free after): exit $rc," \
 	"$(jq -r '.result + ", bytes_moved " + (.bytes_moved | tostring)' "$tmp/out");" \
 	"numa_maps N2 pages $before -> $after ($(((after - before) * 4096)) bytes)"
 check "full node: the job fails ENOMEM" test "$(jq -r .result "$tmp/out")" = ENOMEM

@@ -34,7 +34,7 @@ json_node() {
 nodes_free() {
 	local n out=
 	for n in /sys/devices/system/node/node[0-9]*; do
-		out="$out ${n##*node}:$(($(sed -n 's/.*MemFree: *\([0-9]*\) kB/\1/p' "$n/meminfo") / 1024))M"
+		out="$out ${n##*node}:$(node_free_mib "${n##*node}")M"
 	done
 	echo "free${out}"
 }
