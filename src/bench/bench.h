@@ -14,6 +14,7 @@ extern const struct cli_cmd bench_cmd_copy;
 extern const struct cli_cmd bench_cmd_migrate;
 extern const struct cli_cmd bench_cmd_desc;
 extern const struct cli_cmd bench_cmd_live;
+extern const struct cli_cmd bench_cmd_move;
 
 /*
  * One way to copy: a memmig primitive, memmig's dispatch, or a peer.

@@ -10,6 +10,7 @@ static const struct cli_cmd *const benches[] = {
 	&bench_cmd_migrate,
 	&bench_cmd_desc,
 	&bench_cmd_live,
+	&bench_cmd_move,
 	NULL,
 };
 
@@ -42,6 +43,6 @@ static int bench_run(struct memmig_ctx *ctx, int argc, char **argv)
 
 const struct cli_cmd cli_cmd_bench = {
 	.name = "bench",
-	.summary = "measure copy primitives against their peers",
+	.summary = "measure copies, migrations and moves against their peers",
 	.run = bench_run,
 };

@@ -36,7 +36,7 @@ log=$vmdir/console$tag.log
 initrd=$vmdir/initramfs$tag.cpio.gz
 pmem=$vmdir/pmem0$tag.img
 timeout_s=${VM_TIMEOUT:-600}
-all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce guest-demo test-tier guest-tier"
+all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce guest-demo test-tier guest-tier guest-bench-move"
 # Tests for a newer kernel only (run-vm-new.sh runs them).
 other_tests="guest-damon guest-tier-kernel guest-restart"
 tests=${VM_TESTS:-$all_tests}
@@ -168,6 +168,7 @@ for t in $tests; do
 	guest-daemon) script=tests/vm/guest-daemon.sh prog= ;;
 	guest-restart) script=tests/vm/guest-restart.sh prog= ;;
 	guest-demo) script=tests/vm/guest-demo.sh prog= ;;
+	guest-bench-move) script=tests/vm/guest-bench-move.sh prog= ;;
 	guest-tier | guest-tier-kernel) script=tests/vm/guest-tier.sh prog= ;;
 	test-tier) prog=tests/unit/test-tier ;;
 	*) echo "run-vm.sh: unknown test '$t' (known: $all_tests $other_tests)"; exit 1 ;;
@@ -341,7 +342,7 @@ timeout -k 10 "$timeout_s" "$qemu" -machine "$machine" -accel "${VM_ACCEL:-tcg,t
 	-numa dist,src=1,dst=2,val=25 \
 	"${nv[@]}" "${cxl[@]}" \
 	-kernel "$kernel" -initrd "$initrd" \
-	-append "console=ttyS0 panic=-1 quiet MEMMIG_TEST_TIMEOUT=$((timeout_s / 2)) MEMMIG_NUMA_BALANCING=${VM_NUMA_BALANCING:-0} MEMMIG_CONSOLE_LOGLEVEL=${VM_LOGLEVEL:-1}" \
+	-append "console=ttyS0 panic=-1 quiet MEMMIG_TEST_TIMEOUT=$((timeout_s / 2)) MEMMIG_NUMA_BALANCING=${VM_NUMA_BALANCING:-0} MEMMIG_CONSOLE_LOGLEVEL=${VM_LOGLEVEL:-1} MEMMIG_ACCEL=${VM_ACCEL:-tcg,thread=single}" \
 	-nodefaults -display none -serial stdio -monitor none -no-reboot \
 	</dev/null >"$log" 2>&1
 qrc=$?
