@@ -42,6 +42,9 @@ struct memmig_unit {
 	uint64_t addr, len;
 	bool thp;		/* one transparent huge page */
 	bool counted;		/* in the job's progress already */
+	/* After a process-wide walk: the unit went to move_pages(2) too,
+	 * and its placement must be asked again at the end. */
+	bool requery;
 	unsigned char state;
 };
 
@@ -107,6 +110,10 @@ struct memmig_job {
 	int *before, *after;		/* per 4 KiB page: node or -errno */
 	int *status;			/* per page, what the strategy did */
 	const uint64_t *from_mask;	/* the move's (env), or NULL */
+	/* before was asked already (memmig_job_query_before()); premoved:
+	 * a process-wide migrate_pages(2) ran since (walk.c), so the
+	 * workers settle what it moved and move only what it left. */
+	bool before_known, premoved;
 
 	bool cancel;			/* atomics */
 	int error;			/* first fatal error */
@@ -145,6 +152,9 @@ struct memmig_job_env {
 int memmig_job_create(struct memmig_region *r, const struct memmig_migrate_opts *opts,
 		      const struct memmig_job_env *env, struct memmig_job **out);
 void memmig_job_run(struct memmig_job *job);
+/* Asks where every page of the job is, into job->before, on the calling
+ * thread: for a walk (walk.c), which must know before it moves. */
+int memmig_job_query_before(struct memmig_job *job);
 /*
  * 0 when the strategy can move the region (resolving AUTO into
  * *resolved when not NULL), else -EINVAL with the reason logged: the copy
@@ -215,6 +225,8 @@ int memmig_report_build(struct memmig_job *job);
 /* A whole-process move's report: empty, then each region's added. */
 struct memmig_report *memmig_report_new_empty(int pid, int target_node, int strategy);
 int memmig_report_add(struct memmig_report *to, const struct memmig_report *from);
+/* Time the kernel moved pages for the move as a whole (a walk). */
+void memmig_report_add_copy_s(struct memmig_report *rep, double s);
 /* The move's own figures: its result, all it planned, its wall clock. */
 void memmig_report_set_end(struct memmig_report *rep, int result, uint64_t bytes_total,
 			   double total_s, double plan_s);

@@ -125,9 +125,32 @@ static void pin_to_node(struct memmig_job *job)
 		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+/* Units [u, u + n) whose placement must be asked again after a walk:
+ * those that went to move_pages(2) as well, in runs of neighbours. */
+static int query_requeried(struct memmig_job *job, const struct memmig_thp_probe *probe,
+			   struct memmig_unit *u, size_t n)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < n && !rc; ) {
+		size_t k = i;
+
+		while (k < n && u[k].requery)
+			k++;
+		if (k > i)
+			rc = memmig_placement_query_units(job, probe, u + i, k - i, job->after,
+							  false);
+		i = k + (k == i);
+	}
+	return rc;
+}
+
 /*
  * Each worker queries the placement of its own share, before and after, so
  * that the queries run in parallel too; THP units take one entry each.
+ * After a walk the kernel's move is done: where the pages are now is asked
+ * (a THP the walk could not move whole was split: the probe finds it so),
+ * and again at the end only where move_pages(2) had to finish the work.
  */
 static void worker_main(void *arg)
 {
@@ -137,14 +160,17 @@ static void worker_main(void *arg)
 	struct memmig_thp_probe probe;
 	size_t n = w->last - w->first;
 	double t;
-	int rc;
+	int rc = 0;
 
 	if (!n)
 		return;
 	pin_to_node(job);
 	memmig_thp_probe_open(job->ctx, job->pid, &probe);
 	t = memmig_now();
-	rc = memmig_placement_query_units(job, &probe, u, n, job->before, true);
+	if (!job->before_known)
+		rc = memmig_placement_query_units(job, &probe, u, n, job->before, true);
+	if (!rc && job->premoved)
+		rc = memmig_placement_query_units(job, &probe, u, n, job->after, false);
 	w->query_s = memmig_now() - t;
 	if (!rc)
 		rc = job->ops->run(w);
@@ -153,11 +179,29 @@ static void worker_main(void *arg)
 	/* Whatever happened, say where the pages are now.  The units keep
 	 * the THPs as they were found. */
 	t = memmig_now();
-	memmig_placement_query_units(job, &probe, u, n, job->after, false);
+	if (job->premoved)
+		query_requeried(job, &probe, u, n);
+	else
+		memmig_placement_query_units(job, &probe, u, n, job->after, false);
 	w->query_s += memmig_now() - t;
 	if (job->ops->verify)
 		job->ops->verify(w);
 	memmig_thp_probe_close(&probe);
+}
+
+int memmig_job_query_before(struct memmig_job *job)
+{
+	struct memmig_thp_probe probe;
+	double t = memmig_now();
+	int rc;
+
+	memmig_thp_probe_open(job->ctx, job->pid, &probe);
+	rc = memmig_placement_query_units(job, &probe, job->units, job->nunits, job->before,
+					  true);
+	memmig_thp_probe_close(&probe);
+	job->before_known = rc == 0;
+	job->query_s += memmig_now() - t;
+	return rc;
 }
 
 static void run_workers(struct memmig_job *job)

@@ -18,6 +18,7 @@
 #include "lib/mm/nodemem.h"
 #include "lib/mm/proc.h"
 #include "lib/migrate/pool.h"
+#include "lib/migrate/walk.h"
 
 struct memmig_move {
 	int refcount;
@@ -270,11 +271,8 @@ int memmig_move_plan_start(struct memmig_move *mv)
 	return rc;
 }
 
-/* One region's job on the move's pool, reachable by memmig_move_cancel().
- * Counted done (len bytes) in the step that drops the job, so that a
- * progress read between the two never sees bytes_done go back. */
-static int move_region(struct memmig_move *mv, struct memmig_region *r,
-		       uint64_t len, struct memmig_pool *pool)
+static int job_for(struct memmig_move *mv, struct memmig_region *r, struct memmig_pool *pool,
+		   struct memmig_job **job)
 {
 	struct memmig_migrate_opts o = {
 		.sz = sizeof(o), .target_node = mv->o.target_node,
@@ -282,20 +280,18 @@ static int move_region(struct memmig_move *mv, struct memmig_region *r,
 	};
 	struct memmig_job_env env = { .topo = mv->topo, .pool = pool,
 				      .from_mask = mv->from_mask };
+
+	return memmig_job_create(r, &o, &env, job);
+}
+
+/* Runs the job and drops it (with mv->job, when it was that).  Counted
+ * done (len bytes) in the step that drops it, so that a progress read
+ * between the two never sees bytes_done go back. */
+static int job_finish(struct memmig_move *mv, struct memmig_job *job, uint64_t len)
+{
 	struct memmig_report *rep = NULL;
-	struct memmig_job *job = NULL;
 	int rc;
 
-	pthread_mutex_lock(&mv->lock);
-	rc = mv->cancel ? -ECANCELED : memmig_job_create(r, &o, &env, &job);
-	mv->job = job;
-	if (rc < 0) {
-		mv->done_before += len;
-		mv->regions_done++;
-	}
-	pthread_mutex_unlock(&mv->lock);
-	if (rc < 0)
-		return rc;
 	memmig_job_run(job);
 	rc = memmig_job_wait(job, &rep);
 	pthread_mutex_lock(&mv->lock);
@@ -310,19 +306,122 @@ static int move_region(struct memmig_move *mv, struct memmig_region *r,
 	return rc;
 }
 
+/* Lock held: a region that will not run is done. */
+static void region_done(struct memmig_move *mv, uint64_t len)
+{
+	mv->done_before += len;
+	mv->regions_done++;
+}
+
+/* One region's job on the move's pool, reachable by memmig_move_cancel(). */
+static int move_region(struct memmig_move *mv, struct memmig_region *r,
+		       uint64_t len, struct memmig_pool *pool, struct memmig_job *job)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&mv->lock);
+	if (mv->cancel)
+		rc = -ECANCELED;
+	else if (!job)
+		rc = job_for(mv, r, pool, &job);
+	if (rc < 0) {
+		region_done(mv, len);
+		memmig_job_unref(job);
+	} else {
+		mv->job = job;
+	}
+	pthread_mutex_unlock(&mv->lock);
+	return rc < 0 ? rc : job_finish(mv, job, len);
+}
+
+static uint64_t region_len(const struct memmig_region *r)
+{
+	struct memmig_region_desc d = { .sz = sizeof(d) };
+
+	memmig_region_get_desc(r, &d);
+	return d.len;
+}
+
+/*
+ * The whole process in one walk (walk.c): every region's job asks where
+ * its pages are, one migrate_pages(2) moves them, and the jobs then
+ * settle what it moved and finish what it left.  From the walk on, the
+ * pages that moved are the report's, so every job runs to its end and
+ * cancel no longer stops it.  A walk the kernel refuses falls back to the
+ * regions' own moves, with what they asked.
+ */
+static int walk_regions(struct memmig_move *mv, struct memmig_pool *pool)
+{
+	struct memmig_job **jobs = calloc(mv->n ? mv->n : 1, sizeof(*jobs));
+	double walk_s = 0;
+	bool walked = false;
+	int rc = jobs ? 0 : -ENOMEM;
+
+	for (unsigned int i = 0; !rc && i < mv->n; i++) {
+		rc = job_for(mv, mv->list[i], pool, &jobs[i]);
+		if (!rc)
+			rc = memmig_job_query_before(jobs[i]);
+		/* A mapping that went away meanwhile is not an error of ours. */
+		if (rc == -EFAULT) {
+			memmig_job_unref(jobs[i]);
+			jobs[i] = NULL;
+			rc = 0;
+		}
+	}
+	pthread_mutex_lock(&mv->lock);
+	if (!rc && mv->cancel)
+		rc = -ECANCELED;
+	pthread_mutex_unlock(&mv->lock);
+	if (!rc) {
+		int wrc = memmig_walk_run(jobs, mv->n, mv->o.pid, mv->o.target_node, &walk_s);
+
+		walked = wrc == 0;
+		if (wrc)
+			dbg(mv->ctx, "move: migrate_pages(2) of pid %d: %s; region by region\n",
+			    mv->o.pid, strerror(-wrc));
+	}
+	for (unsigned int i = 0; i < mv->n; i++) {
+		uint64_t len = region_len(mv->list[i]);
+		int jrc;
+
+		if (!jobs || !jobs[i] || (rc && !walked)) {
+			pthread_mutex_lock(&mv->lock);
+			region_done(mv, len);
+			pthread_mutex_unlock(&mv->lock);
+			memmig_job_unref(jobs ? jobs[i] : NULL);
+			continue;
+		}
+		jobs[i]->premoved = walked;
+		jrc = walked ? job_finish(mv, jobs[i], len) : move_region(mv, NULL, len, pool, jobs[i]);
+		if (jrc != -EFAULT && !rc)
+			rc = jrc;
+	}
+	free(jobs);
+	if (walked)
+		memmig_report_add_copy_s(mv->report, walk_s);
+	return rc;
+}
+
 static int run_regions(struct memmig_move *mv)
 {
 	struct memmig_pool *pool = NULL;
+	struct memmig_walk_req req = {
+		.pid = mv->o.pid, .ranges = mv->o.nranges > 0, .target = mv->o.target_node,
+		.flags = mv->o.flags,
+		.strategy = mv->o.strategy == MEMMIG_STRATEGY_AUTO && mv->o.pid != getpid() ?
+			MEMMIG_STRATEGY_KERNEL : mv->o.strategy,
+	};
 	int rc = mv->o.workers > 1 ? memmig_pool_new(mv->o.workers - 1, &pool) : 0;
 
-	for (unsigned int i = 0; i < mv->n && !rc; i++) {
-		struct memmig_region_desc d = { .sz = sizeof(d) };
-
-		memmig_region_get_desc(mv->list[i], &d);
-		rc = move_region(mv, mv->list[i], d.len, pool);
-		/* A mapping that went away meanwhile is not an error of ours. */
-		if (rc == -EFAULT)
-			rc = 0;
+	if (!rc && memmig_walk_wanted(&req)) {
+		rc = walk_regions(mv, pool);
+	} else {
+		for (unsigned int i = 0; i < mv->n && !rc; i++) {
+			rc = move_region(mv, mv->list[i], region_len(mv->list[i]), pool, NULL);
+			/* A mapping that went away meanwhile is not an error of ours. */
+			if (rc == -EFAULT)
+				rc = 0;
+		}
 	}
 	memmig_pool_free(pool);
 	/* The process died under the move: whichever step noticed it first

@@ -85,7 +85,9 @@ void memmig_pool_run(struct memmig_pool *p, void (*fn)(void *arg), void *args,
 	p->n = n;
 	p->next = 0;
 	p->busy = 0;
-	pthread_cond_broadcast(&p->more);
+	/* One piece is the caller's: nobody to wake. */
+	if (n > 1)
+		pthread_cond_broadcast(&p->more);
 	while (take_one(p))
 		;
 	while (p->busy)

@@ -131,8 +131,9 @@ static void report_free(struct memmig_report *rep)
 /*
  * -EFAULT from the kernel is a zero page (nothing to move) or no mapping
  * at all: a page unmapped since the region was registered, which did not
- * move.  The mappings are read once, at the first -EFAULT, and walked in
- * address order.
+ * move.  The mappings (their ranges: /proc/PID/maps, not smaps, which
+ * walks every page table) are read once, at the first -EFAULT, and walked
+ * in address order.
  */
 struct holes {
 	int pid;
@@ -146,7 +147,7 @@ static bool page_unmapped(struct holes *h, uint64_t addr)
 {
 	if (!h->read) {
 		h->read = true;
-		if (memmig_vmas_read(h->pid, &h->v, &h->n) < 0)
+		if (memmig_maps_read(h->pid, &h->v, &h->n) < 0)
 			h->v = NULL;	/* cannot tell: a zero page, as before */
 	}
 	if (!h->v)
@@ -320,6 +321,11 @@ int memmig_report_add(struct memmig_report *to, const struct memmig_report *from
 	s->pages_verified_on_target += f->pages_verified_on_target;
 	s->regions += f->regions;
 	return 0;
+}
+
+void memmig_report_add_copy_s(struct memmig_report *rep, double s)
+{
+	rep->sum.copy_s += s;
 }
 
 void memmig_report_set_end(struct memmig_report *rep, int result, uint64_t bytes_total,

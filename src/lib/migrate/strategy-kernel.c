@@ -26,6 +26,13 @@ struct batch {
 	size_t n;
 };
 
+/* One entry for the unit: a THP as it was found, unless a walk ran since
+ * (it may have split it). */
+static bool unit_whole(const struct memmig_job *job, const struct memmig_unit *u)
+{
+	return u->thp && !job->premoved;
+}
+
 /*
  * Appends the unit's entries; returns the first entry's index.  A page the
  * move's from_nodes leave alone is asked to stay where it is, which the
@@ -35,7 +42,7 @@ static size_t batch_add(struct batch *b, const struct memmig_job *job,
 			const struct memmig_unit *u)
 {
 	size_t first = b->n, page = memmig_job_page(job, u->addr);
-	size_t n = u->thp ? 1 : u->len / MEMMIG_PAGE_SIZE;
+	size_t n = unit_whole(job, u) ? 1 : u->len / MEMMIG_PAGE_SIZE;
 
 	for (size_t i = 0; i < n; i++) {
 		b->pages[b->n] = (void *)(uintptr_t)(u->addr + i * MEMMIG_PAGE_SIZE);
@@ -75,7 +82,7 @@ static void unit_status(struct memmig_job *job, struct memmig_unit *u,
 {
 	size_t page = memmig_job_page(job, u->addr);
 	int pages[MEMMIG_UNIT_PAGES];
-	bool one = u->thp, ok = true;
+	bool one = unit_whole(job, u), ok = true;
 
 	if (one && !whole && thp_pages(job, u, st[0], pages)) {
 		st = pages;
@@ -272,6 +279,49 @@ int memmig_kernel_move_unit(struct memmig_job *job, struct memmig_unit *u)
 	return rc;
 }
 
+/* Whether the unit needs move_pages(2): some page not on the target
+ * before the job; after a walk, some page it should have moved and did
+ * not (one absent from the start is the kernel's answer already). */
+static bool unit_needs_call(const struct memmig_job *job, const struct memmig_unit *u)
+{
+	size_t p = memmig_job_page(job, u->addr);
+
+	if (!job->premoved)
+		return !memmig_job_unit_on_target(job, u);
+	for (size_t k = 0; k < u->len / MEMMIG_PAGE_SIZE; k++)
+		if (job->before[p + k] >= 0 && job->after[p + k] != job->target &&
+		    memmig_job_page_wanted(job, p + k))
+			return true;
+	return false;
+}
+
+/* The status of a unit that needs no call. */
+static void unit_settle(struct memmig_job *job, struct memmig_unit *u)
+{
+	size_t p = memmig_job_page(job, u->addr), n = u->len / MEMMIG_PAGE_SIZE;
+	void *pages[MEMMIG_UNIT_PAGES] = { 0 };
+	bool ok = true;
+
+	for (size_t k = 0; k < n; k++) {
+		int before = job->before[p + k];
+
+		job->status[p + k] = !memmig_job_page_wanted(job, p + k) ? MEMMIG_STATUS_SKIPPED :
+				     job->premoved && before < 0 ? before : job->target;
+		pages[k] = (void *)(uintptr_t)(u->addr + k * MEMMIG_PAGE_SIZE);
+	}
+	/* After a walk: what hides behind "absent" (poison), as after a
+	 * call of our own. */
+	if (job->premoved) {
+		memmig_pageflags_refine(job->pid, pages, n, job->status + p);
+		for (size_t k = 0; k < n; k++) {
+			int st = job->status[p + k];
+
+			ok &= st >= 0 || st == MEMMIG_STATUS_SKIPPED || memmig_status_nothing(st);
+		}
+	}
+	memmig_job_unit_done(job, u, ok ? MEMMIG_UNIT_DONE : MEMMIG_UNIT_FAILED);
+}
+
 static int kernel_run(struct memmig_worker *w)
 {
 	struct memmig_job *job = w->job;
@@ -280,24 +330,38 @@ static int kernel_run(struct memmig_worker *w)
 	double t = memmig_now();
 	int rc = batch_alloc(&b, BATCH_UNITS);
 
-	for (size_t i = w->first; !rc && i < w->last && !memmig_job_stopping(job); ) {
+	for (size_t i = w->first; !rc && i < w->last; ) {
 		size_t nu = 0;
 
 		first = i;
 		for (; i < w->last && nu < BATCH_UNITS; i++) {
 			struct memmig_unit *u = &job->units[i];
+			bool call = unit_needs_call(job, u);
 
-			/* Nothing to do where the kernel would find it all there. */
-			if (memmig_job_unit_on_target(job, u) && nu == 0) {
-				size_t p = memmig_job_page(job, u->addr);
-
-				for (size_t k = 0; k < u->len / MEMMIG_PAGE_SIZE; k++)
-					job->status[p + k] = memmig_job_page_wanted(job, p + k) ?
-						job->target : MEMMIG_STATUS_SKIPPED;
-				memmig_job_unit_done(job, u, MEMMIG_UNIT_DONE);
+			/* Nothing to do where the kernel would find it all
+			 * there.  A batch is of neighbours: after a walk it
+			 * ends at a unit with nothing to do. */
+			if (!call && (!nu || job->premoved)) {
+				if (nu)
+					break;
+				unit_settle(job, u);
 				first = i + 1;
 				continue;
 			}
+			/* A walk's units are settled to the end: the pages it
+			 * moved are the job's.  One that needs a call then
+			 * stays pending. */
+			if (memmig_job_stopping(job)) {
+				if (!job->premoved) {
+					i = w->last;
+					break;
+				}
+				if (nu)
+					break;
+				first = i + 1;
+				continue;
+			}
+			u->requery = job->premoved;
 			at[nu++] = batch_add(&b, job, u);
 		}
 		rc = move_batch(job, &b, &job->units[first], nu, at);

@@ -14,9 +14,16 @@
 #define PM_SWAP (1ULL << 62)		/* swap entry: swapped, or poisoned */
 #define PM_PRESENT (1ULL << 63)
 
+/* Entries read at once: the callers ask pages in address order, most of
+ * them neighbours (a unit, a batch); one read a 2 MiB, not one a page. */
+#define WINDOW 512
+
 struct proc_files {
 	int pid;
 	int pagemap, mem;
+	uint64_t first;			/* page index of win[0] */
+	size_t nwin;			/* entries read into win */
+	uint64_t win[WINDOW];
 };
 
 static int proc_open(int pid, const char *what)
@@ -32,11 +39,22 @@ static int proc_open(int pid, const char *what)
 
 static bool pagemap_entry(struct proc_files *f, uintptr_t addr, uint64_t *e)
 {
+	uint64_t page = addr / MEMMIG_PAGE_SIZE;
+
 	if (f->pagemap < 0)
 		f->pagemap = proc_open(f->pid, "pagemap");
-	return f->pagemap >= 0 &&
-	       pread(f->pagemap, e, sizeof(*e), (off_t)(addr / MEMMIG_PAGE_SIZE * sizeof(*e))) ==
-		       sizeof(*e);
+	if (f->pagemap < 0)
+		return false;
+	if (page < f->first || page >= f->first + f->nwin) {
+		ssize_t r = pread(f->pagemap, f->win, sizeof(f->win), (off_t)(page * sizeof(*e)));
+
+		f->first = page;
+		f->nwin = r > 0 ? (size_t)r / sizeof(*e) : 0;
+		if (!f->nwin)
+			return false;
+	}
+	*e = f->win[page - f->first];
+	return true;
 }
 
 /* The kernel reads poisoned memory for nobody: EIO, where swap reads fine. */
@@ -59,7 +77,7 @@ static void proc_close(struct proc_files *f)
 
 void memmig_pageflags_refine(int pid, void *const *pages, size_t n, int *status)
 {
-	struct proc_files f = { pid, -1, -1 };
+	struct proc_files f = { .pid = pid, .pagemap = -1, .mem = -1 };
 
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t a = (uintptr_t)pages[i];

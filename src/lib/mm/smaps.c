@@ -162,6 +162,48 @@ int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count)
 	return 0;
 }
 
+int memmig_maps_read(int pid, struct memmig_vma **out, size_t *count)
+{
+	char path[64], line[512];
+	struct memmig_vma *v = NULL, cur;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), pid ? "/proc/%d/maps" : "/proc/self/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (!rc && fgets(line, sizeof(line), f)) {
+		memset(&cur, 0, sizeof(cur));
+		/* The tail of a header over 511 bytes parses as nothing. */
+		if (!parse_header(line, &cur))
+			continue;
+		if (n == cap) {
+			struct memmig_vma *nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+
+			if (!nv)
+				rc = -ENOMEM;
+			else
+				v = nv;
+		}
+		if (!rc)
+			v[n++] = cur;
+	}
+	if (!rc && ferror(f))
+		rc = -EIO;
+	fclose(f);
+	if (!rc && !n && pid)
+		rc = -ESRCH;	/* a zombie has no mappings */
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*count = n;
+	return 0;
+}
+
 int memmig_vmas_backing(const struct memmig_vma *v, size_t n, uint64_t addr,
 			uint64_t len)
 {

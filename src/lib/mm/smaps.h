@@ -42,6 +42,10 @@ struct memmig_vma {
 /* Reads pid's mappings (0: this process); -ESRCH, -EACCES, -ENOMEM. */
 int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count);
 
+/* Only the ranges and the header's fields, from /proc/PID/maps: no page
+ * table walk (smaps counts every page); backing and VmFlags unset. */
+int memmig_maps_read(int pid, struct memmig_vma **out, size_t *count);
+
 /*
  * The backing of [addr, addr + len) if the mappings cover all of it with
  * one backing; -EFAULT for a hole, -EINVAL for mixed backings or special

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A whole-process move in one walk of the kernel's (walk.c). */
+#ifndef MEMMIG_WALK_H
+#define MEMMIG_WALK_H
+
+#include <stdbool.h>
+
+struct memmig_job;
+
+/* What the move asks, as far as the walk cares. */
+struct memmig_walk_req {
+	int pid;
+	bool ranges;		/* ranges given: not the whole process */
+	int strategy;		/* resolved */
+	int target;
+	unsigned int flags;	/* enum memmig_migrate_flags */
+};
+
+/* The move can go in one walk: the kernel strategy over the whole process,
+ * not limited to its own pages; MEMMIG_MOVE_WALK=0 in the environment
+ * says no (to compare). */
+bool memmig_walk_wanted(const struct memmig_walk_req *req);
+/*
+ * migrate_pages(2) from every node that holds pages the jobs want moved
+ * (their before, which must be known) to target; *walk_s is how long it
+ * took.  0 (nothing to move is 0 too) or its -errno.
+ */
+int memmig_walk_run(struct memmig_job **jobs, unsigned int n, int pid, int target,
+		    double *walk_s);
+
+#endif
