@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <grp.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -262,6 +263,51 @@ int cli_read_line(struct cli_conn *c, const char *cmd, struct json_object **out)
 		return -EBADMSG;
 	}
 	return 0;
+}
+
+int cli_conn_wait(struct cli_conn *c, int timeout_ms)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	int rc;
+
+	if (c->len && memchr(c->buf, '\n', c->len))
+		return 1;
+	rc = poll(&p, 1, timeout_ms);
+	if (rc < 0)
+		return errno == EINTR ? 0 : -errno;
+	return rc > 0;
+}
+
+int cli_subscribe(struct cli_conn **out)
+{
+	struct json_object *req = cli_request("subscribe"), *reply = NULL;
+	const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	char *line = NULL;
+	int rc = conn_open(cli_global.socket, out);
+
+	/* Quiet: the caller polls instead when memmigd has no room. */
+	if (!rc)
+		rc = send_all((*out)->fd, s, strlen(s));
+	if (!rc)
+		rc = send_all((*out)->fd, "\n", 1);
+	json_object_put(req);
+	if (!rc) {
+		int used = read_line(*out, &line);
+
+		rc = used < 0 ? used : 0;
+		if (!rc) {
+			reply = json_tokener_parse(line);
+			(*out)->len -= (size_t)used;
+			memmove((*out)->buf, (*out)->buf + used, (*out)->len);
+			rc = reply ? reply_errno(reply) : -EBADMSG;
+		}
+	}
+	json_object_put(reply);
+	if (rc && *out) {
+		cli_conn_close(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 void cli_print_reply_error(const char *cmd, struct json_object *reply)

@@ -6,7 +6,9 @@
 #ifndef MEMMIG_CLI_CLIENT_H
 #define MEMMIG_CLI_CLIENT_H
 
+#include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <json-c/json.h>
 
@@ -50,6 +52,21 @@ int cli_daemon_call(const char *cmd, struct json_object *req,
  * object: 0, or -errno (printed, except -ETIMEDOUT: nothing came for a
  * minute, which a follower may wait through). */
 int cli_read_line(struct cli_conn *c, const char *cmd, struct json_object **out);
+/* Whether a line can be read from c within timeout_ms: 1, 0 when none
+ * came (or a signal came), -errno. */
+int cli_conn_wait(struct cli_conn *c, int timeout_ms);
+/* A second connection, subscribed to events: 0, or -errno, said to
+ * nobody (memmigd may have no room for one more subscriber). */
+int cli_subscribe(struct cli_conn **out);
+/*
+ * Follows memmigd's job id to its end into *job (new reference): its
+ * events on ev (subscribed before the job was asked for) say when it ends
+ * at once; without them (ev NULL) the job is polled.  The job op also
+ * feeds the progress bar.  When *stop becomes non-zero (Ctrl-C), memmigd
+ * is asked once to cancel the job.  0, or -errno (said).
+ */
+int cli_job_follow(struct cli_conn *c, struct cli_conn *ev, int64_t id,
+		   volatile sig_atomic_t *stop, struct json_object **job);
 /* "memmig-cli: CMD: EPERM: message" from an error reply. */
 void cli_print_reply_error(const char *cmd, struct json_object *reply);
 /* {"op": op} to add members to. */

@@ -380,57 +380,22 @@ static struct json_object *move_request(const struct move_args *a)
 	return proto_request_to_json(&req);
 }
 
-/* Polls the job until it ends; Ctrl-C asks memmigd to cancel it. */
-static int follow(struct cli_conn *c, int64_t id, struct json_object **job)
-{
-	unsigned int wait_us = 10 * 1000;
-	bool cancel_sent = false;
-
-	for (;;) {
-		const char *op = stop_requested && !cancel_sent ? "cancel" : "job";
-		struct json_object *req = cli_request(op), *reply, *j;
-		int rc;
-
-		json_object_object_add(req, "job", json_object_new_int64(id));
-		rc = cli_call(c, "move", req, &reply);
-		if (rc < 0) {
-			if (reply)
-				cli_print_reply_error("move", reply);
-			json_object_put(reply);
-			return rc;
-		}
-		cancel_sent |= !strcmp(op, "cancel");
-		json_object_object_get_ex(reply, "job", &j);
-		/* The bar, ended jobs too: as in-process, a job that ended
-		 * before the first look still shows where it got. */
-		cli_progress((uint64_t)cli_json_int(j, "bytes_done", 0),
-			     (uint64_t)cli_json_int(j, "bytes_total", 0),
-			     cli_json_double(j, "rate", 0));
-		if (strcmp(cli_json_str(j, "state", "done"), "queued") &&
-		    strcmp(cli_json_str(j, "state", "done"), "running")) {
-			*job = json_object_get(j);
-			json_object_put(reply);
-			return 0;
-		}
-		json_object_put(reply);
-		/* Short jobs end soon after they start: poll often at first. */
-		if (!(stop_requested && !cancel_sent))
-			usleep(wait_us);
-		if (wait_us < 200 * 1000)
-			wait_us *= 2;
-	}
-}
-
 static int move_daemon(struct cli_conn *c, struct move_args *a)
 {
 	struct json_object *reply, *job = NULL;
+	struct cli_conn *ev = NULL;
 	int64_t id;
-	int rc = cli_call(c, "move", move_request(a), &reply);
+	int rc;
 
+	/* Subscribed before the job exists: its last event cannot be missed. */
+	if (a->wait)
+		cli_subscribe(&ev);
+	rc = cli_call(c, "move", move_request(a), &reply);
 	if (rc < 0) {
 		if (reply)
 			cli_print_reply_error("move", reply);
 		json_object_put(reply);
+		cli_conn_close(ev);
 		return CLI_EXIT_FAIL;
 	}
 	json_object_object_get_ex(reply, "job", &job);
@@ -446,8 +411,9 @@ static int move_daemon(struct cli_conn *c, struct move_args *a)
 	}
 	json_object_put(reply);
 	catch_stop();
-	job = NULL;
-	if (follow(c, id, &job) < 0)
+	rc = cli_job_follow(c, ev, id, &stop_requested, &job);
+	cli_conn_close(ev);
+	if (rc < 0)
 		return CLI_EXIT_FAIL;
 	/* The nodeset's narrow follows the job. */
 	if (a->domain)

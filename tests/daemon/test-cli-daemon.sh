@@ -41,6 +41,28 @@ check "report kernel strategy" test "$(jq -r .report.strategy "$tmp/out")" = ker
 check "nothing failed" test "$(jq .report.pages_failed "$tmp/out")" -eq 0
 check "memhog's 128 MiB on node 0" test "$(jq .report.pages_on_target "$tmp/out")" -ge $((128 * 256))
 job=$(jq .id "$tmp/out")
+# move --wait learns of the end from the job's last event: no polling
+job_requests() {
+	mc stats --prometheus | sed -n 's/^memmigd_requests_total{op="job"} //p' | grep . || echo 0
+}
+polled=$(job_requests)
+check "move --wait (events)" exit_is 0 mc move --pid "$hog" --to-node 0 --wait --json
+check "the end came by event: no job request" test "$(job_requests)" = "$polled"
+# ... and polls when memmigd has no room for one more subscriber
+subs=
+for _ in $(seq 16); do
+	mc events >/dev/null 2>&1 &
+	subs="$subs $!"
+done
+for _ in $(seq 100); do
+	[ "$(mc status --json 2>/dev/null | jq .subscribers)" = 16 ] && break
+	sleep 0.1
+done
+check "move --wait without events" exit_is 0 mc move --pid "$hog" --to-node 0 --wait --json
+check "without events: result OK" test "$(jq -r .result "$tmp/out")" = OK
+check "without events: polled" test "$(job_requests)" -gt "$polled"
+kill $subs 2>/dev/null
+wait $subs 2>/dev/null
 second=$(verify)
 check "data intact after move" test "${second% *}" = "verify ok"
 check "memhog still running" test "${second##* }" -gt "${first##* }"
