@@ -13,10 +13,6 @@
 #include "bench/bench.h"
 #include "util/size.h"
 
-#ifdef HAVE_LIBPMEM
-#include <libpmem.h>
-#endif
-
 #define PMEM_MIN_SIZE 256
 #define PMEM_MAX_SIZE (1UL << 30)
 
@@ -117,11 +113,7 @@ static double mc_overhead_pct(struct pmem_bench *b, size_t si, int col)
 /* What libpmem is doing on this machine: it has no pmem. */
 static void pmem_facts(const struct pmem_bench *b, int *is_pmem, int *auto_flush)
 {
-	*is_pmem = *auto_flush = -1;
-#ifdef HAVE_LIBPMEM
-	*is_pmem = pmem_is_pmem(b->pool.dst, b->pool.size);
-	*auto_flush = pmem_has_auto_flush();
-#endif
+	bench_pmem_facts(b->pool.dst, b->pool.size, is_pmem, auto_flush);
 }
 
 static const char *flush_name(struct memmig_ctx *ctx)

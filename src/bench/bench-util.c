@@ -12,10 +12,6 @@
 #include "config.h"
 #include "bench/bench.h"
 
-#ifdef HAVE_LIBPMEM
-#include <libpmem.h>
-#endif
-
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -35,15 +31,6 @@ bool bench_on_path(const char *prog)
 		path += n + (path[n] == ':');
 	}
 	return false;
-}
-
-bool copier_pmem_available(void)
-{
-#ifdef HAVE_LIBPMEM
-	return true;
-#else
-	return false;
-#endif
 }
 
 static void copy_pages(const struct copier *c, uint8_t *d, const uint8_t *s,
@@ -95,10 +82,7 @@ static void copy_one(const struct copier *c, uint8_t *d, const uint8_t *s,
 		memcpy(d, s, n);
 		break;
 	case COPIER_PMEM:
-#ifdef HAVE_LIBPMEM
-		pmem_memcpy(d, s, n, PMEM_F_MEM_NONTEMPORAL |
-					     (drain ? 0 : PMEM_F_MEM_NODRAIN));
-#endif
+		bench_pmem_memcpy(d, s, n, drain);
 		break;
 	case COPIER_MEMMIG_PAGES:
 	case COPIER_GLIBC_PAGES:

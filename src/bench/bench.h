@@ -42,7 +42,11 @@ struct copier {
 };
 
 void copier_run(const struct copier *c, void *dst, const void *src, size_t len);
+/* libpmem, loaded on first use (pmem-peer.c): whether it is there, its
+ * NT pmem_memcpy (no drain unless asked), and what it says of p. */
 bool copier_pmem_available(void);
+void bench_pmem_memcpy(void *d, const void *s, size_t n, bool drain);
+void bench_pmem_facts(const void *p, size_t len, int *is_pmem, int *auto_flush);
 
 struct bench_stats {
 	double median;		/* GB/s (1e9 bytes per second) */

@@ -136,6 +136,10 @@ add_elf "$cli" /bin/memmig-cli || exit 1
 add_elf "$memhog" /bin/memhog || exit 1
 add_elf "$hotset" /bin/hotset || exit 1
 add_elf "$memmigd" /sbin/memmigd || exit 1
+# libdaxctl is loaded when a host has DAX devices (topology-dax.c), not
+# linked: ldd does not find it.
+daxlib=$(ldconfig -p 2>/dev/null | awk '$1 == "libdaxctl.so.1" { print $NF; exit }')
+[ -n "$daxlib" ] && add_elf "$daxlib" /lib/libdaxctl.so.1
 # The library under test, whatever ldd found (an installed copy?).
 cp -L "$libmemmig" "$root/lib/$(objdump -p "$libmemmig" | sed -n 's/^ *SONAME *//p')"
 for p in bash jq migratepages numactl cxl ndctl daxctl; do

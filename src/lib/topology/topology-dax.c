@@ -1,7 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* DAX devices for the topology snapshot, through libdaxctl. */
+/*
+ * DAX devices for the topology snapshot, through libdaxctl, loaded when a
+ * host has DAX devices at all: linked, it brought eight libraries (libkmod,
+ * libudev, libcrypto, ...) into every process of ours, and their loading
+ * was most of what starting memmig-cli cost in a guest.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,12 +20,73 @@
 
 #include "lib/topology/topology-private.h"
 
+/* The calls we make, from libdaxctl.so.1. */
+static struct {
+	bool ok;
+	__typeof__(daxctl_new) *new_;
+	__typeof__(daxctl_unref) *unref;
+	__typeof__(daxctl_set_userdata) *set_userdata;
+	__typeof__(daxctl_get_userdata) *get_userdata;
+	__typeof__(daxctl_set_log_fn) *set_log_fn;
+	__typeof__(daxctl_set_log_priority) *set_log_priority;
+	__typeof__(daxctl_region_get_first) *region_first;
+	__typeof__(daxctl_region_get_next) *region_next;
+	__typeof__(daxctl_region_get_id) *region_id;
+	__typeof__(daxctl_dev_get_first) *dev_first;
+	__typeof__(daxctl_dev_get_next) *dev_next;
+	__typeof__(daxctl_dev_get_devname) *devname;
+	__typeof__(daxctl_dev_get_size) *size;
+	__typeof__(daxctl_dev_get_align) *align;
+	__typeof__(daxctl_dev_get_target_node) *target_node;
+	__typeof__(daxctl_dev_get_memory) *memory;
+} dx;
+
+static void dx_load(void)
+{
+	void *h = dlopen("libdaxctl.so.1", RTLD_NOW | RTLD_LOCAL);
+	bool ok = h != NULL;
+
+#define SYM(field, name) (ok = ok && (*(void **)&dx.field = dlsym(h, #name)) != NULL)
+	SYM(new_, daxctl_new);
+	SYM(unref, daxctl_unref);
+	SYM(set_userdata, daxctl_set_userdata);
+	SYM(get_userdata, daxctl_get_userdata);
+	SYM(set_log_fn, daxctl_set_log_fn);
+	SYM(set_log_priority, daxctl_set_log_priority);
+	SYM(region_first, daxctl_region_get_first);
+	SYM(region_next, daxctl_region_get_next);
+	SYM(region_id, daxctl_region_get_id);
+	SYM(dev_first, daxctl_dev_get_first);
+	SYM(dev_next, daxctl_dev_get_next);
+	SYM(devname, daxctl_dev_get_devname);
+	SYM(size, daxctl_dev_get_size);
+	SYM(align, daxctl_dev_get_align);
+	SYM(target_node, daxctl_dev_get_target_node);
+	SYM(memory, daxctl_dev_get_memory);
+#undef SYM
+	dx.ok = ok;
+}
+
+/* Whether the kernel lists any DAX device: none, no libdaxctl needed. */
+static bool dax_devices_exist(void)
+{
+	DIR *d = opendir("/sys/bus/dax/devices");
+	struct dirent *e;
+	bool any = false;
+
+	while (d && !any && (e = readdir(d)))
+		any = e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return any;
+}
+
 /* libdaxctl prints to stderr by default; the library must not. */
 __attribute__((format(printf, 6, 0))) static void
 dax_log(struct daxctl_ctx *dctx, int priority, const char *file, int line,
 	const char *fn, const char *format, va_list args)
 {
-	struct memmig_ctx *ctx = daxctl_get_userdata(dctx);
+	struct memmig_ctx *ctx = dx.get_userdata(dctx);
 
 	if (ctx && ctx->log_fn && priority <= memmig_ctx_get_log_priority(ctx))
 		ctx->log_fn(ctx, ctx->log_data, priority, file, line, fn,
@@ -58,21 +127,21 @@ static bool dax_on_cxl(const char *name)
 static void dax_info_fill(struct memmig_ctx *ctx, struct daxctl_region *region,
 			  struct daxctl_dev *dev, struct memmig_dax_info *d)
 {
-	const char *name = daxctl_dev_get_devname(dev);
+	const char *name = dx.devname(dev);
 
 	memset(d, 0, sizeof(*d));
 	d->sz = sizeof(*d);
 	if ((size_t)snprintf(d->dev, sizeof(d->dev), "%s", name ? name : "?") >=
 	    sizeof(d->dev))
 		warn(ctx, "DAX device name %s truncated\n", name);
-	d->size = daxctl_dev_get_size(dev);
-	d->align = daxctl_dev_get_align(dev);
-	d->target_node = daxctl_dev_get_target_node(dev);
+	d->size = dx.size(dev);
+	d->align = dx.align(dev);
+	d->target_node = dx.target_node(dev);
 	if (d->target_node < 0)
 		d->target_node = -1;
 	/* A memory object exists only while the kmem driver owns the device. */
-	d->mode = daxctl_dev_get_memory(dev) ? 1 : 0;
-	d->region_id = daxctl_region_get_id(region);
+	d->mode = dx.memory(dev) ? 1 : 0;
+	d->region_id = dx.region_id(region);
 	d->flags = name && dax_on_cxl(name) ? MEMMIG_DAX_F_CXL : 0;
 }
 
@@ -99,26 +168,35 @@ int memmig_topo_dax_scan(struct memmig_ctx *ctx, struct memmig_dax_info **out,
 	struct memmig_dax_info *v = NULL, d;
 	unsigned int n = 0, cap = 0;
 	struct daxctl_region *region;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct daxctl_ctx *dctx;
 	struct daxctl_dev *dev;
 	int rc;
 
 	*out = NULL;
 	*count = 0;
-	rc = daxctl_new(&dctx);
+	if (!dax_devices_exist())
+		return 0;
+	pthread_once(&once, dx_load);
+	if (!dx.ok) {
+		warn(ctx, "libdaxctl.so.1 cannot be loaded (%s): no DAX devices listed\n",
+		     dlerror());
+		return 0;
+	}
+	rc = dx.new_(&dctx);
 	if (rc < 0 || !dctx) {
 		/* e.g. no kernel modules directory in a container */
 		warn(ctx, "libdaxctl unavailable (%d): no DAX devices listed\n",
 		     rc);
 		return 0;
 	}
-	daxctl_set_userdata(dctx, ctx);
-	daxctl_set_log_fn(dctx, dax_log);
-	daxctl_set_log_priority(dctx, memmig_ctx_get_log_priority(ctx));
+	dx.set_userdata(dctx, ctx);
+	dx.set_log_fn(dctx, dax_log);
+	dx.set_log_priority(dctx, memmig_ctx_get_log_priority(ctx));
 
 	rc = 0;
-	daxctl_region_foreach(dctx, region) {
-		daxctl_dev_foreach(region, dev) {
+	for (region = dx.region_first(dctx); region; region = dx.region_next(region)) {
+		for (dev = dx.dev_first(region); dev; dev = dx.dev_next(dev)) {
 			dax_info_fill(ctx, region, dev, &d);
 			dbg(ctx, "%s: region %d size %llu align %llu node %d mode %d%s\n",
 			    d.dev, d.region_id, (unsigned long long)d.size,
@@ -130,7 +208,7 @@ int memmig_topo_dax_scan(struct memmig_ctx *ctx, struct memmig_dax_info **out,
 		}
 	}
 out:
-	daxctl_unref(dctx);
+	dx.unref(dctx);
 	if (rc < 0) {
 		free(v);
 		return rc;
