@@ -161,6 +161,21 @@ int mover_memmigd(const struct move_child *c, int to, unsigned int workers,
 	return rc;
 }
 
+double mover_cli_start_s(void)
+{
+	char *argv[] = { "/proc/self/exe", "--version", NULL };
+	double v[5];
+
+	for (int i = 0; i < 5; i++) {
+		double t0 = bench_now();
+
+		if (run_prog(argv, NULL) != 0)
+			return 0;
+		v[i] = bench_now() - t0;
+	}
+	return bench_median(v, 5);
+}
+
 int mover_migratepages(const struct move_child *c, int from, int to,
 		       struct move_sample *out)
 {

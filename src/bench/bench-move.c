@@ -50,6 +50,7 @@ struct move_bench {
 	unsigned int reps, workers;
 	int a, b;			/* the two nodes */
 	bool daemon, migratepages;
+	double cli_start_s;		/* memmig-cli --version */
 	struct mover m[MAX_MOVERS];
 	unsigned int nm;
 	struct json_object *cases, *notes;
@@ -499,6 +500,7 @@ static void print_json(struct move_bench *b)
 	json_object_object_add(o, "reps", json_object_new_int((int)b->reps));
 	json_object_object_add(o, "cpus", json_object_new_int((int)b->workers));
 	json_object_object_add(o, "memmigd", json_object_new_boolean(b->daemon));
+	json_object_object_add(o, "cli_start_s", json_object_new_double(b->cli_start_s));
 	json_object_object_add(o, "cases", json_object_get(b->cases));
 	json_object_object_add(o, "notes", json_object_get(b->notes));
 	cli_json_print(o);
@@ -517,6 +519,10 @@ static int run_all(struct move_bench *b)
 	}
 	b->daemon = mover_memmigd_up();
 	b->migratepages = bench_on_path("migratepages");
+	b->cli_start_s = mover_cli_start_s();
+	if (!b->json)
+		printf("memmig-cli starts in %.3f s here (--version, median of 5)\n",
+		       b->cli_start_s);
 	if (!b->daemon)
 		note(b, "memmigd does not answer at %s: no memmigd case", cli_global.socket);
 	if (!b->migratepages)

@@ -50,6 +50,9 @@ int mover_migratepages(const struct move_child *c, int from, int to,
 int mover_move_pages(const struct move_child *c, int to, struct move_sample *out);
 int mover_migrate_pages(const struct move_child *c, int from, int to,
 			struct move_sample *out);
+/* What starting memmig-cli costs here: `memmig-cli --version`, median of
+ * 5; 0 when it failed. */
+double mover_cli_start_s(void);
 /* memmigd answers at the CLI's socket. */
 bool mover_memmigd_up(void);
 
