@@ -761,8 +761,9 @@ MEMMIG_EXPORT int memmig_move_plan_start(struct memmig_move *mv);
 MEMMIG_EXPORT int memmig_move_start(struct memmig_move *mv);
 MEMMIG_EXPORT int memmig_move_get_progress(struct memmig_move *mv,
 					   struct memmig_move_progress *out);
-/* From any thread: the mapping being moved stops after its units, the
- * rest is not started.  What moved stays moved. */
+/* From any thread: the mapping being moved stops after its units (a
+ * whole-process walk: after the source node being walked), the rest is
+ * not started.  What moved stays moved. */
 MEMMIG_EXPORT int memmig_move_cancel(struct memmig_move *mv);
 /*
  * Waits for the end of a started move (or of its plan when only that was

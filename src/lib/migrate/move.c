@@ -342,19 +342,30 @@ static uint64_t region_len(const struct memmig_region *r)
 	return d.len;
 }
 
+static bool move_cancelled(void *arg)
+{
+	struct memmig_move *mv = arg;
+	bool c;
+
+	pthread_mutex_lock(&mv->lock);
+	c = mv->cancel;
+	pthread_mutex_unlock(&mv->lock);
+	return c;
+}
+
 /*
  * The whole process in one walk (walk.c): every region's job asks where
- * its pages are, one migrate_pages(2) moves them, and the jobs then
- * settle what it moved and finish what it left.  From the walk on, the
- * pages that moved are the report's, so every job runs to its end and
- * cancel no longer stops it.  A walk the kernel refuses falls back to the
- * regions' own moves, with what they asked.
+ * its pages are, migrate_pages(2) moves them a source node at a time, and
+ * the jobs then settle what it moved and finish what it left.  A cancel
+ * waits for the node being walked; the jobs then only settle (the pages
+ * the walk moved are the report's).  A walk the kernel refuses falls back
+ * to the regions' own moves, with what they asked.
  */
 static int walk_regions(struct memmig_move *mv, struct memmig_pool *pool)
 {
 	struct memmig_job **jobs = calloc(mv->n ? mv->n : 1, sizeof(*jobs));
 	double walk_s = 0;
-	bool walked = false;
+	bool walked = false, cancelled = false;
 	int rc = jobs ? 0 : -ENOMEM;
 
 	for (unsigned int i = 0; !rc && i < mv->n; i++) {
@@ -368,15 +379,15 @@ static int walk_regions(struct memmig_move *mv, struct memmig_pool *pool)
 			rc = 0;
 		}
 	}
-	pthread_mutex_lock(&mv->lock);
-	if (!rc && mv->cancel)
+	if (!rc && move_cancelled(mv))
 		rc = -ECANCELED;
-	pthread_mutex_unlock(&mv->lock);
 	if (!rc) {
-		int wrc = memmig_walk_run(jobs, mv->n, mv->o.pid, mv->o.target_node, &walk_s);
+		int wrc = memmig_walk_run(jobs, mv->n, mv->o.pid, mv->o.target_node,
+					  move_cancelled, mv, &walk_s);
 
-		walked = wrc == 0;
-		if (wrc)
+		cancelled = wrc == -ECANCELED;
+		walked = !wrc || cancelled;
+		if (wrc && !cancelled)
 			dbg(mv->ctx, "move: migrate_pages(2) of pid %d: %s; region by region\n",
 			    mv->o.pid, strerror(-wrc));
 	}
@@ -392,6 +403,8 @@ static int walk_regions(struct memmig_move *mv, struct memmig_pool *pool)
 			continue;
 		}
 		jobs[i]->premoved = walked;
+		if (cancelled)
+			memmig_job_cancel(jobs[i]);
 		jrc = walked ? job_finish(mv, jobs[i], len) : move_region(mv, NULL, len, pool, jobs[i]);
 		if (jrc != -EFAULT && !rc)
 			rc = jrc;

@@ -279,9 +279,16 @@ int memmig_kernel_move_unit(struct memmig_job *job, struct memmig_unit *u)
 	return rc;
 }
 
+/* After a walk: a page it should have moved and did not (one absent
+ * from the start is the kernel's answer already). */
+static bool page_left(const struct memmig_job *job, size_t p)
+{
+	return job->before[p] >= 0 && job->after[p] != job->target &&
+	       memmig_job_page_wanted(job, p);
+}
+
 /* Whether the unit needs move_pages(2): some page not on the target
- * before the job; after a walk, some page it should have moved and did
- * not (one absent from the start is the kernel's answer already). */
+ * before the job; after a walk, some page it left. */
 static bool unit_needs_call(const struct memmig_job *job, const struct memmig_unit *u)
 {
 	size_t p = memmig_job_page(job, u->addr);
@@ -289,14 +296,17 @@ static bool unit_needs_call(const struct memmig_job *job, const struct memmig_un
 	if (!job->premoved)
 		return !memmig_job_unit_on_target(job, u);
 	for (size_t k = 0; k < u->len / MEMMIG_PAGE_SIZE; k++)
-		if (job->before[p + k] >= 0 && job->after[p + k] != job->target &&
-		    memmig_job_page_wanted(job, p + k))
+		if (page_left(job, p + k))
 			return true;
 	return false;
 }
 
-/* The status of a unit that needs no call. */
-static void unit_settle(struct memmig_job *job, struct memmig_unit *u)
+/*
+ * The status of a unit that needs no call.  After a walk and a stop, of a
+ * unit that needed one: the pages the walk left keep no status, and the
+ * unit stays pending (skipped), but the pages it moved are the job's.
+ */
+static void unit_settle(struct memmig_job *job, struct memmig_unit *u, bool stopped)
 {
 	size_t p = memmig_job_page(job, u->addr), n = u->len / MEMMIG_PAGE_SIZE;
 	void *pages[MEMMIG_UNIT_PAGES] = { 0 };
@@ -305,9 +315,11 @@ static void unit_settle(struct memmig_job *job, struct memmig_unit *u)
 	for (size_t k = 0; k < n; k++) {
 		int before = job->before[p + k];
 
+		pages[k] = (void *)(uintptr_t)(u->addr + k * MEMMIG_PAGE_SIZE);
+		if (stopped && page_left(job, p + k))
+			continue;
 		job->status[p + k] = !memmig_job_page_wanted(job, p + k) ? MEMMIG_STATUS_SKIPPED :
 				     job->premoved && before < 0 ? before : job->target;
-		pages[k] = (void *)(uintptr_t)(u->addr + k * MEMMIG_PAGE_SIZE);
 	}
 	/* After a walk: what hides behind "absent" (poison), as after a
 	 * call of our own. */
@@ -316,10 +328,12 @@ static void unit_settle(struct memmig_job *job, struct memmig_unit *u)
 		for (size_t k = 0; k < n; k++) {
 			int st = job->status[p + k];
 
-			ok &= st >= 0 || st == MEMMIG_STATUS_SKIPPED || memmig_status_nothing(st);
+			ok &= st >= 0 || st == MEMMIG_STATUS_SKIPPED || st == MEMMIG_STATUS_UNTOUCHED ||
+			      memmig_status_nothing(st);
 		}
 	}
-	memmig_job_unit_done(job, u, ok ? MEMMIG_UNIT_DONE : MEMMIG_UNIT_FAILED);
+	if (!stopped)
+		memmig_job_unit_done(job, u, ok ? MEMMIG_UNIT_DONE : MEMMIG_UNIT_FAILED);
 }
 
 static int kernel_run(struct memmig_worker *w)
@@ -344,13 +358,12 @@ static int kernel_run(struct memmig_worker *w)
 			if (!call && (!nu || job->premoved)) {
 				if (nu)
 					break;
-				unit_settle(job, u);
+				unit_settle(job, u, false);
 				first = i + 1;
 				continue;
 			}
 			/* A walk's units are settled to the end: the pages it
-			 * moved are the job's.  One that needs a call then
-			 * stays pending. */
+			 * moved are the job's. */
 			if (memmig_job_stopping(job)) {
 				if (!job->premoved) {
 					i = w->last;
@@ -358,6 +371,7 @@ static int kernel_run(struct memmig_worker *w)
 				}
 				if (nu)
 					break;
+				unit_settle(job, u, true);
 				first = i + 1;
 				continue;
 			}

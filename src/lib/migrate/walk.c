@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * A whole-process move in one walk of the kernel's: migrate_pages(2), as
- * numactl's migratepages(8) does it.  move_pages(2) pays a fixed cost per
+ * A whole-process move in one walk of the kernel's a source node:
+ * migrate_pages(2), as numactl's migratepages(8) does it.  move_pages(2) pays a fixed cost per
  * call (Linux drains every CPU's LRU caches and waits for an expedited RCU
  * grace period at each one), and a process has dozens of mappings; the
  * walk pays it once and finds the pages by the page tables, not address
@@ -45,29 +45,40 @@ static void add_sources(const struct memmig_job *job, uint64_t *mask)
 }
 
 int memmig_walk_run(struct memmig_job **jobs, unsigned int n, int pid, int target,
-		    double *walk_s)
+		    bool (*stop)(void *), void *arg, double *walk_s)
 {
 	unsigned long from[MASK_WORDS * (64 / (sizeof(long) * 8))], to[sizeof(from) / sizeof(long)];
+	const unsigned int bits = sizeof(long) * 8;
 	uint64_t mask[MASK_WORDS] = { 0 };
-	bool any = false;
-	double t;
-	long rc;
+	double t = memmig_now();
+	long rc = 0;
 
 	*walk_s = 0;
 	for (unsigned int i = 0; i < n; i++)
 		if (jobs[i] && jobs[i]->before_known)
 			add_sources(jobs[i], mask);
-	for (unsigned int w = 0; w < MASK_WORDS; w++)
-		any |= mask[w] != 0;
-	if (!any)
-		return 0;	/* all on the target, or absent */
-	/* The kernel's masks are arrays of longs; the same bits. */
-	memset(from, 0, sizeof(from));
 	memset(to, 0, sizeof(to));
-	memcpy(from, mask, sizeof(mask));
-	to[target / (sizeof(long) * 8)] = 1UL << (target % (sizeof(long) * 8));
-	t = memmig_now();
-	rc = syscall(SYS_migrate_pages, pid, (unsigned long)MEMMIG_MOVE_MAX_NODES + 1, from, to);
-	*walk_s = memmig_now() - t;
-	return rc < 0 ? -errno : 0;
+	to[target / bits] = 1UL << (target % bits);
+	/* One call a source node, and a stop between: a cancel waits for
+	 * the node being walked, not for the whole process. */
+	for (int node = 0; node < MEMMIG_MOVE_MAX_NODES && rc >= 0; node++) {
+		if (!(mask[node / 64] >> (node % 64) & 1))
+			continue;
+		if (stop(arg))
+			return -ECANCELED;
+		memset(from, 0, sizeof(from));
+		from[node / bits] = 1UL << (node % bits);
+		rc = syscall(SYS_migrate_pages, pid, (unsigned long)MEMMIG_MOVE_MAX_NODES + 1,
+			     from, to);
+		rc = rc < 0 ? -errno : rc;
+		*walk_s = memmig_now() - t;
+		for (unsigned int i = 0; i < n; i++)
+			if (jobs[i]) {
+				dbg(jobs[i]->ctx, "move: pid %d in one walk to node %d: "
+				    "migrate_pages(2) from node %d answered %ld (%.3f s so far)\n",
+				    pid, target, node, rc, *walk_s);
+				break;
+			}
+	}
+	return rc < 0 ? (int)rc : 0;
 }

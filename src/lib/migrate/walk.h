@@ -21,11 +21,13 @@ struct memmig_walk_req {
  * says no (to compare). */
 bool memmig_walk_wanted(const struct memmig_walk_req *req);
 /*
- * migrate_pages(2) from every node that holds pages the jobs want moved
- * (their before, which must be known) to target; *walk_s is how long it
- * took.  0 (nothing to move is 0 too) or its -errno.
+ * migrate_pages(2) from each node that holds pages the jobs want moved
+ * (their before, which must be known) to target, one node a call, asking
+ * stop(arg) before each; *walk_s is how long it took.  0 (nothing to move
+ * is 0 too), -ECANCELED when stop said so (the nodes walked are moved), or
+ * the kernel's -errno.
  */
 int memmig_walk_run(struct memmig_job **jobs, unsigned int n, int pid, int target,
-		    double *walk_s);
+		    bool (*stop)(void *), void *arg, double *walk_s);
 
 #endif
