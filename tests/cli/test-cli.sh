@@ -82,6 +82,18 @@ check "bench migrate copy shares" \
 	test "$(jq '[.cases[] | select(.case | startswith("copy")) | .copy_swap_copy_share > 0 and .copy_swap_query_share > 0 and .copy_swap_copy_share + .copy_swap_query_share <= 1] | all' "$tmp/out")" = true
 check "bench migrate bad size" exit_is 2 "$cli" bench migrate --size 3M
 
+# bench move: between two nodes (the multi-node tier runs it whole); on one
+# node it says what it needs, and it checks its options
+nodes=$(tr ',' '\n' </sys/devices/system/node/has_memory | wc -l)
+if [ "$nodes" -eq 1 ] && ! grep -q -- - /sys/devices/system/node/has_memory; then
+	check "bench move on one node fails" exit_is 1 "$cli" bench move
+	check "bench move says it needs two nodes" grep -q "needs two NUMA nodes with memory" "$tmp/err"
+fi
+check "bench move --help" exit_is 0 "$cli" bench move --help
+check "bench move bad nodes" exit_is 2 "$cli" bench move --nodes 1,1
+check "bench move bad pages" exit_is 2 "$cli" bench move --pages 2m
+check "bench move bad size" exit_is 2 "$cli" bench move --sizes 3M
+
 # bench copy --pmem: memmig's pmem copy beside libpmem's, and the
 # machine-check-safe copy call by call and in a batch, every size a row
 check "bench copy pmem" exit_is 0 "$cli" bench copy --pmem --sizes 256,4K --reps 3 --json

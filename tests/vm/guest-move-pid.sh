@@ -39,7 +39,7 @@ nodes_free() {
 	echo "free${out}"
 }
 move() {
-	"$cli" move --pid "$hog" "$@" --wait --json >"$tmp/out" 2>"$tmp/err"
+	"$cli" -v move --pid "$hog" "$@" --wait --json >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	[ "$rc" -eq 0 ] || { echo "  memmig-cli move $* exited $rc"; cat "$tmp/err" "$tmp/out"; }
 	return "$rc"
@@ -50,11 +50,21 @@ echo "memhog $hog: anon $anon_addr [$(placement "$anon_addr")]," \
 	"memfd $memfd_addr [$(placement "$memfd_addr")]"
 check_alive "start"
 
+# The whole process in one walk (migrate_pages(2)) to nodes 2 and 0, region
+# by region (move_pages(2), MEMMIG_MOVE_WALK=0) to node 1: the same report.
 for node in 2 1 0; do
+	walk=$([ "$node" = 1 ] && echo 0 || echo 1)
 	echo "  $(nodes_free)"
-	check "move all to node $node" move --to-node "$node"
-	echo "  to node $node: $(json bytes_moved) bytes moved in $(json elapsed_s) s," \
+	# (an assignment before a function is in its commands' environment)
+	MEMMIG_MOVE_WALK=$walk check "move all to node $node (walk $walk)" move --to-node "$node"
+	echo "  to node $node (walk $walk): $(json bytes_moved) bytes moved in $(json elapsed_s) s" \
+		"(plan $(rjson plan_s) s, queries $(rjson query_s) s, kernel $(rjson copy_s) s)," \
 		"$(rjson pages_on_target) pages on target, $(rjson pages_failed) failed"
+	if [ "$walk" = 1 ]; then
+		check "node $node: in one walk" grep -q "in one walk to node $node" "$tmp/err"
+	else
+		check "node $node: region by region" test -z "$(grep "in one walk" "$tmp/err")"
+	fi
 	check "node $node: result OK" grep -q '^  "result": *"OK"' "$tmp/out"
 	check "node $node: nothing failed" test "$(rjson pages_failed)" = 0
 	check "node $node: every page counted after is on the target" \
