@@ -1,0 +1,19 @@
+#!/bin/bash
+# bench move at native speed: the multi-node guest once more, under KVM
+# with a host thread per vCPU, running only guest-bench-move, where
+# /dev/kvm is usable.  The TCG boots (run-vm.sh) run the same bench with
+# both vCPUs on one host thread, where no worker count can scale; its
+# BENCH-MOVE line says which acceleration ran.  The console log is
+# tests/vm/console-kvm.log.
+#
+# Exit: as run-vm.sh; 77 without a usable /dev/kvm, saying so.
+# Environment: as run-vm.sh; VM_TAG (default -kvm).
+set -u
+srcdir=${srcdir:-$(dirname "$0")/../..}
+if ! [ -r /dev/kvm ] || ! [ -w /dev/kvm ]; then
+	echo "SKIP: bench move under KVM: /dev/kvm is not usable here" \
+		"(run-vm.sh ran it under TCG: see BENCH-MOVE in tests/vm/console.log)"
+	exit 77
+fi
+VM_ACCEL=kvm VM_TESTS=guest-bench-move VM_NVDIMM=0 VM_CXL=0 VM_TAG=${VM_TAG:--kvm} \
+VM_TIMEOUT=${VM_TIMEOUT:-600} exec bash "$srcdir/tests/vm/run-vm.sh"
