@@ -23,12 +23,13 @@
 #define MPOL_MF_MOVE_ 2
 #define MPOL_MF_MOVE_ALL_ 4
 
-int mover_memmig(struct memmig_ctx *ctx, const struct move_child *c, int to,
+int mover_memmig(struct memmig_ctx *ctx, const struct move_child *c, int from, int to,
 		 unsigned int workers, struct move_sample *out)
 {
 	struct memmig_move_opts o = {
 		.sz = sizeof(o), .pid = c->pid, .target_node = to,
 		.strategy = MEMMIG_STRATEGY_KERNEL, .workers = workers,
+		.from_nodes = &from, .nfrom_nodes = 1,
 	};
 	struct memmig_report_summary s = { .sz = sizeof(s) };
 	struct memmig_report *rep = NULL;
@@ -139,17 +140,18 @@ static int read_job(const char *text, struct move_sample *out)
 	return rc;
 }
 
-int mover_memmigd(const struct move_child *c, int to, unsigned int workers,
+int mover_memmigd(const struct move_child *c, int from, int to, unsigned int workers,
 		  struct move_sample *out)
 {
-	char pid[16], node[16], threads[16], *text = NULL;
+	char pid[16], src[16], node[16], threads[16], *text = NULL;
 	char *argv[] = { "/proc/self/exe", "-q", "--socket", (char *)cli_global.socket, "move",
-			 "--pid", pid, "--to-node", node, "--strategy", "kernel",
+			 "--pid", pid, "--from", src, "--to-node", node, "--strategy", "kernel",
 			 "--threads", threads, "--wait", "--json", NULL };
 	double t0;
 	int rc;
 
 	snprintf(pid, sizeof(pid), "%d", c->pid);
+	snprintf(src, sizeof(src), "%d", from);
 	snprintf(node, sizeof(node), "%d", to);
 	snprintf(threads, sizeof(threads), "%u", workers);
 	t0 = bench_now();

@@ -65,7 +65,9 @@ static void move_usage(FILE *f)
 		"node B and back, by memmig in-process (kernel strategy, 1 and N\n"
 		"workers), through memmigd (`memmig-cli move --wait`: the job and the\n"
 		"command's wall time; when memmigd runs), numactl's migratepages, one\n"
-		"move_pages(2) call over the whole buffer, and migrate_pages(2).\n"
+		"move_pages(2) call over the whole buffer, and migrate_pages(2).  Each\n"
+		"moves the process's pages on the one node to the other (memmig with\n"
+		"--from, as migratepages PID A B asks).\n"
 		"Medians of both directions; speeds relative to migratepages; where\n"
 		"memmig's time went.  Needs two NUMA nodes with memory.\n\n"
 		"  --sizes LIST    buffer sizes (default 64M,256M; those the nodes\n"
@@ -128,9 +130,9 @@ static int move_once(struct move_bench *b, struct mover *m, const struct move_ch
 	*s = (struct move_sample){ 0 };
 	switch (m->kind) {
 	case MV_MEMMIG:
-		return mover_memmig(b->ctx, c, to, m->workers, s);
+		return mover_memmig(b->ctx, c, from, to, m->workers, s);
 	case MV_MEMMIGD:
-		return mover_memmigd(c, to, m->workers, s);
+		return mover_memmigd(c, from, to, m->workers, s);
 	case MV_MIGRATEPAGES:
 		return mover_migratepages(c, from, to, s);
 	case MV_MOVE_PAGES:

@@ -39,11 +39,12 @@ struct move_sample {
 	uint64_t moved;		/* bytes, as the mover reported them */
 };
 
-/* The movers; each moves the child's memory from one node to another
- * and returns 0 or -errno, with what it said on stderr. */
-int mover_memmig(struct memmig_ctx *ctx, const struct move_child *c, int to,
+/* The movers; each moves the child's pages on one node to another, as
+ * `migratepages PID FROM TO` asks (memmig: --from FROM), and returns 0 or
+ * -errno, with what it said on stderr. */
+int mover_memmig(struct memmig_ctx *ctx, const struct move_child *c, int from, int to,
 		 unsigned int workers, struct move_sample *out);
-int mover_memmigd(const struct move_child *c, int to, unsigned int workers,
+int mover_memmigd(const struct move_child *c, int from, int to, unsigned int workers,
 		  struct move_sample *out);
 int mover_migratepages(const struct move_child *c, int from, int to,
 		       struct move_sample *out);
