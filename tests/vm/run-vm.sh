@@ -36,7 +36,7 @@ log=$vmdir/console$tag.log
 initrd=$vmdir/initramfs$tag.cpio.gz
 pmem=$vmdir/pmem0$tag.img
 timeout_s=${VM_TIMEOUT:-600}
-all_tests="test-topology test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce guest-demo test-tier guest-tier guest-bench-move"
+all_tests="test-topology test-frames test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce guest-demo test-tier guest-tier guest-bench-move"
 # Tests for a newer kernel only (run-vm-new.sh runs them).
 other_tests="guest-damon guest-tier-kernel guest-restart"
 tests=${VM_TESTS:-$all_tests}
@@ -160,6 +160,7 @@ list=$root/tests.list
 for t in $tests; do
 	case $t in
 	test-topology) prog=tests/unit/test-topology ;;
+	test-frames) prog=tests/unit/test-frames ;;
 	test-multinode) prog=tests/migrate/test-multinode ;;
 	guest-hwpoison) prog=tests/vm/guest-hwpoison ;;
 	guest-dax) prog=tests/vm/guest-dax ;;

@@ -110,6 +110,9 @@ struct memmig_job {
 	int *before, *after;		/* per 4 KiB page: node or -errno */
 	int *status;			/* per page, what the strategy did */
 	const uint64_t *from_mask;	/* the move's (env), or NULL */
+	/* The move's frame ranges (env), or NULL: where the pagemap's frame
+	 * numbers say a page is, without the kernel's query. */
+	const struct memmig_frames *frames;
 	/* before was asked already (memmig_job_query_before()); premoved:
 	 * a process-wide migrate_pages(2) ran since (walk.c), so the
 	 * workers settle what it moved and move only what it left. */
@@ -142,6 +145,9 @@ struct memmig_job_env {
 	/* A move's from_nodes, one bit a node (MEMMIG_MOVE_MAX_NODES), or
 	 * NULL; the kernel strategy leaves pages elsewhere alone. */
 	const uint64_t *from_mask;
+	/* Which node a frame is on (lib/mm/frames.h), or NULL: the
+	 * placement queries ask the kernel. */
+	const struct memmig_frames *frames;
 };
 
 /*
@@ -242,8 +248,13 @@ struct memmig_thp_probe {
 };
 int memmig_thp_probe_open(struct memmig_ctx *ctx, int pid, struct memmig_thp_probe *p);
 void memmig_thp_probe_close(struct memmig_thp_probe *p);
-bool memmig_thp_probe_unit(const struct memmig_thp_probe *p,
-			   const struct memmig_unit *u);
+/* The unit's pagemap entries into e (one a page): false when they cannot
+ * be read (no probe). */
+bool memmig_thp_probe_entries(const struct memmig_thp_probe *p, const struct memmig_unit *u,
+			      uint64_t *e);
+/* Whether a unit with those entries is one PMD-mapped THP. */
+bool memmig_thp_probe_is_thp(const struct memmig_thp_probe *p, const struct memmig_unit *u,
+			     const uint64_t *e);
 /*
  * Placement of units [u, u + n) into the job-relative page array pages:
  * one query entry per THP unit (its pages share a node), one per page

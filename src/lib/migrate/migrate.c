@@ -443,8 +443,10 @@ int memmig_job_create(struct memmig_region *r, const struct memmig_migrate_opts 
 	}
 	if (job->nworkers > job->nunits)
 		job->nworkers = job->nunits ? (unsigned int)job->nunits : 1;
-	if (env)
+	if (env) {
 		job->from_mask = env->from_mask;
+		job->frames = env->frames;
+	}
 	/* A job of its own: threads of its own, besides the job thread. */
 	if (!rc && env && env->pool) {
 		job->pool = env->pool;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "lib/migrate/migrate-private.h"
+#include "lib/mm/frames.h"
 #include "lib/mm/nodemem.h"
 #include "lib/mm/proc.h"
 #include "lib/migrate/pool.h"
@@ -25,6 +26,9 @@ struct memmig_move {
 	struct memmig_ctx *ctx;
 	struct memmig_move_opts o;	/* o.ranges: ours; o.from_nodes: NULL */
 	struct memmig_topo *topo;
+	/* Which node a frame is on, or NULL (no CAP_SYS_ADMIN): the jobs'
+	 * placement from the pagemap, not the kernel's query. */
+	struct memmig_frames *frames;
 	/* o.from_nodes as bits, or NULL: pages on any node move. */
 	uint64_t *from_mask;
 
@@ -200,6 +204,8 @@ static int do_plan(struct memmig_move *mv)
 		unsigned int workers = mv->o.workers ? mv->o.workers : memmig_usable_cpus();
 
 		rc = memmig_topo_new(mv->ctx, &mv->topo);
+		if (!rc && memmig_frames_new(&mv->frames) < 0)
+			dbg(mv->ctx, "move: no frame numbers in the pagemap: placement by query\n");
 		if (!rc)
 			mv->report = memmig_report_new_empty(mv->o.pid, mv->o.target_node,
 							     mv->o.strategy);
@@ -279,7 +285,7 @@ static int job_for(struct memmig_move *mv, struct memmig_region *r, struct memmi
 		.strategy = mv->o.strategy, .workers = mv->o.workers, .flags = mv->o.flags,
 	};
 	struct memmig_job_env env = { .topo = mv->topo, .pool = pool,
-				      .from_mask = mv->from_mask };
+				      .from_mask = mv->from_mask, .frames = mv->frames };
 
 	return memmig_job_create(r, &o, &env, job);
 }
@@ -599,6 +605,7 @@ void memmig_move_unref(struct memmig_move *mv)
 	memmig_region_list_free(mv->list, mv->n);
 	memmig_report_unref(mv->report);
 	memmig_topo_unref(mv->topo);
+	memmig_frames_free(mv->frames);
 	free((void *)mv->o.ranges);
 	free(mv->from_mask);
 	pthread_mutex_destroy(&mv->lock);

@@ -8,6 +8,7 @@
 
 #include "lib/migrate/migrate-private.h"
 #include "lib/migrate/placement.h"
+#include "lib/mm/frames.h"
 
 /* Pages per system call: bounded memory for the address array. */
 #define QUERY_BATCH 16384
@@ -44,37 +45,53 @@ int memmig_placement_query(int pid, uint64_t addr, uint64_t len, int *status)
 /* Entries per query call for the unit-wise query. */
 #define UNIT_BATCH 16
 
+/* The unit's pages' nodes from their frames: false when one frame cannot
+ * say (the kernel is asked for the unit). */
+static bool from_frames(const struct memmig_frames *f, const uint64_t *e, size_t n, int *out)
+{
+	for (size_t p = 0; p < n; p++)
+		if (memmig_frames_status(f, e[p], &out[p]) < 0)
+			return false;
+	return true;
+}
+
 int memmig_placement_query_units(struct memmig_job *job,
 				 const struct memmig_thp_probe *probe,
 				 struct memmig_unit *u, size_t n, int *pages,
 				 bool set_thp)
 {
 	size_t max = UNIT_BATCH * MEMMIG_UNIT_PAGES, e = 0, first = 0;
-	bool thp[UNIT_BATCH];
+	bool thp[UNIT_BATCH], asked[UNIT_BATCH];
 	void **addr = malloc(max * sizeof(*addr));
+	uint64_t *ent = malloc(MEMMIG_UNIT_PAGES * sizeof(*ent));
 	int *st = malloc(max * sizeof(*st));
 	long rc = 0;
 
-	if (!addr || !st)
+	if (!addr || !st || !ent)
 		rc = -ENOMEM;
 	for (size_t i = 0; !rc && i < n; i++) {
 		size_t np = u[i].len / MEMMIG_PAGE_SIZE;
-		bool huge = memmig_thp_probe_unit(probe, &u[i]);
+		bool read = memmig_thp_probe_entries(probe, &u[i], ent);
+		bool huge = read && memmig_thp_probe_is_thp(probe, &u[i], ent);
 
 		thp[i - first] = huge;
 		if (set_thp)
 			u[i].thp = huge;
-		for (size_t k = 0; k < (huge ? 1 : np); k++)
+		asked[i - first] = !(read && job->frames &&
+				     from_frames(job->frames, ent, np,
+						 pages + memmig_job_page(job, u[i].addr)));
+		for (size_t k = 0; asked[i - first] && k < (huge ? 1 : np); k++)
 			addr[e++] = (void *)(uintptr_t)(u[i].addr + k * MEMMIG_PAGE_SIZE);
 		if (i + 1 < n && i + 1 - first < UNIT_BATCH)
 			continue;
-		rc = memmig_sys_move_pages(job->pid, e, addr, NULL, st, 0);
-		/* Spread the answers over the pages of each unit. */
+		rc = e ? memmig_sys_move_pages(job->pid, e, addr, NULL, st, 0) : 0;
+		/* Spread the answers over the pages of each unit asked. */
 		for (size_t k = first, at = 0; rc >= 0 && k <= i; k++) {
 			int *out = pages + memmig_job_page(job, u[k].addr);
-
 			bool h = thp[k - first];
 
+			if (!asked[k - first])
+				continue;
 			for (size_t p = 0; p < u[k].len / MEMMIG_PAGE_SIZE; p++)
 				out[p] = st[h ? at : at + p];
 			at += h ? 1 : u[k].len / MEMMIG_PAGE_SIZE;
@@ -84,5 +101,6 @@ int memmig_placement_query_units(struct memmig_job *job,
 	}
 	free(addr);
 	free(st);
+	free(ent);
 	return rc < 0 ? (int)rc : 0;
 }

@@ -31,13 +31,10 @@ static bool read_u64(int fd, uint64_t index, uint64_t *v)
  * THP split by a partial unmap still has its head and its last page, but a
  * hole (a page zapped, poisoned) that must not take the head's fate.
  */
-static bool unit_is_thp(int pagemap, int kflags, uint64_t addr)
+static bool entries_are_thp(int kflags, const uint64_t *e)
 {
-	uint64_t e[MEMMIG_UNIT_PAGES], first, flags;
+	uint64_t first = e[0] & PM_PFN_MASK, flags;
 
-	if (pread(pagemap, e, sizeof(e), (off_t)(addr / MEMMIG_PAGE_SIZE * sizeof(e[0]))) != sizeof(e))
-		return false;
-	first = e[0] & PM_PFN_MASK;
 	if (!first || first % MEMMIG_UNIT_PAGES)
 		return false;
 	for (size_t i = 0; i < MEMMIG_UNIT_PAGES; i++)
@@ -72,10 +69,19 @@ void memmig_thp_probe_close(struct memmig_thp_probe *p)
 	p->pagemap = p->kflags = -1;
 }
 
-bool memmig_thp_probe_unit(const struct memmig_thp_probe *p,
-			   const struct memmig_unit *u)
+bool memmig_thp_probe_entries(const struct memmig_thp_probe *p, const struct memmig_unit *u,
+			      uint64_t *e)
 {
-	return p->pagemap >= 0 && u->len == MEMMIG_UNIT_SIZE &&
-	       !(u->addr % MEMMIG_UNIT_SIZE) &&
-	       unit_is_thp(p->pagemap, p->kflags, u->addr);
+	size_t len = u->len / MEMMIG_PAGE_SIZE * sizeof(*e);
+
+	return p->pagemap >= 0 &&
+	       pread(p->pagemap, e, len, (off_t)(u->addr / MEMMIG_PAGE_SIZE * sizeof(*e))) ==
+		       (ssize_t)len;
+}
+
+bool memmig_thp_probe_is_thp(const struct memmig_thp_probe *p, const struct memmig_unit *u,
+			     const uint64_t *e)
+{
+	return u->len == MEMMIG_UNIT_SIZE && !(u->addr % MEMMIG_UNIT_SIZE) &&
+	       entries_are_thp(p->kflags, e);
 }
