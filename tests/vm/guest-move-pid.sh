@@ -38,6 +38,14 @@ nodes_free() {
 	done
 	echo "free${out}"
 }
+# The kernel's own counters of migration and compaction, for a slow move
+vmstat_moves() {
+	grep -E '^(pgmigrate_success|pgmigrate_fail|thp_migration_success|thp_migration_split|compact_stall|compact_fail|compact_success) ' /proc/vmstat
+}
+vmstat_diff() {
+	awk 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { printf "%s +%d ", $1, $2 - a[$1] }' \
+		<(echo "$1") <(echo "$2")
+}
 move() {
 	"$cli" -v move --pid "$hog" "$@" --wait --json >"$tmp/out" 2>"$tmp/err"
 	rc=$?
@@ -56,7 +64,9 @@ for node in 2 1 0; do
 	walk=$([ "$node" = 1 ] && echo 0 || echo 1)
 	echo "  $(nodes_free)"
 	# (an assignment before a function is in its commands' environment)
+	vm0=$(vmstat_moves)
 	MEMMIG_MOVE_WALK=$walk check "move all to node $node (walk $walk)" move --to-node "$node"
+	echo "  the kernel meanwhile: $(vmstat_diff "$vm0" "$(vmstat_moves)")"
 	echo "  to node $node (walk $walk): $(json bytes_moved) bytes moved in $(json elapsed_s) s" \
 		"(plan $(rjson plan_s) s, queries $(rjson query_s) s, kernel $(rjson copy_s) s)," \
 		"$(rjson pages_on_target) pages on target, $(rjson pages_failed) failed"
