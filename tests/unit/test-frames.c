@@ -3,7 +3,8 @@
  * The node a page's frame is on (lib/mm/frames.c) against the kernel's own
  * answer, move_pages(2)'s query, page by page: written pages (4 KiB and
  * THP), pages read but never written (the zero pages: EFAULT), pages never
- * touched (ENOENT), and file pages.  Needs CAP_SYS_ADMIN (frame numbers in
+ * touched (the frames leave them to the kernel, whose answer differs
+ * between versions), and file pages.  Needs CAP_SYS_ADMIN (frame numbers in
  * the pagemap); skips without it, saying so.
  */
 #define _GNU_SOURCE

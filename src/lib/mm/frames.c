@@ -5,7 +5,8 @@
  * CAP_SYS_ADMIN) say where a process's pages are for the price of reading
  * 8 bytes a page, where move_pages(2)'s query looks each address up.  The
  * shared zero pages (4 KiB and huge) are told apart: the kernel answers
- * EFAULT for them, not a node.
+ * EFAULT for them, not a node.  Absent pages are left to the kernel's
+ * query, whose answer for them differs between versions.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -200,11 +201,10 @@ int memmig_frames_status(const struct memmig_frames *f, uint64_t entry, int *sta
 	uint64_t pfn = entry & PM_PFN_MASK;
 	size_t lo = 0, hi = f->n;
 
-	if (!(entry & PM_PRESENT)) {
-		*status = -ENOENT;	/* never faulted, swapped, or migrating */
-		return 0;
-	}
-	if (!pfn)
+	/* Absent: kernels answer ENOENT or EFAULT (6.1, anonymous memory),
+	 * and EFAULT where the mapping went away, which the report tells
+	 * apart; the kernel says which. */
+	if (!(entry & PM_PRESENT) || !pfn)
 		return -ENOENT;
 	if (pfn == f->zero_pfn ||
 	    (f->huge_zero_pfn && pfn >= f->huge_zero_pfn && pfn < f->huge_zero_pfn + HUGE_PAGES)) {

@@ -12,10 +12,10 @@ struct memmig_frames;
 int memmig_frames_new(struct memmig_frames **out);
 void memmig_frames_free(struct memmig_frames *f);
 /*
- * A pagemap entry as move_pages(2)'s query would answer for its page: a
- * node, -ENOENT (not present), -EFAULT (a zero page), into *status.
- * Returns 0, or -ENOENT when the frames cannot say (a frame of no listed
- * block, or one sysfs puts under two nodes): ask the kernel.
+ * A pagemap entry of a present page as move_pages(2)'s query would answer
+ * for it: a node, or -EFAULT (a zero page), into *status.  Returns 0, or
+ * -ENOENT when the frames cannot say (a page not present, a frame of no
+ * listed block, or one sysfs puts under two nodes): ask the kernel.
  */
 int memmig_frames_status(const struct memmig_frames *f, uint64_t entry, int *status);
 
