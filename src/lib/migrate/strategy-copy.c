@@ -135,6 +135,12 @@ static int copy_setup(struct memmig_job *job)
 		cj->area = memmig_map_on_node(cj->to - cj->from, job->target, false,
 					      cj->noreserve, &rc);
 	}
+	/* The source's THP advice, once for the whole area: per unit, each
+	 * madvise would split the area and take the mmap lock for writing,
+	 * which stalls the other workers' page faults. */
+	if (!rc)
+		rc = memmig_swap_advise(src, job->addr, job->len,
+					cj->area + (job->addr - cj->from));
 	if (rc)
 		copy_teardown(job);
 	return rc;
@@ -205,8 +211,6 @@ static uint8_t *unit_dest(struct memmig_worker *w, struct copy_worker *cw,
 	}
 	dst = cj->area + (u->addr - cj->from);
 	*err = memmig_swap_account(&cj->src, dst, u->addr, u->len, cj->noreserve, job->target);
-	if (!*err)
-		*err = memmig_swap_advise(&cj->src, u->addr, u->len, dst);
 	if (!*err)
 		*err = memmig_populate(dst, u->len);
 	return *err ? NULL : dst;
