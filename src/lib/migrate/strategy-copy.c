@@ -90,6 +90,28 @@ static bool node_room(struct memmig_job *job, struct copy_worker *cw, uint64_t l
 
 static void copy_teardown(struct memmig_job *job);
 
+/*
+ * The source's THP advice on the area, once: per unit, each madvise would
+ * split the area and take the mmap lock for writing, which stalls the
+ * other workers' page faults.  Holes (unmapped since the region was
+ * registered) are their units' to report.
+ */
+static int area_advise(struct memmig_job *job, struct copy_job *cj)
+{
+	uint64_t end = job->addr + job->len;
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < cj->src.nvmas; i++) {
+		const struct memmig_vma *v = &cj->src.vmas[i];
+		uint64_t a = v->start > job->addr ? v->start : job->addr;
+		uint64_t b = v->end < end ? v->end : end;
+
+		if (a < b)
+			rc = memmig_swap_advise(&cj->src, a, b - a, cj->area + (a - cj->from));
+	}
+	return rc;
+}
+
 static int copy_setup(struct memmig_job *job)
 {
 	struct copy_job *cj;
@@ -135,12 +157,8 @@ static int copy_setup(struct memmig_job *job)
 		cj->area = memmig_map_on_node(cj->to - cj->from, job->target, false,
 					      cj->noreserve, &rc);
 	}
-	/* The source's THP advice, once for the whole area: per unit, each
-	 * madvise would split the area and take the mmap lock for writing,
-	 * which stalls the other workers' page faults. */
 	if (!rc)
-		rc = memmig_swap_advise(src, job->addr, job->len,
-					cj->area + (job->addr - cj->from));
+		rc = area_advise(job, cj);
 	if (rc)
 		copy_teardown(job);
 	return rc;
