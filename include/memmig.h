@@ -623,8 +623,9 @@ struct memmig_progress {
 	int state;		/* enum memmig_job_state */
 	int result;		/* 0 or -errno once done */
 	uint64_t bytes_done;	/* units the job got through (copied, for
-				 * the copy strategy: swapped in batches of
-				 * up to 32 units after), moved or failed */
+				 * the copy strategy: swapped at the end of
+				 * their round of up to 1 GiB), moved or
+				 * failed */
 	uint64_t bytes_total;
 	double rate;		/* bytes/s over the last interval */
 	double elapsed_s;

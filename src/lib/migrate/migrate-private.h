@@ -169,7 +169,7 @@ bool memmig_job_stopping(struct memmig_job *job);
 void memmig_job_unit_done(struct memmig_job *job, struct memmig_unit *u,
 			  unsigned char state);
 /* Counts a unit's bytes for progress once it is copied: its swap comes
- * with its batch, up to 32 units later. */
+ * at the end of its round. */
 void memmig_job_unit_copied(struct memmig_job *job, struct memmig_unit *u);
 /* Sets the status of every page of the unit. */
 void memmig_job_set_status(struct memmig_job *job, const struct memmig_unit *u,
