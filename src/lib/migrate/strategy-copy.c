@@ -23,6 +23,7 @@
 #include "lib/migrate/migrate-private.h"
 #include "lib/mm/nodemem.h"
 #include "lib/migrate/placement.h"
+#include "lib/migrate/prep.h"
 #include "lib/mm/smaps.h"
 #include "lib/mm/swap.h"
 
@@ -70,6 +71,7 @@ struct copy_worker {
 	uint64_t taken;		/* bytes populated since */
 	uint8_t *run;		/* reserve chunks [run, run + nrun units) */
 	size_t nrun;
+	struct memmig_prep *prep;	/* the helper preparing ahead, or NULL */
 };
 
 /* Is there room on the target for len more bytes, and the margin? */
@@ -195,15 +197,74 @@ static void copy_teardown(struct memmig_job *job)
 	job->priv = NULL;
 }
 
-/* A destination for the unit: the node's reserve, else the area. */
+/* The unit's slice of the area, populated: 0 or -errno. */
+static int area_prepare(struct memmig_job *job, struct copy_worker *cw,
+			const struct memmig_unit *u)
+{
+	struct copy_job *cj = job->priv;
+	uint8_t *dst = cj->area + (u->addr - cj->from);
+	int rc = memmig_fault_hit(job->ctx, MEMMIG_FAULT_DEST_ALLOC);
+
+	if (rc)
+		return rc;
+	if (!node_room(job, cw, u->len))
+		return -ENOMEM;
+	rc = memmig_swap_account(&cj->src, dst, u->addr, u->len, cj->noreserve, job->target);
+	return rc ? rc : memmig_populate(dst, u->len);
+}
+
+/* What the prepare-ahead helper of a worker works with (prep.h). */
+struct copy_helper {
+	struct memmig_job *job;
+	struct copy_worker cw;	/* its own view of the target's room */
+};
+
+static bool unit_skipped(const struct memmig_job *job, const struct memmig_unit *u)
+{
+	return !(job->flags & MEMMIG_MIGRATE_FORCE) && memmig_job_unit_on_target(job, u);
+}
+
+static int helper_prepare(void *arg, size_t i)
+{
+	struct copy_helper *h = arg;
+	const struct memmig_unit *u = &h->job->units[i];
+
+	return unit_skipped(h->job, u) ? 0 : area_prepare(h->job, &h->cw, u);
+}
+
+/*
+ * A helper prepares the worker's area slices ahead when nothing else
+ * would: the reserve is empty, and a CPU is there for each helper (so not
+ * with one worker per CPU, whose own zeroing already runs in parallel).
+ */
+#define PREP_WINDOW 16	/* units ahead: 32 MiB */
+
+static void helper_start(struct memmig_worker *w, struct copy_worker *cw,
+			 struct copy_helper *h)
+{
+	struct memmig_job *job = w->job;
+
+	*h = (struct copy_helper){ .job = job, .cw = { .taken = RECHECK_BYTES } };
+	if (memmig_ctx_reserved(job->ctx, job->target) ||
+	    2 * job->nworkers > memmig_usable_cpus())
+		return;
+	memmig_prep_start(w->first, w->last, PREP_WINDOW, helper_prepare, h, &cw->prep);
+}
+
+/* A destination for the unit: the helper's, the node's reserve, else the
+ * area prepared now. */
 static uint8_t *unit_dest(struct memmig_worker *w, struct copy_worker *cw,
 			  const struct memmig_unit *u, bool *reserved, int *err)
 {
 	struct memmig_job *job = w->job;
 	struct copy_job *cj = job->priv;
-	uint8_t *dst;
+	uint8_t *dst = cj->area + (u->addr - cj->from);
 
 	*reserved = false;
+	if (cw->prep) {
+		*err = memmig_prep_wait(cw->prep, (size_t)(u - job->units));
+		return *err ? NULL : dst;
+	}
 	/* The reserve is charged memory: not for a MAP_NORESERVE source. */
 	if (u->len == MEMMIG_UNIT_SIZE && memmig_swap_takes_thp(&cj->src, u->addr, u->len) &&
 	    !memmig_swap_noreserve(&cj->src, u->addr)) {
@@ -220,17 +281,7 @@ static uint8_t *unit_dest(struct memmig_worker *w, struct copy_worker *cw,
 			return dst;
 		}
 	}
-	*err = memmig_fault_hit(job->ctx, MEMMIG_FAULT_DEST_ALLOC);
-	if (*err)
-		return NULL;
-	if (!node_room(job, cw, u->len)) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	dst = cj->area + (u->addr - cj->from);
-	*err = memmig_swap_account(&cj->src, dst, u->addr, u->len, cj->noreserve, job->target);
-	if (!*err)
-		*err = memmig_populate(dst, u->len);
+	*err = area_prepare(job, cw, u);
 	return *err ? NULL : dst;
 }
 
@@ -283,17 +334,18 @@ static int copy_run_anon(struct memmig_worker *w)
 {
 	struct memmig_job *job = w->job;
 	struct copy_worker cw = { .taken = RECHECK_BYTES }; /* read the free memory first */
+	struct copy_helper helper;
 	int rc = 0;
 	/* The worker's guarded copies are one batch: the SIGBUS guard's two
 	 * system calls (longer than a cold 4 KiB copy on some hosts) once per
 	 * worker, not once per unit.  Without it, each call makes them. */
 	bool batch = memmig_copy_mc_begin() == 0;
 
+	helper_start(w, &cw, &helper);
 	for (size_t i = w->first; !rc && i < w->last && !memmig_job_stopping(job); i++) {
 		struct memmig_unit *u = &job->units[i];
 
-		if (!(job->flags & MEMMIG_MIGRATE_FORCE) &&
-		    memmig_job_unit_on_target(job, u)) {
+		if (unit_skipped(job, u)) {
 			memmig_job_set_status(job, u, job->target);
 			memmig_job_unit_done(job, u, MEMMIG_UNIT_DONE);
 			continue;
@@ -309,6 +361,7 @@ static int copy_run_anon(struct memmig_worker *w)
 	/* NT stores must be visible before the pages change hands: this
 	 * CPU's, so here, not in copy_finish. */
 	memmig_copy_drain();
+	memmig_prep_stop(cw.prep);
 	memmig_reserve_put(job->ctx, job->target, cw.run, cw.nrun);
 	if (batch)
 		memmig_copy_mc_end();
