@@ -162,11 +162,15 @@ static void test_job_cancel(void)
 		printf("\n  try %d: %s, progress first at %" PRIu64 " MiB, %" PRIu64
 		       " MiB moved ", tries + 1, rc ? "cancelled" : "finished",
 		       first_seen >> 20, s.bytes_moved >> 20);
-		/* Progress moves unit by unit, not a swap batch (32 units) at a
-		 * time: a cancel it drives comes before the batch is out. */
-		if (rc == -ECANCELED && s.bytes_moved >= 32 * UNIT)
-			CUNIT_FAILF("cancelled at the first progress, yet %" PRIu64
-				    " MiB moved: progress lags the copy", s.bytes_moved >> 20);
+		/* Progress moves unit by unit, not a round's swap at a time: a
+		 * cancel it drives lands within a few units of what it saw.
+		 * Measured from what it saw, not from 0: on a busy host the
+		 * polling thread may not run for many units (the worker, its
+		 * prepare-ahead helper and a neighbour on 2 CPUs). */
+		if (rc == -ECANCELED && s.bytes_moved >= first_seen + 32 * UNIT)
+			CUNIT_FAILF("cancelled at progress %" PRIu64 " MiB, yet %" PRIu64
+				    " MiB moved: progress lags the copy", first_seen >> 20,
+				    s.bytes_moved >> 20);
 		memmig_report_unref(rep);
 		memmig_job_unref(job);
 		free(frames);
