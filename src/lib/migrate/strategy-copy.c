@@ -2,14 +2,15 @@
 /*
  * The copy strategy, for memory in this process.  Anonymous memory: each
  * unit is copied by the dispatched copy engine into memory bound to the
- * target node, then mremap(MREMAP_FIXED) swaps it over the source in one
- * step, so that the range is always whole.  Shared backings (memfd, shmem,
- * hugetlbfs, files) belong to their file, not to the mapping: they move
- * with mbind(MPOL_MF_MOVE).
+ * target node (a reserve chunk, else the job's area, which a helper may
+ * prepare ahead), then at the end of its round mremap(MREMAP_FIXED) swaps
+ * it over the source in one step, so that the range is always whole.
+ * Shared backings (memfd, shmem, hugetlbfs, files) belong to their file,
+ * not to the mapping: they move with mbind(MPOL_MF_MOVE).
  *
- * The source must not be written while its unit is copied: a write between
- * the copy and the swap would be lost.  Live guests go through dirty
- * tracking instead (the KVM path).
+ * The source must not be written while the job runs: a write between a
+ * unit's copy and its round's swap would be lost.  Live guests go through
+ * dirty tracking instead (the KVM path).
  *
  * The swap replaces the mapping too: swap.c gives the copy the source
  * mapping's attributes first.
