@@ -596,7 +596,11 @@ struct memmig_migrate_opts {
 	uint64_t offset;	/* sub-range of the region: page aligned */
 	uint64_t len;		/* 0: to the end of the region */
 	int strategy;		/* enum memmig_strategy */
-	unsigned int workers;	/* 0: the CPUs this process may use */
+	unsigned int workers;	/* 0: the CPUs this process may use; the
+				 * copy strategy adds a helper thread per
+				 * worker that prepares destinations ahead
+				 * when the process may use twice as many
+				 * CPUs and the node has no reserve */
 	unsigned int flags;	/* enum memmig_migrate_flags */
 	/*
 	 * To DAX instead of a node (target_node must then be -1): device DAX
@@ -623,8 +627,9 @@ struct memmig_progress {
 	int state;		/* enum memmig_job_state */
 	int result;		/* 0 or -errno once done */
 	uint64_t bytes_done;	/* units the job got through (copied, for
-				 * the copy strategy: swapped in batches of
-				 * up to 32 units after), moved or failed */
+				 * the copy strategy: swapped at the end of
+				 * their round of up to 1 GiB), moved or
+				 * failed */
 	uint64_t bytes_total;
 	double rate;		/* bytes/s over the last interval */
 	double elapsed_s;

@@ -165,7 +165,7 @@ static int migrate_once(struct mig_bench *b, const struct mig_case *c,
 
 /*
  * Copy cases run twice a round: once from a reserve filled just before
- * (prepare and copy + swap apart), once preparing inline (all three).
+ * (prepare and copy + swap apart), once preparing its own (all three).
  */
 static int run_case(struct mig_bench *b, const struct mig_case *c,
 		    struct mig_result *out)
@@ -240,8 +240,9 @@ static void print_text(const struct mig_bench *b)
 	       "zeroes every new page; move_pages allocates without zeroing, which\n"
 	       "is its edge).  copy+swap: the job taking its destination from that\n"
 	       "reserve.  all three: the job preparing its own destination, each\n"
-	       "worker unit by unit.  Job times include the placement queries before\n"
-	       "and after.  /ceil: over the 1-thread NT copy.\n");
+	       "worker unit by unit, or a helper thread per worker ahead of it where\n"
+	       "the CPUs outnumber the workers twice.  Job times include the placement\n"
+	       "queries before and after.  /ceil: over the 1-thread NT copy.\n");
 }
 
 static void print_json(const struct mig_bench *b)

@@ -59,7 +59,7 @@ static void check_errno_table(const struct memmig_report *rep, const char *what)
 	CU_ASSERT_EQUAL(memmig_report_get_errno(rep, (unsigned int)n, NULL, NULL), -EINVAL);
 }
 
-static void dest_alloc_case(unsigned int workers, int sticky)
+static void dest_alloc_case(unsigned int workers, int sticky, unsigned int nth)
 {
 	struct memmig_migrate_opts o = mt_opts_of(MEMMIG_STRATEGY_COPY,
 						  MEMMIG_MIGRATE_FORCE, workers);
@@ -71,23 +71,23 @@ static void dest_alloc_case(unsigned int workers, int sticky)
 	struct mem m;
 	int rc;
 
-	snprintf(what, sizeof(what), "dest_alloc 5th%s, %u workers",
+	snprintf(what, sizeof(what), "dest_alloc #%u%s, %u workers", nth,
 		 sticky ? " sticky" : "", workers);
 	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&m, K_THP, 64 * MiB, true), 0);
 	sum = mt_csum(m.map, m.len);
 	frames = mt_pfns_read(m.map, m.len);
 	CU_ASSERT_EQUAL_FATAL(mt_region_of(ctx, 0, m.map, m.len, 0, &r), 0);
-	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, MEMMIG_FAULT_DEST_ALLOC, 5, ENOMEM,
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, MEMMIG_FAULT_DEST_ALLOC, nth, ENOMEM,
 					     sticky), 0);
 	rc = memmig_migrate(r, &o, &rep);
 	mt_disarm();
 	EXPECT_EQ(what, "result", (int64_t)rc, (int64_t)-ENOMEM);
 	CU_ASSERT_EQUAL_FATAL(memmig_report_get_summary(rep, &s), 0);
 	EXPECT_EQ(what, "summary result", (int64_t)s.result, (int64_t)-ENOMEM);
-	/* Four allocations succeeded, and each made one unit move. */
-	EXPECT_EQ(what, "bytes_moved", s.bytes_moved, 4 * UNIT);
+	/* nth - 1 allocations succeeded, and each made one unit move. */
+	EXPECT_EQ(what, "bytes_moved", s.bytes_moved, (nth - 1) * UNIT);
 	EXPECT_EQ(what, "sum of the moved ranges",
-		  mt_moved_ranges(rep, (uintptr_t)m.map, m.len, NULL, what), 4 * UNIT);
+		  mt_moved_ranges(rep, (uintptr_t)m.map, m.len, NULL, what), (nth - 1) * UNIT);
 	fpages = failed_pages(rep, ENOMEM, what);
 	EXPECT_EQ(what, "pages_failed", s.pages_failed, fpages);
 	EXPECT_EQ(what, "ENOMEM pages", memmig_report_errno_pages(rep, ENOMEM), fpages);
@@ -100,10 +100,10 @@ static void dest_alloc_case(unsigned int workers, int sticky)
 		EXPECT_EQ(what, "moved ranges", memmig_report_moved_count(rep), 1);
 		memmig_report_get_moved(rep, 0, &a, &l);
 		EXPECT_EQ(what, "moved from", a, (uintptr_t)m.map);
-		EXPECT_EQ(what, "moved length", l, 4 * UNIT);
+		EXPECT_EQ(what, "moved length", l, (nth - 1) * UNIT);
 		EXPECT_EQ(what, "failed ranges", memmig_report_failed_count(rep), 1);
 		memmig_report_get_failed(rep, 0, &a, &l, &e);
-		EXPECT_EQ(what, "failed from", a, (uintptr_t)m.map + 4 * UNIT);
+		EXPECT_EQ(what, "failed from", a, (uintptr_t)m.map + (nth - 1) * UNIT);
 		EXPECT_EQ(what, "failed length", l, UNIT);
 		EXPECT_EQ(what, "failed errno", e, ENOMEM);
 	} else {
@@ -121,13 +121,22 @@ static void dest_alloc_case(unsigned int workers, int sticky)
 
 static void test_fault_dest_alloc(void)
 {
-	dest_alloc_case(1, 0);
+	dest_alloc_case(1, 0, 5);
 }
 
 static void test_fault_dest_alloc_sticky(void)
 {
-	dest_alloc_case(1, 1);
-	dest_alloc_case(2, 1);
+	dest_alloc_case(1, 1, 5);
+	dest_alloc_case(2, 1, 5);
+}
+
+/* One worker, no reserve, two CPUs or more: a helper prepares the
+ * destinations up to 16 units ahead.  Its failure at the 20th reaches the
+ * worker at that unit, after it ran past it; the rest stays intact. */
+static void test_fault_dest_alloc_ahead(void)
+{
+	dest_alloc_case(1, 0, 20);
+	dest_alloc_case(1, 1, 20);
 }
 
 /* After a fault fired, the next migration (re-armed or disarmed) works. */
@@ -461,6 +470,7 @@ static CU_TestInfo fault_tests[] = {
 	{ "a page unmapped after registration: reported", test_unmapped_page },
 	{ "dest_alloc: 5th allocation fails", test_fault_dest_alloc },
 	{ "dest_alloc: sticky, 1 and 2 workers", test_fault_dest_alloc_sticky },
+	{ "dest_alloc: the 20th, prepared ahead", test_fault_dest_alloc_ahead },
 	{ "dest_alloc: memfd (mbind path)", test_fault_dest_alloc_memfd },
 	{ "disarmed and unreached faults", test_fault_disarm },
 	{ "move_pages: ENOMEM, EIO, not reached", test_fault_move_pages },

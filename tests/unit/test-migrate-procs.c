@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,6 +98,55 @@ static void test_reserve(void)
 	/* A context that goes away with a reserve frees it. */
 	CU_ASSERT_EQUAL(memmig_ctx_reserve(c, 0, 4 * MiB), 0);
 	EXPECT_EQ("reserve", "reserved before unref", memmig_ctx_reserved(c, 0), 4 * MiB);
+	memmig_ctx_unref(c);
+	free(frames);
+	mt_mem_free(&m);
+}
+
+/*
+ * Two workers take runs of the reserve, one each, so that each swaps its
+ * share in one mremap; the chunks a worker took and could not use (units
+ * that may not have a THP) go back.
+ */
+static void test_reserve_runs(void)
+{
+	struct memmig_migrate_opts o = mt_opts_of(MEMMIG_STRATEGY_COPY,
+						  MEMMIG_MIGRATE_FORCE, 2);
+	struct memmig_report *rep = NULL;
+	struct memmig_region *r = NULL;
+	struct memmig_ctx *c;
+	uint64_t sum, *frames;
+	struct mem m;
+
+	CU_ASSERT_EQUAL_FATAL(mt_new_ctx(&c), 0);
+	CU_ASSERT_EQUAL_FATAL(memmig_ctx_reserve(c, 0, 64 * MiB), 0);
+	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&m, K_THP, 32 * MiB, true), 0);
+	/* Units 2 and 3 of the first worker's 8: no THP, no reserve chunk. */
+	CU_ASSERT_EQUAL_FATAL(madvise(m.map + 4 * MiB, 4 * MiB, MADV_NOHUGEPAGE), 0);
+	sum = mt_csum(m.map, m.len);
+	frames = mt_pfns_read(m.map, m.len);
+	CU_ASSERT_EQUAL_FATAL(mt_region_of(c, 0, m.map, m.len, 0, &r), 0);
+	CU_ASSERT_EQUAL(memmig_migrate(r, &o, &rep), 0);
+	EXPECT_EQ("reserve", "reserved after 14 chunks used", memmig_ctx_reserved(c, 0),
+		  36 * MiB);
+	mt_mem_intact(&m, sum, "reserve runs");
+	mt_check_report(rep, &(struct expect){
+		.strategy = MEMMIG_STRATEGY_COPY, .addr = (uintptr_t)m.map,
+		.len = m.len, .present = m.len / PAGE, .moved = m.len,
+	}, "reserve runs");
+	mt_check_frames(rep, m.map, m.len, frames, "reserve runs");
+	mt_mem_usable(&m, "reserve runs");
+	memmig_report_unref(rep);
+	memmig_region_unref(r);
+
+	/* The chunks given back serve the next job. */
+	sum = mt_csum(m.map, m.len);
+	CU_ASSERT_EQUAL_FATAL(mt_region_of(c, 0, m.map, m.len, 0, &r), 0);
+	CU_ASSERT_EQUAL(memmig_migrate(r, &o, NULL), 0);
+	EXPECT_EQ("reserve", "reserved after the second job", memmig_ctx_reserved(c, 0),
+		  8 * MiB);
+	mt_mem_intact(&m, sum, "reserve runs, again");
+	memmig_region_unref(r);
 	memmig_ctx_unref(c);
 	free(frames);
 	mt_mem_free(&m);
@@ -383,6 +433,7 @@ static void test_permission(void)
 
 static CU_TestInfo other_tests[] = {
 	{ "reserve", test_reserve },
+	{ "reserve: a run per worker, unused chunks given back", test_reserve_runs },
 	{ "region list of this process", test_list_self },
 	{ "another process", test_child },
 	{ "unprivileged: EPERM, own memory moves", test_permission },

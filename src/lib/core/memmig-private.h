@@ -33,7 +33,8 @@ struct memmig_fault {
 /* Prefaulted 2 MB chunks bound to one node (memmig_ctx_reserve()). */
 struct memmig_reserve_pool {
 	int node;
-	void **chunks;		/* chunks[next..n) are left, ascending */
+	void **chunks;		/* chunks[next..n) are left, ascending as
+				 * filled; chunks given back follow */
 	size_t next, n, cap;
 };
 

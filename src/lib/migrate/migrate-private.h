@@ -67,6 +67,12 @@ struct memmig_strategy_ops {
 	/* Processes w->first..w->last, whose placement is in job->before;
 	 * returns 0 or a fatal -errno. */
 	int (*run)(struct memmig_worker *w);
+	/* Optional: on the job thread alone, after the workers ran units
+	 * [first, last): one thread's swap, as concurrent mremaps in one
+	 * process cost several times what one thread's do.  The units then
+	 * run in rounds of round_units, which bounds what waits for it. */
+	void (*finish)(struct memmig_job *job, size_t first, size_t last);
+	size_t round_units;
 	/* Frees what setup left in job->priv, after the workers. */
 	void (*teardown)(struct memmig_job *job);
 	/* Optional: fills job->after for the worker's units where the
@@ -109,6 +115,7 @@ struct memmig_job {
 	size_t nunits;
 	int *before, *after;		/* per 4 KiB page: node or -errno */
 	int *status;			/* per page, what the strategy did */
+	size_t pages_bytes;		/* the one mapping of the three */
 	const uint64_t *from_mask;	/* the move's (env), or NULL */
 	/* The move's frame ranges (env), or NULL: where the pagemap's frame
 	 * numbers say a page is, without the kernel's query. */
@@ -178,7 +185,7 @@ bool memmig_job_stopping(struct memmig_job *job);
 void memmig_job_unit_done(struct memmig_job *job, struct memmig_unit *u,
 			  unsigned char state);
 /* Counts a unit's bytes for progress once it is copied: its swap comes
- * with its batch, up to 32 units later. */
+ * at the end of its round. */
 void memmig_job_unit_copied(struct memmig_job *job, struct memmig_unit *u);
 /* Sets the status of every page of the unit. */
 void memmig_job_set_status(struct memmig_job *job, const struct memmig_unit *u,
@@ -265,7 +272,10 @@ int memmig_placement_query_units(struct memmig_job *job,
 				 struct memmig_unit *u, size_t n, int *pages,
 				 bool set_thp);
 
-/* Takes a prefaulted 2 MB chunk of the node's reserve, or NULL. */
-void *memmig_reserve_take(struct memmig_ctx *ctx, int node);
+/* Takes a run of contiguous prefaulted 2 MB chunks of the node's reserve,
+ * 1 to max of them (*n), or NULL (*n 0) when it is empty. */
+void *memmig_reserve_take(struct memmig_ctx *ctx, int node, size_t max, size_t *n);
+/* Gives n contiguous chunks taken and not used back to the reserve. */
+void memmig_reserve_put(struct memmig_ctx *ctx, int node, void *run, size_t n);
 
 #endif

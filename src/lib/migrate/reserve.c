@@ -123,19 +123,40 @@ uint64_t memmig_ctx_reserved(struct memmig_ctx *ctx, int node)
 	return bytes;
 }
 
-void *memmig_reserve_take(struct memmig_ctx *ctx, int node)
+void *memmig_reserve_take(struct memmig_ctx *ctx, int node, size_t max, size_t *n)
 {
 	struct memmig_reserve_pool *p;
-	void *chunk = NULL;
+	uint8_t *run = NULL;
 
+	*n = 0;
 	pthread_mutex_lock(&ctx->lock);
 	p = pool_of(ctx, node, false);
-	/* In address order: consecutive units get contiguous chunks, which
-	 * the copy strategy swaps in with one mremap. */
-	if (p && p->next < p->n)
-		chunk = p->chunks[p->next++];
+	/* In address order, and a run at once: workers taking turns would
+	 * interleave single chunks, and each break in a run costs the swap
+	 * one more mremap. */
+	if (p && p->next < p->n) {
+		run = p->chunks[p->next++];
+		for (*n = 1; *n < max && p->next < p->n &&
+		     p->chunks[p->next] == run + *n * MEMMIG_UNIT_SIZE; (*n)++)
+			p->next++;
+	}
 	pthread_mutex_unlock(&ctx->lock);
-	return chunk;
+	return run;
+}
+
+void memmig_reserve_put(struct memmig_ctx *ctx, int node, void *run, size_t n)
+{
+	struct memmig_reserve_pool *p;
+	int rc;
+
+	if (!n)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	p = pool_of(ctx, node, true);
+	rc = p ? pool_add(p, run, n) : -ENOMEM;
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc < 0)
+		munmap(run, n * MEMMIG_UNIT_SIZE);
 }
 
 void memmig_reserve_free_all(struct memmig_ctx *ctx)

@@ -28,11 +28,10 @@ int memmig_bind(void *addr, size_t len, int node, unsigned int flags)
 	return 0;
 }
 
-void *memmig_map_on_node(size_t len, int node, bool thp, bool noreserve, int *err)
+void *memmig_map_aligned(size_t len, bool thp, bool noreserve, int *err)
 {
 	size_t span = len + MEMMIG_UNIT_SIZE;
 	uint8_t *p, *aligned;
-	int rc;
 
 	p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
 		 (noreserve ? MAP_NORESERVE : 0), -1, 0);
@@ -46,14 +45,24 @@ void *memmig_map_on_node(size_t len, int node, bool thp, bool noreserve, int *er
 		munmap(p, aligned - p);
 	if (p + span > aligned + len)
 		munmap(aligned + len, p + span - (aligned + len));
+	if (thp)
+		madvise(aligned, len, MADV_HUGEPAGE);
+	return aligned;
+}
+
+void *memmig_map_on_node(size_t len, int node, bool thp, bool noreserve, int *err)
+{
+	uint8_t *aligned = memmig_map_aligned(len, thp, noreserve, err);
+	int rc;
+
+	if (!aligned)
+		return NULL;
 	rc = memmig_bind(aligned, len, node, 0);
 	if (rc < 0) {
 		munmap(aligned, len);
 		*err = rc;
 		return NULL;
 	}
-	if (thp)
-		madvise(aligned, len, MADV_HUGEPAGE);
 	return aligned;
 }
 

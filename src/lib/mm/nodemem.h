@@ -12,6 +12,12 @@
 struct memmig_ctx;
 
 /*
+ * Maps len bytes (a multiple of 4 KiB) at a 2 MB-aligned address, advised
+ * for THP if thp, with MAP_NORESERVE if noreserve, not yet populated: the
+ * address, or NULL with *err set.
+ */
+void *memmig_map_aligned(size_t len, bool thp, bool noreserve, int *err);
+/*
  * Maps len bytes (a multiple of 4 KiB) at a 2 MB-aligned address, bound to
  * node with MPOL_BIND, advised for THP if thp, with MAP_NORESERVE (no
  * commit charge) if noreserve, not yet populated.  Returns the address, or
