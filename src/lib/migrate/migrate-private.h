@@ -233,6 +233,10 @@ static inline bool memmig_status_nothing(int st)
 	return st == -ENOENT || st == -EFAULT;
 }
 
+/* Regions for ranges of pid's memory, its mappings read once: list[0..n)
+ * (*made of them made, also on failure); 0 or the first range's -errno. */
+int memmig_region_new_ranges(struct memmig_ctx *ctx, int pid, const struct memmig_range *r,
+			     unsigned int n, struct memmig_region **list, unsigned int *made);
 /* Builds the report from the job's page arrays and units. */
 int memmig_report_build(struct memmig_job *job);
 /* A whole-process move's report: empty, then each region's added. */

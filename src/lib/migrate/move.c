@@ -170,18 +170,8 @@ static int list_ranges(struct memmig_move *mv)
 	mv->list = calloc(mv->o.nranges, sizeof(*mv->list));
 	if (!mv->list)
 		return -ENOMEM;
-	for (unsigned int i = 0; i < mv->o.nranges; i++) {
-		struct memmig_region_desc d = {
-			.sz = sizeof(d), .pid = mv->o.pid,
-			.addr = mv->o.ranges[i].addr, .len = mv->o.ranges[i].len,
-		};
-		int rc = memmig_region_new(mv->ctx, &d, &mv->list[i]);
-
-		if (rc < 0)
-			return rc;
-		mv->n++;
-	}
-	return 0;
+	return memmig_region_new_ranges(mv->ctx, mv->o.pid, mv->o.ranges, mv->o.nranges,
+					mv->list, &mv->n);
 }
 
 /* Lists and checks the regions; the state is PLANNING, owned by the

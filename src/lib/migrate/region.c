@@ -114,39 +114,44 @@ static int region_alloc(struct memmig_ctx *ctx, const struct memmig_region_desc 
 	return 0;
 }
 
-int memmig_region_new(struct memmig_ctx *ctx, const struct memmig_region_desc *desc,
-		      struct memmig_region **out)
+/* The mappings of pid, read for regions: -EPERM (said) when this process
+ * may not read them. */
+static int read_vmas(struct memmig_ctx *ctx, int pid, struct memmig_vma **vmas, size_t *n)
 {
-	struct memmig_region_desc d = { .sz = sizeof(d) };
-	struct memmig_vma *vmas = NULL;
-	size_t nvmas = 0;
-	int rc;
+	int rc = region_err(pid, memmig_vmas_read(pid, vmas, n));
 
-	if (!ctx || !out || memmig_struct_in(&d, sizeof(d), desc) < 0)
-		return -EINVAL;
-	if (!d.len || (d.addr | d.len) % MEMMIG_PAGE_SIZE || d.addr + d.len < d.addr ||
-	    d.pid < 0 || d.backing < MEMMIG_BACKING_AUTO ||
-	    d.backing > MEMMIG_BACKING_DAX) {
+	if (rc == -EPERM)
+		err(ctx, "pid %d: not permitted to read its mappings (needs "
+			 "CAP_SYS_PTRACE or the same user)\n", pid);
+	else if (rc < 0)
+		err(ctx, "pid %d: cannot read its mappings: %s\n", pid, strerror(-rc));
+	return rc;
+}
+
+static int desc_check(struct memmig_ctx *ctx, const struct memmig_region_desc *d)
+{
+	if (!d->len || (d->addr | d->len) % MEMMIG_PAGE_SIZE || d->addr + d->len < d->addr ||
+	    d->pid < 0 || d->backing < MEMMIG_BACKING_AUTO ||
+	    d->backing > MEMMIG_BACKING_DAX) {
 		err(ctx, "region %#llx+%#llx: address and length must be page "
 			 "aligned and non-empty\n",
-		    (unsigned long long)d.addr, (unsigned long long)d.len);
+		    (unsigned long long)d->addr, (unsigned long long)d->len);
 		return -EINVAL;
 	}
-	if (d.pid && kill(d.pid, 0) && errno == ESRCH) {
-		err(ctx, "pid %d: no such process\n", d.pid);
+	if (d->pid && kill(d->pid, 0) && errno == ESRCH) {
+		err(ctx, "pid %d: no such process\n", d->pid);
 		return -ESRCH;
 	}
-	rc = region_err(d.pid, memmig_vmas_read(d.pid, &vmas, &nvmas));
-	if (rc == -EPERM) {
-		err(ctx, "pid %d: not permitted to read its mappings (needs "
-			 "CAP_SYS_PTRACE or the same user)\n", d.pid);
-		return rc;
-	}
-	if (rc < 0) {
-		err(ctx, "pid %d: cannot read its mappings: %s\n", d.pid, strerror(-rc));
-		return rc;
-	}
-	rc = region_check(ctx, &d, vmas, nvmas);
+	return 0;
+}
+
+/* memmig_region_new() of a checked description on mappings read already
+ * (a move's ranges: one read of smaps for all of them, not one each). */
+static int region_new_in(struct memmig_ctx *ctx, struct memmig_region_desc d,
+			 const struct memmig_vma *vmas, size_t nvmas, struct memmig_region **out)
+{
+	int rc = region_check(ctx, &d, vmas, nvmas);
+
 	if (!rc && d.pid) {
 		rc = region_err(d.pid, region_probe(d.pid, d.addr));
 		if (rc == -EPERM)
@@ -162,10 +167,53 @@ int memmig_region_new(struct memmig_ctx *ctx, const struct memmig_region_desc *d
 			*out = NULL;
 		}
 	}
-	free(vmas);
 	/* Ended after its mappings were read: the check or the probe failed
 	 * in its own words. */
 	return region_err(d.pid, rc);
+}
+
+int memmig_region_new(struct memmig_ctx *ctx, const struct memmig_region_desc *desc,
+		      struct memmig_region **out)
+{
+	struct memmig_region_desc d = { .sz = sizeof(d) };
+	struct memmig_vma *vmas = NULL;
+	size_t nvmas = 0;
+	int rc;
+
+	if (!ctx || !out || memmig_struct_in(&d, sizeof(d), desc) < 0)
+		return -EINVAL;
+	rc = desc_check(ctx, &d);
+	if (!rc)
+		rc = read_vmas(ctx, d.pid, &vmas, &nvmas);
+	if (!rc)
+		rc = region_new_in(ctx, d, vmas, nvmas, out);
+	free(vmas);
+	return rc;
+}
+
+int memmig_region_new_ranges(struct memmig_ctx *ctx, int pid, const struct memmig_range *r,
+			     unsigned int n, struct memmig_region **list, unsigned int *made)
+{
+	struct memmig_vma *vmas = NULL;
+	size_t nvmas = 0;
+	int rc = 0;
+
+	*made = 0;
+	for (unsigned int i = 0; !rc && i < n; i++) {
+		struct memmig_region_desc d = {
+			.sz = sizeof(d), .pid = pid, .addr = r[i].addr, .len = r[i].len,
+		};
+
+		rc = desc_check(ctx, &d);
+		if (!rc && !vmas)
+			rc = read_vmas(ctx, pid, &vmas, &nvmas);
+		if (!rc)
+			rc = region_new_in(ctx, d, vmas, nvmas, &list[i]);
+		if (!rc)
+			(*made)++;
+	}
+	free(vmas);
+	return rc;
 }
 
 struct memmig_region *memmig_region_ref(struct memmig_region *r)
