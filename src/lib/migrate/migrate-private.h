@@ -115,7 +115,7 @@ struct memmig_job {
 	size_t nunits;
 	int *before, *after;		/* per 4 KiB page: node or -errno */
 	int *status;			/* per page, what the strategy did */
-	size_t pages_bytes;		/* the one mapping of the three */
+	size_t pages_bytes;		/* the one mapping of the three; 0: malloc'd */
 	const uint64_t *from_mask;	/* the move's (env), or NULL */
 	/* The move's frame ranges (env), or NULL: where the pagemap's frame
 	 * numbers say a page is, without the kernel's query. */

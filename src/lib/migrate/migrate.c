@@ -437,27 +437,38 @@ static void job_free(struct memmig_job *job)
 	pthread_mutex_destroy(&job->lock);
 	pthread_cond_destroy(&job->cond);
 	free(job->units);
-	if (job->before)
+	if (job->pages_bytes)
 		munmap(job->before, job->pages_bytes);
+	else
+		free(job->before);
 	free(job);
 }
 
 /*
- * The per-page arrays, 12 bytes a page, in one mapping advised for THP:
- * a job's first touch of fresh memory costs page faults (on some hosts
- * the outer hypervisor's too), and 4 KiB ones cost ~4x what 2 MB ones do
- * for the same bytes (12 ms against 3 a GiB moved, on Zen 5 under PVM).
+ * The per-page arrays, 12 bytes a page, in one mapping advised for THP
+ * once they fill a huge page: a job's first touch of fresh memory costs
+ * page faults (on some hosts the outer hypervisor's too), and 4 KiB ones
+ * cost ~4x what 2 MB ones do for the same bytes (12 ms against 3 a GiB
+ * moved, on Zen 5 under PVM).  Smaller ones come from malloc: a whole
+ * process is dozens of small jobs, and a mapping each (its munmap's TLB
+ * shootdown) cost more than they saved.
  */
 static int pages_alloc(struct memmig_job *job, size_t npages)
 {
 	size_t bytes = 3 * npages * sizeof(int);
 	int rc = 0;
 
-	bytes = (bytes + MEMMIG_PAGE_SIZE - 1) & ~(size_t)(MEMMIG_PAGE_SIZE - 1);
-	job->before = memmig_map_aligned(bytes, true, false, &rc);
-	if (!job->before)
-		return rc;
-	job->pages_bytes = bytes;
+	if (bytes < MEMMIG_UNIT_SIZE) {
+		job->before = malloc(bytes);
+		if (!job->before)
+			return -ENOMEM;
+	} else {
+		bytes = (bytes + MEMMIG_PAGE_SIZE - 1) & ~(size_t)(MEMMIG_PAGE_SIZE - 1);
+		job->before = memmig_map_aligned(bytes, true, false, &rc);
+		if (!job->before)
+			return rc;
+		job->pages_bytes = bytes;
+	}
 	job->after = job->before + npages;
 	job->status = job->after + npages;
 	return 0;
