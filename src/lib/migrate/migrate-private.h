@@ -12,6 +12,9 @@
 #include "lib/core/memmig-private.h"
 
 #define MEMMIG_UNIT_PAGES (MEMMIG_UNIT_SIZE / MEMMIG_PAGE_SIZE)
+/* Units a move_pages(2) call takes, moving or asking: enough to amortise
+ * the call, few enough to cancel. */
+#define MEMMIG_CALL_UNITS 16
 /* A page nobody looked at: in before/after, and in status before the
  * strategy got to it. */
 #define MEMMIG_STATUS_UNTOUCHED INT_MIN

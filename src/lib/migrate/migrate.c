@@ -506,6 +506,13 @@ int memmig_job_create(struct memmig_region *r, const struct memmig_migrate_opts 
 	}
 	if (job->nworkers > job->nunits)
 		job->nworkers = job->nunits ? (unsigned int)job->nunits : 1;
+	/* The kernel's workers each take a call's worth of units or more: one
+	 * for less costs its hand-off and saves nothing (a whole process is
+	 * dozens of small mappings). */
+	if (job->strategy == MEMMIG_STRATEGY_KERNEL &&
+	    job->nworkers > (job->nunits + MEMMIG_CALL_UNITS - 1) / MEMMIG_CALL_UNITS)
+		job->nworkers = (unsigned int)((job->nunits + MEMMIG_CALL_UNITS - 1) /
+					       MEMMIG_CALL_UNITS);
 	if (env) {
 		job->from_mask = env->from_mask;
 		job->frames = env->frames;

@@ -42,8 +42,7 @@ int memmig_placement_query(int pid, uint64_t addr, uint64_t len, int *status)
 	return rc < 0 ? (int)rc : 0;
 }
 
-/* Entries per query call for the unit-wise query. */
-#define UNIT_BATCH 16
+#define UNIT_BATCH MEMMIG_CALL_UNITS
 
 /* The unit's pages' nodes from their frames: false when one frame cannot
  * say (the kernel is asked for the unit). */

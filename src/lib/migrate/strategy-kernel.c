@@ -17,8 +17,7 @@
 #include "lib/mm/pageflags.h"
 #include "lib/migrate/placement.h"
 
-/* Units per system call: enough to amortise it, few enough to cancel. */
-#define BATCH_UNITS 16
+#define BATCH_UNITS MEMMIG_CALL_UNITS
 
 struct batch {
 	void **pages;
