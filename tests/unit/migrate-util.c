@@ -567,6 +567,27 @@ out:
 	mt_mem_free(&m);
 }
 
+void mt_copy_all(struct memmig_ctx *c, struct mem *m, const struct memmig_migrate_opts *o,
+		 const char *what)
+{
+	uint64_t sum = mt_csum(m->map, m->len), *frames = mt_pfns_read(m->map, m->len);
+	struct memmig_report *rep = NULL;
+	struct memmig_region *r = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(mt_region_of(c, 0, m->map, m->len, 0, &r), 0);
+	CU_ASSERT_EQUAL(memmig_migrate(r, o, &rep), 0);
+	mt_mem_intact(m, sum, what);
+	mt_check_report(rep, &(struct expect){
+		.strategy = MEMMIG_STRATEGY_COPY, .addr = (uintptr_t)m->map,
+		.len = m->len, .present = m->len / PAGE, .moved = m->len,
+	}, what);
+	mt_check_frames(rep, m->map, m->len, frames, what);
+	mt_mem_usable(m, what);
+	memmig_report_unref(rep);
+	memmig_region_unref(r);
+	free(frames);
+}
+
 /*
  * Every other page written, the others never touched: the units are not
  * all on the node, so move_pages(2) really runs; the absent pages come back

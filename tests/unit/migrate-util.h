@@ -103,6 +103,12 @@ void mt_check_frames(const struct memmig_report *rep, const void *addr, uint64_t
 void mt_check_report(const struct memmig_report *rep, const struct expect *e,
 		     const char *what);
 
+/* A copy-strategy migration of all of m with o (FORCE: every page moves)
+ * that must succeed: every byte intact, the report whole, new frames, the
+ * memory usable after. */
+void mt_copy_all(struct memmig_ctx *c, struct mem *m, const struct memmig_migrate_opts *o,
+		 const char *what);
+
 /* A migration to node 0 that must move every byte intact. */
 struct mcase {
 	int kind;

@@ -237,29 +237,13 @@ static void test_job_rounds(void)
 {
 	struct memmig_migrate_opts o = mt_opts_of(MEMMIG_STRATEGY_COPY,
 						  MEMMIG_MIGRATE_FORCE, 2);
-	struct memmig_report *rep = NULL;
-	struct memmig_region *r = NULL;
-	uint64_t sum, *frames;
 	struct mem m;
 
 	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&m, K_THP, GiB + 4 * MiB, true), 0);
-	sum = mt_csum(m.map, m.len);
-	frames = mt_pfns_read(m.map, m.len);
 	CU_ASSERT_EQUAL_FATAL(memmig_ctx_reserve(ctx, 0, GiB / 2), 0);
-	CU_ASSERT_EQUAL_FATAL(mt_region_of(ctx, 0, m.map, m.len, 0, &r), 0);
-	CU_ASSERT_EQUAL(memmig_migrate(r, &o, &rep), 0);
+	mt_copy_all(ctx, &m, &o, "rounds");
 	EXPECT_EQ("rounds", "reserve left", memmig_ctx_reserved(ctx, 0), 0);
-	mt_mem_intact(&m, sum, "rounds");
-	mt_check_report(rep, &(struct expect){
-		.strategy = MEMMIG_STRATEGY_COPY, .addr = (uintptr_t)m.map,
-		.len = m.len, .present = m.len / PAGE, .moved = m.len,
-	}, "rounds");
-	mt_check_frames(rep, m.map, m.len, frames, "rounds");
-	mt_mem_usable(&m, "rounds");
 	memmig_ctx_reserve(ctx, 0, 0);
-	memmig_report_unref(rep);
-	memmig_region_unref(r);
-	free(frames);
 	mt_mem_free(&m);
 }
 

@@ -30,7 +30,7 @@ static void test_reserve(void)
 	struct memmig_report *rep = NULL;
 	struct memmig_region *r = NULL;
 	struct memmig_ctx *c;
-	uint64_t sum, *frames;
+	uint64_t sum;
 	struct mem m;
 
 	CU_ASSERT_EQUAL_FATAL(mt_new_ctx(&c), 0);
@@ -45,22 +45,8 @@ static void test_reserve(void)
 
 	/* 16 whole units take 16 chunks. */
 	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&m, K_THP, 32 * MiB, true), 0);
-	sum = mt_csum(m.map, m.len);
-	frames = mt_pfns_read(m.map, m.len);
-	CU_ASSERT_EQUAL_FATAL(mt_region_of(c, 0, m.map, m.len, 0, &r), 0);
-	CU_ASSERT_EQUAL(memmig_migrate(r, &o, &rep), 0);
+	mt_copy_all(c, &m, &o, "from the reserve");
 	EXPECT_EQ("reserve", "reserved after 32 MiB", memmig_ctx_reserved(c, 0), 32 * MiB);
-	mt_mem_intact(&m, sum, "from the reserve");
-	mt_check_report(rep, &(struct expect){
-		.strategy = MEMMIG_STRATEGY_COPY, .addr = (uintptr_t)m.map,
-		.len = m.len, .present = m.len / PAGE, .moved = m.len,
-	}, "from the reserve");
-	mt_check_frames(rep, m.map, m.len, frames, "from the reserve");
-	mt_mem_usable(&m, "from the reserve");
-	memmig_report_unref(rep);
-	rep = NULL;
-	memmig_region_unref(r);
-	r = NULL;
 
 	/* Partial head and tail units do not take whole chunks. */
 	sum = mt_csum(m.map, m.len);
@@ -99,7 +85,6 @@ static void test_reserve(void)
 	CU_ASSERT_EQUAL(memmig_ctx_reserve(c, 0, 4 * MiB), 0);
 	EXPECT_EQ("reserve", "reserved before unref", memmig_ctx_reserved(c, 0), 4 * MiB);
 	memmig_ctx_unref(c);
-	free(frames);
 	mt_mem_free(&m);
 }
 
@@ -112,10 +97,9 @@ static void test_reserve_runs(void)
 {
 	struct memmig_migrate_opts o = mt_opts_of(MEMMIG_STRATEGY_COPY,
 						  MEMMIG_MIGRATE_FORCE, 2);
-	struct memmig_report *rep = NULL;
 	struct memmig_region *r = NULL;
 	struct memmig_ctx *c;
-	uint64_t sum, *frames;
+	uint64_t sum;
 	struct mem m;
 
 	CU_ASSERT_EQUAL_FATAL(mt_new_ctx(&c), 0);
@@ -123,21 +107,9 @@ static void test_reserve_runs(void)
 	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&m, K_THP, 32 * MiB, true), 0);
 	/* Units 2 and 3 of the first worker's 8: no THP, no reserve chunk. */
 	CU_ASSERT_EQUAL_FATAL(madvise(m.map + 4 * MiB, 4 * MiB, MADV_NOHUGEPAGE), 0);
-	sum = mt_csum(m.map, m.len);
-	frames = mt_pfns_read(m.map, m.len);
-	CU_ASSERT_EQUAL_FATAL(mt_region_of(c, 0, m.map, m.len, 0, &r), 0);
-	CU_ASSERT_EQUAL(memmig_migrate(r, &o, &rep), 0);
+	mt_copy_all(c, &m, &o, "reserve runs");
 	EXPECT_EQ("reserve", "reserved after 14 chunks used", memmig_ctx_reserved(c, 0),
 		  36 * MiB);
-	mt_mem_intact(&m, sum, "reserve runs");
-	mt_check_report(rep, &(struct expect){
-		.strategy = MEMMIG_STRATEGY_COPY, .addr = (uintptr_t)m.map,
-		.len = m.len, .present = m.len / PAGE, .moved = m.len,
-	}, "reserve runs");
-	mt_check_frames(rep, m.map, m.len, frames, "reserve runs");
-	mt_mem_usable(&m, "reserve runs");
-	memmig_report_unref(rep);
-	memmig_region_unref(r);
 
 	/* The chunks given back serve the next job. */
 	sum = mt_csum(m.map, m.len);
@@ -148,7 +120,6 @@ static void test_reserve_runs(void)
 	mt_mem_intact(&m, sum, "reserve runs, again");
 	memmig_region_unref(r);
 	memmig_ctx_unref(c);
-	free(frames);
 	mt_mem_free(&m);
 }
 
