@@ -211,16 +211,15 @@ static int reply_errno(struct json_object *reply)
 	return -EPROTO;
 }
 
-int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
-	     struct json_object **reply)
+/* Sends req (the reference is taken) as one line: 0 or -errno, said to
+ * nobody. */
+static int send_request(struct cli_conn *c, struct json_object *req)
 {
 	const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
 	size_t len = strlen(s);
 	char *copy = malloc(len + 2);
-	int rc;
+	int rc = copy ? 0 : -ENOMEM;
 
-	*reply = NULL;
-	rc = copy ? 0 : -ENOMEM;
 	if (copy) {
 		memcpy(copy, s, len);
 		copy[len] = '\n';
@@ -228,6 +227,36 @@ int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
 		free(copy);
 	}
 	json_object_put(req);
+	return rc;
+}
+
+/* The next line as a JSON object: 0, -EBADMSG for anything else, or the
+ * connection's -errno; said to nobody. */
+static int read_object(struct cli_conn *c, struct json_object **out)
+{
+	char *line = NULL;
+	int used = read_line(c, &line);
+
+	*out = NULL;
+	if (used < 0)
+		return used;
+	*out = json_tokener_parse(line);
+	c->len -= (size_t)used;
+	memmove(c->buf, c->buf + used, c->len);
+	if (!*out || !json_object_is_type(*out, json_type_object)) {
+		json_object_put(*out);
+		*out = NULL;
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
+	     struct json_object **reply)
+{
+	int rc = send_request(c, req);
+
+	*reply = NULL;
 	if (rc < 0) {
 		cli_json_error_errno(rc);
 		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket, strerror(-rc));
@@ -241,28 +270,15 @@ int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
 
 int cli_read_line(struct cli_conn *c, const char *cmd, struct json_object **out)
 {
-	char *line = NULL;
-	int used = read_line(c, &line);
+	int rc = read_object(c, out);
 
-	*out = NULL;
-	if (used < 0) {
-		cli_json_error_errno(used);
-		if (used != -ETIMEDOUT)
-			cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket,
-				  strerror(-used));
-		return used;
-	}
-	*out = json_tokener_parse(line);
-	c->len -= (size_t)used;
-	memmove(c->buf, c->buf + used, c->len);
-	if (!*out || !json_object_is_type(*out, json_type_object)) {
-		json_object_put(*out);
-		*out = NULL;
-		cli_json_error_errno(EBADMSG);
+	if (rc < 0)
+		cli_json_error_errno(rc);
+	if (rc == -EBADMSG)
 		cli_error("%s: memmigd sent something that is not a JSON object\n", cmd);
-		return -EBADMSG;
-	}
-	return 0;
+	else if (rc < 0 && rc != -ETIMEDOUT)
+		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket, strerror(-rc));
+	return rc;
 }
 
 int cli_conn_wait(struct cli_conn *c, int timeout_ms)
@@ -280,28 +296,16 @@ int cli_conn_wait(struct cli_conn *c, int timeout_ms)
 
 int cli_subscribe(struct cli_conn **out)
 {
-	struct json_object *req = cli_request("subscribe"), *reply = NULL;
-	const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-	char *line = NULL;
+	struct json_object *reply = NULL;
 	int rc = conn_open(cli_global.socket, out);
 
 	/* Quiet: the caller polls instead when memmigd has no room. */
 	if (!rc)
-		rc = send_all((*out)->fd, s, strlen(s));
+		rc = send_request(*out, cli_request("subscribe"));
 	if (!rc)
-		rc = send_all((*out)->fd, "\n", 1);
-	json_object_put(req);
-	if (!rc) {
-		int used = read_line(*out, &line);
-
-		rc = used < 0 ? used : 0;
-		if (!rc) {
-			reply = json_tokener_parse(line);
-			(*out)->len -= (size_t)used;
-			memmove((*out)->buf, (*out)->buf + used, (*out)->len);
-			rc = reply ? reply_errno(reply) : -EBADMSG;
-		}
-	}
+		rc = read_object(*out, &reply);
+	if (!rc)
+		rc = reply_errno(reply);
 	json_object_put(reply);
 	if (rc && *out) {
 		cli_conn_close(*out);
