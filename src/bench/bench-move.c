@@ -195,7 +195,8 @@ static double med(const struct mover *m, size_t off)
 
 #define MED(m, field) med(m, offsetof(struct move_sample, field))
 
-static struct mover *find(struct move_bench *b, enum mover_kind k, unsigned int w)
+/* The mover of that kind and worker count that ran, or NULL. */
+static const struct mover *find(const struct move_bench *b, enum mover_kind k, unsigned int w)
 {
 	for (unsigned int i = 0; i < b->nm; i++)
 		if (b->m[i].kind == k && b->m[i].workers == w && !b->m[i].err && b->m[i].n)
@@ -236,11 +237,11 @@ static struct json_object *speed(const struct mover *peer, const struct mover *m
 static void add_cases(struct move_bench *b, bool thp, size_t len, const double thp_share[2],
 		      bool verified)
 {
-	struct mover *mp = find(b, MV_MIGRATEPAGES, 0);
+	const struct mover *mp = find(b, MV_MIGRATEPAGES, 0);
 
 	for (unsigned int w = 1;; w = b->workers) {
 		struct json_object *o = json_object_new_object();
-		struct mover *d = find(b, MV_MEMMIGD, w), *in = find(b, MV_MEMMIG, w);
+		const struct mover *d = find(b, MV_MEMMIGD, w), *in = find(b, MV_MEMMIG, w);
 
 		json_object_object_add(o, "page", json_object_new_string(thp ? "thp" : "4k"));
 		json_object_object_add(o, "mib", json_object_new_int64((int64_t)(len >> 20)));
@@ -277,12 +278,9 @@ static void add_cases(struct move_bench *b, bool thp, size_t len, const double t
 static void print_case(const struct move_bench *b, bool thp, size_t len,
 		       const double thp_share[2])
 {
-	const struct mover *mp = NULL;
+	const struct mover *mp = find(b, MV_MIGRATEPAGES, 0);
 	char sz[32];
 
-	for (unsigned int i = 0; i < b->nm; i++)
-		if (b->m[i].kind == MV_MIGRATEPAGES && b->m[i].n)
-			mp = &b->m[i];
 	printf("\n%s, %s (in THPs: %.0f%% at the start, %.0f%% at the end), node %d <-> %d, "
 	       "median of %u moves\n", thp ? "THPs" : "4 KiB pages",
 	       util_size_format(len, sz, sizeof(sz)), 100 * thp_share[0], 100 * thp_share[1],

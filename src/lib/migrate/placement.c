@@ -42,8 +42,6 @@ int memmig_placement_query(int pid, uint64_t addr, uint64_t len, int *status)
 	return rc < 0 ? (int)rc : 0;
 }
 
-#define UNIT_BATCH MEMMIG_CALL_UNITS
-
 /* The unit's pages' nodes from their frames: false when one frame cannot
  * say (the kernel is asked for the unit). */
 static bool from_frames(const struct memmig_frames *f, const uint64_t *e, size_t n, int *out)
@@ -59,8 +57,8 @@ int memmig_placement_query_units(struct memmig_job *job,
 				 struct memmig_unit *u, size_t n, int *pages,
 				 bool set_thp)
 {
-	size_t max = UNIT_BATCH * MEMMIG_UNIT_PAGES, e = 0, first = 0;
-	bool thp[UNIT_BATCH], asked[UNIT_BATCH];
+	size_t max = MEMMIG_CALL_UNITS * MEMMIG_UNIT_PAGES, e = 0, first = 0;
+	bool thp[MEMMIG_CALL_UNITS], asked[MEMMIG_CALL_UNITS];
 	void **addr = malloc(max * sizeof(*addr));
 	uint64_t *ent = malloc(MEMMIG_UNIT_PAGES * sizeof(*ent));
 	int *st = malloc(max * sizeof(*st));
@@ -81,7 +79,7 @@ int memmig_placement_query_units(struct memmig_job *job,
 						 pages + memmig_job_page(job, u[i].addr)));
 		for (size_t k = 0; asked[i - first] && k < (huge ? 1 : np); k++)
 			addr[e++] = (void *)(uintptr_t)(u[i].addr + k * MEMMIG_PAGE_SIZE);
-		if (i + 1 < n && i + 1 - first < UNIT_BATCH)
+		if (i + 1 < n && i + 1 - first < MEMMIG_CALL_UNITS)
 			continue;
 		rc = e ? memmig_sys_move_pages(job->pid, e, addr, NULL, st, 0) : 0;
 		/* Spread the answers over the pages of each unit asked. */

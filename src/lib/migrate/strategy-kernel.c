@@ -17,8 +17,6 @@
 #include "lib/mm/pageflags.h"
 #include "lib/migrate/placement.h"
 
-#define BATCH_UNITS MEMMIG_CALL_UNITS
-
 struct batch {
 	void **pages;
 	int *nodes, *status;
@@ -338,16 +336,16 @@ static void unit_settle(struct memmig_job *job, struct memmig_unit *u, bool stop
 static int kernel_run(struct memmig_worker *w)
 {
 	struct memmig_job *job = w->job;
-	size_t at[BATCH_UNITS], first = 0;
+	size_t at[MEMMIG_CALL_UNITS], first = 0;
 	struct batch b;
 	double t = memmig_now();
-	int rc = batch_alloc(&b, BATCH_UNITS);
+	int rc = batch_alloc(&b, MEMMIG_CALL_UNITS);
 
 	for (size_t i = w->first; !rc && i < w->last; ) {
 		size_t nu = 0;
 
 		first = i;
-		for (; i < w->last && nu < BATCH_UNITS; i++) {
+		for (; i < w->last && nu < MEMMIG_CALL_UNITS; i++) {
 			struct memmig_unit *u = &job->units[i];
 			bool call = unit_needs_call(job, u);
 
