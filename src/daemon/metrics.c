@@ -410,7 +410,8 @@ static void render_bytes(struct sink *s, struct metrics *m)
 	      "pages not moved because of a memory error (EHWPOISON, EIO)", m->pages_poisoned);
 }
 
-/* Each running tiering, labelled by its id, pid and domain. */
+/* Each running tiering the viewer may see (root: all; another uid: its
+ * own, as the tiers op lists them), labelled by its id, pid and domain. */
 static void render_tiers(struct sink *s, const struct metrics_now *now)
 {
 	static const struct {
@@ -438,9 +439,9 @@ static void render_tiers(struct sink *s, const struct metrics_now *now)
 	unsigned int n = 0;
 	char id[24], pid[16];
 
-	if (!now->tiers || tiers_metrics(now->tiers, &t, &n))
+	if (!now->tiers || tiers_metrics(now->tiers, now->viewer, &t, &n))
 		return;
-	one_u(s, "memmigd_tiers", "gauge", "processes tiered now", n);
+	one_u(s, "memmigd_tiers", "gauge", "processes tiered now (for a user other than root, its own)", n);
 	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
 		family(s, fam[f].name, fam[f].type, fam[f].help);
 		for (unsigned int i = 0; i < n; i++) {

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/types.h>
 
 #include <json-c/json.h>
 
@@ -32,6 +33,8 @@ struct metrics_now {
 	unsigned int clients, subscribers;
 	int libvirt;		/* -1 off, 0 disconnected, 1 connected */
 	struct tiers *tiers;	/* each tiering's figures; NULL: none */
+	uid_t viewer;		/* whose view: root's (and the file's) has every
+				 * tiering, another uid's only its own */
 };
 
 struct metrics;

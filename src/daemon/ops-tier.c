@@ -164,8 +164,7 @@ struct json_object *op_tier_clear(struct memmigd *d, const struct client_cred *c
 	/* By domain: the answer names the domain, never the pid behind it
 	 * (another user's domain's pid is not theirs to learn). */
 	if (rc && req->domain[0])
-		return proto_reply_error(req, rc, "domain \"%s\" %s", req->domain,
-					 rc == -EPERM ? "is tiered by another user" : "is not tiered");
+		return proto_reply_error(req, rc, "domain \"%s\" is not tiered", req->domain);
 	if (rc)
 		return proto_reply_error(req, rc, "%s", msg);
 	o = proto_reply_ok(req);
@@ -188,11 +187,9 @@ struct json_object *op_tier(struct memmigd *d, const struct client_cred *c,
 	struct json_object *o, *tier = NULL;
 	int rc = tiers_get_json(d->tiers, req->tier.id, c->uid, &tier);
 
-	if (rc == -ENOENT)
-		return proto_reply_error(req, rc, "no tiering %llu",
-					 (unsigned long long)req->tier.id);
+	/* Another user's is not there, in the same words (no oracle). */
 	if (rc)
-		return proto_reply_error(req, rc, "tiering %llu is another user's",
+		return proto_reply_error(req, rc, "no tiering %llu",
 					 (unsigned long long)req->tier.id);
 	o = proto_reply_ok(req);
 	json_object_object_add(o, "tier", tier);

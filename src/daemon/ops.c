@@ -370,12 +370,13 @@ static struct json_object *op_domains(struct memmigd *d, const struct client_cre
 	return o;
 }
 
+/* What the counters do not keep, in root's view (the --metrics-file's). */
 void ops_metrics_now(struct memmigd *d, struct metrics_now *now)
 {
 	*now = (struct metrics_now){ .clients = d->clients,
 				     .subscribers = events_subscribers(d->events),
 				     .libvirt = domains_libvirt_state(d->domains),
-				     .tiers = d->tiers };
+				     .tiers = d->tiers, .viewer = 0 };
 	jobs_count(d->jobs, &now->jobs_queued, &now->jobs_running);
 }
 
@@ -443,7 +444,8 @@ static struct json_object *op_status(struct memmigd *d, const struct client_cred
 	return o;
 }
 
-/* The text exposition, and the same families as JSON for memmig-cli. */
+/* The text exposition, and the same families as JSON for memmig-cli: the
+ * client's view, where another user's tierings are root's to see. */
 static struct json_object *op_metrics(struct memmigd *d, const struct client_cred *c,
 				      const struct proto_request *req)
 {
@@ -452,6 +454,7 @@ static struct json_object *op_metrics(struct memmigd *d, const struct client_cre
 	char *text;
 
 	ops_metrics_now(d, &now);
+	now.viewer = c->uid;
 	text = metrics_text(d->metrics, &now);
 	if (!text)
 		return proto_reply_error(req, ENOMEM, "out of memory");

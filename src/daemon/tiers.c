@@ -242,6 +242,15 @@ static struct tiered *find(struct tiers *ts, uint64_t id, int pid)
 	return NULL;
 }
 
+/* find(), as uid sees the tierings: another user's is not there for a
+ * uid other than root's. */
+static struct tiered *find_for(struct tiers *ts, uint64_t id, int pid, uid_t uid)
+{
+	struct tiered *r = find(ts, id, pid);
+
+	return r && (uid == 0 || r->v.uid == uid) ? r : NULL;
+}
+
 /* A running tiering of the same process gets the new policy (lock held). */
 static int update(struct tiers *ts, struct tiered *r, const struct tiers_spec *spec,
 		  struct json_object **out, char *msg, size_t len)
@@ -352,16 +361,13 @@ int tiers_clear(struct tiers *ts, uint64_t id, int pid, uid_t uid, struct json_o
 	int rc = 0;
 
 	pthread_mutex_lock(&ts->lock);
-	r = find(ts, id, pid);
+	r = find_for(ts, id, pid, uid);
 	if (!r || r->v.state == TIERED_ENDED) {
 		if (id)
 			snprintf(msg, len, "no tiering %llu running", (unsigned long long)id);
 		else
 			snprintf(msg, len, "pid %d is not tiered", pid);
 		rc = -ENOENT;
-	} else if (r->v.uid != uid && uid != 0) {
-		snprintf(msg, len, "tiering %llu is another user's", (unsigned long long)r->v.id);
-		rc = -EPERM;
 	} else {
 		/* The thread ends it (DAMON's sysfs may take a while). */
 		r->v.state = TIERED_STOPPING;
@@ -390,18 +396,16 @@ int tiers_get_json(struct tiers *ts, uint64_t id, uid_t uid, struct json_object 
 	int rc = 0;
 
 	pthread_mutex_lock(&ts->lock);
-	r = find(ts, id, 0);
+	r = find_for(ts, id, 0, uid);
 	if (!r)
 		rc = -ENOENT;
-	else if (uid != 0 && r->v.uid != uid)
-		rc = -EPERM;
 	else
 		*out = tier_json(&r->v, true);
 	pthread_mutex_unlock(&ts->lock);
 	return rc;
 }
 
-int tiers_metrics(struct tiers *ts, struct tiers_metric **out, unsigned int *n)
+int tiers_metrics(struct tiers *ts, uid_t uid, struct tiers_metric **out, unsigned int *n)
 {
 	struct tiers_metric *m;
 	unsigned int k = 0;
@@ -411,7 +415,7 @@ int tiers_metrics(struct tiers *ts, struct tiers_metric **out, unsigned int *n)
 	for (unsigned int i = 0; m && i < ts->n; i++) {
 		const struct tiered *r = ts->t[i];
 
-		if (r->v.state == TIERED_ENDED)
+		if (r->v.state == TIERED_ENDED || (uid != 0 && r->v.uid != uid))
 			continue;
 		m[k].id = r->v.id;
 		m[k].pid = r->v.pid;

@@ -39,26 +39,31 @@ void tiers_free(struct tiers *ts);
  * Starts tiering spec->pid, or gives a running tiering of the same
  * process (and owner, or root) the new policy.  Takes spec->procfd in
  * every case.  0 with *out (the tiering's JSON object), or -errno with a
- * sentence in msg: -EBUSY (too many), -EPERM (another user's), -ENOENT
- * (no soft-dirty bits on this kernel), -ESRCH.
+ * sentence in msg: -EBUSY (too many), -EPERM (the client's process, tiered
+ * by root), -ENOENT (no soft-dirty bits on this kernel), -ESRCH.
  */
 int tiers_set(struct tiers *ts, const struct tiers_spec *spec, struct json_object **out,
 	      char *msg, size_t len);
-/* Ends one (by id, or pid when id is 0): 0 with *out, -ENOENT, -EPERM. */
+/*
+ * Ends one (by id, or pid when id is 0): 0 with *out, or -ENOENT.  To a uid
+ * other than root, another user's tiering is not there: the same -ENOENT
+ * and words as a pid or id nobody tiers (no oracle of whom root tiers).
+ */
 int tiers_clear(struct tiers *ts, uint64_t id, int pid, uid_t uid, struct json_object **out,
 		char *msg, size_t len);
 /* {"tiers": [...]} members as an array: those uid may see (root: all). */
 struct json_object *tiers_list_json(struct tiers *ts, uid_t uid);
-/* One, with its history over time: 0, -ENOENT, -EPERM. */
+/* One, with its history over time: 0, or -ENOENT (another user's too). */
 int tiers_get_json(struct tiers *ts, uint64_t id, uid_t uid, struct json_object **out);
-/* For the metrics: each running tiering's figures, malloc'd (*n of them). */
+/* For the metrics: the figures of each running tiering uid may see (root:
+ * all), malloc'd (*n of them). */
 struct tiers_metric {
 	uint64_t id;
 	int pid;
 	char domain[256];
 	struct tier_stats st;
 };
-int tiers_metrics(struct tiers *ts, struct tiers_metric **out, unsigned int *n);
+int tiers_metrics(struct tiers *ts, uid_t uid, struct tiers_metric **out, unsigned int *n);
 unsigned int tiers_running(struct tiers *ts);
 /* The id of the tiering that moves process pid's pages now, or 0: a move
  * of the process waits for none (see jobs_moving()). */

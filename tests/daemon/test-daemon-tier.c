@@ -8,12 +8,17 @@
  * is ENODEV naming the nodes that have some; a bad member is EINVAL from
  * the parser.  A fully valid tier_set needs two nodes with memory: on a
  * host with one it cannot pass, and where there are two it either starts
- * (then nobody may neither read nor end root's tiering) or, on a kernel
- * without CONFIG_MEM_SOFT_DIRTY, is ENOENT saying so.  TIERS_MAX_PER_USER
- * needs tierings that start, so it is not reached here.
+ * or, on a kernel without CONFIG_MEM_SOFT_DIRTY, is ENOENT saying so.
+ * Whether root's tiering started or not, nobody's tier and tier_clear of
+ * it (by id, pid or domain) get the answer, word for word but the number,
+ * of an id or pid nobody tiers, and nobody's metrics have none of root's
+ * tierings (root's have it).  The caps (TIERS_MAX_PER_USER, root's share,
+ * the ended ones kept per user) need many tierings that start: the
+ * multi-node tier has them (tests/vm/guest-tier-users.sh).
  * Needs root (to be root, and to become nobody); skips otherwise.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -78,6 +83,60 @@ static int tiers_listed(struct tc_conn *c)
 	return n;
 }
 
+/* r's message with each decimal n in it written N. */
+static void message_without(struct json_object *r, long long n, char *out, size_t len)
+{
+	const char *m = tc_str(r, "message");
+	char num[24];
+	size_t k = 0, nl;
+
+	snprintf(num, sizeof(num), "%lld", n);
+	nl = strlen(num);
+	for (const char *p = m ? m : ""; *p && k + 2 < len; p++) {
+		bool edge = p == m || !isdigit((unsigned char)p[-1]);
+
+		if (edge && !strncmp(p, num, nl) && !isdigit((unsigned char)p[nl])) {
+			out[k++] = 'N';
+			p += nl - 1;
+		} else {
+			out[k++] = *p;
+		}
+	}
+	out[k] = 0;
+}
+
+/* nobody's two answers, a about something of root's (number na), b about
+ * something nobody tiers (nb): the same error and the same words. */
+static bool same_answer(struct json_object *a, long long na, struct json_object *b, long long nb)
+{
+	char ma[512], mb[512];
+
+	message_without(a, na, ma, sizeof(ma));
+	message_without(b, nb, mb, sizeof(mb));
+	printf("  root's:   %s: %s\n  untiered: %s: %s\n", tc_error(a), ma, tc_error(b), mb);
+	return !strcmp(tc_error(a), "ENOENT") && !strcmp(tc_error(a), tc_error(b)) &&
+	       !strcmp(ma, mb);
+}
+
+/* The metrics op's text, as c sees it (malloc'd, "" when none). */
+static char *metrics_text(struct tc_conn *c)
+{
+	struct json_object *r = tc_call(c, "{\"op\":\"metrics\"}");
+	char *t = strdup(tc_str(r, "text") ? tc_str(r, "text") : "");
+
+	json_object_put(r);
+	return t;
+}
+
+/* Whether text has a sample labelled key="v". */
+static bool labelled(const char *text, const char *key, long long v)
+{
+	char l[64];
+
+	snprintf(l, sizeof(l), "%s=\"%lld\"", key, v);
+	return strstr(text, l) != NULL;
+}
+
 static int become_nobody(void *unused)
 {
 	return tc_drop_to(NOBODY, NOBODY) || prctl(PR_SET_DUMPABLE, 1) ? -1 : 0;
@@ -93,8 +152,9 @@ static int stay(void *unused)
 static int as_nobody(pid_t root_proc, pid_t own_proc, pid_t gone, int64_t root_tier)
 {
 	struct tc_conn *c = tc_connect(d.sock);
-	struct json_object *r;
-	char enodev[320];
+	struct json_object *r, *r2;
+	char enodev[320], *text;
+	long long id;
 
 	CHECK(c, "nobody connects (group nogroup)");
 	if (!c)
@@ -135,31 +195,40 @@ static int as_nobody(pid_t root_proc, pid_t own_proc, pid_t gone, int64_t root_t
 	CHECK(says(r, "EINVAL", "slow_share: 101 is out of range"), "slow_share 101: %s",
 	      tc_error(r));
 	json_object_put(r);
-	/* Nothing nobody may read or end. */
+	/* Nothing nobody may read or end, nor learn of: root's tiering (or
+	 * root's process, tiered or not) is as one nobody tiers. */
 	CHECK(tiers_listed(c) == 0, "nobody lists no tiering: %d", tiers_listed(c));
-	r = tc_call(c, "{\"op\":\"tier\",\"tier\":%lld}", (long long)(root_tier ? root_tier : 1));
-	CHECK(root_tier ? says(r, "EPERM", "another user's") : says(r, "ENOENT", "no tiering"),
-	      "nobody reads tiering %lld: %s", (long long)(root_tier ? root_tier : 1),
-	      tc_error(r));
+	id = root_tier ? root_tier : 1;
+	r = tc_call(c, "{\"op\":\"tier\",\"tier\":%lld}", id);
+	r2 = tc_call(c, "{\"op\":\"tier\",\"tier\":%lld}", id + 1000);
+	CHECK(same_answer(r, id, r2, id + 1000), "nobody reads tiering %lld: %s", id, tc_error(r));
 	json_object_put(r);
-	r = tc_call(c, "{\"op\":\"tier_clear\",\"tier\":%lld}",
-		    (long long)(root_tier ? root_tier : 1));
-	CHECK(root_tier ? says(r, "EPERM", "another user's") : says(r, "ENOENT", "no tiering"),
-	      "nobody ends tiering %lld: %s", (long long)(root_tier ? root_tier : 1),
-	      tc_error(r));
+	json_object_put(r2);
+	r = tc_call(c, "{\"op\":\"tier_clear\",\"tier\":%lld}", id);
+	r2 = tc_call(c, "{\"op\":\"tier_clear\",\"tier\":%lld}", id + 1000);
+	CHECK(same_answer(r, id, r2, id + 1000), "nobody ends tiering %lld: %s", id, tc_error(r));
 	json_object_put(r);
+	json_object_put(r2);
 	r = tc_call(c, "{\"op\":\"tier_clear\",\"pid\":%d}", root_proc);
-	CHECK(root_tier ? says(r, "EPERM", "another user's") : says(r, "ENOENT", "not tiered"),
-	      "nobody ends root's process's tiering: %s", tc_error(r));
+	r2 = tc_call(c, "{\"op\":\"tier_clear\",\"pid\":%d}", gone);
+	CHECK(same_answer(r, root_proc, r2, gone), "nobody ends root's process's tiering: %s",
+	      tc_error(r));
 	json_object_put(r);
-	/* Root's domain by its name: refused without naming its pid. */
+	json_object_put(r2);
+	/* Root's domain by its name: as one not tiered, without its pid. */
 	r = tc_call(c, "{\"op\":\"tier_clear\",\"domain\":\"rootvm\"}");
 	snprintf(enodev, sizeof(enodev), "%d", root_proc);
-	CHECK((says(r, "ENOENT", "domain \"rootvm\" is not tiered") ||
-	       says(r, "EPERM", "domain \"rootvm\" is tiered by another user")) &&
+	CHECK(says(r, "ENOENT", "domain \"rootvm\" is not tiered") &&
 		      !strstr(tc_str(r, "message"), enodev),
 	      "tier_clear of root's domain: %s", tc_error(r));
 	json_object_put(r);
+	/* nobody's metrics: none of root's tierings. */
+	text = metrics_text(c);
+	CHECK(strstr(text, "\nmemmigd_tiers 0\n") && !labelled(text, "pid", root_proc) &&
+	      !(root_tier && labelled(text, "tier", root_tier)),
+	      "nobody's metrics show no tiering of root's (pid %d, tiering %lld)", root_proc,
+	      (long long)root_tier);
+	free(text);
 	r = tc_call(c, "{\"op\":\"tier_clear\",\"domain\":\"none\"}");
 	CHECK(says(r, "ENOENT", "no domain \"none\""), "tier_clear of a domain that is not: %s",
 	      tc_error(r));
@@ -206,6 +275,7 @@ int main(void)
 	struct tc_conn *c;
 	int64_t root_tier;
 	int status, rc;
+	char *text;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (geteuid() != 0) {
@@ -241,9 +311,13 @@ int main(void)
 	waitpid(child, &status, 0);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "nobody's checks: %d failed",
 	      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-	/* Root sees its own, and ends it. */
+	/* Root sees its own, in the metrics too, and ends it. */
 	CHECK(tiers_listed(c) == (root_tier ? 1 : 0), "root lists %d tierings",
 	      tiers_listed(c));
+	text = metrics_text(c);
+	CHECK(!root_tier || (labelled(text, "tier", root_tier) && labelled(text, "pid", root_proc)),
+	      "root's metrics show its tiering %lld", (long long)root_tier);
+	free(text);
 	if (root_tier) {
 		r = tc_call(c, "{\"op\":\"tier_clear\",\"tier\":%lld}", (long long)root_tier);
 		CHECK(says(r, "OK", NULL), "root ends its tiering: %s", tc_error(r));
