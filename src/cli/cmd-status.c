@@ -25,7 +25,7 @@ static void print_limits(struct json_object *l)
 	       "(the last %lld root's, %lld per user),\n"
 	       "          idle clients closed after %lld s, %lld event subscribers "
 	       "(each dropped past %lld bytes unread),\n"
-	       "          %lld processes tiered (%lld per user)\n",
+	       "          %lld processes tiered (%lld kept for root, %lld per user)\n",
 	       (long long)cli_json_int(l, "max_jobs", 0),
 	       (long long)cli_json_int(l, "max_jobs_per_node", 0),
 	       (long long)cli_json_int(l, "max_clients", 0),
@@ -35,6 +35,7 @@ static void print_limits(struct json_object *l)
 	       (long long)cli_json_int(l, "max_subscribers", 0),
 	       (long long)cli_json_int(l, "bytes_subscriber_backlog", 0),
 	       (long long)cli_json_int(l, "max_tiers", 0),
+	       (long long)cli_json_int(l, "root_tiers", 0),
 	       (long long)cli_json_int(l, "max_tiers_per_user", 0));
 }
 

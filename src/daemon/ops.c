@@ -410,7 +410,10 @@ static struct json_object *status_limits(const struct memmigd *d)
 		{ "max_events_queued", EVENTS_MAX_QUEUED },
 		{ "bytes_subscriber_backlog", EVENTS_MAX_BACKLOG },
 		{ "max_tiers", TIERS_MAX },
+		{ "root_tiers", TIERS_ROOT },
 		{ "max_tiers_per_user", TIERS_MAX_PER_USER },
+		{ "keep_ended_tiers_per_user", TIERS_KEEP_ENDED },
+		{ "keep_ended_tiers", TIERS_KEEP_ENDED_ALL },
 	};
 	struct json_object *l = json_object_new_object();
 

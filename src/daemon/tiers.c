@@ -31,7 +31,8 @@ struct tiers {
 	bool stop, started;
 	struct memmig_ctx *ctx;
 	struct events *events;
-	struct tiered *t[TIERS_MAX + TIERS_KEEP_ENDED];
+	/* Oldest first: the running and the ended ones kept (reap()). */
+	struct tiered *t[TIERS_MAX + TIERS_KEEP_ENDED + TIERS_KEEP_ENDED_ALL];
 	unsigned int n;
 	uint64_t next_id;
 };
@@ -62,17 +63,38 @@ static void post(struct tiers *ts, struct tiered *r)
 		events_post(ts->events, r->v.uid, "tier", "tier", tier_json(&r->v, false));
 }
 
-/* Drops the oldest ended records past TIERS_KEEP_ENDED (lock held). */
+/* Ended records of uid newer than t[i] (lock held). */
+static unsigned int ended_after(const struct tiers *ts, unsigned int i, uid_t uid)
+{
+	unsigned int k = 0;
+
+	while (++i < ts->n)
+		k += ts->t[i]->v.state == TIERED_ENDED && ts->t[i]->v.uid == uid;
+	return k;
+}
+
+/*
+ * Drops the oldest ended records (lock held): a uid's beyond
+ * TIERS_KEEP_ENDED, and those of all uids but root beyond
+ * TIERS_KEEP_ENDED_ALL -- one user's burst of set and clear never pushes
+ * out another's, nor any number of users root's.
+ */
 static void reap(struct tiers *ts)
 {
-	unsigned int ended = 0;
+	unsigned int users = 0;
 
-	for (unsigned int i = ts->n; i-- > 0;)
-		if (ts->t[i]->v.state == TIERED_ENDED && ++ended > TIERS_KEEP_ENDED) {
-			free(ts->t[i]);
-			memmove(&ts->t[i], &ts->t[i + 1], (ts->n - i - 1) * sizeof(ts->t[0]));
-			ts->n--;
-		}
+	for (unsigned int i = ts->n; i-- > 0;) {
+		const struct tiered *r = ts->t[i];
+
+		if (r->v.state != TIERED_ENDED)
+			continue;
+		if (ended_after(ts, i, r->v.uid) < TIERS_KEEP_ENDED &&
+		    (r->v.uid == 0 || users++ < TIERS_KEEP_ENDED_ALL))
+			continue;
+		free(ts->t[i]);
+		memmove(&ts->t[i], &ts->t[i + 1], (ts->n - i - 1) * sizeof(ts->t[0]));
+		ts->n--;
+	}
 }
 
 /* Ends r (lock held): its engine is freed by the caller, unlocked. */
@@ -274,13 +296,17 @@ static int update(struct tiers *ts, struct tiered *r, const struct tiers_spec *s
 	return 0;
 }
 
+/* Room for one more of uid's: TIERS_ROOT of TIERS_MAX are root's, so
+ * that no set of other users keeps root (and libvirt's tier elements)
+ * from tiering. */
 static int admit(struct tiers *ts, uid_t uid, char *msg, size_t len)
 {
-	unsigned int running = 0, mine = 0;
+	unsigned int running = 0, users = 0, mine = 0;
 
 	for (unsigned int i = 0; i < ts->n; i++)
 		if (ts->t[i]->v.state != TIERED_ENDED) {
 			running++;
+			users += ts->t[i]->v.uid != 0;
 			mine += ts->t[i]->v.uid == uid;
 		}
 	if (running >= TIERS_MAX) {
@@ -291,8 +317,13 @@ static int admit(struct tiers *ts, uid_t uid, char *msg, size_t len)
 		snprintf(msg, len, "you tier %u processes already, the most for a user", mine);
 		return -EBUSY;
 	}
+	if (uid != 0 && users >= TIERS_MAX - TIERS_ROOT) {
+		snprintf(msg, len, "users other than root tier %u processes already, their "
+			 "most (%u more are kept for root)", users, TIERS_ROOT);
+		return -EBUSY;
+	}
 	reap(ts);
-	if (ts->n >= TIERS_MAX + TIERS_KEEP_ENDED) {
+	if (ts->n >= sizeof(ts->t) / sizeof(ts->t[0])) {
 		snprintf(msg, len, "too many tierings listed");
 		return -EBUSY;
 	}

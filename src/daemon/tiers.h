@@ -16,8 +16,10 @@
 #include "tier/tier.h"
 
 #define TIERS_MAX		32	/* running at once (DAMON's own limit) */
+#define TIERS_ROOT		8	/* of them, kept for root: users share the rest */
 #define TIERS_MAX_PER_USER	4	/* of them, one non-root user's */
-#define TIERS_KEEP_ENDED	16	/* ended ones still listed */
+#define TIERS_KEEP_ENDED	16	/* ended ones still listed, per uid */
+#define TIERS_KEEP_ENDED_ALL	128	/* ... and of all uids but root */
 
 struct tiers;
 struct memmig_ctx;
