@@ -816,7 +816,22 @@ struct memmig_report_summary {
 				 * snapshot; before total_s */
 	uint64_t pages_skipped;	/* on a node outside the move's
 				 * from_nodes: left alone */
+	uint64_t failed_ranges_omitted;	/* failed ranges past the first
+					 * MEMMIG_REPORT_MAX_FAILED_RANGES:
+					 * counted, not kept */
+	uint64_t failed_pages_omitted;	/* 4 KiB pages in them (of
+					 * pages_failed) */
 };
+
+/*
+ * A report keeps the first MEMMIG_REPORT_MAX_FAILED_RANGES failed ranges
+ * (adjacent failed pages with the same errno are one range) and counts
+ * the others (failed_ranges_omitted, failed_pages_omitted), so that its
+ * size does not grow with the process: one page in two of a process that
+ * shares its memory copy-on-write with a child fails on its own.
+ * pages_failed and the errno counts cover every page all the same.
+ */
+#define MEMMIG_REPORT_MAX_FAILED_RANGES 64
 
 MEMMIG_EXPORT int memmig_report_get_summary(const struct memmig_report *rep,
 					    struct memmig_report_summary *out);
@@ -832,7 +847,9 @@ MEMMIG_EXPORT int memmig_report_get_moved(const struct memmig_report *rep,
 					  unsigned int idx, uint64_t *addr,
 					  uint64_t *len);
 /* Pages not moved: counts per errno (EACCES, ENOMEM, EFAULT, ENOENT, EBUSY,
- * ...), and the failed ranges with their errno, coalesced. */
+ * ...), and the failed ranges with their errno, coalesced, ascending: the
+ * first MEMMIG_REPORT_MAX_FAILED_RANGES at most (the summary counts the
+ * others). */
 MEMMIG_EXPORT uint64_t memmig_report_errno_pages(const struct memmig_report *rep,
 						 int err);
 /* The errnos seen, idx 0..count-1, with their page counts. */
@@ -840,6 +857,11 @@ MEMMIG_EXPORT int memmig_report_errno_count(const struct memmig_report *rep);
 MEMMIG_EXPORT int memmig_report_get_errno(const struct memmig_report *rep,
 					  unsigned int idx, int *err,
 					  uint64_t *pages);
+/* Of memmig_report_errno_pages(), those in pages_failed: the failed ranges'
+ * pages with err, those left out of the list included (a page not present,
+ * or a zero page, is not a failure). */
+MEMMIG_EXPORT uint64_t memmig_report_failed_errno_pages(const struct memmig_report *rep,
+							int err);
 MEMMIG_EXPORT int memmig_report_failed_count(const struct memmig_report *rep);
 MEMMIG_EXPORT int memmig_report_get_failed(const struct memmig_report *rep,
 					   unsigned int idx, uint64_t *addr,

@@ -92,6 +92,41 @@ static void print_errnos(struct json_object *rep)
 	}
 }
 
+/*
+ * The first failed ranges, and how many more there are: those the report
+ * left out (failed_ranges_omitted, past the MEMMIG_REPORT_MAX_FAILED_RANGES
+ * it keeps) with those it has but a person need not read.
+ */
+#define FAILED_SHOWN 8
+
+static void print_failed(struct json_object *rep)
+{
+	int64_t more = cli_json_int(rep, "failed_ranges_omitted", 0);
+	int64_t pages = cli_json_int(rep, "failed_pages_omitted", 0);
+	struct json_object *failed;
+	size_t n = 0;
+
+	if (json_object_object_get_ex(rep, "failed_ranges", &failed) &&
+	    json_object_is_type(failed, json_type_array))
+		n = json_object_array_length(failed);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *f = json_object_array_get_idx(failed, i);
+		int64_t len = cli_json_int(f, "len", 0);
+		char b[32];
+
+		if (i >= FAILED_SHOWN) {
+			more++;
+			pages += len / 4096;
+			continue;
+		}
+		printf("failed: %s, %s, %s\n", cli_json_str(f, "addr", "?"),
+		       util_size_format((size_t)len, b, sizeof(b)), cli_json_str(f, "errno", "?"));
+	}
+	if (more)
+		printf("failed: ... and %lld more range%s (%lld pages)\n", (long long)more,
+		       more == 1 ? "" : "s", (long long)pages);
+}
+
 /* A job's or a report's "result": 0, a positive errno, or EPROTO when it
  * has none. */
 int cli_json_result(struct json_object *o)
@@ -131,6 +166,7 @@ void cli_print_move_report(struct json_object *rep)
 	       cli_json_double(rep, "copy_s", 0) * 1e3);
 	print_nodes(rep);
 	print_errnos(rep);
+	print_failed(rep);
 	if (cli_json_int(rep, "pages_skipped", 0))
 		printf("left alone: %lld pages on nodes outside --from\n",
 		       (long long)cli_json_int(rep, "pages_skipped", 0));

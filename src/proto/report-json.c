@@ -98,6 +98,10 @@ struct json_object *report_json(const struct memmig_report *rep)
 	json_object_object_add(o, "copy_s", json_object_new_double(s.copy_s));
 	json_object_object_add(o, "nodes", nodes_of(rep));
 	json_object_object_add(o, "errno_pages", errnos_of(rep));
+	/* The first MEMMIG_REPORT_MAX_FAILED_RANGES, and how many more:
+	 * bounded, whatever the process (docs/json.md). */
 	json_object_object_add(o, "failed_ranges", failed_of(rep));
+	json_object_object_add(o, "failed_ranges_omitted", json_u64(s.failed_ranges_omitted));
+	json_object_object_add(o, "failed_pages_omitted", json_u64(s.failed_pages_omitted));
 	return o;
 }

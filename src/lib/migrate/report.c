@@ -18,6 +18,7 @@ struct range {
 struct errno_count {
 	int err;
 	uint64_t pages;
+	uint64_t failed;	/* of them, in pages_failed */
 };
 
 struct memmig_report {
@@ -25,8 +26,14 @@ struct memmig_report {
 	struct memmig_report_summary sum;
 	int max_node;
 	uint64_t *before, *after;	/* pages per node, 0..max_node */
-	struct range *moved, *failed;
-	size_t nmoved, nfailed;
+	struct range *moved;
+	size_t nmoved;
+	/* The first MEMMIG_REPORT_MAX_FAILED_RANGES failed ranges; those past
+	 * them only counted (sum.failed_ranges_omitted, _pages_omitted), the
+	 * last of them kept to join the next failed page. */
+	struct range *failed;
+	size_t nfailed;
+	struct range failed_last_omitted;	/* while any was omitted */
 	struct errno_count *errs;
 	size_t nerrs;
 };
@@ -52,20 +59,55 @@ static int range_add(struct range **list, size_t *n, uint64_t addr, int err)
 	return 0;
 }
 
-static int errno_add(struct memmig_report *rep, int err, uint64_t pages)
+/*
+ * Adds a failed range (in the order the pages were looked at, ascending
+ * within a region): it joins the last one when it continues it with the
+ * same errno, kept or omitted; else it is kept while there is room and
+ * none was omitted, counted otherwise.  The list is bounded, and the
+ * counts are what an unbounded list of coalesced ranges would have had.
+ */
+static int failed_add(struct memmig_report *rep, const struct range *add)
+{
+	struct memmig_report_summary *s = &rep->sum;
+	struct range *last = s->failed_ranges_omitted ? &rep->failed_last_omitted :
+			     rep->nfailed ? &rep->failed[rep->nfailed - 1] : NULL;
+
+	if (last && last->addr + last->len == add->addr && last->err == add->err) {
+		last->len += add->len;
+		if (s->failed_ranges_omitted)
+			s->failed_pages_omitted += add->len / MEMMIG_PAGE_SIZE;
+		return 0;
+	}
+	if (rep->nfailed == MEMMIG_REPORT_MAX_FAILED_RANGES) {
+		s->failed_ranges_omitted++;
+		s->failed_pages_omitted += add->len / MEMMIG_PAGE_SIZE;
+		rep->failed_last_omitted = *add;
+		return 0;
+	}
+	if (!rep->failed) {
+		rep->failed = malloc(MEMMIG_REPORT_MAX_FAILED_RANGES * sizeof(*rep->failed));
+		if (!rep->failed)
+			return -ENOMEM;
+	}
+	rep->failed[rep->nfailed++] = *add;
+	return 0;
+}
+
+static int errno_add(struct memmig_report *rep, int err, uint64_t pages, uint64_t failed)
 {
 	struct errno_count *e;
 
 	for (size_t i = 0; i < rep->nerrs; i++)
 		if (rep->errs[i].err == err) {
 			rep->errs[i].pages += pages;
+			rep->errs[i].failed += failed;
 			return 0;
 		}
 	e = realloc(rep->errs, (rep->nerrs + 1) * sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	rep->errs = e;
-	rep->errs[rep->nerrs++] = (struct errno_count){ err, pages };
+	rep->errs[rep->nerrs++] = (struct errno_count){ err, pages, failed };
 	return 0;
 }
 
@@ -174,14 +216,15 @@ static int report_pages(struct memmig_report *rep, const struct memmig_job *job,
 			s->pages_skipped++;
 		} else if (st < 0 && st != MEMMIG_STATUS_UNTOUCHED) {
 			bool hole = st == -EFAULT && page_unmapped(h, addr);
+			/* Not present is nothing to move, not a failure. */
+			bool failed = hole || job->ops->status_not_queried ||
+				      !memmig_status_nothing(st);
 
 			h->pages += hole;
-			rc = errno_add(rep, -st, 1);
-			/* Not present is nothing to move, not a failure. */
-			if (!rc && (hole || job->ops->status_not_queried ||
-				    !memmig_status_nothing(st))) {
+			rc = errno_add(rep, -st, 1, failed);
+			if (!rc && failed) {
 				s->pages_failed++;
-				rc = range_add(&rep->failed, &rep->nfailed, addr, -st);
+				rc = failed_add(rep, &(struct range){ addr, MEMMIG_PAGE_SIZE, -st });
 			}
 		}
 		if (job->after[i] == memmig_job_target_status(job))
@@ -298,15 +341,22 @@ int memmig_report_add(struct memmig_report *to, const struct memmig_report *from
 		to->after[i] += from->after[i];
 	}
 	for (size_t i = 0; i < from->nerrs; i++) {
-		rc = errno_add(to, from->errs[i].err, from->errs[i].pages);
+		rc = errno_add(to, from->errs[i].err, from->errs[i].pages, from->errs[i].failed);
 		if (rc)
 			return rc;
 	}
 	rc = ranges_append(&to->moved, &to->nmoved, from->moved, from->nmoved);
-	if (!rc)
-		rc = ranges_append(&to->failed, &to->nfailed, from->failed, from->nfailed);
+	for (size_t i = 0; !rc && i < from->nfailed; i++)
+		rc = failed_add(to, &from->failed[i]);
 	if (rc)
 		return rc;
+	/* from's omitted ranges follow its kept ones, which filled to's list
+	 * (from kept the most there is): none of them joins one of to's. */
+	if (f->failed_ranges_omitted) {
+		s->failed_ranges_omitted += f->failed_ranges_omitted;
+		s->failed_pages_omitted += f->failed_pages_omitted;
+		to->failed_last_omitted = from->failed_last_omitted;
+	}
 	s->strategy = f->strategy;
 	s->workers = f->workers > s->workers ? f->workers : s->workers;
 	s->bytes_total += f->bytes_total;
@@ -385,6 +435,14 @@ uint64_t memmig_report_errno_pages(const struct memmig_report *rep, int err)
 	for (size_t i = 0; rep && i < rep->nerrs; i++)
 		if (rep->errs[i].err == err)
 			return rep->errs[i].pages;
+	return 0;
+}
+
+uint64_t memmig_report_failed_errno_pages(const struct memmig_report *rep, int err)
+{
+	for (size_t i = 0; rep && i < rep->nerrs; i++)
+		if (rep->errs[i].err == err)
+			return rep->errs[i].failed;
 	return 0;
 }
 
