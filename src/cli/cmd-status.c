@@ -24,7 +24,8 @@ static void print_limits(struct json_object *l)
 	printf("limits:   %lld jobs queued or running (%lld running per node), %lld clients "
 	       "(the last %lld root's, %lld per user),\n"
 	       "          idle clients closed after %lld s, %lld event subscribers "
-	       "(each dropped past %lld bytes unread),\n"
+	       "(the last %lld root's, %lld per user;\n"
+	       "          each dropped past %lld bytes unread, an event %lld bytes at most),\n"
 	       "          %lld processes tiered (%lld kept for root, %lld per user)\n",
 	       (long long)cli_json_int(l, "max_jobs", 0),
 	       (long long)cli_json_int(l, "max_jobs_per_node", 0),
@@ -33,7 +34,10 @@ static void print_limits(struct json_object *l)
 	       (long long)cli_json_int(l, "max_clients_per_user", 0),
 	       (long long)cli_json_int(l, "idle_timeout_s", 0),
 	       (long long)cli_json_int(l, "max_subscribers", 0),
+	       (long long)cli_json_int(l, "root_subscribers", 0),
+	       (long long)cli_json_int(l, "max_subscribers_per_user", 0),
 	       (long long)cli_json_int(l, "bytes_subscriber_backlog", 0),
+	       (long long)cli_json_int(l, "bytes_event_max", 0),
 	       (long long)cli_json_int(l, "max_tiers", 0),
 	       (long long)cli_json_int(l, "root_tiers", 0),
 	       (long long)cli_json_int(l, "max_tiers_per_user", 0));

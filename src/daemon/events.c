@@ -28,8 +28,9 @@ struct events {
 	pthread_mutex_t lock;
 	struct event ring[EVENTS_MAX_QUEUED];
 	unsigned int head, count;
-	unsigned long lost;		/* dropped with the ring full */
+	unsigned long lost;		/* dropped: the ring full, or too long */
 	unsigned int subscribers;	/* the loop's; read by posters */
+	uid_t sub_uid[EVENTS_MAX_SUBSCRIBERS];	/* each subscriber's */
 	pthread_t loop;
 	int wake_fd;
 };
@@ -57,23 +58,46 @@ void events_free(struct events *e)
 	free(e);
 }
 
-int events_subscribe(struct events *e)
+/* Lock held: why uid may not have one more subscription, or NULL.  As
+ * for connections (loop.c): the last places are root's, and one uid other
+ * than root has a few at most. */
+static const char *no_room(const struct events *e, uid_t uid)
 {
-	int rc = 0;
+	unsigned int mine = 0;
 
-	pthread_mutex_lock(&e->lock);
 	if (e->subscribers >= EVENTS_MAX_SUBSCRIBERS)
-		rc = -EBUSY;
-	else
-		e->subscribers++;
-	pthread_mutex_unlock(&e->lock);
-	return rc;
+		return "too many subscribers";
+	if (uid == 0)
+		return NULL;
+	if (e->subscribers >= EVENTS_MAX_SUBSCRIBERS - EVENTS_ROOT_SUBSCRIBERS)
+		return "too many subscribers: the last places are root's";
+	for (unsigned int i = 0; i < e->subscribers; i++)
+		mine += e->sub_uid[i] == uid;
+	return mine >= EVENTS_USER_SUBSCRIBERS ? "too many subscribers of this uid" : NULL;
 }
 
-void events_unsubscribe(struct events *e)
+int events_subscribe(struct events *e, uid_t uid, const char **why)
+{
+	const char *no;
+
+	pthread_mutex_lock(&e->lock);
+	no = no_room(e, uid);
+	if (!no)
+		e->sub_uid[e->subscribers++] = uid;
+	pthread_mutex_unlock(&e->lock);
+	if (why)
+		*why = no;
+	return no ? -EBUSY : 0;
+}
+
+void events_unsubscribe(struct events *e, uid_t uid)
 {
 	pthread_mutex_lock(&e->lock);
-	e->subscribers--;
+	for (unsigned int i = 0; i < e->subscribers; i++)
+		if (e->sub_uid[i] == uid) {
+			e->sub_uid[i] = e->sub_uid[--e->subscribers];
+			break;
+		}
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -115,14 +139,20 @@ void events_post(struct events *e, uid_t uid, const char *type, const char *name
 	json_object_put(o);
 	if (!ev.line)
 		return;
+	/* Every subscriber's backlog has room for a line this long, so that
+	 * one that reads is never closed for an event's size: a longer one
+	 * (a bug) is lost, and said so, rather than sent. */
+	if (ev.len > EVENTS_MAX_EVENT)
+		util_log(LOG_WARNING, "a %s event of %zu bytes, more than %d: not sent", type,
+			 ev.len, EVENTS_MAX_EVENT);
 	pthread_mutex_lock(&e->lock);
-	if (e->count == EVENTS_MAX_QUEUED) {
+	if (e->count == EVENTS_MAX_QUEUED || ev.len > EVENTS_MAX_EVENT) {
 		e->lost++;
 		free(ev.line);
 	} else {
 		e->ring[(e->head + e->count++) % EVENTS_MAX_QUEUED] = ev;
-		wake = !pthread_equal(pthread_self(), e->loop);
 	}
+	wake = !pthread_equal(pthread_self(), e->loop);
 	pthread_mutex_unlock(&e->lock);
 	if (wake) {
 		uint64_t one = 1;

@@ -131,7 +131,7 @@ static void conn_close(struct loop *l, struct conn *c)
 	if (c->waiting)
 		plans_forget(c);
 	if (c->subscribed)
-		events_unsubscribe(l->d->events);
+		events_unsubscribe(l->d->events, c->cred.uid);
 	util_log(LOG_DEBUG, "client pid %d uid %u: closed", c->cred.pid, c->cred.uid);
 	conn_free(c);
 }
@@ -340,7 +340,9 @@ static void stop_late(struct loop *l)
 /*
  * A subscriber whose unsent events passed EVENTS_MAX_BACKLOG does not
  * read: it is closed (what it had queued dropped) rather than let its
- * events grow without end or hold the loop.
+ * events grow without end or hold the loop.  One that reads is not: the
+ * backlog holds two events of the longest, EVENTS_MAX_EVENT, on top of
+ * what its socket buffer holds.
  */
 static void drop_subscriber(struct loop *l, struct conn *c)
 {

@@ -407,8 +407,12 @@ static struct json_object *status_limits(const struct memmigd *d)
 		{ "bytes_line_max", PROTO_MAX_LINE },
 		{ "bytes_reply_backlog", CONN_OUT_HIGH },
 		{ "max_subscribers", EVENTS_MAX_SUBSCRIBERS },
+		{ "root_subscribers", EVENTS_ROOT_SUBSCRIBERS },
+		{ "max_subscribers_per_user", EVENTS_USER_SUBSCRIBERS },
 		{ "max_events_queued", EVENTS_MAX_QUEUED },
+		{ "bytes_event_max", EVENTS_MAX_EVENT },
 		{ "bytes_subscriber_backlog", EVENTS_MAX_BACKLOG },
+		{ "max_failed_ranges", MEMMIG_REPORT_MAX_FAILED_RANGES },
 		{ "max_tiers", TIERS_MAX },
 		{ "root_tiers", TIERS_ROOT },
 		{ "max_tiers_per_user", TIERS_MAX_PER_USER },
@@ -473,19 +477,19 @@ static struct json_object *op_metrics(struct memmigd *d, const struct client_cre
 static struct json_object *op_subscribe(struct memmigd *d, const struct proto_request *req,
 					struct conn *conn)
 {
+	const char *why;
 	int sndbuf;
 
 	if (!conn)
 		return proto_reply_error(req, EINVAL, "no connection to send events to");
 	if (conn->subscribed)
 		return proto_reply_ok(req);
-	if (events_subscribe(d->events))
-		return proto_reply_error(req, EBUSY, "already %d subscribers",
-					 EVENTS_MAX_SUBSCRIBERS);
+	if (events_subscribe(d->events, conn->cred.uid, &why))
+		return proto_reply_error(req, EBUSY, "%s", why);
 	conn->subscribed = true;
 	/* The kernel's buffer for a subscriber that does not read is bounded
-	 * too: EVENTS_MAX_BACKLOG (doubled by the kernel) besides ours. */
-	sndbuf = EVENTS_MAX_BACKLOG;
+	 * too: EVENTS_SNDBUF (doubled by the kernel) besides ours. */
+	sndbuf = EVENTS_SNDBUF;
 	if (setsockopt(conn->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)))
 		util_log(LOG_DEBUG, "subscriber's SO_SNDBUF: %s", strerror(errno));
 	return proto_reply_ok(req);

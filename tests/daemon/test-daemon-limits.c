@@ -10,6 +10,9 @@
  *  - connections: a uid other than root holds at most 64, and the last 16
  *    of 256 places are root's (four users' idle connections locked out
  *    everyone, root included);
+ *  - subscribers: a uid other than root holds at most 4 of the 16, and the
+ *    last 4 are root's (nobody took all 16 for good: another user's
+ *    subscribe and root's got EBUSY);
  *  - idle clients are closed after --idle-timeout; active ones stay;
  *  - out of file descriptors (RLIMIT_NOFILE), memmigd still answers the
  *    clients it has at once (each request waited 100 ms: the loop thread
@@ -211,6 +214,87 @@ static void conn_shares(struct tc_daemon *d)
 	json_object_put(r);
 	tc_close(c);
 	for (int i = 0; i < 4; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+}
+
+/* A child as uid: subscribes on up to n connections, one each; writes how
+ * many subscriptions it got, then holds them. */
+static pid_t hold_subs(struct tc_daemon *d, uid_t uid, int n, int wfd)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int ok = 0;
+
+		if (tc_drop_to(uid, NOGROUP))
+			_exit(1);
+		for (int i = 0; i < n; i++) {
+			struct tc_conn *c = tc_connect(d->sock);
+			struct json_object *r = c ? tc_call(c, "{\"op\":\"subscribe\"}") : NULL;
+
+			ok += reply_ok(r);
+			json_object_put(r);
+		}
+		if (write(wfd, &ok, sizeof(ok)) != sizeof(ok))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+/* How many subscriptions a child of hold_subs() got, or -1. */
+static int subs_got(int rfd)
+{
+	int ok = -1;
+
+	if (read(rfd, &ok, sizeof(ok)) != sizeof(ok))
+		ok = -1;
+	return ok;
+}
+
+/*
+ * nobody subscribes as often as it can (17 tries: one more than the
+ * places there are); another user then gets some, and root still gets
+ * its own, as many as it keeps.
+ */
+static void sub_shares(struct tc_daemon *d)
+{
+	struct tc_conn *c[4] = { 0 };
+	pid_t kids[2];
+	int p[2], got[2], root_ok = 0;
+
+	if (pipe(p)) {
+		CHECK(0, "pipe");
+		return;
+	}
+	kids[0] = hold_subs(d, NOBODY, 17, p[1]);
+	got[0] = subs_got(p[0]);
+	kids[1] = hold_subs(d, 60001, 17, p[1]);
+	got[1] = subs_got(p[0]);
+	close(p[0]);
+	close(p[1]);
+	for (int i = 0; i < 4; i++) {
+		struct json_object *r;
+
+		c[i] = tc_connect(d->sock);
+		r = c[i] ? tc_call(c[i], "{\"op\":\"subscribe\"}") : NULL;
+		if (!reply_ok(r))
+			printf("root's subscription %d: %s %s\n", i + 1, tc_error(r),
+			       tc_str(r, "message"));
+		root_ok += reply_ok(r);
+		json_object_put(r);
+	}
+	printf("subscriptions: nobody got %d of 17, uid 60001 then %d of 17, root then %d of 4\n",
+	       got[0], got[1], root_ok);
+	CHECK(got[0] >= 1 && got[0] <= 4, "nobody's subscriptions: %d", got[0]);
+	CHECK(got[1] >= 1, "another user subscribes beside nobody: %d", got[1]);
+	CHECK(root_ok == 4, "root subscribes beside them: %d of 4", root_ok);
+	for (int i = 0; i < 4; i++)
+		tc_close(c[i]);
+	for (int i = 0; i < 2; i++) {
 		kill(kids[i], SIGKILL);
 		waitpid(kids[i], NULL, 0);
 	}
@@ -461,6 +545,7 @@ int main(void)
 	retention(&d);
 	job_shares(&d);
 	conn_shares(&d);
+	sub_shares(&d);
 	CHECK(tc_daemon_stop(&d) == 0, "memmigd exit status");
 	idle();
 	fd_exhaustion();

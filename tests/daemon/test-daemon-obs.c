@@ -47,6 +47,14 @@ static void check_status(struct tc_conn *c)
 	      tc_int(limits, "max_clients") == 256 && tc_int(limits, "max_subscribers") ==
 	      MAX_SUBSCRIBERS && tc_int(limits, "idle_timeout_s") == 300,
 	      "limits: %s", json_object_to_json_string(limits));
+	/* Root's share of the subscribers, one user's, and a backlog that
+	 * holds the longest event twice over. */
+	CHECK(tc_int(limits, "root_subscribers") == 4 &&
+	      tc_int(limits, "max_subscribers_per_user") == 4 &&
+	      tc_int(limits, "bytes_event_max") > 0 &&
+	      tc_int(limits, "bytes_subscriber_backlog") >= 2 * tc_int(limits, "bytes_event_max") &&
+	      tc_int(limits, "max_failed_ranges") == 64,
+	      "subscriber and report limits: %s", json_object_to_json_string(limits));
 	json_object_put(r);
 }
 
@@ -368,10 +376,11 @@ static bool drained_to_eof(struct tc_conn *c, int timeout_ms)
 
 /*
  * A subscriber that never reads, and FLOOD domain events of ~350 bytes
- * (280 KiB: more than its socket buffer, 128 KiB, and EVENTS_MAX_BACKLOG):
- * it is closed and counted, and a subscriber that reads has them all.
+ * (840 KiB: more than its socket buffer, 128 KiB, and EVENTS_MAX_BACKLOG,
+ * 256 KiB): it is closed and counted, and a subscriber that reads has them
+ * all.
  */
-#define FLOOD 800
+#define FLOOD 2400
 
 static void slow_subscriber(struct tc_conn *c)
 {
