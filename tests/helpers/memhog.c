@@ -6,15 +6,22 @@
  * against its checksum and prints "verify ok N" or "verify BAD" (N: the
  * loop counter, which shows it kept running); SIGTERM exits 0 if the last
  * check passed.
- *   memhog ANON_MIB MEMFD_MIB
+ *   memhog ANON_MIB MEMFD_MIB [cow]
+ * cow: the anonymous memory in 4 KiB pages, shared copy-on-write with a
+ * child ("child PID" before "ready", killed when memhog ends) one page in
+ * two: memhog writes the even pages again, which gives it copies of its
+ * own, and the odd ones stay mapped by both (move_pages(2) moves them
+ * only with MPOL_MF_MOVE_ALL).
  */
 #define _GNU_SOURCE
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 struct area {
@@ -57,7 +64,7 @@ static void fill(struct area *a, uint64_t seed)
 	a->sum = checksum(a);
 }
 
-static int map_areas(struct area *a, size_t anon, size_t memfd)
+static int map_areas(struct area *a, size_t anon, size_t memfd, bool cow)
 {
 	int fd = memfd_create("memhog", 0);
 	uint8_t *p;
@@ -69,7 +76,7 @@ static int map_areas(struct area *a, size_t anon, size_t memfd)
 		return -1;
 	a[0].p = (uint64_t *)(((uintptr_t)p + (2 << 20) - 1) & ~(uintptr_t)((2 << 20) - 1));
 	a[0].len = anon;
-	madvise(a[0].p, anon, MADV_HUGEPAGE);
+	madvise(a[0].p, anon, cow ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
 	a[1].p = mmap(NULL, memfd, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	a[1].len = memfd;
 	close(fd);
@@ -82,11 +89,14 @@ int main(int argc, char **argv)
 	volatile uint64_t counter = 0;
 	int ok = 1;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: memhog ANON_MIB MEMFD_MIB\n");
+	bool cow = argc == 4 && !strcmp(argv[3], "cow");
+	pid_t child = 0;
+
+	if (argc != 3 && !cow) {
+		fprintf(stderr, "usage: memhog ANON_MIB MEMFD_MIB [cow]\n");
 		return 2;
 	}
-	if (map_areas(a, strtoul(argv[1], NULL, 0) << 20, strtoul(argv[2], NULL, 0) << 20)) {
+	if (map_areas(a, strtoul(argv[1], NULL, 0) << 20, strtoul(argv[2], NULL, 0) << 20, cow)) {
 		perror("memhog: mmap");
 		return 1;
 	}
@@ -94,6 +104,26 @@ int main(int argc, char **argv)
 	fill(&a[1], 0x5678);
 	signal(SIGUSR1, on_usr1);
 	signal(SIGTERM, on_term);
+	if (cow) {
+		child = fork();
+		if (child < 0) {
+			perror("memhog: fork");
+			return 1;
+		}
+		if (child == 0) {
+			/* Shares the anonymous pages only, until memhog ends. */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			munmap(a[1].p, a[1].len);
+			for (;;)
+				pause();
+		}
+		for (size_t off = 0; off < a[0].len; off += 2 * 4096) {
+			volatile uint64_t *w = &a[0].p[off / 8];
+
+			*w = *w;	/* a write: a copy of memhog's own */
+		}
+		printf("child %d\n", (int)child);
+	}
 	printf("anon %p %zu\nmemfd %p %zu\nready\n", (void *)a[0].p, a[0].len,
 	       (void *)a[1].p, a[1].len);
 	fflush(stdout);
@@ -107,5 +137,7 @@ int main(int argc, char **argv)
 		}
 		usleep(1000);	/* alive, without taking a CPU from the test */
 	}
+	if (child > 0)
+		kill(child, SIGKILL);
 	return ok ? 0 : 1;
 }
