@@ -167,20 +167,20 @@ static void count_pairs(struct metrics *m, int to_node, const struct memmig_repo
 	}
 }
 
-/* Lock held: pages not moved, by errno (the report's failed ranges, as
- * its pages_failed counts them: an absent page is not one); poisoned
- * ones apart as well. */
+/* Lock held: pages not moved, by errno (the report's pages_failed by
+ * errno, with the failed ranges it lists and those it only counts: an
+ * absent page is not one); poisoned ones apart as well. */
 static void count_failed(struct metrics *m, const struct memmig_report *rep)
 {
-	int n = memmig_report_failed_count(rep);
+	int n = memmig_report_errno_count(rep);
 
 	for (int i = 0; i < n; i++) {
-		uint64_t addr, len, pages;
+		uint64_t pages;
 		int err;
 
-		if (memmig_report_get_failed(rep, (unsigned int)i, &addr, &len, &err))
+		if (memmig_report_get_errno(rep, (unsigned int)i, &err, NULL))
 			continue;
-		pages = (len + PAGE_BYTES - 1) / PAGE_BYTES;
+		pages = memmig_report_failed_errno_pages(rep, err);
 		err = err < 0 ? -err : err;
 		m->pages_failed[err < METRICS_MAX_ERRNO ? err : METRICS_MAX_ERRNO] += pages;
 		if (err == EHWPOISON || err == EIO)
