@@ -12,12 +12,13 @@
 #
 # Environment: top_builddir (default: .), srcdir (the harness sets it),
 # VM_QEMU (a qemu-system-x86_64), VM_KERNEL (a vmlinuz), VM_TIMEOUT
-# (seconds, default 600), VM_TESTS (names to run, default all), VM_TAG (a
-# suffix for the console log, initramfs and NVDIMM files), VM_EXTRA
-# (more programs or scripts of this machine to run in the guest after them,
-# e.g. while debugging), VM_KEEP=1 (keep the initramfs tree), VM_NVDIMM=0
-# (no NVDIMM), VM_NUMA_BALANCING=1 (leave the kernel's automatic NUMA
-# balancing on in the guest; off by default, see guest-init.sh),
+# (seconds, default 1200: the whole boot, each test half of it at most),
+# VM_TESTS (names to run, default all), VM_TAG (a suffix for the console
+# log, initramfs and NVDIMM files), VM_EXTRA (more programs or scripts of
+# this machine to run in the guest after them, e.g. while debugging),
+# VM_KEEP=1 (keep the initramfs tree), VM_NVDIMM=0 (no NVDIMM),
+# VM_NUMA_BALANCING=1 (leave the kernel's automatic NUMA balancing on in
+# the guest; off by default, see guest-init.sh),
 # VM_LOGLEVEL=N (kernel messages up to level N on the console as they come,
 # not only after each test: for a guest that hangs), VM_ACCEL (QEMU's
 # -accel, default tcg,thread=single), VM_BENCH_MOVE_SIZES (guest-bench-move's
@@ -36,7 +37,7 @@ tag=${VM_TAG:-}
 log=$vmdir/console$tag.log
 initrd=$vmdir/initramfs$tag.cpio.gz
 pmem=$vmdir/pmem0$tag.img
-timeout_s=${VM_TIMEOUT:-600}
+timeout_s=${VM_TIMEOUT:-1200}
 all_tests="test-topology test-frames test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce guest-demo test-tier guest-tier guest-tier-users guest-bench-move"
 # Tests for a newer kernel only (run-vm-new.sh runs them).
 other_tests="guest-damon guest-tier-kernel guest-restart"
