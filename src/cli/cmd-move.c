@@ -315,7 +315,7 @@ static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 		return CLI_EXIT_FAIL;
 	}
 	if (!a->cs) {
-		char msg[UTIL_CGROUP_PATH_MAX + 256];
+		char msg[UTIL_CGROUP_DIR_MAX + 256];
 
 		if (util_cpuset_check(a->req.pid, a->req.target_node, msg, sizeof(msg))) {
 			cli_json_error_errno(-EACCES);

@@ -30,6 +30,26 @@ struct cli_cpuset_move {
 	struct util_numa_usage u;
 };
 
+/* Why the cgroup's cpuset cannot be found or written, in words. */
+static const char *cpuset_why(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return "no cgroup cpuset found for it";
+	case -ENAMETOOLONG:
+		return "its cgroup's path (/proc/PID/cgroup) is longer than the kernel's PATH_MAX "
+		       "(ENAMETOOLONG): refusing to guess which cgroup it is in";
+	case -EINVAL:
+		return "its cgroup's path (/proc/PID/cgroup) is not a plain path below the "
+		       "cgroup mount (\"..\": another cgroup namespace?): refusing to guess";
+	case -ESTALE:
+		return "it is no longer in that cgroup (cgroup.procs): not writing a cgroup "
+		       "that is not the process's own";
+	default:
+		return strerror(-err);
+	}
+}
+
 /* Sets cpuset.mems; the bytes that changed node meanwhile in *moved. */
 static int set_measured(struct cli_cpuset_move *m, const char *mems,
 			unsigned long long *moved)
@@ -60,8 +80,7 @@ int cli_cpuset_widen(int pid, int node, struct cli_cpuset_move **out)
 	if (!ret && !m->cs.dir[0])
 		ret = -ENOENT;
 	if (ret) {
-		cli_error("move: --update-cpuset: pid %d: %s\n", pid, ret == -ENOENT ?
-			  "no cgroup cpuset found for it" : strerror(-ret));
+		cli_error("move: --update-cpuset: pid %d: %s\n", pid, cpuset_why(ret));
 		free(m);
 		return ret;
 	}
@@ -82,7 +101,7 @@ int cli_cpuset_widen(int pid, int node, struct cli_cpuset_move **out)
 		if (ret) {
 			cli_error("move: --update-cpuset: cannot widen %s/cpuset.mems from '%s' "
 				  "to take node %d: %s\n", m->cs.dir, m->cs.mems, node,
-				  strerror(-ret));
+				  cpuset_why(ret));
 			free(m);
 			return ret;
 		}
@@ -100,7 +119,7 @@ int cli_cpuset_finish(struct cli_cpuset_move *m, struct json_object *rep)
 	unsigned long long narrow = 0, move_kernel = 0;
 	bool ok = rep && !strcmp(cli_json_str(rep, "result", ""), "OK");
 	struct json_object *rb = json_object_new_object();
-	char target[16], msg[UTIL_CGROUP_PATH_MAX + UTIL_NODELIST_MAX + 128];
+	char target[16], msg[UTIL_CGROUP_DIR_MAX + UTIL_NODELIST_MAX + 256];
 	const char *want;
 	int ret = 0;
 
@@ -113,7 +132,7 @@ int cli_cpuset_finish(struct cli_cpuset_move *m, struct json_object *rep)
 							   memmig, narrow);
 	if (ret)
 		snprintf(msg, sizeof(msg), "cannot %s %s/cpuset.mems to '%s': %s",
-			 ok ? "narrow" : "restore", m->cs.dir, want, strerror(-ret));
+			 ok ? "narrow" : "restore", m->cs.dir, want, cpuset_why(ret));
 	else
 		snprintf(msg, sizeof(msg), ok ? "%s/cpuset.mems narrowed to '%s'" :
 			 "the move failed: %s/cpuset.mems restored to '%s'", m->cs.dir, want);

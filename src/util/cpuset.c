@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "util/cpuset.h"
@@ -117,6 +120,8 @@ static bool has_cpuset(const char *list, size_t len)
 	for (const char *p = list; p < list + len;) {
 		size_t n = strcspn(p, ",:");
 
+		if (n > (size_t)(list + len - p))
+			n = (size_t)(list + len - p);
 		if (n == 6 && !strncmp(p, "cpuset", 6))
 			return true;
 		p += n + 1;
@@ -124,53 +129,254 @@ static bool has_cpuset(const char *list, size_t len)
 	return false;
 }
 
-/* The cgroup directory holding pid's cpuset settings, or "" for none. */
-static void find_cgroup(int pid, struct util_cpuset *cs)
+/* An absolute path of named components: no "", "." or "..". */
+static bool path_plain(const char *p, size_t len)
 {
-	char path[64], line[UTIL_CGROUP_PATH_MAX], v1[UTIL_CGROUP_PATH_MAX] = "";
-	char v2[UTIL_CGROUP_PATH_MAX] = "", ctl[256] = "";
-	bool have_v2 = false;
-	FILE *f;
+	if (!len || p[0] != '/')
+		return false;
+	if (len == 1)
+		return true;	/* the root */
+	for (size_t i = 1; i <= len;) {
+		size_t n = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *rel = strchr(line, ':'), *p;
+		while (i + n < len && p[i + n] != '/')
+			n++;
+		if (!n || (n == 1 && p[i] == '.') || (n == 2 && p[i] == '.' && p[i + 1] == '.'))
+			return false;
+		i += n + 1;
+	}
+	return true;
+}
 
-		if (!rel || !(p = strchr(rel + 1, ':')))
+int util_cgroup_cpuset_path(const char *text, size_t len, bool v2_cpuset, char *path,
+			    size_t path_len, bool *v2)
+{
+	const char *v1p = NULL, *v2p = NULL, *pick;
+	size_t v1n = 0, v2n = 0, n;
+
+	if (len && text[len - 1] != '\n')
+		return -EINVAL;	/* the kernel ends every line */
+	for (size_t at = 0; at < len;) {
+		const char *line = text + at, *nl = memchr(line, '\n', len - at);
+		const char *c1, *c2, *end = nl;	/* nl: found, the text ends in one */
+
+		at = (size_t)(nl - text) + 1;
+		c1 = memchr(line, ':', (size_t)(end - line));
+		c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+		if (!c2)
 			continue;
-		p[strcspn(p, "\n")] = '\0';
-		if (!strncmp(line, "0::", 3)) {
-			snprintf(v2, sizeof(v2), "%s", p + 1);
-			have_v2 = true;
-		} else if (has_cpuset(rel + 1, (size_t)(p - rel - 1))) {
-			snprintf(v1, sizeof(v1), "%s", p + 1);
+		if (c1 - line == 1 && line[0] == '0' && c2 == c1 + 1) {
+			if (v2p)
+				return -EINVAL;
+			v2p = c2 + 1;
+			v2n = (size_t)(end - v2p);
+		} else if (has_cpuset(c1 + 1, (size_t)(c2 - c1 - 1))) {
+			if (v1p)
+				return -EINVAL;
+			v1p = c2 + 1;
+			v1n = (size_t)(end - v1p);
 		}
 	}
-	fclose(f);
 	/* v2 only where the unified hierarchy has the cpuset controller. */
-	if (have_v2 && !read_line(CGROUP_V2_ROOT "/cgroup.controllers", ctl, sizeof(ctl)) &&
-	    strstr(ctl, "cpuset")) {
-		snprintf(cs->dir, sizeof(cs->dir), "%s%s", CGROUP_V2_ROOT,
-			 strcmp(v2, "/") ? v2 : "");
-		cs->v2 = true;
-		cs->root = !strcmp(v2, "/");
-	} else if (v1[0]) {
-		snprintf(cs->dir, sizeof(cs->dir), "%s%s", CGROUP_V1_ROOT,
-			 strcmp(v1, "/") ? v1 : "");
-		cs->root = !strcmp(v1, "/");
+	*v2 = v2p && v2_cpuset;
+	pick = *v2 ? v2p : v1p;
+	n = *v2 ? v2n : v1n;
+	if (!pick)
+		return -ENOENT;
+	if (n >= path_len)
+		return -ENAMETOOLONG;
+	if (!path_plain(pick, n))
+		return -EINVAL;
+	memcpy(path, pick, n);
+	path[n] = '\0';
+	return 0;
+}
+
+/* The whole of a file of /proc (malloc'd, NUL-terminated, *len its bytes);
+ * -EFBIG past max bytes. */
+static int read_all(const char *path, size_t max, char **out, size_t *len)
+{
+	size_t used = 0, cap = 4096;
+	char *buf = malloc(cap);
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0 || !buf) {
+		ret = fd < 0 ? -errno : -ENOMEM;
+		goto out;
 	}
+	for (;;) {
+		ssize_t n;
+
+		if (cap - used < 2) {
+			char *p = cap * 2 > max + 2 ? NULL : realloc(buf, cap * 2);
+
+			if (!p) {
+				ret = cap * 2 > max + 2 ? -EFBIG : -ENOMEM;
+				goto out;
+			}
+			buf = p;
+			cap *= 2;
+		}
+		n = read(fd, buf + used, cap - used - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			goto out;
+		}
+		if (!n)
+			break;
+		used += (size_t)n;
+	}
+	buf[used] = '\0';
+	*out = buf;
+	*len = used;
+	buf = NULL;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return ret;
+}
+
+/* The cgroup directory holding pid's cpuset settings: cs->dir, or "" for
+ * none; 0 or -errno (util_cgroup_cpuset_path()'s). */
+static int find_cgroup(int pid, struct util_cpuset *cs)
+{
+	char path[64], ctl[256] = "", *text = NULL, *rel = malloc(UTIL_CGROUP_PATH_MAX);
+	bool v2_cpuset, v2;
+	size_t len = 0;
+	int ret;
+
+	if (!rel)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	/* A line per hierarchy, each at most a path's length. */
+	ret = read_all(path, 64 * (UTIL_CGROUP_PATH_MAX + 64), &text, &len);
+	if (ret) {
+		free(rel);
+		return ret == -ENOENT ? -ESRCH : ret;
+	}
+	v2_cpuset = !read_line(CGROUP_V2_ROOT "/cgroup.controllers", ctl, sizeof(ctl)) &&
+		    strstr(ctl, "cpuset");
+	ret = util_cgroup_cpuset_path(text, len, v2_cpuset, rel, UTIL_CGROUP_PATH_MAX, &v2);
+	free(text);
+	if (!ret) {
+		const char *mnt = v2 ? CGROUP_V2_ROOT : CGROUP_V1_ROOT;
+		bool root = !strcmp(rel, "/");
+
+		snprintf(cs->dir, sizeof(cs->dir), "%s%s", mnt, root ? "" : rel);
+		cs->mnt_len = strlen(mnt);
+		cs->v2 = v2;
+		cs->root = root;
+	}
+	free(rel);
+	return ret == -ENOENT ? 0 : ret;
+}
+
+/*
+ * The cgroup's directory (O_PATH), reached from the hierarchy's mount one
+ * component at a time, following no link: only a directory of that
+ * cgroup file system, below its mount.  -errno.
+ */
+static int open_cgroup(const struct util_cpuset *cs)
+{
+	char mnt[64];
+	const char *p = cs->dir + cs->mnt_len;
+	struct statfs sf;
+	int fd;
+
+	if (!cs->dir[0] || cs->mnt_len >= sizeof(mnt))
+		return -ENOENT;
+	memcpy(mnt, cs->dir, cs->mnt_len);
+	mnt[cs->mnt_len] = '\0';
+	if (strcmp(mnt, CGROUP_V1_ROOT) && strcmp(mnt, CGROUP_V2_ROOT))
+		return -EINVAL;
+	if (*p && !path_plain(p, strlen(p)))
+		return -EINVAL;
+	fd = open(mnt, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstatfs(fd, &sf) || (sf.f_type != CGROUP_SUPER_MAGIC &&
+				 sf.f_type != CGROUP2_SUPER_MAGIC)) {
+		close(fd);
+		return -ENOENT;	/* no cgroup file system mounted there */
+	}
+	while (*p) {
+		char name[NAME_MAX + 1];
+		size_t n;
+		int next;
+
+		p++;	/* the '/' */
+		n = strcspn(p, "/");
+		if (n > NAME_MAX) {
+			close(fd);
+			return -ENAMETOOLONG;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		if (next < 0)
+			return -errno;
+		fd = next;
+	}
+	return fd;
+}
+
+/* The first line of a file in the cgroup's directory, without its newline. */
+static int read_cgroup_line(const struct util_cpuset *cs, const char *file, char *buf,
+			    size_t len)
+{
+	int dfd = open_cgroup(cs), fd;
+	ssize_t n;
+
+	if (dfd < 0)
+		return dfd;
+	fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(dfd);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* Whether pid is among the processes of the cgroup (dfd's cgroup.procs). */
+static int cgroup_has(int dfd, int pid)
+{
+	int fd = openat(dfd, "cgroup.procs", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	char line[32];
+	bool found = false;
+	FILE *f;
+
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -errno;
+	}
+	while (!found && fgets(line, sizeof(line), f))
+		found = strtol(line, NULL, 10) == pid;
+	fclose(f);
+	return found ? 0 : -ESTALE;
 }
 
 int util_cpuset_get(int pid, struct util_cpuset *cs)
 {
-	char path[UTIL_CGROUP_PATH_MAX + 32], line[UTIL_NODELIST_MAX + 32];
+	char path[64], line[UTIL_NODELIST_MAX + 32];
 	bool found = false;
 	FILE *f;
+	int ret;
 
 	memset(cs, 0, sizeof(*cs));
+	cs->pid = pid;
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	f = fopen(path, "re");
 	if (!f)
@@ -186,28 +392,35 @@ int util_cpuset_get(int pid, struct util_cpuset *cs)
 	fclose(f);
 	if (!found)
 		return -EIO;
-	find_cgroup(pid, cs);
-	if (cs->dir[0]) {
-		snprintf(path, sizeof(path), "%s/cpuset.mems", cs->dir);
-		if (read_line(path, cs->mems, sizeof(cs->mems)))
-			cs->dir[0] = '\0';	/* no cpuset file there after all */
+	ret = find_cgroup(pid, cs);
+	if (ret) {
+		cs->dir[0] = '\0';
+		return ret;
 	}
+	if (cs->dir[0] && read_cgroup_line(cs, "cpuset.mems", cs->mems, sizeof(cs->mems)))
+		cs->dir[0] = '\0';	/* no cpuset file there after all */
 	return 0;
 }
 
 int util_cpuset_set_mems(const struct util_cpuset *cs, const char *mems)
 {
-	char path[UTIL_CGROUP_PATH_MAX + 32];
 	size_t len = strlen(mems);
 	ssize_t n;
-	int fd;
+	int dfd, fd, ret;
 
 	if (!cs->dir[0])
 		return -ENOENT;
-	snprintf(path, sizeof(path), "%s/cpuset.mems", cs->dir);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	dfd = open_cgroup(cs);
+	if (dfd < 0)
+		return dfd;
+	/* The process's own cgroup, still: none other is this call's to change. */
+	ret = cgroup_has(dfd, cs->pid);
+	fd = ret ? -1 : openat(dfd, "cpuset.mems", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (!ret && fd < 0)
+		ret = -errno;
+	close(dfd);
+	if (ret)
+		return ret;
 	n = write(fd, mems, len);
 	n = n < 0 ? -errno : (size_t)n == len ? 0 : -EIO;
 	close(fd);

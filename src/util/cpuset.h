@@ -13,10 +13,16 @@
 #include <stdint.h>
 
 #define UTIL_NODELIST_MAX	256	/* a node list's text, with its NUL */
-#define UTIL_CGROUP_PATH_MAX	512
+/* A cgroup's path as /proc/PID/cgroup has it, with its NUL: the kernel's
+ * own bound (a longer one makes reading that file fail, ENAMETOOLONG). */
+#define UTIL_CGROUP_PATH_MAX	4096
+/* The cgroup's directory: the hierarchy's mount point, then that path. */
+#define UTIL_CGROUP_DIR_MAX	(UTIL_CGROUP_PATH_MAX + 32)
 
 struct util_cpuset {
-	char dir[UTIL_CGROUP_PATH_MAX];	/* the cgroup's directory; "" none */
+	int pid;			/* whose (util_cpuset_get's pid) */
+	char dir[UTIL_CGROUP_DIR_MAX];	/* the cgroup's directory; "" none */
+	size_t mnt_len;			/* dir's first mnt_len bytes: the mount point */
 	bool v2;			/* cgroup v2 (else v1's cpuset hierarchy) */
 	bool root;			/* the root cgroup: its cpuset.mems is fixed */
 	char mems[UTIL_NODELIST_MAX];	/* its cpuset.mems ("" on v2: inherited) */
@@ -41,10 +47,29 @@ bool util_nodelist_has(const char *list, int node);
 /* out = a with node added, as the kernel prints lists; 0, -EINVAL, -ENOSPC. */
 int util_nodelist_add(const char *a, int node, char *out, size_t len);
 
-/* The process's cpuset; 0, -ESRCH or -errno.  dir is "" where no cpuset
- * controller shows (the nodes allowed are still read). */
+/*
+ * The cgroup path that holds the cpuset settings, from the whole text of
+ * a /proc/PID/cgroup (len bytes; a line is what follows a newline, or the
+ * start, up to the next newline): the v2 line's ("0::PATH") where v2 has
+ * the cpuset controller (v2_cpuset), else the v1 line's whose controllers
+ * include cpuset.  0 with the path in path (*v2 says which line); -ENOENT
+ * none; -ENAMETOOLONG a path that does not fit len bytes (NUL included);
+ * -EINVAL a path that is not absolute, has an empty, "." or ".." component
+ * (a process in another cgroup namespace), or a text that is not the
+ * kernel's (a line twice, no final newline).
+ */
+int util_cgroup_cpuset_path(const char *text, size_t len, bool v2_cpuset, char *path,
+			    size_t path_len, bool *v2);
+/* The process's cpuset; 0, -ESRCH or -errno (util_cgroup_cpuset_path()'s
+ * among them).  dir is "" where no cpuset controller shows, or on error
+ * (the nodes allowed are read first, whatever follows). */
 int util_cpuset_get(int pid, struct util_cpuset *cs);
-/* Writes the cgroup's cpuset.mems; 0 or -errno (no cgroup: -ENOENT). */
+/*
+ * Writes the cgroup's cpuset.mems; 0 or -errno (no cgroup: -ENOENT).  The
+ * directory is opened one component at a time below the hierarchy's
+ * mount, following no link, and must still hold cs->pid (cgroup.procs):
+ * -ESTALE where it does not (the process moved, or dir is not its own).
+ */
 int util_cpuset_set_mems(const struct util_cpuset *cs, const char *mems);
 /*
  * 0 when node is among the nodes pid may use; else -EACCES with a message

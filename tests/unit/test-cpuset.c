@@ -4,9 +4,14 @@
  * numa-usage.c), against this process as the kernel shows it.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cunit-main.h"
@@ -120,12 +125,198 @@ static void test_cpuset_self(void)
 	CU_ASSERT_EQUAL(util_cpuset_get(-1, &cs), -ESRCH);
 }
 
+/* text with the look-alike "fake" at byte 511 of its cpuset line, the
+ * rest of the path after it "/victim": a 512-byte fgets() of the file
+ * would read a second line there. */
+static char *line_with(const char *first, const char *fake, char *rest)
+{
+	static char text[8192];
+	size_t n = (size_t)snprintf(text, sizeof(text), "%s/deleg/", first);
+
+	while (n < 511) {
+		size_t take = 511 - n > 101 ? 100 : 511 - n - 1;
+
+		memset(text + n, 'p', take);
+		n += take;
+		text[n++] = '/';
+	}
+	snprintf(text + n, sizeof(text) - n, "%s/victim\n%s", fake, rest);
+	return text;
+}
+
+/* The cpuset's path from /proc/PID/cgroup's whole text, lines as the
+ * kernel ends them: a look-alike inside a path is part of the path. */
+static void test_cgroup_path(void)
+{
+	char path[UTIL_CGROUP_PATH_MAX], *t, big[2 * UTIL_CGROUP_PATH_MAX];
+	bool v2;
+	size_t len;
+
+	t = "4:memory:/a\n3:cpuset:/cs/x\n0::/u/y\n";
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(t, strlen(t), false, path, sizeof(path), &v2), 0);
+	CU_ASSERT_STRING_EQUAL(path, "/cs/x");
+	CU_ASSERT(!v2);
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(t, strlen(t), true, path, sizeof(path), &v2), 0);
+	CU_ASSERT_STRING_EQUAL(path, "/u/y");
+	CU_ASSERT(v2);
+	t = "2:cpu,cpuset,memory:/\n";
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(t, strlen(t), true, path, sizeof(path), &v2), 0);
+	CU_ASSERT_STRING_EQUAL(path, "/");
+	t = "4:memory:/a\n1:name=cpuset:/b\n";
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(t, strlen(t), false, path, sizeof(path), &v2),
+			-ENOENT);
+
+	/* v1: "3:cpuset:" at byte 511 of the cpuset line. */
+	t = line_with("3:cpuset:", "3:cpuset:", "0::/\n");
+	len = strlen(t);
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(t, len, false, path, sizeof(path), &v2), 0);
+	CU_ASSERT(strlen(path) > 511 && !strcmp(path + strlen(path) - 16, "3:cpuset:/victim"));
+	CU_ASSERT(!strncmp(path, "/deleg/ppp", 10));
+	/* v2: "0::" at byte 511 of the v2 line. */
+	t = line_with("0::", "0::", "3:cpuset:/\n");
+	len = strlen(t);
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(t, len, true, path, sizeof(path), &v2), 0);
+	CU_ASSERT(v2 && !strcmp(path + strlen(path) - 10, "0::/victim"));
+	/* ... and "0::" inside the v1 line, where v2 has no cpuset. */
+	t = line_with("3:cpuset:", "0::", "");
+	len = strlen(t);
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(t, len, true, path, sizeof(path), &v2), 0);
+	CU_ASSERT(!v2 && !strncmp(path, "/deleg/", 7));
+
+	/* A path too long for the buffer: refused, not cut. */
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(t, len, false, path, 64, &v2), -ENAMETOOLONG);
+	memcpy(big, "3:cpuset:/", 10);
+	memset(big + 10, 'a', sizeof(big) - 12);
+	big[sizeof(big) - 2] = '\n';
+	big[sizeof(big) - 1] = '\0';
+	for (size_t i = 200; i < sizeof(big) - 2; i += 200)
+		big[i] = '/';
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(big, strlen(big), false, path, sizeof(path), &v2),
+			-ENAMETOOLONG);
+
+	/* Not the kernel's text, or a path out of the hierarchy: refused. */
+	t = "3:cpuset:/a\n3:cpuset:/b\n";
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(t, strlen(t), false, path, sizeof(path), &v2),
+			-EINVAL);
+	t = "3:cpuset:/a";
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(t, strlen(t), false, path, sizeof(path), &v2),
+			-EINVAL);
+	t = "3:cpuset:/../../victim\n";
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(t, strlen(t), false, path, sizeof(path), &v2),
+			-EINVAL);
+	t = "3:cpuset:/a/./b\n";
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(t, strlen(t), false, path, sizeof(path), &v2),
+			-EINVAL);
+	t = "3:cpuset:/a//b\n";
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(t, strlen(t), false, path, sizeof(path), &v2),
+			-EINVAL);
+	t = "3:cpuset:a\n";
+	CU_ASSERT_EQUAL(util_cgroup_cpuset_path(t, strlen(t), false, path, sizeof(path), &v2),
+			-EINVAL);
+}
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+static void read_str(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
+
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * util_cpuset_set_mems() writes only the process's own cgroup: given a
+ * directory that is not (as a misread /proc/PID/cgroup would), it refuses
+ * with -ESTALE and the other cgroup keeps its cpuset.mems; a path with
+ * ".." is refused before anything is opened.  Root, on this host's
+ * cpuset hierarchy; passes saying so where there is none to write.
+ */
+static void test_set_mems_own(void)
+{
+	char a[UTIL_CGROUP_DIR_MAX], b[UTIL_CGROUP_DIR_MAX], f[UTIL_CGROUP_DIR_MAX + 32];
+	char mnt[64], before[UTIL_NODELIST_MAX], after[UTIL_NODELIST_MAX], cpus[256] = "";
+	struct util_cpuset self, cs;
+	int status;
+	pid_t child;
+
+	if (geteuid() || util_cpuset_get(getpid(), &self) || !self.dir[0] ||
+	    self.mnt_len >= sizeof(mnt)) {
+		printf("\n  (no cpuset hierarchy this test may write: skipped) ");
+		return;
+	}
+	memcpy(mnt, self.dir, self.mnt_len);
+	mnt[self.mnt_len] = '\0';
+	snprintf(a, sizeof(a), "%s/memmig-test-own-%d", mnt, (int)getpid());
+	snprintf(b, sizeof(b), "%s/memmig-test-other-%d", mnt, (int)getpid());
+	if (mkdir(a, 0755) || mkdir(b, 0755)) {
+		printf("\n  (cannot make cgroups under %s: skipped) ", mnt);
+		rmdir(a);
+		return;
+	}
+	if (!self.v2) {	/* v1: a cgroup's tasks need its cpus and mems */
+		snprintf(f, sizeof(f), "%s/cpuset.cpus", mnt);
+		read_str(f, cpus, sizeof(cpus));
+		snprintf(f, sizeof(f), "%s/cpuset.cpus", a);
+		CU_ASSERT_EQUAL(write_str(f, cpus), 0);
+		snprintf(f, sizeof(f), "%s/cpuset.mems", a);
+		CU_ASSERT_EQUAL(write_str(f, "0"), 0);
+	}
+	snprintf(f, sizeof(f), "%s/cpuset.mems", b);
+	read_str(f, before, sizeof(before));
+	child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	CU_ASSERT_FATAL(child > 0);
+	snprintf(f, sizeof(f), "%s/cgroup.procs", a);
+	{
+		char pid[16];
+
+		snprintf(pid, sizeof(pid), "%d", (int)child);
+		CU_ASSERT_EQUAL(write_str(f, pid), 0);
+	}
+	CU_ASSERT_EQUAL(util_cpuset_get(child, &cs), 0);
+	CU_ASSERT_STRING_EQUAL(cs.dir, a);
+	CU_ASSERT_EQUAL(util_cpuset_set_mems(&cs, "0"), 0);	/* its own */
+
+	/* The other cgroup, as a misread path would name it. */
+	snprintf(cs.dir, sizeof(cs.dir), "%s", b);
+	CU_ASSERT_EQUAL(util_cpuset_set_mems(&cs, "0"), -ESTALE);
+	CU_ASSERT((size_t)snprintf(cs.dir, sizeof(cs.dir), "%s/../%s", a,
+				   b + self.mnt_len + 1) < sizeof(cs.dir));
+	CU_ASSERT_EQUAL(util_cpuset_set_mems(&cs, "0"), -EINVAL);
+	snprintf(f, sizeof(f), "%s/cpuset.mems", b);
+	read_str(f, after, sizeof(after));
+	CU_ASSERT_STRING_EQUAL(after, before);
+
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	CU_ASSERT_EQUAL(rmdir(a), 0);
+	CU_ASSERT_EQUAL(rmdir(b), 0);
+}
+
 static CU_TestInfo tests[] = {
 	{ "node lists: membership, refusing what does not parse", test_nodelist_has },
 	{ "node lists: adding a node, ranges joined", test_nodelist_add },
 	{ "per-node usage from numa_maps", test_usage },
 	{ "moved and arrived: new and freed memory do not count", test_usage_moved },
 	{ "this process's cpuset", test_cpuset_self },
+	{ "the cgroup path: whole lines, refused past PATH_MAX or with ..", test_cgroup_path },
+	{ "cpuset.mems written in the process's own cgroup only", test_set_mems_own },
 	CU_TEST_INFO_NULL,
 };
 

@@ -8,7 +8,11 @@
 #    1: every page ends on node 1, memmig moved them all and the kernel
 #    ~nothing at the narrow, the bytes intact;
 #  - the naive order (narrow cpuset.mems to 1 first) makes the kernel move
-#    them all itself, which is what the right order avoids.
+#    them all itself, which is what the right order avoids;
+#  - a cgroup whose /proc/PID/cgroup line runs past 511 bytes, with a
+#    directory named "0::" at byte 511 (issue 34), gets the move's widen
+#    and narrow, not the cgroup the rest of its path names (a victim's,
+#    whose cpuset.mems stays as it was).
 set -u
 cli=${MEMMIG_CLI:-memmig-cli}
 real_memhog=${MEMHOG:-memhog}
@@ -30,6 +34,9 @@ echo +cpuset >"$cgroot/cgroup.subtree_control" || { echo "FAIL: cannot enable cp
 untidy() {
 	[ -n "${hog:-}" ] && kill -9 "$hog" 2>/dev/null && wait "$hog" 2>/dev/null
 	rmdir "$cgroot"/memmig-right "$cgroot"/memmig-fail "$cgroot"/memmig-naive 2>/dev/null
+	[ -d "$cgroot/memmig-deleg" ] &&
+		find "$cgroot/memmig-deleg" -depth -type d -exec rmdir {} \; 2>/dev/null
+	rmdir "$cgroot/memmig-victim" 2>/dev/null
 	echo -cpuset >"$cgroot/cgroup.subtree_control" 2>/dev/null
 	[ -n "$mounted" ] && umount "$cgroot"
 	cleanup
@@ -107,5 +114,47 @@ check "naive: ... and the memfd pages" test "$(placement "$memfd_addr")" = "N1=$
 check "naive: memmig then has nothing to move" exit_is 0 "$cli" move --pid "$hog" --to-node 1 --json
 echo "  naive: memmig moved $(jq .bytes_moved "$tmp/out") bytes after it"
 check_alive "naive order"
+memhog_stop
+
+# ---- a look-alike line at byte 511 of the cgroup's path ----
+# "0::/memmig-deleg/pad.../0::/memmig-victim": read 512 bytes at a time,
+# the file has a line "0::/memmig-victim" -- a cgroup of root's.
+mkdir "$cgroot/memmig-victim" || { echo "FAIL: cannot create the victim cgroup"; exit 1; }
+victim_mems=$(cat "$cgroot/memmig-victim/cpuset.mems")
+rel=/memmig-deleg/
+while [ $((3 + ${#rel})) -lt 511 ]; do
+	left=$((511 - 3 - ${#rel}))
+	n=$((left > 201 ? 200 : left - 1))
+	rel=$rel$(printf '%*s' "$n" '' | tr ' ' p)/
+done
+rel=${rel}0::/memmig-victim
+mkdir -p "$cgroot$rel" || { echo "FAIL: cannot create $cgroot$rel"; exit 1; }
+# cpuset in each cgroup on the way, as in any delegated subtree.
+d=$cgroot
+for c in $(echo "${rel%/*}" | tr '/' ' '); do
+	echo +cpuset >"$d/cgroup.subtree_control"
+	d=$d/$c
+done
+echo +cpuset >"$d/cgroup.subtree_control"
+cat >"$tmp/in-deep" <<SH
+#!/bin/sh
+echo \$\$ >'$cgroot$rel/cgroup.procs' && exec $real_memhog "\$@"
+SH
+chmod 755 "$tmp/in-deep"
+memhog=$tmp/in-deep
+last_count=0
+memhog_start "$mib" "$mib"
+line=$(grep '^0::' "/proc/$hog/cgroup")
+echo "  memhog $hog: /proc/$hog/cgroup's v2 line is ${#line} bytes;" \
+	"the victim's cpuset.mems '$victim_mems'"
+check "the look-alike is at byte 511" test "${line:511:4}" = "0::/"
+check "move --update-cpuset of the deep cgroup's process" exit_is 0 "$cli" move --pid "$hog" \
+	--to-node 1 --update-cpuset --json
+echo "  rebalance: $(jq -c '.rebalance | {state, nodeset_after}' "$tmp/out"), cgroup ...$(jq -r .rebalance.cgroup "$tmp/out" | tail -c 40)"
+check "the victim's cpuset.mems is as it was" test "$(cat "$cgroot/memmig-victim/cpuset.mems")" = "$victim_mems"
+check "the cgroup written is the process's own" test "$(json .rebalance.cgroup)" = "$cgroot$rel"
+check "its cpuset.mems is 1" test "$(cat "$cgroot$rel/cpuset.mems")" = 1
+check "anon all on node 1" test "$(placement "$anon_addr")" = "N1=$anon_pages"
+check_alive "a deep cgroup"
 memhog_stop
 summary
