@@ -26,10 +26,12 @@
 #include <liburing.h>
 
 #include "daemon/conn.h"
+#include "daemon/metrics-file.h"
 #include "daemon/tiers.h"
 
 #define LOOP_ENTRIES	512
 #define STOP_GRACE_S	2
+#define METRICS_STOP_MS	2000	/* the last metrics file's write, at most */
 
 struct loop {
 	struct memmigd *d;
@@ -47,8 +49,8 @@ struct loop {
 	unsigned int nconns;
 	bool stopping;
 	time_t stop_deadline;
+	struct metrics_file *metrics_file;	/* --metrics-file's writer */
 	time_t metrics_written;			/* CLOCK_MONOTONIC s */
-	int metrics_err;			/* the last write's, said once */
 	bool notify;				/* under systemd: STATUS= */
 	time_t status_sent;			/* CLOCK_MONOTONIC s */
 	unsigned int status_jobs[2];		/* queued, running: as sent */
@@ -435,25 +437,25 @@ static time_t mono_s(void)
 /*
  * --metrics-file: rewritten when a counter changed, at most once a
  * second; true while a change waits for its second (the loop then wakes
- * in time to write it).
+ * in time to write it).  The loop renders the text; its writer's thread
+ * writes it (metrics-file.c): nothing in the file's directory, which
+ * others may write, can make the loop wait.
  */
 static bool write_metrics(struct loop *l, bool now)
 {
 	struct memmigd *d = l->d;
 	struct metrics_now m;
-	int rc;
+	char *text;
 
-	if (!d->opts.metrics_file[0] || (!metrics_dirty(d->metrics) && !tiers_running(d->tiers)))
+	if (!l->metrics_file || (!metrics_dirty(d->metrics) && !tiers_running(d->tiers)))
 		return false;
 	if (!now && mono_s() - l->metrics_written < 1)
 		return true;
 	ops_metrics_now(d, &m);
-	rc = metrics_file_write(d->metrics, &m, d->opts.metrics_file);
+	text = metrics_file_text(d->metrics, &m);
+	if (text)
+		metrics_file_post(l->metrics_file, text);
 	l->metrics_written = mono_s();
-	if (rc && rc != l->metrics_err)
-		util_log(LOG_WARNING, "writing the metrics to %s: %s", d->opts.metrics_file,
-			 strerror(-rc));
-	l->metrics_err = rc;
 	return false;
 }
 
@@ -580,6 +582,15 @@ static int loop_setup(struct loop *l, struct memmigd *d)
 		close(l->sig_fd);
 		return rc;
 	}
+	if (d->opts.metrics_file[0]) {
+		rc = metrics_file_start(d->opts.metrics_file, &l->metrics_file);
+		if (rc) {
+			util_log(LOG_ERR, "the metrics file's writer: %s", strerror(-rc));
+			io_uring_queue_exit(&l->ring);
+			close(l->sig_fd);
+			return rc;
+		}
+	}
 	arm_accept(l);
 	arm_read(l, l->sig_fd, &l->si, sizeof(l->si), &l->sig_io, &l->sig_busy);
 	arm_read(l, d->wake_fd, &l->wakes, sizeof(l->wakes), &l->wake_io, &l->wake_busy);
@@ -630,6 +641,7 @@ int loop_run(struct memmigd *d)
 		close_idle(&l);
 	}
 	write_metrics(&l, true);
+	metrics_file_stop(l.metrics_file, METRICS_STOP_MS);
 	io_uring_queue_exit(&l.ring);
 	close(l.sig_fd);
 	while (l.conns)

@@ -508,35 +508,10 @@ bool metrics_dirty(struct metrics *m)
 	return d;
 }
 
-int metrics_file_write(struct metrics *m, const struct metrics_now *now, const char *path)
+char *metrics_file_text(struct metrics *m, const struct metrics_now *now)
 {
-	char tmp[PATH_MAX];
-	char *text;
-	FILE *f = NULL;
-	int fd, rc = 0;
-
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
-		return -ENAMETOOLONG;
 	pthread_mutex_lock(&m->lock);
 	m->dirty = false;
 	pthread_mutex_unlock(&m->lock);
-	text = metrics_text(m, now);
-	if (!text)
-		return -ENOMEM;
-	/* 0644 whatever the umask: the collector runs as another user. */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0 || fchmod(fd, 0644) || !(f = fdopen(fd, "w")))
-		rc = -errno;
-	else if (fputs(text, f) < 0)
-		rc = -EIO;
-	if (f && fclose(f) && !rc)
-		rc = -errno;
-	else if (!f && fd >= 0)
-		close(fd);
-	free(text);
-	if (!rc && rename(tmp, path))
-		rc = -errno;
-	if (rc && fd >= 0)
-		unlink(tmp);
-	return rc;
+	return metrics_text(m, now);
 }

@@ -59,10 +59,10 @@ void metrics_subscriber_dropped(struct metrics *m);
 char *metrics_text(struct metrics *m, const struct metrics_now *now);
 struct json_object *metrics_json(struct metrics *m, const struct metrics_now *now);
 
-/* Whether a counter changed since the last metrics_file_write(). */
+/* Whether a counter changed since the last metrics_file_text(). */
 bool metrics_dirty(struct metrics *m);
-/* Rewrites path atomically (a temporary file beside it, then rename):
- * node_exporter's textfile collector never sees half a file.  0 or -errno. */
-int metrics_file_write(struct metrics *m, const struct metrics_now *now, const char *path);
+/* The text for --metrics-file (as metrics_text()), the counters then no
+ * longer dirty; metrics-file.h writes it. */
+char *metrics_file_text(struct metrics *m, const struct metrics_now *now);
 
 #endif

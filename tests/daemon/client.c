@@ -97,7 +97,12 @@ int tc_daemon_start(struct tc_daemon *d, const char *const *extra)
 
 int tc_daemon_stop(struct tc_daemon *d)
 {
-	long deadline = now_ms() + (wrapped() ? 120000 : 30000);
+	return tc_daemon_stop_within(d, wrapped() ? 120000 : 30000);
+}
+
+int tc_daemon_stop_within(struct tc_daemon *d, long ms)
+{
+	long deadline = now_ms() + ms;
 	char state[sizeof(d->dir) + 16];
 	int status, rc = -1;
 

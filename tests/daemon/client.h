@@ -45,6 +45,8 @@ int tc_daemon_start(struct tc_daemon *d, const char *const *extra);
 /* SIGTERM; the exit status (0..255), or -1 if it did not exit or died
  * of a signal.  Removes the scratch directory. */
 int tc_daemon_stop(struct tc_daemon *d);
+/* The same, SIGKILLed (and -1) when it did not exit within ms. */
+int tc_daemon_stop_within(struct tc_daemon *d, long ms);
 
 struct tc_conn {
 	int fd;

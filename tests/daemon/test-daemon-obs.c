@@ -7,7 +7,10 @@
  * limits, not found), in the metrics op's text (checked strictly, and by
  * promtool where installed), its JSON, and the --metrics-file; at most
  * EVENTS_MAX_SUBSCRIBERS subscribers; a subscriber that does not read is
- * dropped while the others go on.
+ * dropped while the others go on.  And a --metrics-file in a directory
+ * another user may write, who plants a FIFO, links and files of their own
+ * at the names a writer might use (issue 34): memmigd goes on answering,
+ * stops on SIGTERM, and its metrics file is its own.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,7 +19,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -424,6 +430,200 @@ static void slow_subscriber(struct tc_conn *c)
 	tc_close(good);
 }
 
+/* Runs fn(arg) as nobody in a child: its exit status (0: done). */
+static int run_as_nobody(int (*fn)(void *arg), void *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(tc_drop_to(NOBODY, NOBODY) ? 126 : fn(arg));
+	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) ?
+	       WEXITSTATUS(status) : -1;
+}
+
+struct plant {
+	const char *dir, *canary;
+};
+
+/* The names a metrics writer might take beside DIR/memmigd.prom: the
+ * old PATH.tmp as a FIFO, links to root's canary at others (the target
+ * itself too), a file of nobody's. */
+static const char *const plant_links[] = {
+	".memmigd.prom.tmp", "memmigd.prom.new", "memmigd.prom~", ".memmigd.prom", "memmigd.prom",
+};
+
+static int plant(void *arg)
+{
+	const struct plant *p = arg;
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/memmigd.prom.tmp", p->dir);
+	if (mkfifo(path, 0666))
+		return 1;
+	for (size_t i = 0; i < sizeof(plant_links) / sizeof(plant_links[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", p->dir, plant_links[i]);
+		if (symlink(p->canary, path))
+			return 2;
+	}
+	snprintf(path, sizeof(path), "%s/memmigd.prom.part", p->dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666);
+	if (fd < 0 || write(fd, "nobody's\n", 9) != 9)
+		return 3;
+	close(fd);
+	return 0;
+}
+
+/* The FIFO gives way to a plain file of nobody's at the old name. */
+static int plant_file(void *arg)
+{
+	const struct plant *p = arg;
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/memmigd.prom.tmp", p->dir);
+	if (unlink(path))
+		return 1;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666);
+	if (fd < 0 || write(fd, "nobody's\n", 9) != 9)
+		return 2;
+	close(fd);
+	return 0;
+}
+
+/* Waits (5 s at most) for path to be a file other than inode not_ino;
+ * its stat in *st; whether it came. */
+static bool new_file(const char *path, ino_t not_ino, struct stat *st)
+{
+	for (int i = 0; i < 50; i++) {
+		if (!lstat(path, st) && st->st_ino != not_ino && !S_ISLNK(st->st_mode))
+			return true;
+		usleep(100000);
+	}
+	return !lstat(path, st) && st->st_ino != not_ino;
+}
+
+static void check_owned(const char *what, const char *path, const struct stat *st)
+{
+	char *t = read_file(path);
+
+	CHECK(S_ISREG(st->st_mode) && st->st_uid == 0 && (st->st_mode & 07777) == 0644,
+	      "%s: %s is a file of root's, 0644 (mode %o, uid %u)", what, path,
+	      (unsigned int)st->st_mode, (unsigned int)st->st_uid);
+	CHECK(t && strstr(t, "memmigd_requests_total"), "%s: %s holds the metrics", what, path);
+	free(t);
+}
+
+/* Whether a file of the plant's still is what nobody put there. */
+static bool still_nobodys(const char *dir, const char *name)
+{
+	char path[256], *t;
+	struct stat st;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	t = read_file(path);
+	ok = !lstat(path, &st) && S_ISREG(st.st_mode) && st.st_uid == NOBODY && t &&
+	     !strcmp(t, "nobody's\n");
+	free(t);
+	return ok;
+}
+
+/*
+ * --metrics-file in a directory nobody may write (root's, group nogroup,
+ * 0775, no sticky bit: a collector's group).  Before memmigd starts,
+ * nobody makes the old temporary name, PATH.tmp, a FIFO -- which held
+ * memmigd's loop in open(2) for good, no client answered and SIGTERM
+ * went unread -- and links to a file of root's at other names.  memmigd
+ * must answer, write its metrics file as root's own (never through a
+ * link, never nobody's file renamed into place), leave the canary as it
+ * was, and stop on SIGTERM within 10 s.
+ */
+static void metrics_file_planted(void)
+{
+	char dir[] = "/tmp/memmigd-obs-m.XXXXXX", cdir[] = "/tmp/memmigd-obs-c.XXXXXX";
+	char path[256], canary[256], *t;
+	struct plant p = { dir, canary };
+	struct tc_daemon d2;
+	struct tc_conn *c;
+	struct json_object *r;
+	struct stat st;
+	ino_t first;
+	int fd, left = 0;
+	DIR *dp;
+
+	if (!mkdtemp(dir) || !mkdtemp(cdir) || chown(dir, 0, NOBODY) || chmod(dir, 0775)) {
+		CHECK(0, "scratch directories: %s", strerror(errno));
+		return;
+	}
+	snprintf(canary, sizeof(canary), "%s/canary", cdir);
+	fd = open(canary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && write(fd, "canary\n", 7) == 7, "canary");
+	if (fd >= 0)
+		close(fd);
+	CHECK(run_as_nobody(plant, &p) == 0, "nobody plants a FIFO, links and a file in %s", dir);
+
+	snprintf(path, sizeof(path), "%s/memmigd.prom", dir);
+	if (tc_daemon_start(&d2, (const char *const[]){ "--metrics-file", path, NULL })) {
+		CHECK(0, "memmigd starts with a FIFO at %s.tmp", path);
+		return;
+	}
+	c = tc_connect(d2.sock);
+	r = c ? tc_call(c, "{\"op\":\"status\"}") : NULL;
+	CHECK(r && !strcmp(tc_error(r), "OK"), "memmigd answers with a FIFO at %s.tmp: %s", path,
+	      r ? tc_error(r) : "no reply within 10 s");
+	json_object_put(r);
+	CHECK(new_file(path, 0, &st), "the metrics file %s is written", path);
+	check_owned("with the FIFO planted", path, &st);
+	first = st.st_ino;
+
+	/* A plain file of nobody's where the FIFO was; a counter changes. */
+	CHECK(run_as_nobody(plant_file, &p) == 0, "nobody puts a file of its own at %s.tmp", path);
+	r = c ? tc_call(c, "{\"op\":\"status\"}") : NULL;
+	CHECK(r && !strcmp(tc_error(r), "OK"), "memmigd answers: %s", r ? tc_error(r) : "none");
+	json_object_put(r);
+	CHECK(new_file(path, first, &st), "the metrics file is written again");
+	check_owned("with nobody's file planted", path, &st);
+	CHECK(still_nobodys(dir, "memmigd.prom.tmp"), "nobody's file at the old name is untouched");
+	CHECK(still_nobodys(dir, "memmigd.prom.part"), "nobody's other file is untouched");
+	for (size_t i = 0; i < sizeof(plant_links) / sizeof(plant_links[0]) - 1; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, plant_links[i]);
+		CHECK(!lstat(path, &st) && S_ISLNK(st.st_mode), "the link %s is still there", path);
+	}
+	t = read_file(canary);
+	CHECK(t && !strcmp(t, "canary\n") && !stat(canary, &st) && st.st_uid == 0,
+	      "root's canary is as it was: '%s'", t ? t : "(unreadable)");
+	free(t);
+	if (c)
+		tc_close(c);
+	CHECK(tc_daemon_stop_within(&d2, 10000) == 0, "memmigd stops on SIGTERM within 10 s");
+
+	/* What is left: the plant, the metrics file, no temporary file. */
+	dp = opendir(dir);
+	for (struct dirent *e; dp && (e = readdir(dp));) {
+		bool planted = !strcmp(e->d_name, "memmigd.prom.tmp") ||
+			       !strcmp(e->d_name, "memmigd.prom.part") ||
+			       !strcmp(e->d_name, "memmigd.prom");
+
+		for (size_t i = 0; i < sizeof(plant_links) / sizeof(plant_links[0]); i++)
+			planted |= !strcmp(e->d_name, plant_links[i]);
+		if (e->d_name[0] == '.' && (!e->d_name[1] || !strcmp(e->d_name, "..")))
+			continue;
+		if (!planted) {
+			printf("  left in %s: %s\n", dir, e->d_name);
+			left++;
+		}
+		unlinkat(dirfd(dp), e->d_name, 0);
+	}
+	if (dp)
+		closedir(dp);
+	CHECK(left == 0, "no temporary file left in %s (%d)", dir, left);
+	rmdir(dir);
+	unlink(canary);
+	rmdir(cdir);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/memmigd-obs.XXXXXX";
@@ -475,5 +675,6 @@ int main(void)
 	CHECK(tc_daemon_stop(&d) == 0, "memmigd exits 0");
 	unlink(metrics_path);
 	rmdir(dir);
+	metrics_file_planted();
 	return tc_summary();
 }
