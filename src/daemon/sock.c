@@ -4,9 +4,20 @@
  * missing: systemd's RuntimeDirectory= makes it too), a stale socket from
  * a daemon that died removed -- but never a live one's -- then bound as
  * 0660, in --group when given, so that the group's members may connect.
+ *
+ * The group is set on the path after bind(2).  Issue 34: in a directory
+ * another user may write, they could swap the new socket for a link to
+ * any file between the two, and chown(2) -- and the chmod(2) there was --
+ * would change that file.  So the socket's directory, and every one above
+ * it, must be root's (or memmigd's user's) and writable by no one else,
+ * or sticky (/tmp: no one else may remove or rename the socket there);
+ * memmigd refuses to start otherwise.  And the group is set on the
+ * socket itself, opened without following a link and checked to be a
+ * socket of memmigd's user, not through its path.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <libgen.h>
 #include <limits.h>
@@ -31,6 +42,99 @@ static int make_dir(const char *path)
 		return -errno;
 	}
 	return 0;
+}
+
+/* Whether a directory's entries are memmigd's alone to change: owned by
+ * root or memmigd's user, writable by no one else unless sticky. */
+static bool dir_safe(const struct stat *st)
+{
+	return S_ISDIR(st->st_mode) && (st->st_uid == 0 || st->st_uid == geteuid()) &&
+	       (!(st->st_mode & (S_IWGRP | S_IWOTH)) || (st->st_mode & S_ISVTX));
+}
+
+/* path and each directory above it that it names, followed through
+ * links; -EPERM said.  (A relative path's: check_dirs() checks its
+ * resolved one too.) */
+static int dirs_safe(const char *path, const char *what)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (size_t i = len;; i--) {
+		struct stat st;
+
+		if (i == len || buf[i] == '/') {
+			char c = buf[i];
+
+			buf[i] = '\0';
+			if (stat(i ? buf : "/", &st)) {
+				int err = errno;
+
+				util_log(LOG_ERR, "%s: %s", i ? buf : "/", strerror(err));
+				return -err;
+			}
+			if (!dir_safe(&st)) {
+				util_log(LOG_ERR, "%s: the socket's directory %s is %s (mode %04o, "
+					 "owner uid %u): another user could swap the socket for a "
+					 "link before memmigd sets its group; use a directory of "
+					 "root's that only root may write (/run/memmig), or a "
+					 "sticky one", what, i ? buf : "/",
+					 !S_ISDIR(st.st_mode) ? "not a directory" :
+					 st.st_uid != 0 && st.st_uid != geteuid() ?
+					 "another user's" : "writable by others",
+					 (unsigned int)(st.st_mode & 07777), (unsigned int)st.st_uid);
+				return -EPERM;
+			}
+			buf[i] = c;
+		}
+		if (!i)
+			break;
+	}
+	return 0;
+}
+
+/* The socket's directory and each above it, as named and as resolved. */
+static int check_dirs(const char *sock)
+{
+	char buf[PATH_MAX], real[PATH_MAX], *dir;
+	int rc;
+
+	snprintf(buf, sizeof(buf), "%s", sock);
+	dir = dirname(buf);
+	rc = dirs_safe(dir, sock);
+	if (!rc && !realpath(dir, real))
+		rc = -errno;
+	return rc ?: dirs_safe(real, sock);
+}
+
+/*
+ * The socket just bound at path, made 0660 in gid (-1: no change): opened
+ * without following a link, and only if it is a socket of memmigd's user.
+ */
+static int own_socket(const char *path, gid_t gid)
+{
+	char proc[64];
+	struct stat st;
+	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st))
+		rc = -errno;
+	else if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
+		rc = -EEXIST;	/* not the socket bind() made */
+	/* Its mode through the fd (a default ACL may override the umask);
+	 * without /proc, the umask's 0660 stands. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (!rc && chmod(proc, 0660) && errno != ENOENT)
+		rc = -errno;
+	if (!rc && gid != (gid_t)-1 && fchownat(fd, "", (uid_t)-1, gid, AT_EMPTY_PATH))
+		rc = -errno;
+	close(fd);
+	return rc;
 }
 
 /* A socket file that nobody listens on is a dead daemon's: remove it. */
@@ -89,6 +193,8 @@ int sock_listen(const char *path, const char *group, int *out)
 		return rc;
 	rc = make_dir(path);
 	if (!rc)
+		rc = check_dirs(path);
+	if (!rc)
 		rc = remove_stale(&sa);
 	if (rc)
 		return rc;
@@ -100,10 +206,8 @@ int sock_listen(const char *path, const char *group, int *out)
 	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
 	umask(old);
 	bound = !rc;
-	if (!rc && chmod(path, 0660))
-		rc = -errno;
-	if (!rc && gid != (gid_t)-1 && chown(path, (uid_t)-1, gid))
-		rc = -errno;
+	if (!rc)
+		rc = own_socket(path, gid);
 	if (!rc && listen(fd, 128))
 		rc = -errno;
 	if (rc) {

@@ -6,12 +6,17 @@
  * cannot move its own process once it is not dumpable -- but can move a
  * memhog that runs as nobody, and see and cancel that job.  And a client
  * that connects as nobody, then execs a setuid program before memmigd
- * accepts it, is still nobody without capabilities.
+ * accepts it, is still nobody without capabilities.  And memmigd does
+ * not make its socket in a directory another user may write (issue 34:
+ * they could swap the socket for a link to any file before memmigd set
+ * its group and mode on the path), but does in a sticky one.
  * Needs root (to be root, and to become nobody); skips otherwise.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +24,7 @@
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -216,6 +222,117 @@ static void exec_after_connect(void)
 	unlink(bash);
 }
 
+/*
+ * memmigd on dir/memmigd.sock, --group nogroup, its stderr in log: its
+ * exit status when it exits within 10 s; -2 when it listens instead (the
+ * socket's stat in *st; then stopped).
+ */
+static int start_in(const char *dir, char *log, size_t len, struct stat *st)
+{
+	const char *bin = getenv("MEMMIGD") ? getenv("MEMMIGD") : "src/daemon/memmigd";
+	char sock[128];
+	int p[2], status, rc = -1;
+	size_t got = 0;
+	bool eof = false;
+	pid_t pid;
+
+	snprintf(sock, sizeof(sock), "%s/memmigd.sock", dir);
+	log[0] = '\0';
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(p[1], STDERR_FILENO);
+		execl(bin, bin, "--foreground", "--no-libvirt", "--config", "/dev/null",
+		      "--socket", sock, "--group", "nogroup", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	for (int i = 0; i < 200; i++) {
+		struct pollfd pf = { .fd = p[0], .events = POLLIN };
+
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+			pid = -1;
+			break;
+		}
+		if (!lstat(sock, st) && S_ISSOCK(st->st_mode)) {
+			rc = -2;
+			break;
+		}
+		if (!eof && poll(&pf, 1, 50) == 1 && got + 1 < len) {
+			ssize_t n = read(p[0], log + got, len - got - 1);
+
+			got += n > 0 ? (size_t)n : 0;
+			log[got] = '\0';
+			eof = n == 0;	/* it is exiting */
+		} else {
+			usleep(50 * 1000);
+		}
+	}
+	if (pid > 0) {
+		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
+	}
+	for (ssize_t n = 1; n > 0 && got + 1 < len; got += (size_t)n) {
+		n = read(p[0], log + got, len - got - 1);
+		if (n <= 0)
+			break;
+	}
+	log[got < len ? got : len - 1] = '\0';
+	close(p[0]);
+	unlink(sock);
+	snprintf(sock, sizeof(sock), "%s/memmigd.state", dir);	/* its state file */
+	unlink(sock);
+	return rc;
+}
+
+static void socket_dirs(void)
+{
+	static const struct {
+		const char *what, *says;
+		uid_t uid;
+		gid_t gid;
+		mode_t mode;
+		bool ok;
+	} dirs[] = {
+		{ "root's, group nogroup, 0775 (nobody may write)", "writable by others",
+		  0, NOBODY, 0775, false },
+		{ "nobody's, 0755", "another user's", NOBODY, NOBODY, 0755, false },
+		{ "root's, 0777 sticky", NULL, 0, 0, 01777, true },
+		{ "root's, 0755", NULL, 0, 0, 0755, true },
+	};
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		char dir[] = "/tmp/memmigd-sockdir.XXXXXX", log[4096];
+		struct stat st;
+		int rc;
+
+		if (!mkdtemp(dir) || chown(dir, dirs[i].uid, dirs[i].gid) ||
+		    chmod(dir, dirs[i].mode)) {
+			CHECK(0, "socket directory %s: %s", dirs[i].what, strerror(errno));
+			continue;
+		}
+		rc = start_in(dir, log, sizeof(log), &st);
+		CHECK(rmdir(dir) == 0, "memmigd left nothing in %s: %s", dir, strerror(errno));
+		if (dirs[i].ok) {
+			CHECK(rc == -2, "memmigd listens in a directory %s: %d %s", dirs[i].what,
+			      rc, log);
+			CHECK(rc != -2 || (st.st_uid == 0 && st.st_gid == NOBODY &&
+					   (st.st_mode & 07777) == 0660),
+			      "its socket is root's, group nogroup, 0660: uid %u gid %u mode %o",
+			      (unsigned int)st.st_uid, (unsigned int)st.st_gid,
+			      (unsigned int)(st.st_mode & 07777));
+		} else {
+			printf("socket in a directory %s: exit %d: %s", dirs[i].what, rc, log);
+			CHECK(rc > 0, "memmigd refuses a socket directory %s (exit %d)",
+			      dirs[i].what, rc);
+			CHECK(strstr(log, dirs[i].says) && strstr(log, dir),
+			      "... saying the directory is %s", dirs[i].says);
+		}
+	}
+}
+
 int main(void)
 {
 	static const char *const opts[] = { "--group", "nogroup", NULL };
@@ -263,6 +380,7 @@ int main(void)
 	CHECK(tc_hog_verify(&root_hog), "root's memhog's data");
 	CHECK(tc_hog_verify(&own_hog), "nobody's memhog's data");
 	exec_after_connect();
+	socket_dirs();
 	tc_close(c);
 	kill(secret, SIGKILL);
 	waitpid(secret, NULL, 0);

@@ -9,6 +9,9 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2>/dev/null
 mount -t tmpfs tmp /tmp
+# The initramfs keeps its builder's uid: root's / whoever built it, as
+# memmigd wants of the directories above its socket (src/daemon/sock.c).
+chown 0:0 / 2>/dev/null
 # bash's process substitution needs /dev/fd.
 ln -sf /proc/self/fd /dev/fd
 ln -sf /proc/self/fd/0 /dev/stdin
