@@ -23,10 +23,22 @@
  * The kernel's limits this lives with: a command waits for the kdamond's
  * next aggregation (and the writer polls every 100 ms); while an update is
  * collected, every other DAMON sysfs write gets -EBUSY (retried here);
- * nr_kdamonds cannot be changed while someone else's kdamond is on (we then
- * say -EBUSY), and changing it clears the configuration of kdamonds that
- * are off; min/max nr_regions and the intervals are the context's, shared
- * by all its targets.
+ * min/max nr_regions and the intervals are the context's, shared by all
+ * its targets.
+ *
+ * Whose kdamond (issue 34): writing nr_kdamonds -- any number, the same
+ * one too -- removes every kdamond's directory and makes new, empty ones
+ * (mm/damon/sysfs.c, damon_sysfs_kdamonds_add_dirs(); -EBUSY while one
+ * is on), which drops an admin's configuration.  So memmig takes a
+ * kdamond no one configured (off, no context) where there is one; makes
+ * nr_kdamonds 1 only where it is 0 (nothing to drop), and gives it back
+ * as 0; and else refuses (-EBUSY, saying why: tiering goes on with
+ * soft-dirty alone).  From then on it touches that kdamond only while it
+ * is still memmig's: on, as the thread memmig started (its pid file); off,
+ * with the one context and the targets memmig wrote.  One that someone
+ * else stopped, restarted or reconfigured is theirs: memmig stops using
+ * it (-EBUSY) and never stops or clears it.  Given back, memmig's kdamond
+ * is off and has no context again.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -88,7 +100,10 @@ static pthread_mutex_t damon_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tier_damon *targets[TIER_DAMON_MAX_TARGETS];	/* DAMON's order */
 static unsigned int nr_targets;
 static int kdamond = -1;	/* our kdamond's index; -1: none set up */
-static unsigned long found_nr_kdamonds;	/* restored by the last close */
+static bool grew;		/* we made nr_kdamonds 1 (from 0) for it */
+static int kd_pid;		/* its thread while we run it; 0: not on */
+static int written[TIER_DAMON_MAX_TARGETS];	/* the pid_targets as written */
+static unsigned int nr_written;	/* nr_targets as written */
 static uint64_t collections;	/* tried-regions updates so far */
 static char failed[PATH_MAX];	/* the file of the last write that failed */
 static tier_damon_owner_fn owner_fn;	/* hears of our kdamond */
@@ -165,22 +180,33 @@ static int PRINTF(2, 3) damon_write(const char *val, const char *fmt, ...)
 	}
 }
 
-/* Reads a DAMON sysfs file into buf, without its newline. */
+/*
+ * Reads a DAMON sysfs file into buf, without its newline.  -EBUSY is
+ * retried as for a write: some files (a kdamond's pid) answer it while
+ * anyone else's DAMON command runs -- not a kdamond that changed hands.
+ */
 static int PRINTF(3, 0) damon_vread(char *buf, size_t len, const char *fmt, va_list ap)
 {
 	char path[PATH_MAX];
+	unsigned int waited = 0, limit = EBUSY_WAIT_MS + 2 * (unsigned int)(aggr_us / 1000);
 	ssize_t n;
 	int fd, err;
 
 	err = vpath(path, sizeof(path), fmt, ap);
 	if (err)
 		return err;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == EACCES ? -EPERM : -errno;
-	n = read(fd, buf, len - 1);
-	err = n < 0 ? -errno : 0;
-	close(fd);
+	for (;;) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return errno == EACCES ? -EPERM : -errno;
+		n = read(fd, buf, len - 1);
+		err = n < 0 ? -errno : 0;
+		close(fd);
+		if (err != -EBUSY || waited >= limit)
+			break;
+		sleep_ms(10);
+		waited += 10;
+	}
 	if (err)
 		return err == -EACCES ? -EPERM : err;
 	buf[n] = 0;
@@ -230,9 +256,84 @@ static bool index_on(int index)
 	       !strcmp(state, "on");
 }
 
-static bool kdamond_on(void)
+/* Whether thread pid is a kdamond (its name, "kdamond.N"). */
+static bool thread_is_kdamond(int pid)
 {
-	return index_on(kdamond);
+	char path[64], comm[32] = "";
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, comm, sizeof(comm) - 1);
+	close(fd);
+	return n > 8 && !strncmp(comm, "kdamond.", 8);
+}
+
+/* A kdamond no one configured: off, without a context. */
+static bool index_free(int index)
+{
+	uint64_t nr = 1;
+
+	return !index_on(index) &&
+	       !damon_read_u64(&nr, KDAMONDS "/%d/contexts/nr_contexts", index) && nr == 0;
+}
+
+/*
+ * Whether our kdamond is still ours: on, as the thread we started; off,
+ * holding the context and targets we wrote (nothing someone else would
+ * have left).  *on says which.
+ */
+static bool kdamond_ours(bool *on)
+{
+	char buf[32];
+	uint64_t v;
+
+	*on = false;
+	if (kdamond < 0 || damon_read(buf, sizeof(buf), KDAMONDS "/%d/state", kdamond))
+		return false;
+	if (!strcmp(buf, "on")) {
+		int err = kd_pid > 0 ? damon_read_u64(&v, KDAMONDS "/%d/pid", kdamond) : -ESRCH;
+
+		*on = true;
+		if (!err && v == (uint64_t)kd_pid)
+			return true;
+		/* The pid file answers -EBUSY while any DAMON command runs (an
+		 * admin's too, for an aggregation of theirs): our thread still
+		 * running says as much -- it runs until this kdamond is off. */
+		if (err == -EBUSY && thread_is_kdamond(kd_pid))
+			return true;
+		if (index_on(kdamond))
+			return false;	/* another thread: someone else's */
+		*on = false;	/* it stopped meanwhile (its processes gone): as off */
+	}
+	if (damon_read_u64(&v, KDAMONDS "/%d/contexts/nr_contexts", kdamond) || v != 1 ||
+	    damon_read(buf, sizeof(buf), CTX "/operations", kdamond) || strcmp(buf, "vaddr") ||
+	    damon_read_u64(&v, CTX "/targets/nr_targets", kdamond) || v != nr_written)
+		return false;
+	for (unsigned int i = 0; i < nr_written; i++)
+		if (damon_read_u64(&v, CTX "/targets/%u/pid_target", kdamond, i) ||
+		    v != (uint64_t)written[i])
+			return false;
+	return true;
+}
+
+/* Says that our kdamond is someone else's now; -EBUSY. */
+static int kdamond_lost(char *why, size_t len, bool on)
+{
+	char buf[32] = "";
+
+	if (on && damon_read(buf, sizeof(buf), KDAMONDS "/%d/pid", kdamond))
+		buf[0] = 0;
+	if (on)
+		say(why, len, "DAMON's kdamond %d is no longer memmig's: someone else started it "
+		    "(pid %s); memmig leaves it alone", kdamond, buf);
+	else
+		say(why, len, "DAMON's kdamond %d is no longer memmig's: someone else stopped or "
+		    "reconfigured it; memmig leaves it alone", kdamond);
+	return -EBUSY;
 }
 
 /* Drops the targets whose process exited: DAMON cannot take their pids. */
@@ -250,14 +351,16 @@ static void drop_gone(void)
 }
 
 /*
- * Claims a kdamond for memmig: refuses (-EBUSY) while one someone else
- * started is on, else makes nr_kdamonds 1 (remembering what it was).
+ * Claims a kdamond for memmig: the first that no one configured, else a
+ * first one where there is none (nr_kdamonds 0 -> 1); never a rewrite of
+ * nr_kdamonds over someone else's (-EBUSY, saying whose).  Sets up its
+ * context (vaddr).
  */
 static int kdamond_claim(char *why, size_t len)
 {
 	char buf[32];
 	uint64_t nr;
-	int err;
+	int err, busy = -1;
 
 	if (access(KDAMONDS, F_OK) < 0) {
 		err = -errno;
@@ -272,23 +375,37 @@ static int kdamond_claim(char *why, size_t len)
 		say(why, len, "%s/nr_kdamonds: %s", KDAMONDS, strerror(-err));
 		return err;
 	}
-	for (unsigned int i = 0; i < nr && i < 1024; i++) {
-		if (!index_on((int)i))
-			continue;
-		if (damon_read(buf, sizeof(buf), KDAMONDS "/%u/pid", i))
+	for (unsigned int i = 0; i < nr && i < 1024 && kdamond < 0; i++) {
+		if (index_free((int)i))
+			kdamond = (int)i;
+		else if (busy < 0)
+			busy = (int)i;
+	}
+	if (kdamond < 0 && nr) {
+		bool on = index_on(busy);
+
+		if (!on || damon_read(buf, sizeof(buf), KDAMONDS "/%d/pid", busy))
 			buf[0] = 0;
-		say(why, len, "DAMON's kdamond %u (pid %s) is on, started by someone else:"
-		    " memmig leaves it alone", i, buf);
+		say(why, len, "DAMON's kdamonds are someone else's (kdamond %d %s%s): memmig "
+		    "does not change nr_kdamonds, which would recreate them all without their "
+		    "settings; a kdamond that is off and has no context (echo 0 > %s/N/"
+		    "contexts/nr_contexts) is one memmig may use", busy,
+		    on ? "is on, pid " : "has a context", buf, KDAMONDS);
 		return -EBUSY;
 	}
-	err = damon_write("1", KDAMONDS "/nr_kdamonds");
-	if (err) {
-		say(why, len, "%s/nr_kdamonds: %s%s", KDAMONDS, strerror(-err),
-		    err == -EBUSY ? " (a kdamond someone else started is on)" : "");
-		return err;
+	if (kdamond < 0) {
+		/* None at all: nothing that a new one could drop. */
+		err = damon_write("1", KDAMONDS "/nr_kdamonds");
+		if (err) {
+			say(why, len, "%s/nr_kdamonds: %s%s", KDAMONDS, strerror(-err),
+			    err == -EBUSY ? " (someone else is changing DAMON)" : "");
+			return err;
+		}
+		grew = true;
+		kdamond = 0;
 	}
-	found_nr_kdamonds = nr;
-	kdamond = 0;
+	kd_pid = 0;
+	nr_written = 0;
 	err = damon_write("1", KDAMONDS "/%d/contexts/nr_contexts", kdamond);
 	if (!err)
 		err = damon_read(buf, sizeof(buf), CTX "/avail_operations", kdamond);
@@ -302,24 +419,41 @@ static int kdamond_claim(char *why, size_t len)
 	if (err) {
 		if (err != -ENOENT)
 			say(why, len, "setting up DAMON's context: %s: %s", failed, strerror(-err));
-		damon_write("0", KDAMONDS "/nr_kdamonds");
+		/* Off, without a context: as found. */
+		damon_write("0", KDAMONDS "/%d/contexts/nr_contexts", kdamond);
+		if (grew && index_free(0))
+			damon_write("0", KDAMONDS "/nr_kdamonds");
+		grew = false;
 		kdamond = -1;
 	}
 	return err;
 }
 
-/* Gives the kdamond back: off, and nr_kdamonds as we found it. */
+/*
+ * Gives the kdamond back -- while it is still ours: off, without a
+ * context, and nr_kdamonds 0 again where we made it 1 and it still is.
+ * One that is someone else's now is left as it is.
+ */
 static void kdamond_release(void)
 {
-	char buf[32];
+	uint64_t nr;
+	bool on;
 
 	if (kdamond < 0)
 		return;
-	if (kdamond_on())
-		damon_write("off", KDAMONDS "/%d/state", kdamond);
-	snprintf(buf, sizeof(buf), "%lu", found_nr_kdamonds);
-	damon_write(buf, KDAMONDS "/nr_kdamonds");
+	if (kdamond_ours(&on)) {
+		if (on)
+			damon_write("off", KDAMONDS "/%d/state", kdamond);
+		if (!index_on(kdamond))
+			damon_write("0", KDAMONDS "/%d/contexts/nr_contexts", kdamond);
+		if (grew && !damon_read_u64(&nr, "%s", KDAMONDS "/nr_kdamonds") && nr == 1 &&
+		    index_free(0))
+			damon_write("0", KDAMONDS "/nr_kdamonds");
+	}
 	kdamond = -1;
+	grew = false;
+	kd_pid = 0;
+	nr_written = 0;
 	if (owner_fn)
 		owner_fn(-1, 0, owner_opaque);
 }
@@ -330,8 +464,10 @@ static void kdamond_started(void)
 {
 	uint64_t kpid = 0;
 
-	if (owner_fn && !damon_read_u64(&kpid, KDAMONDS "/%d/pid", kdamond) && kpid > 0)
-		owner_fn(kdamond, (int)kpid, owner_opaque);
+	kd_pid = !damon_read_u64(&kpid, KDAMONDS "/%d/pid", kdamond) && kpid > 0 &&
+		 kpid <= INT_MAX ? (int)kpid : 0;
+	if (owner_fn && kd_pid)
+		owner_fn(kdamond, kd_pid, owner_opaque);
 }
 
 void tier_damon_set_owner_fn(tier_damon_owner_fn fn, void *opaque)
@@ -358,6 +494,9 @@ int tier_damon_reclaim(int index, int kpid, char *why, size_t len)
 		err = -ESRCH;
 	if (!err)
 		err = damon_write("off", KDAMONDS "/%d/state", index);
+	/* Off, and without the killed memmig's context: free for the next. */
+	if (!err)
+		damon_write("0", KDAMONDS "/%d/contexts/nr_contexts", index);
 	if (err == -ENOENT)
 		err = -ESRCH;	/* no such kdamond any more */
 	if (err == -ESRCH)
@@ -406,9 +545,14 @@ static int apply_targets(char *why, size_t len)
 {
 	unsigned int min_ms = UINT_MAX, i;
 	unsigned long min_r, max_r;
-	bool on = kdamond_on();
+	bool on;
 	char buf[32];
 	int err = 0;
+
+	if (!kdamond_ours(&on))
+		return kdamond_lost(why, len, on);
+	if (!on)
+		kd_pid = 0;
 
 	for (i = 0; i < nr_targets; i++)
 		if (targets[i]->interval_ms < min_ms)
@@ -431,14 +575,22 @@ static int apply_targets(char *why, size_t len)
 		snprintf(buf, sizeof(buf), "%lu", attrs[a].v);
 		err = damon_write(buf, CTX "/%s", kdamond, attrs[a].file);
 	}
+	/* What is written is what kdamond_ours() looks for: writing
+	 * nr_targets makes new target directories, pid_target 0. */
 	snprintf(buf, sizeof(buf), "%u", nr_targets);
 	if (!err)
 		err = damon_write(buf, CTX "/targets/nr_targets", kdamond);
+	if (!err) {
+		memset(written, 0, sizeof(written));
+		nr_written = nr_targets;
+	}
 	for (i = 0; i < nr_targets && !err; i++) {
 		char pid[16];
 
 		snprintf(pid, sizeof(pid), "%d", targets[i]->pid);
 		err = damon_write(pid, CTX "/targets/%u/pid_target", kdamond, i);
+		if (!err)
+			written[i] = targets[i]->pid;
 	}
 	if (!err)
 		err = damon_write(buf, CTX "/schemes/nr_schemes", kdamond);
@@ -528,9 +680,12 @@ static int range_cmp(const void *a, const void *b)
 /* One tried-regions update of the kdamond: every target's last aggregation. */
 static int collect(void)
 {
+	bool on;
 	int err;
 
-	if (!kdamond_on()) {
+	if (!kdamond_ours(&on))
+		return kdamond_lost(NULL, 0, on);
+	if (!on) {
 		/* It stops by itself when all its processes are gone. */
 		drop_gone();
 		if (!nr_targets)

@@ -2,19 +2,25 @@
 /*
  * The tiering engine's parts on their own (src/tier/): the policy's
  * checks, one interval's plan (share, watermark, rate, hysteresis, order),
- * a process's units, and the writes soft-dirty sees in a real child.
+ * a process's units, and the writes soft-dirty sees in a real child.  And
+ * the DAMON source against this host's own DAMON sysfs, where there is
+ * one: what it finds there is as it was after an open and a close.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cunit-main.h"
+#include "tier/tier-damon.h"
 #include "tier/tier-plan.h"
 #include "tier/tier-softdirty.h"
 #include "tier/tier-units.h"
@@ -427,6 +433,102 @@ static void test_softdirty_child(void)
 	free(u);
 }
 
+#define KDAMONDS "/sys/kernel/mm/damon/admin/kdamonds"
+
+/* Appends "path=value\n" for each readable file below dir (sysfs: the
+ * kdamonds' settings and states), in a stable order. */
+static void snap_dir(const char *dir, char **buf, size_t *len, size_t *cap, int depth)
+{
+	struct dirent **e;
+	int n = depth > 8 ? -1 : scandir(dir, &e, NULL, alphasort);
+
+	for (int i = 0; i < n; i++) {
+		char path[512], val[256] = "";
+		struct stat st;
+		FILE *f;
+
+		if (e[i]->d_name[0] == '.' ||
+		    /* What a kdamond keeps changing, or hands out per request. */
+		    !strcmp(e[i]->d_name, "stats") || !strcmp(e[i]->d_name, "tried_regions") ||
+		    !strcmp(e[i]->d_name, "effective_bytes") || !strcmp(e[i]->d_name, "current_value")) {
+			free(e[i]);
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/%s", dir, e[i]->d_name);
+		free(e[i]);
+		if (lstat(path, &st))
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			snap_dir(path, buf, len, cap, depth + 1);
+			continue;
+		}
+		if (!(st.st_mode & 0444) || !(f = fopen(path, "re")))
+			continue;
+		if (!fgets(val, sizeof(val), f))
+			val[0] = 0;
+		fclose(f);
+		val[strcspn(val, "\n")] = 0;
+		while (*len + strlen(path) + strlen(val) + 3 > *cap) {
+			*cap = *cap ? *cap * 2 : 65536;
+			*buf = realloc(*buf, *cap);
+		}
+		*len += (size_t)sprintf(*buf + *len, "%s=%s\n", path, val);
+	}
+	if (n >= 0)
+		free(e);
+}
+
+static char *snap_damon(void)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	snap_dir(KDAMONDS, &buf, &len, &cap, 0);
+	if (!buf)
+		buf = strdup("");
+	return buf;
+}
+
+/*
+ * Whatever the host's DAMON holds -- an admin's kdamond, on or off, or
+ * none -- tier_damon_open() and tier_damon_close() of a child leave it
+ * as it was: nr_kdamonds, each kdamond's state, thread and settings.
+ * (Where it took a kdamond of its own, it gave it back.)  Skipped where
+ * there is no DAMON sysfs; not root, every write is refused anyway.
+ */
+static void test_damon_leaves_host(void)
+{
+	struct tier_damon *d = NULL;
+	char why[512] = "", *before, *after;
+	pid_t child;
+	int r;
+
+	if (access(KDAMONDS, F_OK)) {
+		printf("\n  (no DAMON sysfs here: skipped) ");
+		return;
+	}
+	before = snap_damon();
+	child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	CU_ASSERT_FATAL(child > 0);
+	r = tier_damon_open(child, 1000, &d, why, sizeof(why));
+	printf("\n  tier_damon_open: %d%s%s ", r, r ? ": " : "", r ? why : "");
+	CU_ASSERT(r == 0 || r == -EBUSY || r == -ENOENT || r == -EPERM || r == -EOPNOTSUPP);
+	if (!r)
+		tier_damon_close(d);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	after = snap_damon();
+	if (strcmp(before, after))
+		printf("\n  DAMON before:\n%s  DAMON after:\n%s", before, after);
+	CU_ASSERT_STRING_EQUAL(after, before);
+	free(before);
+	free(after);
+}
+
 static CU_TestInfo tests[] = {
 	{ "policy: node sets, share or watermark, ranges", test_policy_check },
 	{ "plan: hot units on slow promoted, hottest first", test_plan_promote },
@@ -437,6 +539,7 @@ static CU_TestInfo tests[] = {
 	{ "plan: the fast nodes' free-memory watermark", test_plan_watermark },
 	{ "units of a real child, sampled and carried over", test_units_child },
 	{ "soft-dirty: the units a real child wrote, and no other", test_softdirty_child },
+	{ "DAMON: the host's kdamonds as they were after open and close", test_damon_leaves_host },
 	CU_TEST_INFO_NULL,
 };
 

@@ -11,10 +11,18 @@
  * phase (after warm-up: DAMON starts from a few big regions and refines
  * them every aggregation): each accessed unit set marked in >= 90% of its
  * unit-intervals, the idle units in <= 10%.
+ *
+ * And an admin's kdamonds beside memmig's (issue 34): one configured but
+ * off, the only one, keeps its settings (memmig refuses rather than
+ * rewrite nr_kdamonds); one that is on keeps running while memmig takes
+ * another, free one and gives it back; and one an admin started in
+ * memmig's place after memmig's had stopped keeps running when memmig
+ * closes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -241,6 +249,210 @@ static long kdamonds(int *on)
 	return nr;
 }
 
+static int put(const char *val, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int put(const char *val, const char *fmt, ...)
+{
+	char path[256];
+	va_list ap;
+	FILE *f;
+	int ok;
+
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	f = fopen(path, "w");
+	if (!f) {
+		printf("  %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	ok = fputs(val, f) >= 0;
+	ok &= fclose(f) == 0;
+	if (!ok)
+		printf("  %s < %s: %s\n", path, val, strerror(errno));
+	return ok ? 0 : -1;
+}
+
+static void get(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void get(char *buf, size_t len, const char *fmt, ...)
+{
+	char path[256];
+	va_list ap;
+	FILE *f;
+
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	buf[0] = 0;
+	f = fopen(path, "r");
+	if (f && !fgets(buf, (int)len, f))
+		buf[0] = 0;
+	if (f)
+		fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	if (!f)
+		snprintf(buf, len, "(none)");
+}
+
+/* An admin's kdamond k: vaddr on pid, with intervals no one else uses. */
+static int admin_config(int k, pid_t pid)
+{
+	char p[16];
+
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	return put("1", KDAMONDS "/%d/contexts/nr_contexts", k) ||
+	       put("vaddr", KDAMONDS "/%d/contexts/0/operations", k) ||
+	       put("7000", KDAMONDS "/%d/contexts/0/monitoring_attrs/intervals/sample_us", k) ||
+	       put("140000", KDAMONDS "/%d/contexts/0/monitoring_attrs/intervals/aggr_us", k) ||
+	       put("1", KDAMONDS "/%d/contexts/0/targets/nr_targets", k) ||
+	       put(p, KDAMONDS "/%d/contexts/0/targets/0/pid_target", k) ? -1 : 0;
+}
+
+/* What an admin would check of kdamond k: "state pid contexts ops
+ * sample aggr targets pid_target". */
+static void admin_view(int k, char *out, size_t len)
+{
+	char st[16], pid[16], nc[16], ops[16], su[32], au[32], nt[16], pt[16];
+
+	get(st, sizeof(st), KDAMONDS "/%d/state", k);
+	get(pid, sizeof(pid), KDAMONDS "/%d/pid", k);
+	get(nc, sizeof(nc), KDAMONDS "/%d/contexts/nr_contexts", k);
+	get(ops, sizeof(ops), KDAMONDS "/%d/contexts/0/operations", k);
+	get(su, sizeof(su), KDAMONDS "/%d/contexts/0/monitoring_attrs/intervals/sample_us", k);
+	get(au, sizeof(au), KDAMONDS "/%d/contexts/0/monitoring_attrs/intervals/aggr_us", k);
+	get(nt, sizeof(nt), KDAMONDS "/%d/contexts/0/targets/nr_targets", k);
+	get(pt, sizeof(pt), KDAMONDS "/%d/contexts/0/targets/0/pid_target", k);
+	snprintf(out, len, "%s %s %s %s %s %s %s %s", st, pid, nc, ops, su, au, nt, pt);
+}
+
+/* Every kdamond off, none left: how each case starts and ends. */
+static void damon_reset(void)
+{
+	int on;
+	long nr = kdamonds(&on);
+
+	for (long k = 0; k < nr; k++) {
+		char st[16];
+
+		get(st, sizeof(st), KDAMONDS "/%ld/state", k);
+		if (!strcmp(st, "on"))
+			put("off", KDAMONDS "/%ld/state", k);
+	}
+	put("0", KDAMONDS "/nr_kdamonds");
+}
+
+static bool wait_state(int k, const char *want, int ms)
+{
+	char st[16];
+
+	for (int t = 0; t < ms; t += 100) {
+		get(st, sizeof(st), KDAMONDS "/%d/state", k);
+		if (!strcmp(st, want))
+			return true;
+		usleep(100 * 1000);
+	}
+	return false;
+}
+
+/* A process for an admin's kdamond to watch. */
+static pid_t sleeper(void)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		for (;;)
+			pause();
+	}
+	return p;
+}
+
+static void admins_kdamonds(void)
+{
+	struct child a = { .name = "A", .rd_lo = 4, .rd_hi = 7, .wr_lo = 20, .wr_hi = 23 };
+	char why[512], before[256], after[256], nr[16];
+	struct tier_damon *d = NULL;
+	pid_t adm = sleeper();
+	int r;
+
+	CHECK(adm > 0, "a process for the admin's kdamond");
+	if (adm <= 0 || child_start(&a)) {
+		printf("FAIL: cannot start the children\n");
+		fails++;
+		return;
+	}
+
+	/* 1: the only kdamond, configured, off: memmig refuses, it stays. */
+	damon_reset();
+	CHECK(!put("1", KDAMONDS "/nr_kdamonds") && !admin_config(0, adm),
+	      "the admin configures kdamond 0");
+	admin_view(0, before, sizeof(before));
+	r = tier_damon_open(a.pid, INTERVAL_MS, &d, why, sizeof(why));
+	printf("admin's kdamond 0 configured, off: open: %d%s%s\n", r, r ? ": " : "",
+	       r ? why : "");
+	CHECK(r == -EBUSY, "open beside the admin's only kdamond: %d, expected -EBUSY", r);
+	if (!r)
+		tier_damon_close(d);
+	admin_view(0, after, sizeof(after));
+	get(nr, sizeof(nr), KDAMONDS "/nr_kdamonds");
+	printf("  kdamond 0 before [%s], after [%s]; nr_kdamonds %s\n", before, after, nr);
+	CHECK(!strcmp(before, after) && !strcmp(nr, "1"),
+	      "the admin's configured kdamond kept its settings");
+
+	/* 2: the admin's on, a free one beside it: memmig takes that one. */
+	damon_reset();
+	CHECK(!put("2", KDAMONDS "/nr_kdamonds") && !admin_config(0, adm) &&
+	      !put("on", KDAMONDS "/0/state"), "the admin starts kdamond 0 of 2");
+	admin_view(0, before, sizeof(before));
+	d = NULL;
+	r = tier_damon_open(a.pid, INTERVAL_MS, &d, why, sizeof(why));
+	printf("admin's kdamond 0 on, 1 free: open: %d%s%s\n", r, r ? ": " : "", r ? why : "");
+	CHECK(!r, "open takes the free kdamond 1: %s", r ? why : "");
+	if (!r) {
+		char st[16];
+
+		get(st, sizeof(st), KDAMONDS "/1/state");
+		CHECK(!strcmp(st, "on"), "memmig's kdamond 1 is on: %s", st);
+		for (int i = 0; i < NR_UNITS; i++)
+			a.u[i].damon_hist = a.u[i].src = 0;
+		r = tier_damon_mark(d, a.u, NR_UNITS);
+		CHECK(r >= 0, "a mark on kdamond 1: %d", r);
+		tier_damon_close(d);
+		get(st, sizeof(st), KDAMONDS "/1/state");
+		get(nr, sizeof(nr), KDAMONDS "/1/contexts/nr_contexts");
+		CHECK(!strcmp(st, "off") && !strcmp(nr, "0"),
+		      "kdamond 1 given back off, without a context: %s, %s contexts", st, nr);
+	}
+	admin_view(0, after, sizeof(after));
+	get(nr, sizeof(nr), KDAMONDS "/nr_kdamonds");
+	printf("  kdamond 0 before [%s], after [%s]; nr_kdamonds %s\n", before, after, nr);
+	CHECK(!strcmp(before, after) && !strcmp(nr, "2"),
+	      "the admin's kdamond ran on throughout, as configured");
+
+	/* 3: memmig's stops (its process gone); the admin starts their own
+	 * in its place; memmig's close leaves that one alone. */
+	damon_reset();
+	d = NULL;
+	r = tier_damon_open(a.pid, INTERVAL_MS, &d, why, sizeof(why));
+	CHECK(!r, "open with no kdamond: %s", r ? why : "");
+	if (!r) {
+		child_stop(&a);
+		CHECK(wait_state(0, "off", 10000), "memmig's kdamond stops once its process is gone");
+		CHECK(!put("1", KDAMONDS "/nr_kdamonds") && !admin_config(0, adm) &&
+		      !put("on", KDAMONDS "/0/state"), "the admin starts their own kdamond 0");
+		admin_view(0, before, sizeof(before));
+		tier_damon_close(d);
+		admin_view(0, after, sizeof(after));
+		get(nr, sizeof(nr), KDAMONDS "/nr_kdamonds");
+		printf("admin's kdamond 0 started after memmig's stopped: before memmig's close"
+		       " [%s], after [%s]; nr_kdamonds %s\n", before, after, nr);
+		CHECK(!strncmp(before, "on ", 3) && !strcmp(before, after) && !strcmp(nr, "1"),
+		      "memmig's close left the admin's kdamond on, as configured");
+	}
+	damon_reset();
+	child_stop(&a);
+	kill(adm, SIGKILL);
+	waitpid(adm, NULL, 0);
+}
+
 int main(void)
 {
 	struct child a = { .name = "A", .rd_lo = 4, .rd_hi = 7, .wr_lo = 20, .wr_hi = 23 };
@@ -323,6 +535,11 @@ int main(void)
 	CHECK(r == -ESRCH, "open(exited): %d, expected -ESRCH", r);
 	if (!r)
 		tier_damon_close(dead_d);
+
+	if (nr_before == 0 && on == 0)
+		admins_kdamonds();
+	else
+		printf("kdamonds someone else set up before the test: the admin's cases skipped\n");
 
 	printf("%s: %d failure(s)\n", fails ? "FAIL" : "PASS", fails);
 	return fails ? 1 : 0;
