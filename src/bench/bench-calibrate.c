@@ -4,6 +4,7 @@
  * crossovers (memmig_tuning_calibrate()); this writes them where the
  * library loads them, and shows the tables.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -83,9 +84,9 @@ static int output_writable(const char *path)
 	char tmp[4096];
 	int fd;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	close(fd);

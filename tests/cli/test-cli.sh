@@ -186,9 +186,15 @@ check "bench desc says why" grep -q "does not fit" "$tmp/err"
 check "bench desc bad threads" exit_is 2 "$cli" bench desc --threads 0
 
 # calibration: written, then loaded by the library through MEMMIG_CALIBRATION
+# A FIFO at the name the writer once used for its temporary file (PATH.tmp)
+# is neither opened (it would hang) nor in the way: the name is random now.
 cal="$tmp/sub/dir/calibration"
+mkdir -p "$tmp/sub/dir" && mkfifo "$cal.tmp"
 check "calibrate" exit_is 0 "$cli" bench copy --calibrate --output "$cal" --json
 check "calibration file" test -s "$cal"
+check "calibration file 0644, no temporary left" test "$(stat -c %a "$cal")" = 644 -a \
+	"$(find "$tmp/sub/dir" -name 'calibration.*' ! -name calibration.tmp | wc -l)" = 0
+check "planted FIFO left alone" test -p "$cal.tmp"
 check "calibration cpu line" grep -q "^cpu = $vendor " "$cal"
 want=$(jq -c .tuning "$tmp/out")
 check "calibration loaded" exit_is 0 env MEMMIG_CALIBRATION="$cal" "$cli" cpu --json

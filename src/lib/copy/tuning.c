@@ -3,12 +3,15 @@
  * Copy thresholds beyond the seed defaults: a calibration file measured on
  * this CPU by "memmig-cli bench copy --calibrate", then the environment.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/copy/arch/arch.h"
@@ -319,17 +322,26 @@ int memmig_tuning_save(struct memmig_ctx *ctx, const char *path,
 	struct memmig_tuning n = { .sz = sizeof(n) };
 	char id[64], tmp[PATH_MAX];
 	FILE *f;
-	int rc;
+	int fd, rc;
 
 	if (!ctx || !path || tuning_in(ctx, &n, t) < 0 ||
 	    !memmig_tuning_valid(&n))
 		return -EINVAL;
-	/* Write a temporary file and rename it: a reader never sees half. */
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+	/* Write a temporary file and rename it: a reader never sees half.  Its
+	 * name is random and the file new (mkostemp: O_EXCL), so that nothing
+	 * planted in the directory beforehand -- a FIFO, a link -- is opened. */
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	f = fopen(tmp, "we");
-	if (!f)
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
+	f = fchmod(fd, 0644) ? NULL : fdopen(fd, "w");
+	if (!f) {
+		rc = -errno;
+		close(fd);
+		unlink(tmp);
+		return rc;
+	}
 	cpu_id(&ctx->cpu, id, sizeof(id));
 	fprintf(f, "# memmig copy calibration, written by memmig-cli bench copy --calibrate\n"
 		   "cpu = %s\n", id);
