@@ -31,8 +31,30 @@ static int start(struct tc_daemon *d)
 	return tc_daemon_start(d, opts);
 }
 
-static void kill9(struct tc_daemon *d)
+/*
+ * SIGKILL, and what the state file said then, which is what the next
+ * memmigd reads: queued[i] is whether ids[i] was queued.  The reply to
+ * the move said "queued", but the job may have started by the kill (the
+ * jobs before it can end in a moment); memmigd, stopped first, changes
+ * nothing more while the file is read.
+ */
+static void kill9(struct tc_daemon *d, const int64_t *ids, bool *queued)
 {
+	FILE *f;
+	char line[256], what[16];
+	long long id;
+
+	kill(d->pid, SIGSTOP);
+	waitpid(d->pid, NULL, WUNTRACED);
+	f = fopen(state_opt, "re");
+	for (int i = 0; i < JOBS; i++)
+		queued[i] = false;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "job %lld pid %*d node %*d uid %*u %15s", &id, what) == 2)
+			for (int i = 0; i < JOBS; i++)
+				queued[i] |= ids[i] == id && !strcmp(what, "queued");
+	if (f)
+		fclose(f);
 	kill(d->pid, SIGKILL);
 	waitpid(d->pid, NULL, 0);
 	unlink(d->sock);
@@ -65,7 +87,8 @@ int main(void)
 	struct json_object *r;
 	char dir[] = "/tmp/memmigd-state.XXXXXX", states[JOBS][16];
 	int64_t ids[JOBS], next;
-	unsigned int lost = 0;
+	bool queued[JOBS];
+	unsigned int lost = 0, nqueued = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!mkdtemp(dir))
@@ -78,9 +101,11 @@ int main(void)
 		return 1;
 	}
 	submit(&d, &h, ids, states);
-	kill9(&d);
-	printf("killed with jobs %lld..%lld (%s ... %s)\n", (long long)ids[0],
-	       (long long)ids[JOBS - 1], states[0], states[JOBS - 1]);
+	kill9(&d, ids, queued);
+	for (int i = 0; i < JOBS; i++)
+		nqueued += queued[i];
+	printf("killed with jobs %lld..%lld (%s ... %s at the move; %u queued at the kill)\n",
+	       (long long)ids[0], (long long)ids[JOBS - 1], states[0], states[JOBS - 1], nqueued);
 
 	CHECK(start(&d) == 0, "memmigd starts again on the same state file");
 	c = tc_connect(d.sock);
@@ -99,7 +124,7 @@ int main(void)
 		      "job %lld after the restart: %s %s", (long long)ids[i], tc_error(r), msg);
 		lost += strstr(msg, "was lost") != NULL;
 		/* Queued when memmigd died: nothing of it had moved. */
-		if (i > 0 && !strcmp(states[i], "queued") && strstr(msg, "was lost"))
+		if (queued[i] && strstr(msg, "was lost"))
 			CHECK(strstr(msg, "before it started") != NULL, "queued job %lld: %s",
 			      (long long)ids[i], msg);
 		json_object_put(r);
