@@ -723,6 +723,27 @@ struct memmig_move_opts {
 	 * others are left alone (the report's pages_skipped).  Copied. */
 	const int *from_nodes;
 	unsigned int nfrom_nodes;	/* up to MEMMIG_MOVE_MAX_NODES */
+	/*
+	 * The caller's hold on another process, or 0: an fd on its /proc/PID
+	 * directory (open(2) with O_DIRECTORY), which names that process and
+	 * no later one with its pid.  The move then reads the process's files
+	 * (smaps, maps, pagemap, ...) through it, not through /proc/PID, and
+	 * looks into it before and after each system call that takes the pid
+	 * (move_pages(2), migrate_pages(2)): once the process was reaped --
+	 * its pid may be another process's -- the move stops with -ESRCH.
+	 * The caller's, not closed; open for as long as the move runs.
+	 */
+	int procfd;
+	/*
+	 * NULL, or the caller's own rule (an unprivileged client's
+	 * permission, say), asked with check_opaque before the move's first
+	 * region, before each region, before each system call that takes the
+	 * pid, and at the end: 0 goes on; a -errno (-EPERM) stops the move
+	 * there with it, as its result.  Called on the move's threads, several
+	 * at once; it must not wait for the move.
+	 */
+	int (*check)(void *check_opaque);
+	void *check_opaque;
 };
 
 struct memmig_move_progress {

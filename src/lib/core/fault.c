@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/core/memmig-private.h"
 
@@ -89,6 +90,39 @@ void memmig_fault_swap_delay(struct memmig_ctx *ctx, uint64_t len)
 		;
 }
 
+/*
+ * MEMMIG_MOVE_HOLD=PATH: a whole-process move, once running, waits before
+ * its first region for as long as PATH exists (or until it is cancelled):
+ * a test holds a job running -- its node's slot taken, the process's next
+ * job queued -- for exactly as long as it needs, and lets it go by
+ * removing the file.
+ */
+static int move_hold_from_env(struct memmig_ctx *ctx)
+{
+	const char *env = getenv("MEMMIG_MOVE_HOLD");
+
+	if (!env || !*env)
+		return 0;
+	if (env[0] != '/' || strlen(env) >= sizeof(ctx->move_hold)) {
+		err(ctx, "MEMMIG_MOVE_HOLD=\"%s\": expected an absolute path\n", env);
+		return -EINVAL;
+	}
+	strcpy(ctx->move_hold, env);
+	return 0;
+}
+
+void memmig_fault_move_hold(struct memmig_ctx *ctx, bool (*stop)(void *arg), void *arg)
+{
+	bool said = false;
+
+	while (ctx->move_hold[0] && !access(ctx->move_hold, F_OK) && !stop(arg)) {
+		if (!said)
+			dbg(ctx, "move held while %s exists\n", ctx->move_hold);
+		said = true;
+		usleep(10000);
+	}
+}
+
 /* MEMMIG_FAULT=point:nth:ERRNO[:sticky] */
 int memmig_fault_from_env(struct memmig_ctx *ctx)
 {
@@ -97,7 +131,7 @@ int memmig_fault_from_env(struct memmig_ctx *ctx)
 	unsigned int nth;
 	int p = -1, err = 0;
 
-	if (swap_delay_from_env(ctx))
+	if (swap_delay_from_env(ctx) || move_hold_from_env(ctx))
 		return -EINVAL;
 	if (!env || !*env)
 		return 0;

@@ -23,11 +23,42 @@
 /* In status and after: the page maps the job's target_path. */
 #define MEMMIG_STATUS_TIER (INT_MIN + 1)
 
+/*
+ * The process of a whole-process move as its caller pinned it
+ * (memmig_move_opts.procfd and .check), lent to the move's regions and
+ * jobs: procfd -1 and check NULL when there is no pin.  Every system
+ * call that names the process by its pid (move_pages(2), migrate_pages(2))
+ * goes through memmig_pin_call_before() and memmig_pin_call_after().
+ */
+struct memmig_pin {
+	int procfd;			/* its /proc/PID directory, or -1 */
+	int (*check)(void *opaque);	/* the caller's rule, or NULL */
+	void *opaque;
+};
+
+#define MEMMIG_PIN_NONE ((struct memmig_pin){ .procfd = -1 })
+
+/*
+ * Before a system call on the pinned process: 0 to make it; -ESRCH once
+ * the process was reaped (its pid may be another process's by now), or
+ * the check's -errno (the caller no longer may).
+ */
+int memmig_pin_call_before(const struct memmig_pin *pin);
+/*
+ * After it: rc, or -ESRCH when the process was reaped meanwhile -- the pid
+ * may have named another process by the time the kernel looked it up, and
+ * what the call answered is not this process's.
+ */
+long memmig_pin_call_after(const struct memmig_pin *pin, long rc);
+
 struct memmig_region {
 	int refcount;
 	struct memmig_ctx *ctx;
 	struct memmig_region_desc desc;	/* backing resolved */
 	bool self;			/* this process */
+	/* The move's pin on another process (its /proc/PID), or -1; the
+	 * move's, which outlives its regions' jobs. */
+	int procfd;
 	/* Device memory (DAX of this process): a descriptor per page;
 	 * index 0 is the region's first page. */
 	struct memmig_desc_table *table;
@@ -99,6 +130,12 @@ struct memmig_job {
 	struct memmig_ctx *ctx;
 	struct memmig_region *region;
 	int pid;			/* for system calls: 0 is this process */
+	/* Another process as the move's caller pinned it (MEMMIG_PIN_NONE
+	 * for a job of its own, or of this process). */
+	struct memmig_pin pin;
+	/* Atomic: the pin's -errno once it said no (the process reaped, the
+	 * caller's permission gone): no system call on the process after. */
+	int pin_denied;
 	uint64_t addr, len;
 	int target;			/* node, or -1 for the tier */
 	bool to_tier;			/* opts.target_path */
@@ -158,6 +195,10 @@ struct memmig_job_env {
 	/* Which node a frame is on (lib/mm/frames.h), or NULL: the
 	 * placement queries ask the kernel. */
 	const struct memmig_frames *frames;
+	/* The move's caller's check (memmig_move_opts.check), or NULL; its
+	 * procfd is the region's. */
+	int (*check)(void *opaque);
+	void *check_opaque;
 };
 
 /*
@@ -237,9 +278,20 @@ static inline bool memmig_status_nothing(int st)
 }
 
 /* Regions for ranges of pid's memory, its mappings read once: list[0..n)
- * (*made of them made, also on failure); 0 or the first range's -errno. */
-int memmig_region_new_ranges(struct memmig_ctx *ctx, int pid, const struct memmig_range *r,
-			     unsigned int n, struct memmig_region **list, unsigned int *made);
+ * (*made of them made, also on failure); 0 or the first range's -errno.
+ * procfd: the caller's pin on the process (-1: none), read through and
+ * kept by the regions, which must not outlive it. */
+int memmig_region_new_ranges(struct memmig_ctx *ctx, int pid, int procfd,
+			     const struct memmig_range *r, unsigned int n,
+			     struct memmig_region **list, unsigned int *made);
+/* memmig_region_list_pid() through procfd (-1: none), kept as above. */
+int memmig_region_list_at(struct memmig_ctx *ctx, int pid, int procfd,
+			  struct memmig_region ***out, unsigned int *count);
+/* move_pages(2) of the job's process through its pin (see memmig_pin):
+ * the kernel's answer, or the pin's -errno, after which every later call
+ * of the job answers the same without being made. */
+long memmig_job_move_pages(struct memmig_job *job, unsigned long count, void **pages,
+			   const int *nodes, int *status, int flags);
 /* Builds the report from the job's page arrays and units. */
 int memmig_report_build(struct memmig_job *job);
 /* A whole-process move's report: empty, then each region's added. */
@@ -260,7 +312,8 @@ const char *memmig_backing_name(int backing);
 struct memmig_thp_probe {
 	int pagemap, kflags;
 };
-int memmig_thp_probe_open(struct memmig_ctx *ctx, int pid, struct memmig_thp_probe *p);
+int memmig_thp_probe_open(struct memmig_ctx *ctx, int pid, int procfd,
+			  struct memmig_thp_probe *p);
 void memmig_thp_probe_close(struct memmig_thp_probe *p);
 /* The unit's pagemap entries into e (one a page): false when they cannot
  * be read (no probe). */

@@ -166,7 +166,7 @@ static void worker_run(void *arg)
 	if (!n)
 		return;
 	pin_to_node(job);
-	memmig_thp_probe_open(job->ctx, job->pid, &probe);
+	memmig_thp_probe_open(job->ctx, job->pid, job->pin.procfd, &probe);
 	t = memmig_now();
 	if (!job->before_known)
 		rc = memmig_placement_query_units(job, &probe, u, n, job->before, true);
@@ -193,7 +193,7 @@ static void worker_after(void *arg)
 	if (w->first >= w->last)
 		return;
 	pin_to_node(job);
-	memmig_thp_probe_open(job->ctx, job->pid, &probe);
+	memmig_thp_probe_open(job->ctx, job->pid, job->pin.procfd, &probe);
 	if (job->premoved)
 		query_requeried(job, &probe, u, w->last - w->first);
 	else
@@ -211,7 +211,7 @@ int memmig_job_query_before(struct memmig_job *job)
 	double t = memmig_now();
 	int rc;
 
-	memmig_thp_probe_open(job->ctx, job->pid, &probe);
+	memmig_thp_probe_open(job->ctx, job->pid, job->pin.procfd, &probe);
 	rc = memmig_placement_query_units(job, &probe, job->units, job->nunits, job->before,
 					  true);
 	memmig_thp_probe_close(&probe);
@@ -395,6 +395,14 @@ static int job_configure(struct memmig_job *job, const struct memmig_migrate_opt
 	uint64_t len = o->len ? o->len : r->desc.len - o->offset;
 	int rc;
 
+	/* Another process through the move's pin, and its caller's check. */
+	job->pin = MEMMIG_PIN_NONE;
+	if (!r->self)
+		job->pin.procfd = r->procfd;
+	if (env && env->check) {
+		job->pin.check = env->check;
+		job->pin.opaque = env->check_opaque;
+	}
 	if ((o->offset | len) % MEMMIG_PAGE_SIZE || o->offset > r->desc.len ||
 	    len > r->desc.len - o->offset || !len ||
 	    (o->flags & ~(MEMMIG_MIGRATE_FORCE | MEMMIG_MIGRATE_OWN_PAGES)) ||

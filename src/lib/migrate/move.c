@@ -31,6 +31,9 @@ struct memmig_move {
 	struct memmig_frames *frames;
 	/* o.from_nodes as bits, or NULL: pages on any node move. */
 	uint64_t *from_mask;
+	/* o.procfd and o.check (MEMMIG_PIN_NONE without them): what the
+	 * regions and their jobs reach the process through. */
+	struct memmig_pin pin;
 
 	/* Set by the plan, read-only after. */
 	struct memmig_region **list;
@@ -76,10 +79,12 @@ static int from_mask_new(const struct memmig_move_opts *o, uint64_t **out)
 	return 0;
 }
 
-static bool process_exists(int pid)
+static bool process_exists(int pid, int procfd)
 {
 	char path[32];
 
+	if (procfd >= 0)
+		return memmig_proc_pinned(procfd);
 	snprintf(path, sizeof(path), "/proc/%d", pid);
 	return access(path, F_OK) == 0;
 }
@@ -111,7 +116,7 @@ int memmig_move_new(struct memmig_ctx *ctx, const struct memmig_move_opts *opts,
 				   false, o.pid, NULL);
 	if (rc < 0)
 		return rc;
-	if (!process_exists(o.pid))
+	if (!process_exists(o.pid, o.procfd > 0 ? o.procfd : -1))
 		return -ESRCH;
 	rc = memmig_node_check(ctx, o.target_node);
 	if (rc < 0)
@@ -124,6 +129,12 @@ int memmig_move_new(struct memmig_ctx *ctx, const struct memmig_move_opts *opts,
 	mv->o = o;
 	mv->o.ranges = NULL;
 	mv->o.from_nodes = NULL;
+	/* A pin on this very process says nothing a move of it needs. */
+	mv->pin = MEMMIG_PIN_NONE;
+	if (o.procfd > 0 && o.pid != getpid())
+		mv->pin.procfd = o.procfd;
+	mv->pin.check = o.check;
+	mv->pin.opaque = o.check_opaque;
 	pthread_mutex_init(&mv->lock, NULL);
 	pthread_cond_init(&mv->cond, NULL);
 	rc = from_mask_new(&o, &mv->from_mask);
@@ -170,8 +181,8 @@ static int list_ranges(struct memmig_move *mv)
 	mv->list = calloc(mv->o.nranges, sizeof(*mv->list));
 	if (!mv->list)
 		return -ENOMEM;
-	return memmig_region_new_ranges(mv->ctx, mv->o.pid, mv->o.ranges, mv->o.nranges,
-					mv->list, &mv->n);
+	return memmig_region_new_ranges(mv->ctx, mv->o.pid, mv->pin.procfd, mv->o.ranges,
+					mv->o.nranges, mv->list, &mv->n);
 }
 
 /* Lists and checks the regions; the state is PLANNING, owned by the
@@ -180,7 +191,7 @@ static int do_plan(struct memmig_move *mv)
 {
 	double t = memmig_now();
 	int rc = mv->o.nranges ? list_ranges(mv) :
-		memmig_region_list_pid(mv->ctx, mv->o.pid, &mv->list, &mv->n);
+		memmig_region_list_at(mv->ctx, mv->o.pid, mv->pin.procfd, &mv->list, &mv->n);
 
 	for (unsigned int i = 0; !rc && i < mv->n; i++) {
 		struct memmig_region_desc d = { .sz = sizeof(d) };
@@ -205,7 +216,7 @@ static int do_plan(struct memmig_move *mv)
 	}
 	/* The process ended while we read it: whichever read noticed it
 	 * (smaps cut short: -EIO or -EINVAL, move_pages: -EINVAL) says so. */
-	rc = memmig_proc_err(mv->o.pid, rc);
+	rc = memmig_proc_err_at(mv->o.pid, mv->pin.procfd, rc);
 	mv->plan_s = memmig_now() - t;
 	pthread_mutex_lock(&mv->lock);
 	if (rc) {
@@ -275,7 +286,8 @@ static int job_for(struct memmig_move *mv, struct memmig_region *r, struct memmi
 		.strategy = mv->o.strategy, .workers = mv->o.workers, .flags = mv->o.flags,
 	};
 	struct memmig_job_env env = { .topo = mv->topo, .pool = pool,
-				      .from_mask = mv->from_mask, .frames = mv->frames };
+				      .from_mask = mv->from_mask, .frames = mv->frames,
+				      .check = mv->pin.check, .check_opaque = mv->pin.opaque };
 
 	return memmig_job_create(r, &o, &env, job);
 }
@@ -313,12 +325,15 @@ static void region_done(struct memmig_move *mv, uint64_t len)
 static int move_region(struct memmig_move *mv, struct memmig_region *r,
 		       uint64_t len, struct memmig_pool *pool, struct memmig_job *job)
 {
-	int rc = 0;
+	/* The process still the one pinned, the caller's rule still met:
+	 * a region whose pages come from the pagemap's frames makes no
+	 * system call that would ask. */
+	int rc = memmig_pin_call_before(&mv->pin);
 
 	pthread_mutex_lock(&mv->lock);
-	if (mv->cancel)
+	if (!rc && mv->cancel)
 		rc = -ECANCELED;
-	else if (!job)
+	else if (!rc && !job)
 		rc = job_for(mv, r, pool, &job);
 	if (rc < 0) {
 		region_done(mv, len);
@@ -362,7 +377,7 @@ static int walk_regions(struct memmig_move *mv, struct memmig_pool *pool)
 	struct memmig_job **jobs = calloc(mv->n ? mv->n : 1, sizeof(*jobs));
 	double walk_s = 0;
 	bool walked = false, cancelled = false;
-	int rc = jobs ? 0 : -ENOMEM;
+	int rc = jobs ? memmig_pin_call_before(&mv->pin) : -ENOMEM;
 
 	for (unsigned int i = 0; !rc && i < mv->n; i++) {
 		rc = job_for(mv, mv->list[i], pool, &jobs[i]);
@@ -378,12 +393,16 @@ static int walk_regions(struct memmig_move *mv, struct memmig_pool *pool)
 	if (!rc && move_cancelled(mv))
 		rc = -ECANCELED;
 	if (!rc) {
-		int wrc = memmig_walk_run(jobs, mv->n, mv->o.pid, mv->o.target_node,
+		int wrc = memmig_walk_run(jobs, mv->n, mv->o.pid, &mv->pin, mv->o.target_node,
 					  move_cancelled, mv, &walk_s);
 
 		cancelled = wrc == -ECANCELED;
 		walked = !wrc || cancelled;
+		/* The pin said no (not the kernel: a walk it refuses falls
+		 * back to the regions' own moves): nothing more is done. */
 		if (wrc && !cancelled)
+			rc = memmig_pin_call_before(&mv->pin);
+		if (wrc && !cancelled && !rc)
 			dbg(mv->ctx, "move: migrate_pages(2) of pid %d: %s; region by region\n",
 			    mv->o.pid, strerror(-wrc));
 	}
@@ -433,10 +452,14 @@ static int run_regions(struct memmig_move *mv)
 		}
 	}
 	memmig_pool_free(pool);
+	/* What the move did was done to the pinned process, by the caller's
+	 * rule, only if both still hold at the end. */
+	if (!rc)
+		rc = memmig_pin_call_before(&mv->pin);
 	/* The process died under the move: whichever step noticed it first
 	 * (its maps, pagemap, move_pages) answered in its own words (EINVAL,
 	 * EFAULT, ...); what happened is that it is gone. */
-	return memmig_proc_err(mv->o.pid, rc);
+	return memmig_proc_err_at(mv->o.pid, mv->pin.procfd, rc);
 }
 
 static void *run_thread(void *arg)
@@ -460,6 +483,7 @@ static void *run_thread(void *arg)
 		mv->t0 = memmig_now();
 		set_state(mv, MEMMIG_MOVE_RUNNING);
 		pthread_mutex_unlock(&mv->lock);
+		memmig_fault_move_hold(mv->ctx, move_cancelled, mv);
 		rc = run_regions(mv);
 		pthread_mutex_lock(&mv->lock);
 		mv->elapsed_s = memmig_now() - mv->t0;

@@ -9,6 +9,7 @@
 #include "lib/migrate/migrate-private.h"
 #include "lib/migrate/placement.h"
 #include "lib/mm/frames.h"
+#include "lib/mm/proc.h"
 
 /* Pages per system call: bounded memory for the address array. */
 #define QUERY_BATCH 16384
@@ -19,6 +20,87 @@ long memmig_sys_move_pages(int pid, unsigned long count, void **pages,
 	long rc = syscall(SYS_move_pages, pid, count, pages, nodes, status, flags);
 
 	return rc < 0 ? -errno : rc;
+}
+
+/*
+ * The pid of a system call is looked up by the kernel when the call
+ * starts; the pin is an fd on the process's /proc directory, which names
+ * that process and no other.  The pid names it too for as long as it has
+ * not been reaped -- a pid is only reused once free -- so a lookup in the
+ * pinned directory that succeeds after the call says that the call reached
+ * the pinned process; one before it says the pid is still its own.  What
+ * remains is a process that ends, is reaped, and whose pid is taken again
+ * between the lookup before and the call's own: the call then acts on the
+ * process that took it, and the lookup after says so (-ESRCH), so the
+ * caller stops there and the answer is dropped (one call's worth of
+ * pages placed elsewhere is what such a call can do; nothing is read or
+ * written).  Taking a given pid again takes the kernel cycling through
+ * every other free pid of the namespace first (pid_max of them: 32768 by
+ * default, or more) within those microseconds, or a write to ns_last_pid,
+ * which needs CAP_SYS_ADMIN over the caller's pid namespace (a namespace
+ * an unprivileged client may own is a child one: the pid it picks there is
+ * not the number the caller, in its own, names that process by).
+ *
+ * The caller's check (a client's permission) is asked before the call
+ * only: a process that execs a setuid program between the check and the
+ * call has one call's worth of pages moved (the next check stops the
+ * move).  The kernel's own check would close that, but under the client's
+ * credentials, which a daemon's worker threads do not have.
+ */
+int memmig_pin_call_before(const struct memmig_pin *pin)
+{
+	int rc = pin->check ? pin->check(pin->opaque) : 0;
+
+	if (!rc && !memmig_proc_pinned(pin->procfd))
+		rc = -ESRCH;
+	return rc;
+}
+
+long memmig_pin_call_after(const struct memmig_pin *pin, long rc)
+{
+	return memmig_proc_pinned(pin->procfd) ? rc : -ESRCH;
+}
+
+long memmig_job_move_pages(struct memmig_job *job, unsigned long count, void **pages,
+			   const int *nodes, int *status, int flags)
+{
+	int denied = __atomic_load_n(&job->pin_denied, __ATOMIC_ACQUIRE);
+	long rc = 0;
+
+	if (denied)
+		return denied;
+	denied = memmig_pin_call_before(&job->pin);
+	if (!denied) {
+		rc = memmig_sys_move_pages(job->pid, count, pages, nodes, status, flags);
+		if (memmig_pin_call_after(&job->pin, 0))
+			denied = -ESRCH;
+	}
+	if (!denied)
+		return rc;
+	__atomic_store_n(&job->pin_denied, denied, __ATOMIC_RELEASE);
+	return denied;
+}
+
+int memmig_job_placement_query(struct memmig_job *job, uint64_t addr, uint64_t len,
+			       int *status)
+{
+	uint64_t npages = len / MEMMIG_PAGE_SIZE;
+	void **pages = malloc(QUERY_BATCH * sizeof(*pages));
+	long rc = 0;
+
+	if (!pages)
+		return -ENOMEM;
+	for (uint64_t first = 0; first < npages; first += QUERY_BATCH) {
+		uint64_t n = npages - first < QUERY_BATCH ? npages - first : QUERY_BATCH;
+
+		for (uint64_t i = 0; i < n; i++)
+			pages[i] = (void *)(uintptr_t)(addr + (first + i) * MEMMIG_PAGE_SIZE);
+		rc = memmig_job_move_pages(job, n, pages, NULL, status + first, 0);
+		if (rc < 0)
+			break;
+	}
+	free(pages);
+	return rc < 0 ? (int)rc : 0;
 }
 
 int memmig_placement_query(int pid, uint64_t addr, uint64_t len, int *status)
@@ -81,7 +163,7 @@ int memmig_placement_query_units(struct memmig_job *job,
 			addr[e++] = (void *)(uintptr_t)(u[i].addr + k * MEMMIG_PAGE_SIZE);
 		if (i + 1 < n && i + 1 - first < MEMMIG_CALL_UNITS)
 			continue;
-		rc = e ? memmig_sys_move_pages(job->pid, e, addr, NULL, st, 0) : 0;
+		rc = e ? memmig_job_move_pages(job, e, addr, NULL, st, 0) : 0;
 		/* Spread the answers over the pages of each unit asked. */
 		for (size_t k = first, at = 0; rc >= 0 && k <= i; k++) {
 			int *out = pages + memmig_job_page(job, u[k].addr);

@@ -13,6 +13,10 @@
  * Returns 0, or -errno when the query itself fails (-ESRCH, -EPERM).
  */
 int memmig_placement_query(int pid, uint64_t addr, uint64_t len, int *status);
+/* The same of a job's range, through the job's pin (memmig_job_move_pages()). */
+struct memmig_job;
+int memmig_job_placement_query(struct memmig_job *job, uint64_t addr, uint64_t len,
+			       int *status);
 
 /* move_pages(2) through the system call (libnuma's wrapper is the same). */
 long memmig_sys_move_pages(int pid, unsigned long count, void **pages,

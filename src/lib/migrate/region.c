@@ -24,22 +24,26 @@ const char *memmig_backing_name(int backing)
 	return backing_names[backing];
 }
 
-/* May this process move pid's pages?  Asks the kernel with a query. */
-static int region_probe(int pid, uint64_t addr)
+/* May this process move pid's pages?  Asks the kernel with a query
+ * (through procfd, the caller's pin, when it is >= 0: memmig_pin). */
+static int region_probe(int pid, int procfd, uint64_t addr)
 {
-	int status;
+	struct memmig_pin pin = { .procfd = procfd };
+	int status, rc = memmig_pin_call_before(&pin);
 	void *page = (void *)(uintptr_t)addr;
-	long rc = memmig_sys_move_pages(pid, 1, &page, NULL, &status, 0);
 
-	return rc < 0 ? (int)rc : 0;
+	if (!rc)
+		rc = (int)memmig_pin_call_after(&pin, memmig_sys_move_pages(pid, 1, &page,
+									   NULL, &status, 0));
+	return rc < 0 ? rc : 0;
 }
 
 /* What a read or a probe of another process answered, in the library's
  * words: -ESRCH when it is gone; -EPERM, not the -EACCES of its /proc
  * files, when this process may not move it (memmigd says EPERM too). */
-static int region_err(int pid, int rc)
+static int region_err(int pid, int procfd, int rc)
 {
-	rc = memmig_proc_err(pid, rc);
+	rc = memmig_proc_err_at(pid, procfd, rc);
 	return rc == -EACCES && pid ? -EPERM : rc;
 }
 
@@ -100,7 +104,7 @@ static int region_table(struct memmig_region *r, const struct memmig_vma *v, siz
 }
 
 static int region_alloc(struct memmig_ctx *ctx, const struct memmig_region_desc *d,
-			struct memmig_region **out)
+			int procfd, struct memmig_region **out)
 {
 	struct memmig_region *r = calloc(1, sizeof(*r));
 
@@ -110,15 +114,17 @@ static int region_alloc(struct memmig_ctx *ctx, const struct memmig_region_desc 
 	r->ctx = memmig_ctx_ref(ctx);
 	r->desc = *d;
 	r->self = d->pid == 0 || d->pid == getpid();
+	r->procfd = r->self ? -1 : procfd;
 	*out = r;
 	return 0;
 }
 
 /* The mappings of pid, read for regions: -EPERM (said) when this process
  * may not read them. */
-static int read_vmas(struct memmig_ctx *ctx, int pid, struct memmig_vma **vmas, size_t *n)
+static int read_vmas(struct memmig_ctx *ctx, int pid, int procfd, struct memmig_vma **vmas,
+		     size_t *n)
 {
-	int rc = region_err(pid, memmig_vmas_read(pid, vmas, n));
+	int rc = region_err(pid, procfd, memmig_vmas_read_at(pid, procfd, vmas, n));
 
 	if (rc == -EPERM)
 		err(ctx, "pid %d: not permitted to read its mappings (needs "
@@ -128,7 +134,7 @@ static int read_vmas(struct memmig_ctx *ctx, int pid, struct memmig_vma **vmas, 
 	return rc;
 }
 
-static int desc_check(struct memmig_ctx *ctx, const struct memmig_region_desc *d)
+static int desc_check(struct memmig_ctx *ctx, const struct memmig_region_desc *d, int procfd)
 {
 	if (!d->len || (d->addr | d->len) % MEMMIG_PAGE_SIZE || d->addr + d->len < d->addr ||
 	    d->pid < 0 || d->backing < MEMMIG_BACKING_AUTO ||
@@ -138,7 +144,8 @@ static int desc_check(struct memmig_ctx *ctx, const struct memmig_region_desc *d
 		    (unsigned long long)d->addr, (unsigned long long)d->len);
 		return -EINVAL;
 	}
-	if (d->pid && kill(d->pid, 0) && errno == ESRCH) {
+	if (d->pid && (procfd >= 0 ? !memmig_proc_pinned(procfd) :
+		       kill(d->pid, 0) && errno == ESRCH)) {
 		err(ctx, "pid %d: no such process\n", d->pid);
 		return -ESRCH;
 	}
@@ -147,19 +154,19 @@ static int desc_check(struct memmig_ctx *ctx, const struct memmig_region_desc *d
 
 /* memmig_region_new() of a checked description on mappings read already
  * (a move's ranges: one read of smaps for all of them, not one each). */
-static int region_new_in(struct memmig_ctx *ctx, struct memmig_region_desc d,
+static int region_new_in(struct memmig_ctx *ctx, struct memmig_region_desc d, int procfd,
 			 const struct memmig_vma *vmas, size_t nvmas, struct memmig_region **out)
 {
 	int rc = region_check(ctx, &d, vmas, nvmas);
 
 	if (!rc && d.pid) {
-		rc = region_err(d.pid, region_probe(d.pid, d.addr));
+		rc = region_err(d.pid, procfd, region_probe(d.pid, procfd, d.addr));
 		if (rc == -EPERM)
 			err(ctx, "pid %d: not permitted to move its pages (needs "
 				 "CAP_SYS_NICE or the same user)\n", d.pid);
 	}
 	if (!rc)
-		rc = region_alloc(ctx, &d, out);
+		rc = region_alloc(ctx, &d, procfd, out);
 	if (!rc && d.backing == MEMMIG_BACKING_DAX && (*out)->self) {
 		rc = region_table(*out, vmas, nvmas);
 		if (rc) {
@@ -169,7 +176,7 @@ static int region_new_in(struct memmig_ctx *ctx, struct memmig_region_desc d,
 	}
 	/* Ended after its mappings were read: the check or the probe failed
 	 * in its own words. */
-	return region_err(d.pid, rc);
+	return region_err(d.pid, procfd, rc);
 }
 
 int memmig_region_new(struct memmig_ctx *ctx, const struct memmig_region_desc *desc,
@@ -182,17 +189,18 @@ int memmig_region_new(struct memmig_ctx *ctx, const struct memmig_region_desc *d
 
 	if (!ctx || !out || memmig_struct_in(&d, sizeof(d), desc) < 0)
 		return -EINVAL;
-	rc = desc_check(ctx, &d);
+	rc = desc_check(ctx, &d, -1);
 	if (!rc)
-		rc = read_vmas(ctx, d.pid, &vmas, &nvmas);
+		rc = read_vmas(ctx, d.pid, -1, &vmas, &nvmas);
 	if (!rc)
-		rc = region_new_in(ctx, d, vmas, nvmas, out);
+		rc = region_new_in(ctx, d, -1, vmas, nvmas, out);
 	free(vmas);
 	return rc;
 }
 
-int memmig_region_new_ranges(struct memmig_ctx *ctx, int pid, const struct memmig_range *r,
-			     unsigned int n, struct memmig_region **list, unsigned int *made)
+int memmig_region_new_ranges(struct memmig_ctx *ctx, int pid, int procfd,
+			     const struct memmig_range *r, unsigned int n,
+			     struct memmig_region **list, unsigned int *made)
 {
 	struct memmig_vma *vmas = NULL;
 	size_t nvmas = 0;
@@ -204,11 +212,11 @@ int memmig_region_new_ranges(struct memmig_ctx *ctx, int pid, const struct memmi
 			.sz = sizeof(d), .pid = pid, .addr = r[i].addr, .len = r[i].len,
 		};
 
-		rc = desc_check(ctx, &d);
+		rc = desc_check(ctx, &d, procfd);
 		if (!rc && !vmas)
-			rc = read_vmas(ctx, pid, &vmas, &nvmas);
+			rc = read_vmas(ctx, pid, procfd, &vmas, &nvmas);
 		if (!rc)
-			rc = region_new_in(ctx, d, vmas, nvmas, &list[i]);
+			rc = region_new_in(ctx, d, procfd, vmas, nvmas, &list[i]);
 		if (!rc)
 			(*made)++;
 	}
@@ -254,6 +262,12 @@ int memmig_region_get_table(const struct memmig_region *r,
 int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
 			   struct memmig_region ***out, unsigned int *count)
 {
+	return memmig_region_list_at(ctx, pid, -1, out, count);
+}
+
+int memmig_region_list_at(struct memmig_ctx *ctx, int pid, int procfd,
+			  struct memmig_region ***out, unsigned int *count)
+{
 	struct memmig_region **list = NULL;
 	struct memmig_vma *vmas = NULL;
 	size_t nvmas = 0, n = 0;
@@ -261,9 +275,11 @@ int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
 
 	if (!ctx || !out || !count || pid < 0)
 		return -EINVAL;
-	rc = memmig_vmas_read(pid, &vmas, &nvmas);
+	if (!pid || pid == getpid())
+		procfd = -1;
+	rc = memmig_vmas_read_at(pid, procfd, &vmas, &nvmas);
 	if (rc < 0)
-		return region_err(pid, rc);
+		return region_err(pid, procfd, rc);
 	list = calloc(nvmas ? nvmas : 1, sizeof(*list));
 	if (!list)
 		rc = -ENOMEM;
@@ -278,18 +294,18 @@ int memmig_region_list_pid(struct memmig_ctx *ctx, int pid,
 		if (vmas[i].backing == MEMMIG_BACKING_SPECIAL || !vmas[i].readable ||
 		    (vmas[i].backing == MEMMIG_BACKING_DAX && pid && pid != getpid()))
 			continue;
-		rc = region_alloc(ctx, &d, &list[n]);
+		rc = region_alloc(ctx, &d, procfd, &list[n]);
 		if (!rc)
 			n++;
 		if (!rc && d.backing == MEMMIG_BACKING_DAX && list[n - 1]->self)
 			rc = region_table(list[n - 1], &vmas[i], 1);
 	}
 	if (!rc && pid && n)
-		rc = region_probe(pid, list[0]->desc.addr);
+		rc = region_probe(pid, procfd, list[0]->desc.addr);
 	free(vmas);
 	if (rc < 0) {
 		memmig_region_list_free(list, n);
-		return region_err(pid, rc);
+		return region_err(pid, procfd, rc);
 	}
 	*out = list;
 	*count = n;

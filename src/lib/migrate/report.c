@@ -178,7 +178,7 @@ static void report_free(struct memmig_report *rep)
  * in address order.
  */
 struct holes {
-	int pid;
+	int pid, procfd;
 	bool read;
 	struct memmig_vma *v;
 	size_t n, i;
@@ -189,7 +189,7 @@ static bool page_unmapped(struct holes *h, uint64_t addr)
 {
 	if (!h->read) {
 		h->read = true;
-		if (memmig_maps_read(h->pid, &h->v, &h->n) < 0)
+		if (memmig_maps_read_at(h->pid, h->procfd, &h->v, &h->n) < 0)
 			h->v = NULL;	/* cannot tell: a zero page, as before */
 	}
 	if (!h->v)
@@ -236,7 +236,7 @@ static int report_pages(struct memmig_report *rep, const struct memmig_job *job,
 int memmig_report_build(struct memmig_job *job)
 {
 	struct memmig_report *rep = calloc(1, sizeof(*rep));
-	struct holes holes = { .pid = job->pid };
+	struct holes holes = { .pid = job->pid, .procfd = job->pin.procfd };
 	struct memmig_report_summary *s;
 	size_t npages = job->len / MEMMIG_PAGE_SIZE;
 	int rc;

@@ -61,7 +61,7 @@ static bool thp_pages(struct memmig_job *job, const struct memmig_unit *u, int h
 {
 	int why = head < 0 ? head : 0;
 
-	if (memmig_placement_query(job->pid, u->addr, u->len, st) < 0)
+	if (memmig_job_placement_query(job, u->addr, u->len, st) < 0)
 		return false;
 	for (size_t i = 0; i < u->len / MEMMIG_PAGE_SIZE; i++)
 		if (st[i] >= 0 && st[i] != job->target) {
@@ -113,10 +113,11 @@ static long batch_move_pages(struct memmig_job *job, struct batch *b)
 
 	if (rc)
 		return rc;
-	rc = memmig_sys_move_pages(job->pid, b->n, b->pages, b->nodes, b->status, f);
-	if (rc == -EPERM && f == MPOL_MF_MOVE_ALL) {
+	rc = memmig_job_move_pages(job, b->n, b->pages, b->nodes, b->status, f);
+	/* The kernel's EPERM (no CAP_SYS_NICE for MOVE_ALL), not the pin's. */
+	if (rc == -EPERM && f == MPOL_MF_MOVE_ALL && !__atomic_load_n(&job->pin_denied, __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(&flags, MPOL_MF_MOVE, __ATOMIC_RELAXED);
-		rc = memmig_sys_move_pages(job->pid, b->n, b->pages, b->nodes,
+		rc = memmig_job_move_pages(job, b->n, b->pages, b->nodes,
 					   b->status, MPOL_MF_MOVE);
 	}
 	/* As Linux 6.12 does on a full node: part moved, the call failed,
@@ -152,7 +153,7 @@ static void batch_free(struct batch *b)
  * all with its error. */
 static void batch_query(struct memmig_job *job, struct batch *b)
 {
-	long rc = memmig_sys_move_pages(job->pid, b->n, b->pages, NULL, b->status, 0);
+	long rc = memmig_job_move_pages(job, b->n, b->pages, NULL, b->status, 0);
 
 	for (size_t i = 0; rc < 0 && i < b->n; i++)
 		b->status[i] = (int)rc;
@@ -236,7 +237,7 @@ static void retry_left(struct memmig_job *job, struct batch *b)
  */
 static bool failed_call_status(struct memmig_job *job, struct batch *b, int err)
 {
-	long rc = memmig_sys_move_pages(job->pid, b->n, b->pages, NULL, b->status, 0);
+	long rc = memmig_job_move_pages(job, b->n, b->pages, NULL, b->status, 0);
 
 	for (size_t i = 0; i < b->n; i++)
 		if (rc < 0 || left_behind(job, b, i))
@@ -255,7 +256,7 @@ static int move_batch(struct memmig_job *job, struct batch *b,
 	else if (rc > 0)
 		retry_left(job, b);
 	if (asked)
-		memmig_pageflags_refine(job->pid, b->pages, b->n, b->status);
+		memmig_pageflags_refine(job->pid, job->pin.procfd, b->pages, b->n, b->status);
 	for (size_t i = 0; i < nunits; i++)
 		unit_status(job, &units[i], b->status + at[i], rc == 0);
 	b->n = 0;
@@ -321,7 +322,7 @@ static void unit_settle(struct memmig_job *job, struct memmig_unit *u, bool stop
 	/* After a walk: what hides behind "absent" (poison), as after a
 	 * call of our own. */
 	if (job->premoved) {
-		memmig_pageflags_refine(job->pid, pages, n, job->status + p);
+		memmig_pageflags_refine(job->pid, job->pin.procfd, pages, n, job->status + p);
 		for (size_t k = 0; k < n; k++) {
 			int st = job->status[p + k];
 

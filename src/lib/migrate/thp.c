@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "lib/migrate/migrate-private.h"
+#include "lib/mm/proc.h"
 
 #define PM_PRESENT (1ULL << 63)
 #define PM_PFN_MASK ((1ULL << 55) - 1)
@@ -44,16 +45,14 @@ static bool entries_are_thp(int kflags, const uint64_t *e)
 	       (flags & KPF_COMPOUND_HEAD);
 }
 
-int memmig_thp_probe_open(struct memmig_ctx *ctx, int pid, struct memmig_thp_probe *p)
+int memmig_thp_probe_open(struct memmig_ctx *ctx, int pid, int procfd,
+			  struct memmig_thp_probe *p)
 {
-	char path[64];
-
-	snprintf(path, sizeof(path), pid ? "/proc/%d/pagemap" : "/proc/self/pagemap", pid);
-	p->pagemap = open(path, O_RDONLY | O_CLOEXEC);
+	p->pagemap = memmig_proc_open(pid, procfd, "pagemap", O_RDONLY);
 	p->kflags = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
 	if (p->pagemap < 0 || p->kflags < 0) {
-		dbg(ctx, "no THP detection (%s): 4 KiB pages everywhere\n",
-		    p->pagemap < 0 ? path : "/proc/kpageflags");
+		dbg(ctx, "no THP detection (%s of pid %d): 4 KiB pages everywhere\n",
+		    p->pagemap < 0 ? "pagemap" : "/proc/kpageflags", pid);
 		memmig_thp_probe_close(p);
 		return -ENOENT;
 	}

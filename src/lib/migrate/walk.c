@@ -44,8 +44,9 @@ static void add_sources(const struct memmig_job *job, uint64_t *mask)
 	}
 }
 
-int memmig_walk_run(struct memmig_job **jobs, unsigned int n, int pid, int target,
-		    bool (*stop)(void *), void *arg, double *walk_s)
+int memmig_walk_run(struct memmig_job **jobs, unsigned int n, int pid,
+		    const struct memmig_pin *pin, int target, bool (*stop)(void *), void *arg,
+		    double *walk_s)
 {
 	unsigned long from[MASK_WORDS * (64 / (sizeof(long) * 8))], to[sizeof(from) / sizeof(long)];
 	const unsigned int bits = sizeof(long) * 8;
@@ -68,9 +69,12 @@ int memmig_walk_run(struct memmig_job **jobs, unsigned int n, int pid, int targe
 			return -ECANCELED;
 		memset(from, 0, sizeof(from));
 		from[node / bits] = 1UL << (node % bits);
+		rc = memmig_pin_call_before(pin);
+		if (rc)
+			return (int)rc;
 		rc = syscall(SYS_migrate_pages, pid, (unsigned long)MEMMIG_MOVE_MAX_NODES + 1,
 			     from, to);
-		rc = rc < 0 ? -errno : rc;
+		rc = memmig_pin_call_after(pin, rc < 0 ? -errno : rc);
 		*walk_s = memmig_now() - t;
 		for (unsigned int i = 0; i < n; i++)
 			if (jobs[i]) {

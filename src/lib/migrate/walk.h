@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 struct memmig_job;
+struct memmig_pin;
 
 /* What the move asks, as far as the walk cares. */
 struct memmig_walk_req {
@@ -25,9 +26,10 @@ bool memmig_walk_wanted(const struct memmig_walk_req *req);
  * (their before, which must be known) to target, one node a call, asking
  * stop(arg) before each; *walk_s is how long it took.  0 (nothing to move
  * is 0 too), -ECANCELED when stop said so (the nodes walked are moved), or
- * the kernel's -errno.
+ * the kernel's -errno, or the pin's (memmig_pin: asked around each call).
  */
-int memmig_walk_run(struct memmig_job **jobs, unsigned int n, int pid, int target,
-		    bool (*stop)(void *), void *arg, double *walk_s);
+int memmig_walk_run(struct memmig_job **jobs, unsigned int n, int pid,
+		    const struct memmig_pin *pin, int target, bool (*stop)(void *), void *arg,
+		    double *walk_s);
 
 #endif

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "lib/mm/pageflags.h"
+#include "lib/mm/proc.h"
 #include "memmig.h"
 
 /* /proc/PID/pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst) */
@@ -19,22 +20,16 @@
 #define WINDOW 512
 
 struct proc_files {
-	int pid;
+	int pid, procfd;
 	int pagemap, mem;
 	uint64_t first;			/* page index of win[0] */
 	size_t nwin;			/* entries read into win */
 	uint64_t win[WINDOW];
 };
 
-static int proc_open(int pid, const char *what)
+static int proc_open(const struct proc_files *f, const char *what)
 {
-	char path[64];
-
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
-	else
-		snprintf(path, sizeof(path), "/proc/self/%s", what);
-	return open(path, O_RDONLY | O_CLOEXEC);
+	return memmig_proc_open(f->pid, f->procfd, what, O_RDONLY);
 }
 
 static bool pagemap_entry(struct proc_files *f, uintptr_t addr, uint64_t *e)
@@ -42,7 +37,7 @@ static bool pagemap_entry(struct proc_files *f, uintptr_t addr, uint64_t *e)
 	uint64_t page = addr / MEMMIG_PAGE_SIZE;
 
 	if (f->pagemap < 0)
-		f->pagemap = proc_open(f->pid, "pagemap");
+		f->pagemap = proc_open(f, "pagemap");
 	if (f->pagemap < 0)
 		return false;
 	if (page < f->first || page >= f->first + f->nwin) {
@@ -63,7 +58,7 @@ static bool poisoned(struct proc_files *f, uintptr_t addr)
 	char b;
 
 	if (f->mem < 0)
-		f->mem = proc_open(f->pid, "mem");
+		f->mem = proc_open(f, "mem");
 	return f->mem >= 0 && pread(f->mem, &b, 1, (off_t)addr) < 0 && errno == EIO;
 }
 
@@ -75,9 +70,9 @@ static void proc_close(struct proc_files *f)
 		close(f->mem);
 }
 
-void memmig_pageflags_refine(int pid, void *const *pages, size_t n, int *status)
+void memmig_pageflags_refine(int pid, int procfd, void *const *pages, size_t n, int *status)
 {
-	struct proc_files f = { .pid = pid, .pagemap = -1, .mem = -1 };
+	struct proc_files f = { .pid = pid, .procfd = procfd, .pagemap = -1, .mem = -1 };
 
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t a = (uintptr_t)pages[i];

@@ -19,8 +19,9 @@
  *  -EFAULT of a present page this process maps alone: a real page the
  *   kernel would not hand over now (a NUMA-balancing hint fault pending),
  *   -EBUSY.  The shared zero page, mapped by everyone, stays -EFAULT.
- * What remains -ENOENT or -EFAULT has nothing to move.
+ * What remains -ENOENT or -EFAULT has nothing to move.  The process's
+ * files are read through procfd when it is >= 0 (proc.h).
  */
-void memmig_pageflags_refine(int pid, void *const *pages, size_t n, int *status);
+void memmig_pageflags_refine(int pid, int procfd, void *const *pages, size_t n, int *status);
 
 #endif

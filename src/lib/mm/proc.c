@@ -1,24 +1,73 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Whether a process is gone, from /proc/PID/stat. */
+/* Whether a process is gone, and its /proc files (proc.h). */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "lib/mm/proc.h"
 
 #define PF_EXITING_FLAG 0x4u	/* the kernel's PF_EXITING */
 
+int memmig_proc_open(int pid, int procfd, const char *name, int flags)
+{
+	char path[64];
+	int fd;
+
+	if (procfd >= 0) {
+		fd = openat(procfd, name, flags | O_CLOEXEC);
+		/* The pinned process was reaped: its directory is empty. */
+		if (fd < 0 && errno == ENOENT)
+			errno = ESRCH;
+		return fd;
+	}
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+	else
+		snprintf(path, sizeof(path), "/proc/self/%s", name);
+	return open(path, flags | O_CLOEXEC);
+}
+
+FILE *memmig_proc_fopen(int pid, int procfd, const char *name)
+{
+	int fd = memmig_proc_open(pid, procfd, name, O_RDONLY);
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "r");
+	if (!f) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return f;
+}
+
+bool memmig_proc_pinned(int procfd)
+{
+	struct stat st;
+
+	/* A lookup in a reaped process's directory fails (the kernel's
+	 * proc_pident_lookup() finds no task), a zombie's still succeeds:
+	 * its pid is not free yet. */
+	return procfd < 0 || !fstatat(procfd, "stat", &st, 0);
+}
+
 /* A zombie still answers kill(pid, 0) and has a /proc/PID, but no memory
  * (move_pages answers EINVAL): its state and flags say so. */
-bool memmig_proc_gone(int pid)
+bool memmig_proc_gone_at(int pid, int procfd)
 {
-	char path[64], buf[1024], state = 0, *p;
+	char buf[1024], state = 0, *p;
 	unsigned int flags = 0;
 	FILE *f;
 	bool read;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
+	f = memmig_proc_fopen(pid, procfd, "stat");
 	if (!f)
 		return errno == ENOENT || errno == ESRCH;
 	read = fgets(buf, sizeof(buf), f) != NULL;
@@ -30,9 +79,19 @@ bool memmig_proc_gone(int pid)
 	return state == 'Z' || state == 'X' || (flags & PF_EXITING_FLAG);
 }
 
-int memmig_proc_err(int pid, int rc)
+bool memmig_proc_gone(int pid)
+{
+	return memmig_proc_gone_at(pid, -1);
+}
+
+int memmig_proc_err_at(int pid, int procfd, int rc)
 {
 	if (rc >= 0 || rc == -ESRCH || rc == -ENOMEM || rc == -ECANCELED || pid <= 0)
 		return rc;
-	return memmig_proc_gone(pid) ? -ESRCH : rc;
+	return memmig_proc_gone_at(pid, procfd) ? -ESRCH : rc;
+}
+
+int memmig_proc_err(int pid, int rc)
+{
+	return memmig_proc_err_at(pid, -1, rc);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "memmig.h"
+#include "lib/mm/proc.h"
 #include "lib/mm/smaps.h"
 
 /* "55960a643000-55960a645000 rw-p 00000000 fe:00 247134   /usr/bin/cat" */
@@ -74,7 +75,7 @@ static void odd_flag(const char *vmflags, char odd[4])
  * asked first: /dev/dax nodes live on devtmpfs, major 0 too.  "sf"
  * (VM_SYNC) is a MAP_SYNC mapping, which only DAX files can have.
  */
-static int classify(int pid, const struct memmig_vma *v, const char *vmflags)
+static int classify(int pid, int procfd, const struct memmig_vma *v, const char *vmflags)
 {
 	if (has_flag(vmflags, "io") || has_flag(vmflags, "pf") ||
 	    !strncmp(v->path, "[v", 2))
@@ -82,7 +83,7 @@ static int classify(int pid, const struct memmig_vma *v, const char *vmflags)
 	if (has_flag(vmflags, "ht"))
 		return MEMMIG_BACKING_HUGETLB;
 	if (v->shared && v->inode &&
-	    (has_flag(vmflags, "sf") || memmig_vma_is_dax(pid, v)))
+	    (has_flag(vmflags, "sf") || memmig_vma_is_dax_at(pid, procfd, v)))
 		return MEMMIG_BACKING_DAX;
 	if (v->shared)
 		return v->dev_major == 0 || v->inode == 0 ? MEMMIG_BACKING_SHMEM :
@@ -92,18 +93,19 @@ static int classify(int pid, const struct memmig_vma *v, const char *vmflags)
 
 int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count)
 {
-	char path[64], line[512];
+	return memmig_vmas_read_at(pid, -1, out, count);
+}
+
+int memmig_vmas_read_at(int pid, int procfd, struct memmig_vma **out, size_t *count)
+{
 	struct memmig_vma *v = NULL, cur = { 0 };
 	size_t n = 0, cap = 0;
 	bool open_vma = false;
+	char line[512];
 	FILE *f;
 	int rc = 0;
 
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
-	else
-		snprintf(path, sizeof(path), "/proc/self/smaps");
-	f = fopen(path, "re");
+	f = memmig_proc_fopen(pid, procfd, "smaps");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
 	while (fgets(line, sizeof(line), f)) {
@@ -122,7 +124,7 @@ int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count)
 			cur.rand_read = has_flag(line + 8, "rr");
 			cur.noreserve = has_flag(line + 8, "nr");
 			odd_flag(line + 8, cur.odd);
-			cur.backing = classify(pid, &cur, line + 8);
+			cur.backing = classify(pid, procfd, &cur, line + 8);
 			if (n == cap) {
 				struct memmig_vma *nv;
 
@@ -164,14 +166,18 @@ int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count)
 
 int memmig_maps_read(int pid, struct memmig_vma **out, size_t *count)
 {
-	char path[64], line[512];
+	return memmig_maps_read_at(pid, -1, out, count);
+}
+
+int memmig_maps_read_at(int pid, int procfd, struct memmig_vma **out, size_t *count)
+{
 	struct memmig_vma *v = NULL, cur;
 	size_t n = 0, cap = 0;
+	char line[512];
 	int rc = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), pid ? "/proc/%d/maps" : "/proc/self/maps", pid);
-	f = fopen(path, "re");
+	f = memmig_proc_fopen(pid, procfd, "maps");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
 	while (!rc && fgets(line, sizeof(line), f)) {
@@ -263,6 +269,11 @@ void memmig_vma_map_files_path(char *buf, size_t len, int pid, const struct memm
 
 bool memmig_vma_is_dax(int pid, const struct memmig_vma *v)
 {
+	return memmig_vma_is_dax_at(pid, -1, v);
+}
+
+bool memmig_vma_is_dax_at(int pid, int procfd, const struct memmig_vma *v)
+{
 	char path[96];
 
 	if (v->path[0] != '/')
@@ -274,6 +285,10 @@ bool memmig_vma_is_dax(int pid, const struct memmig_vma *v)
 
 		if (!stat(v->path, &st) && st.st_ino == v->inode)
 			return statx_is_dax(AT_FDCWD, v->path, 0);
+	}
+	if (procfd >= 0) {
+		snprintf(path, sizeof(path), "map_files/%" PRIx64 "-%" PRIx64, v->start, v->end);
+		return statx_is_dax(procfd, path, 0);
 	}
 	memmig_vma_map_files_path(path, sizeof(path), pid, v);
 	return statx_is_dax(AT_FDCWD, path, 0);

@@ -41,10 +41,14 @@ struct memmig_vma {
 
 /* Reads pid's mappings (0: this process); -ESRCH, -EACCES, -ENOMEM. */
 int memmig_vmas_read(int pid, struct memmig_vma **out, size_t *count);
+/* The same through procfd, the caller's pin on the process (proc.h), when
+ * it is >= 0. */
+int memmig_vmas_read_at(int pid, int procfd, struct memmig_vma **out, size_t *count);
 
 /* Only the ranges and the header's fields, from /proc/PID/maps: no page
  * table walk (smaps counts every page); backing and VmFlags unset. */
 int memmig_maps_read(int pid, struct memmig_vma **out, size_t *count);
+int memmig_maps_read_at(int pid, int procfd, struct memmig_vma **out, size_t *count);
 
 /*
  * The backing of [addr, addr + len) if the mappings cover all of it with
@@ -57,6 +61,7 @@ int memmig_vmas_backing(const struct memmig_vma *v, size_t n, uint64_t addr,
 /* Whether a mapping is DAX (device DAX, or a file on a DAX file system),
  * asked of the inode it maps (by its path, or /proc/PID/map_files). */
 bool memmig_vma_is_dax(int pid, const struct memmig_vma *v);
+bool memmig_vma_is_dax_at(int pid, int procfd, const struct memmig_vma *v);
 /* A character device of the dax class. */
 bool memmig_chr_is_dax(dev_t rdev);
 /* /proc/PID/map_files/START-END (pid 0: self). */
