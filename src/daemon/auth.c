@@ -18,11 +18,23 @@
  * The target is read through one fd on /proc/PID: once that process ends,
  * reads through the fd fail (ESRCH) even if its pid is reused, so a check
  * can never pass on one process and apply to another.
+ *
+ * The rule holds for as long as memmigd acts for the client, not only at
+ * the request: a request's pin (struct auth_pin) keeps the client's
+ * credentials and that fd, and the rule is applied again on the pinned
+ * process when a queued job starts, before each region of a job's move
+ * and each system call it makes on the process, and before and after each
+ * interval of a tiering (jobs.c, tiers.c, libmemmig's memmig_move_opts
+ * .check).  The process may have exec'd a setuid program since, or made
+ * itself not dumpable; the first refusal stays (a process that is root's
+ * for a moment may have been read or moved meanwhile), and ends the work
+ * with EPERM.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,4 +156,91 @@ int auth_may_move(const struct client_cred *c, int procfd, int pid,
 		return -ESRCH;
 	}
 	return 0;
+}
+
+int auth_pin_new(const struct client_cred *c, int pid, struct auth_pin **out, char *msg,
+		 size_t len)
+{
+	struct auth_pin *p = calloc(1, sizeof(*p));
+	int rc;
+
+	if (!p) {
+		snprintf(msg, len, "pid %d: %s", pid, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	*p = (struct auth_pin){ .cred = *c, .pid = pid, .procfd = auth_target_open(pid) };
+	pthread_mutex_init(&p->lock, NULL);
+	rc = p->procfd < 0 ? p->procfd : auth_may_move(c, p->procfd, pid, msg, len);
+	if (p->procfd < 0)
+		snprintf(msg, len, "pid %d: %s", pid, strerror(-rc));
+	if (rc) {
+		auth_pin_free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+int auth_pin_check(struct auth_pin *p)
+{
+	char why[sizeof(p->why)];
+	int rc;
+
+	pthread_mutex_lock(&p->lock);
+	rc = p->denied;
+	pthread_mutex_unlock(&p->lock);
+	if (rc)
+		return rc;
+	rc = p->procfd < 0 ? -ESRCH : auth_may_move(&p->cred, p->procfd, p->pid, why, sizeof(why));
+	if (p->procfd < 0)
+		snprintf(why, sizeof(why), "pid %d: %s", p->pid, strerror(ESRCH));
+	if (!rc)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	if (!p->denied) {
+		p->denied = rc;
+		snprintf(p->why, sizeof(p->why), "%s", why);
+	}
+	rc = p->denied;
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+int auth_pin_check_fn(void *pin)
+{
+	return auth_pin_check(pin);
+}
+
+int auth_pin_denied(struct auth_pin *p, char *why, size_t len)
+{
+	int rc;
+
+	pthread_mutex_lock(&p->lock);
+	rc = p->denied;
+	if (why && len)
+		snprintf(why, len, "%s", rc ? p->why : "");
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+bool auth_pin_alive(const struct auth_pin *p)
+{
+	return p->procfd >= 0 && auth_target_alive(p->procfd);
+}
+
+void auth_pin_release(struct auth_pin *p)
+{
+	if (p && p->procfd >= 0) {
+		close(p->procfd);
+		p->procfd = -1;
+	}
+}
+
+void auth_pin_free(struct auth_pin *p)
+{
+	if (!p)
+		return;
+	auth_pin_release(p);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
 }

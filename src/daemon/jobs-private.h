@@ -19,7 +19,7 @@ struct job {
 	unsigned int threads;		/* 0: the default */
 	char domain[PROTO_NAME_MAX];	/* "": by pid */
 	uid_t uid;			/* the owner */
-	int procfd;			/* /proc/PID of the checked process */
+	struct auth_pin *pin;		/* the client and the process checked */
 	struct memmig_move *mv;		/* until the job ends */
 	struct memmig_move_progress last; /* once it ended */
 	int result;

@@ -72,9 +72,9 @@ static void job_end(struct jobs *j, struct job *job, int result, const char *why
 				  job->last.bytes_total, job->to_node, job->last.elapsed_s);
 	j->active--;
 	job->notify = job->domain[0] != 0;
-	/* The process's handle is not needed once the job ended. */
-	close(job->procfd);
-	job->procfd = -1;
+	/* The process's handle is not needed once the job ended (its move
+	 * ended, or never started). */
+	auth_pin_release(job->pin);
 	if (j->metrics)
 		metrics_job_ended(j->metrics, job_state_name(job->state), job->to_node, rep);
 	job_event(j, job);
@@ -83,13 +83,19 @@ static void job_end(struct jobs *j, struct job *job, int result, const char *why
 /* Lock held: a queued job takes a slot of its node, and its move starts. */
 static void job_start(struct jobs *j, struct job *job)
 {
-	int rc = -ESRCH;
+	char why[sizeof(job->pin->why)] = "";
+	int rc;
 
 	job->state = JOB_RUNNING;
 	j->running_on[job->to_node]++;
-	/* A queued job may have waited: its process must still be the one
-	 * that was checked, not a new one with its pid. */
-	if (auth_target_alive(job->procfd))
+	/*
+	 * A queued job may have waited: its process must still be the one
+	 * that was checked, not a new one with its pid, and still the
+	 * client's to move -- it may have exec'd a setuid program since, or
+	 * made itself not dumpable.  The move asks again as it goes.
+	 */
+	rc = auth_pin_check(job->pin);
+	if (!rc)
 		rc = memmig_move_start(job->mv);
 	if (!rc) {
 		util_log(LOG_INFO, "job %llu: moving pid %d to node %d",
@@ -97,11 +103,13 @@ static void job_start(struct jobs *j, struct job *job)
 		job_event(j, job);
 		return;
 	}
+	if (rc == -EPERM && auth_pin_denied(job->pin, why, sizeof(why)))
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), ": not started");
 	util_log(LOG_ERR, "job %llu: not started: %s", (unsigned long long)job->id,
-	     strerror(-rc));
+	     why[0] ? why : strerror(-rc));
 	j->running_on[job->to_node]--;
-	job_end(j, job, rc, rc == -ESRCH ? NULL : "memmigd could not start a thread for it", 0,
-		NULL);
+	job_end(j, job, rc, rc == -ESRCH ? NULL : rc == -EPERM ? why :
+		"memmigd could not start a thread for it", 0, NULL);
 	memmig_move_unref(job->mv);
 	job->mv = NULL;
 	wake(j);
@@ -122,8 +130,7 @@ static bool finished(const struct job *job)
 static struct job *moving_before(struct jobs *j, const struct job *job)
 {
 	for (struct job *o = j->head; o && o != job; o = o->next)
-		if (!finished(o) && o->pid == job->pid && o->procfd >= 0 &&
-		    auth_target_alive(o->procfd))
+		if (!finished(o) && o->pid == job->pid && auth_pin_alive(o->pin))
 			return o;
 	return NULL;
 }
@@ -158,13 +165,18 @@ static void job_finish(struct jobs *j, struct job *job)
 	struct memmig_report_summary s = { .sz = sizeof(s) };
 	struct memmig_report *rep = NULL;
 	int rc = memmig_move_wait(job->mv, &rep);
+	char why[sizeof(job->pin->why)] = "";
 
 	if (rep) {
 		memmig_report_get_summary(rep, &s);
 		job->report = report_json(rep);
 		job->bytes_moved = s.bytes_moved;
 	}
-	job_end(j, job, rc, NULL, s.bytes_moved, rep);
+	/* Stopped by the client's rule as it ran: said in its words. */
+	if (rc == -EPERM && auth_pin_denied(job->pin, why, sizeof(why)))
+		snprintf(why + strlen(why), sizeof(why) - strlen(why),
+			 ": stopped after %llu bytes moved", (unsigned long long)s.bytes_moved);
+	job_end(j, job, rc, why[0] ? why : NULL, s.bytes_moved, rep);
 	memmig_report_unref(rep);
 	memmig_move_unref(job->mv);
 	job->mv = NULL;
@@ -245,13 +257,13 @@ int jobs_submit(struct jobs *j, struct memmig_move *mv, const struct job_spec *s
 		pthread_mutex_unlock(&j->lock);
 		free(job);
 		memmig_move_unref(mv);
-		close(spec->procfd);
+		auth_pin_free(spec->pin);
 		return rc;
 	}
 	*job = (struct job){
 		.jobs = j, .id = j->next_id++, .state = JOB_QUEUED, .pid = spec->pid,
 		.to_node = spec->to_node, .strategy = spec->strategy,
-		.threads = spec->threads, .uid = spec->uid, .procfd = spec->procfd,
+		.threads = spec->threads, .uid = spec->uid, .pin = spec->pin,
 		.mv = mv, .last = { .sz = sizeof(job->last) },
 	};
 	if (spec->domain)
@@ -369,10 +381,10 @@ static bool droppable(const struct job *job)
 
 static void job_free(struct job *job)
 {
+	/* The move first: it may ask the pin until it is gone. */
 	memmig_move_unref(job->mv);
 	json_object_put(job->report);
-	if (job->procfd >= 0)
-		close(job->procfd);
+	auth_pin_free(job->pin);
 	free(job);
 }
 

@@ -9,6 +9,7 @@
 #ifndef MEMMIGD_H
 #define MEMMIGD_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -91,6 +92,41 @@ int auth_may_move(const struct client_cred *c, int procfd, int pid,
 /* Whether the process behind procfd still exists. */
 bool auth_target_alive(int procfd);
 
+/*
+ * A request's hold on its process, for as long as memmigd acts for it: a
+ * job from its check to its end, a tiering from tier_set to its end.  Who
+ * asked (as of its connect) and the process (an fd on its /proc/PID, which
+ * names it and no later process with its pid); every look at the process
+ * goes through procfd, and the move_pages(2) rule is applied again on it
+ * (auth_pin_check()) where memmigd would act (auth.c).
+ */
+struct auth_pin {
+	struct client_cred cred;
+	int pid;
+	int procfd;		/* -1 once released */
+	pthread_mutex_t lock;	/* denied and why: several moves' threads ask */
+	int denied;		/* the first refusal's -errno, for good */
+	char why[256];		/* and what it said */
+};
+
+/* Opens /proc/PID and checks that c may move it: 0 with *out, or -errno
+ * (-ESRCH, -EPERM) with msg. */
+int auth_pin_new(const struct client_cred *c, int pid, struct auth_pin **out, char *msg,
+		 size_t len);
+/* The rule again, on the pinned process: 0, or -EPERM or -ESRCH; once
+ * refused, always (auth_pin_denied() says why). */
+int auth_pin_check(struct auth_pin *p);
+/* auth_pin_check() as libmemmig's memmig_move_opts.check (the move's
+ * threads) and the tiering engine's. */
+int auth_pin_check_fn(void *pin);
+/* The refusal, or 0; its message into why. */
+int auth_pin_denied(struct auth_pin *p, char *why, size_t len);
+/* The pinned process still exists (its pid is still its own). */
+bool auth_pin_alive(const struct auth_pin *p);
+/* Closes the fd: nothing will be done to the process any more. */
+void auth_pin_release(struct auth_pin *p);
+void auth_pin_free(struct auth_pin *p);
+
 /* ---- jobs (jobs.c, job-json.c) ---- */
 struct jobs;
 
@@ -101,7 +137,8 @@ struct job_spec {
 	int strategy;
 	unsigned int threads;
 	uid_t uid;		/* the owner */
-	int procfd;		/* taken over by jobs_submit() */
+	struct auth_pin *pin;	/* the client and process; taken over by
+				 * jobs_submit() */
 };
 
 int jobs_new(struct memmig_ctx *ctx, struct domains *dom, unsigned int per_node,
@@ -113,7 +150,7 @@ int jobs_new(struct memmig_ctx *ctx, struct domains *dom, unsigned int per_node,
  * root: no user can fill the table.
  */
 int jobs_admit(struct jobs *j, uid_t uid, char *msg, size_t len);
-/* Takes mv (planned) and spec->procfd in every case; *job_json (may be
+/* Takes mv (planned) and spec->pin in every case; *job_json (may be
  * NULL) gets the job.  -EBUSY over a limit, -ESHUTDOWN while stopping. */
 int jobs_submit(struct jobs *j, struct memmig_move *mv, const struct job_spec *spec,
 		struct json_object **job_json);
@@ -191,12 +228,12 @@ struct json_object *ops_handle(struct memmigd *d, const struct client_cred *c,
 
 /* ---- moves planned off the loop thread (plans.c), on the loop thread ---- */
 /* What becomes of a move whose plan ended with rc: the reply.  Takes mv
- * and spec->procfd. */
+ * and spec->pin. */
 typedef struct json_object *(*plan_done_fn)(struct memmigd *d, const struct proto_request *req,
 					    int rc, struct memmig_move *mv,
 					    const struct job_spec *spec);
 /* Starts mv's plan, done() the reply once it ended; takes req (malloc'd),
- * mv and spec->procfd on success. */
+ * mv and spec->pin on success. */
 int plans_start(struct memmigd *d, const struct client_cred *c, struct proto_request *req,
 		struct conn *conn, struct memmig_move *mv, const struct job_spec *spec,
 		plan_done_fn done);

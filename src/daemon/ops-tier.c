@@ -4,7 +4,10 @@
  * and a libvirt domain's tier element (docs/libvirt.md), root's.  A
  * policy is checked as a move is: the client may move the process's
  * memory, every node exists with memory and the process's cpuset allows
- * it, and the process is pinned by an fd on /proc/PID.
+ * it, and the process is pinned by an fd on /proc/PID, through which the
+ * tiering reads it and asks the rule again before each interval
+ * (tiers.c): a tiering ends with EPERM once its owner may no longer move
+ * the process.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,7 +47,8 @@ static void policy_from(const struct proto_tier_request *t, struct tier_policy *
 }
 
 /* Every node of the policy has memory and the process may use it. */
-static int check_nodes(int pid, const struct tier_policy *p, char *msg, size_t len)
+static int check_nodes(const struct auth_pin *pin, const struct tier_policy *p, char *msg,
+		       size_t len)
 {
 	char has[4096] = "";
 	FILE *f = fopen("/sys/devices/system/node/has_memory", "re");
@@ -64,7 +68,7 @@ static int check_nodes(int pid, const struct tier_policy *p, char *msg, size_t l
 				 has[0] ? has : "unknown");
 			rc = -ENODEV;
 		} else {
-			rc = util_cpuset_check(pid, node, msg, len);
+			rc = util_cpuset_check_at(pin->pid, pin->procfd, node, msg, len);
 		}
 	}
 	return rc;
@@ -83,21 +87,17 @@ static int tier_start(struct memmigd *d, const struct client_cred *c, struct tie
 
 	if (rc)
 		return rc;
-	spec->procfd = auth_target_open(spec->pid);
-	if (spec->procfd < 0) {
-		snprintf(msg, len, "pid %d: %s", spec->pid, strerror(-spec->procfd));
-		return spec->procfd;
-	}
-	rc = auth_may_move(c, spec->procfd, spec->pid, msg, len);
-	if (!rc)
-		rc = check_nodes(spec->pid, &spec->policy, msg, len);
+	rc = auth_pin_new(c, spec->pid, &spec->pin, msg, len);
+	if (rc)
+		return rc;
+	rc = check_nodes(spec->pin, &spec->policy, msg, len);
 	if (!rc && (job = jobs_moving(d->jobs, spec->pid))) {
 		snprintf(msg, len, "pid %d is being moved by job %llu: tier it once that job "
 			 "ended", spec->pid, (unsigned long long)job);
 		rc = -EBUSY;
 	}
 	if (rc) {
-		close(spec->procfd);
+		auth_pin_free(spec->pin);
 		return rc;
 	}
 	/* As for a move: another user's pages shared with this process stay. */

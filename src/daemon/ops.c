@@ -100,9 +100,11 @@ static int check_untiered(struct memmigd *d, int pid, char *msg, size_t len)
 
 /*
  * Checks a move for a client: 0 with *mv (not yet planned) and
- * spec->procfd, or -errno with msg.  The process is pinned by an fd on
- * /proc/PID from the permission check to the job's start, so that a pid
- * reused meanwhile fails (ESRCH) instead of moving someone else's memory.
+ * spec->pin, or -errno with msg.  The process is pinned by an fd on
+ * /proc/PID from the permission check to the job's end, so that a pid
+ * reused meanwhile fails (ESRCH) instead of moving someone else's memory;
+ * the move reads the process through it, and asks the client's rule again
+ * through it (memmig_move_opts.check) as it runs.
  */
 static int check_move(struct memmigd *d, const struct client_cred *c, int pid,
 		      const struct proto_request *req, struct job_spec *spec,
@@ -131,17 +133,19 @@ static int check_move(struct memmigd *d, const struct client_cred *c, int pid,
 			 "memmigd moves another process's with \"kernel\"");
 		return -EINVAL;
 	}
-	spec->procfd = auth_target_open(pid);
-	if (spec->procfd < 0) {
-		move_error(spec->procfd, pid, req->to_node, msg, len);
-		return spec->procfd;
+	rc = auth_pin_new(c, pid, &spec->pin, msg, len);
+	if (rc) {
+		if (rc == -ESRCH)
+			move_error(rc, pid, req->to_node, msg, len);
+		return rc;
 	}
-	rc = auth_may_move(c, spec->procfd, pid, msg, len);
-	if (!rc)
-		rc = check_untiered(d, pid, msg, len);
+	o.procfd = spec->pin->procfd;
+	o.check = auth_pin_check_fn;
+	o.check_opaque = spec->pin;
+	rc = check_untiered(d, pid, msg, len);
 	/* A domain's cpuset is checked after its nodeset is widened (plans.c). */
 	if (!rc && !req->domain[0])
-		rc = util_cpuset_check(pid, req->to_node, msg, len);
+		rc = util_cpuset_check_at(pid, spec->pin->procfd, req->to_node, msg, len);
 	if (!rc)
 		rc = jobs_admit(d->jobs, c->uid, msg, len);
 	if (!rc) {
@@ -149,30 +153,37 @@ static int check_move(struct memmigd *d, const struct client_cred *c, int pid,
 		if (rc)
 			move_error(rc, pid, req->to_node, msg, len);
 	}
-	if (rc)
-		close(spec->procfd);
+	if (rc) {
+		auth_pin_free(spec->pin);
+		spec->pin = NULL;
+	}
 	return rc;
 }
 
 /* A plan that ended (rc): the job queued, or -errno with msg.  Takes mv
- * and spec->procfd in every case. */
+ * and spec->pin in every case. */
 static int queue_planned(struct memmigd *d, int rc, struct memmig_move *mv,
 			 const struct job_spec *spec, struct json_object **job,
 			 char *msg, size_t len)
 {
-	if (!rc && !auth_target_alive(spec->procfd))
-		rc = -ESRCH;
+	/* The plan read the process: the one pinned, and still the client's
+	 * to move, or what it read is not the client's to learn. */
+	if (!rc)
+		rc = auth_pin_check(spec->pin);
 	if (rc) {
 		memmig_move_unref(mv);
-		close(spec->procfd);
-		move_error(rc, spec->pid, spec->to_node, msg, len);
+		if (rc == -EPERM && auth_pin_denied(spec->pin, msg, len))
+			;	/* the rule's own words */
+		else
+			move_error(rc, spec->pid, spec->to_node, msg, len);
+		auth_pin_free(spec->pin);
 		return rc;
 	}
 	/* Again: a tiering may have started while the move was planned. */
 	rc = check_untiered(d, spec->pid, msg, len);
 	if (rc) {
 		memmig_move_unref(mv);
-		close(spec->procfd);
+		auth_pin_free(spec->pin);
 		return rc;
 	}
 	rc = jobs_submit(d->jobs, mv, spec, job);
@@ -243,13 +254,15 @@ int ops_domain_move(void *opaque, const char *name, int pid, int to_node)
 		util_log(LOG_ERR, "%s", msg);	/* it names the domain */
 	} else {
 		rc = check_move(d, &root, pid, &req, &spec, &mv, msg, sizeof(msg));
-		if (!rc && !(rc = util_cpuset_check(pid, to_node, msg, sizeof(msg)))) {
+		if (!rc)
+			rc = util_cpuset_check_at(pid, spec.pin->procfd, to_node, msg, sizeof(msg));
+		if (!rc) {
 			spec.domain = name;
 			rc = queue_planned(d, memmig_move_plan(mv), mv, &spec, NULL,
 					   msg, sizeof(msg));
-		} else if (!rc) {
+		} else if (spec.pin) {	/* checked, then refused by the cpuset */
 			memmig_move_unref(mv);
-			close(spec.procfd);
+			auth_pin_free(spec.pin);
 		}
 		if (rc) {
 			util_log(LOG_ERR, "domain %s: %s", name, msg);

@@ -28,7 +28,7 @@ struct plan {
 	struct client_cred cred;
 	struct proto_request *req;	/* owned */
 	struct memmig_move *mv;
-	struct job_spec spec;		/* spec.procfd owned */
+	struct job_spec spec;		/* spec.pin owned */
 	struct conn *conn;		/* NULL once the client is gone */
 	plan_done_fn done;		/* the requester's continuation */
 	struct plan *next;
@@ -51,7 +51,8 @@ static void *domain_plan(void *arg)
 	rc = domains_rebalance_begin(p->d->domains, r->domain, p->spec.pid, r->to_node,
 				     p->msg, sizeof(p->msg));
 	if (!rc) {
-		rc = util_cpuset_check(p->spec.pid, r->to_node, p->msg, sizeof(p->msg));
+		rc = util_cpuset_check_at(p->spec.pid, p->spec.pin->procfd, r->to_node, p->msg,
+					  sizeof(p->msg));
 		if (!rc) {
 			p->msg[0] = '\0';	/* the plan's errors: move_error() words them */
 			rc = memmig_move_plan(p->mv);
@@ -115,7 +116,7 @@ static struct json_object *plan_reply(struct plan *p)
 		rc = p->rc;
 	if (rc && p->msg[0]) {
 		memmig_move_unref(p->mv);
-		close(p->spec.procfd);
+		auth_pin_free(p->spec.pin);
 		return proto_reply_error(p->req, rc, "%s", p->msg);
 	}
 	p->spec.domain = p->req->domain[0] ? p->req->domain : NULL;
@@ -149,7 +150,7 @@ void plans_collect(void (*deliver)(void *opaque, struct conn *c, struct json_obj
 			deliver(opaque, p->conn, reply);
 		} else {
 			memmig_move_unref(p->mv);
-			close(p->spec.procfd);
+			auth_pin_free(p->spec.pin);
 			if (p->threaded && !p->rc)	/* widened for no one */
 				domains_job_done(p->d->domains, p->req->domain,
 						 p->req->to_node, -ECANCELED, 0);

@@ -17,7 +17,7 @@
 
 struct tiered {
 	struct tiered_view v;		/* what the JSON shows, under the lock */
-	int procfd;
+	struct auth_pin *pin;		/* the owner and the process */
 	struct tier *engine;		/* the thread's while busy */
 	struct tier_policy next_policy;
 	bool policy_changed, busy;
@@ -91,6 +91,7 @@ static void reap(struct tiers *ts)
 		if (ended_after(ts, i, r->v.uid) < TIERS_KEEP_ENDED &&
 		    (r->v.uid == 0 || users++ < TIERS_KEEP_ENDED_ALL))
 			continue;
+		auth_pin_free(ts->t[i]->pin);
 		free(ts->t[i]);
 		memmove(&ts->t[i], &ts->t[i + 1], (ts->n - i - 1) * sizeof(ts->t[0]));
 		ts->n--;
@@ -105,9 +106,9 @@ static struct tier *end(struct tiers *ts, struct tiered *r, int result)
 	r->engine = NULL;
 	r->v.state = TIERED_ENDED;
 	r->v.result = result;
-	if (r->procfd >= 0)
-		close(r->procfd);
-	r->procfd = -1;
+	/* Nothing is done to the process any more (the engine, not busy,
+	 * holds a duplicate until the caller frees it). */
+	auth_pin_release(r->pin);
 	post(ts, r);
 	return e;
 }
@@ -136,7 +137,7 @@ static void run_one(struct tiers *ts, struct tiered *r)
 {
 	struct tier *to_free = NULL;
 	struct timespec now;
-	int rc;
+	int rc, denied;
 
 	r->busy = true;
 	if (r->policy_changed) {
@@ -145,22 +146,41 @@ static void run_one(struct tiers *ts, struct tiered *r)
 		r->policy_changed = false;
 	}
 	pthread_mutex_unlock(&ts->lock);
-	/* The fd on /proc/PID says whether this pid is still the process the
-	 * policy was set for: a reused pid is not tiered. */
-	rc = auth_target_alive(r->procfd) ? tier_step(r->engine) : -ESRCH;
+	/*
+	 * Each interval, move_pages(2)'s rule again, on the process pinned at
+	 * tier_set (a reused pid is not tiered: -ESRCH): it may have exec'd a
+	 * setuid program since, or made itself not dumpable.  The engine asks
+	 * it too, before its reads and before each batch of moves; and after
+	 * the interval, once more: what the interval read of the process is
+	 * shown to its owner only if the owner could read it from the
+	 * interval's start to its end.  A refusal is for good.
+	 */
+	rc = auth_pin_check(r->pin);
+	if (!rc)
+		rc = tier_step(r->engine);
+	denied = auth_pin_check(r->pin);
 	pthread_mutex_lock(&ts->lock);
 	r->busy = false;
-	tier_get_stats(r->engine, &r->v.st);
-	r->v.nhist = tier_get_history(r->engine, r->v.hist, TIER_HISTORY);
+	if (!denied) {
+		tier_get_stats(r->engine, &r->v.st);
+		r->v.nhist = tier_get_history(r->engine, r->v.hist, TIER_HISTORY);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	add_ms(&r->due, r->v.policy.interval_ms);
 	/* Behind (its moves took longer than the interval): the next one
 	 * starts now, its sources covering at least an interval already. */
 	if (before(&r->due, &now))
 		r->due = now;
-	if (rc == -ESRCH || r->v.state == TIERED_STOPPING)
-		to_free = end(ts, r, rc == -ESRCH ? rc : 0);
-	else if (r->v.st.promotions + r->v.st.demotions != r->v.last_moves) {
+	if (denied || rc == -ESRCH || r->v.state == TIERED_STOPPING) {
+		if (denied == -EPERM) {
+			char why[sizeof(r->pin->why)];
+
+			auth_pin_denied(r->pin, why, sizeof(why));
+			util_log(LOG_NOTICE, "tiering %llu of pid %d (uid %u) ended: %s",
+				 (unsigned long long)r->v.id, r->v.pid, r->v.uid, why);
+		}
+		to_free = end(ts, r, denied ? denied : rc == -ESRCH ? rc : 0);
+	} else if (r->v.st.promotions + r->v.st.demotions != r->v.last_moves) {
 		r->v.last_moves = r->v.st.promotions + r->v.st.demotions;
 		post(ts, r);
 	}
@@ -244,8 +264,7 @@ void tiers_free(struct tiers *ts)
 		pthread_join(ts->thread, NULL);
 	for (unsigned int i = 0; i < ts->n; i++) {
 		tier_free(ts->t[i]->engine);
-		if (ts->t[i]->procfd >= 0)
-			close(ts->t[i]->procfd);
+		auth_pin_free(ts->t[i]->pin);
 		free(ts->t[i]);
 	}
 	pthread_cond_destroy(&ts->wake);
@@ -281,8 +300,9 @@ static int update(struct tiers *ts, struct tiered *r, const struct tiers_spec *s
 		snprintf(msg, len, "pid %d is tiered by another user", spec->pid);
 		return -EPERM;
 	}
-	/* Cleared, not ended yet: a new policy would end with it. */
-	if (r->v.state == TIERED_STOPPING) {
+	/* Cleared, not ended yet: a new policy would end with it.  Its
+	 * process gone (the pid another's now): it ends at its next interval. */
+	if (r->v.state == TIERED_STOPPING || !auth_pin_alive(r->pin)) {
 		snprintf(msg, len, "pid %d's tiering %llu is ending: set it again in an interval",
 			 spec->pid, (unsigned long long)r->v.id);
 		return -EBUSY;
@@ -342,19 +362,25 @@ int tiers_set(struct tiers *ts, const struct tiers_spec *spec, struct json_objec
 	rc = r ? update(ts, r, spec, out, msg, len) : admit(ts, spec->uid, msg, len);
 	pthread_mutex_unlock(&ts->lock);
 	if (r || rc) {
-		close(spec->procfd);
+		auth_pin_free(spec->pin);
 		return rc;
 	}
-	/* Soft-dirty is cleared here: the first interval counts from now. */
-	rc = tier_new(ts->ctx, spec->pid, &spec->policy, spec->flags, &engine, msg, len);
+	/* Soft-dirty is cleared here: the first interval counts from now.
+	 * The engine reads the process through the pin, and asks the
+	 * owner's rule through it before it reads or moves. */
+	rc = tier_new(ts->ctx, &(struct tier_proc){ .pid = spec->pid,
+						    .procfd = spec->pin->procfd,
+						    .check = auth_pin_check_fn,
+						    .opaque = spec->pin },
+		      &spec->policy, spec->flags, &engine, msg, len);
 	if (!rc && !(r = calloc(1, sizeof(*r))))
 		rc = -ENOMEM;
 	if (rc) {
 		tier_free(engine);
-		close(spec->procfd);
+		auth_pin_free(spec->pin);
 		return rc;
 	}
-	r->procfd = spec->procfd;
+	r->pin = spec->pin;
 	r->engine = engine;
 	r->v.pid = spec->pid;
 	r->v.uid = spec->uid;
@@ -379,7 +405,7 @@ int tiers_set(struct tiers *ts, const struct tiers_spec *spec, struct json_objec
 	pthread_mutex_unlock(&ts->lock);
 	if (rc) {
 		tier_free(engine);
-		close(spec->procfd);
+		auth_pin_free(spec->pin);
 		free(r);
 	}
 	return rc;
@@ -468,7 +494,7 @@ uint64_t tiers_of_pid(struct tiers *ts, int pid)
 
 	pthread_mutex_lock(&ts->lock);
 	r = find(ts, 0, pid);
-	if (r && r->procfd >= 0 && auth_target_alive(r->procfd))
+	if (r && auth_pin_alive(r->pin))
 		id = r->v.id;
 	pthread_mutex_unlock(&ts->lock);
 	return id;

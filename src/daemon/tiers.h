@@ -24,12 +24,14 @@
 struct tiers;
 struct memmig_ctx;
 struct events;
+struct auth_pin;
 
 struct tiers_spec {
 	int pid;
 	const char *domain;	/* NULL: by pid */
 	uid_t uid;		/* the owner */
-	int procfd;		/* /proc/PID, taken over by tiers_set() */
+	struct auth_pin *pin;	/* the owner and the process, taken over by
+				 * tiers_set() */
 	struct tier_policy policy;	/* checked */
 	unsigned int flags;	/* enum memmig_migrate_flags of the moves */
 };
@@ -39,10 +41,13 @@ int tiers_new(struct memmig_ctx *ctx, struct events *ev, struct tiers **out);
 void tiers_free(struct tiers *ts);
 /*
  * Starts tiering spec->pid, or gives a running tiering of the same
- * process (and owner, or root) the new policy.  Takes spec->procfd in
- * every case.  0 with *out (the tiering's JSON object), or -errno with a
- * sentence in msg: -EBUSY (too many), -EPERM (the client's process, tiered
- * by root), -ENOENT (no soft-dirty bits on this kernel), -ESRCH.
+ * process (and owner, or root) the new policy.  Takes spec->pin in
+ * every case.  Each interval runs only while the owner may still move the
+ * process (auth_pin_check() before and after it): a tiering whose owner
+ * may not any more ends with EPERM, the interval's figures unshown.  0
+ * with *out (the tiering's JSON object), or -errno with a sentence in
+ * msg: -EBUSY (too many), -EPERM (the client's process, tiered by root),
+ * -ENOENT (no soft-dirty bits on this kernel), -ESRCH.
  */
 int tiers_set(struct tiers *ts, const struct tiers_spec *spec, struct json_object **out,
 	      char *msg, size_t len);

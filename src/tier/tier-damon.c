@@ -820,6 +820,11 @@ int tier_damon_mark(struct tier_damon *d, struct tier_unit *units, size_t n)
 		d->seen = collections;
 		ret = mark_units(d, units, n);
 	}
+	/* DAMON took the pid by its number when its targets were last set:
+	 * what it collected was this process's only if it still has not
+	 * exited (its pid is not free while it has not). */
+	if (ret >= 0 && pid_gone(d))
+		ret = -ESRCH;
 	pthread_mutex_unlock(&damon_lock);
 	return ret;
 }

@@ -17,7 +17,7 @@
 #define PM_SWAP		(1ULL << 62)
 
 struct tier_softdirty {
-	int pid;
+	const struct tier_proc *pr;	/* the engine's */
 	int pagemap, clear_refs;
 	unsigned int vma_resets;	/* mappings found soft-dirty as a whole */
 	uint64_t buf[TIER_UNIT / 4096];	/* one unit's entries */
@@ -30,6 +30,12 @@ static int proc_errno(void)
 
 static int clear(struct tier_softdirty *sd)
 {
+	/* clear_refs acts on whatever its process runs now, an exec'd
+	 * setuid program too: only while the caller still may. */
+	int rc = tier_proc_check(sd->pr);
+
+	if (rc)
+		return rc;
 	/* "4": soft-dirty bits only; the accessed bits stay the kernel's. */
 	if (pwrite(sd->clear_refs, "4", 1, 0) != 1)
 		return errno == ESRCH ? -ESRCH : -errno;
@@ -72,11 +78,17 @@ static void probe(void)
 	munmap((void *)page, 4096);
 }
 
-int tier_softdirty_open(int pid, struct tier_softdirty **out, char *why, size_t len)
+/* One of the process's files, through its pin. */
+static int proc_open(const struct tier_softdirty *sd, const char *name, int flags)
+{
+	return openat(sd->pr->procfd, name, flags | O_CLOEXEC);
+}
+
+int tier_softdirty_open(const struct tier_proc *pr, struct tier_softdirty **out, char *why,
+			size_t len)
 {
 	struct tier_softdirty *sd = calloc(1, sizeof(*sd));
-	char path[64];
-	int rc;
+	int pid = pr->pid, rc;
 
 	if (!sd)
 		return -ENOMEM;
@@ -88,11 +100,15 @@ int tier_softdirty_open(int pid, struct tier_softdirty **out, char *why, size_t 
 		free(sd);
 		return probe_result;
 	}
-	sd->pid = pid;
-	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
-	sd->pagemap = open(path, O_RDONLY | O_CLOEXEC);
-	snprintf(path, sizeof(path), "/proc/%d/clear_refs", pid);
-	sd->clear_refs = open(path, O_WRONLY | O_CLOEXEC);
+	sd->pr = pr;
+	sd->pagemap = sd->clear_refs = -1;
+	rc = tier_proc_check(pr);
+	if (rc) {
+		snprintf(why, len, "soft-dirty: pid %d: %s", pid, strerror(-rc));
+		goto fail;
+	}
+	sd->pagemap = proc_open(sd, "pagemap", O_RDONLY);
+	sd->clear_refs = proc_open(sd, "clear_refs", O_WRONLY);
 	if (sd->pagemap < 0 || sd->clear_refs < 0) {
 		rc = proc_errno();
 		snprintf(why, len, "soft-dirty: cannot open /proc/%d/%s: %m", pid,
@@ -113,16 +129,17 @@ fail:
 }
 
 /* Whether the mapping at addr is soft-dirty as a whole (VmFlags "sd"). */
-static bool vma_softdirty(int pid, uint64_t addr)
+static bool vma_softdirty(const struct tier_softdirty *s, uint64_t addr)
 {
 	unsigned long long start = 0, end = 0;
-	char path[64], *line = NULL;
 	bool found = false, sd = false;
+	char *line = NULL;
 	size_t cap = 0;
-	FILE *f;
+	FILE *f = NULL;
+	int fd = proc_open(s, "smaps", O_RDONLY);
 
-	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
-	f = fopen(path, "re");
+	if (fd >= 0 && !(f = fdopen(fd, "r")))
+		close(fd);
 	if (!f)
 		return false;
 	while (!found && getline(&line, &cap, f) > 0) {
@@ -159,7 +176,7 @@ static void drop_vma_marks(struct tier_softdirty *sd, struct tier_unit *u, size_
 			present += seen[j] != 0;
 			all &= seen[j] != 1;
 		}
-		if (!all || present < 2 || !vma_softdirty(sd->pid, u[i].addr))
+		if (!all || present < 2 || !vma_softdirty(sd, u[i].addr))
 			continue;
 		for (size_t k = i; k < j; k++) {
 			if (seen[k] != 2)

@@ -13,14 +13,17 @@
 
 struct tier_softdirty;
 
-/* Opens pid's files and clears its bits: the first mark() sees the writes
- * after this call.  0, -ENOENT (a kernel without CONFIG_MEM_SOFT_DIRTY,
- * found by trying on a page of this process: why says), -ESRCH, -EPERM
- * or -errno. */
-int tier_softdirty_open(int pid, struct tier_softdirty **out, char *why, size_t len);
+/* Opens the process's files through pr's pin and clears its bits (pr's
+ * check first): the first mark() sees the writes after this call.  pr
+ * must outlive the tier_softdirty.  0, -ENOENT (a kernel without
+ * CONFIG_MEM_SOFT_DIRTY, found by trying on a page of this process: why
+ * says), -ESRCH, -EPERM or -errno. */
+int tier_softdirty_open(const struct tier_proc *pr, struct tier_softdirty **out, char *why,
+			size_t len);
 /* Marks the units written since the last call (hist bit 0, src
- * TIER_SRC_SOFTDIRTY) and clears the bits again.  Returns the number of
- * units marked or -errno (-ESRCH: the process is gone). */
+ * TIER_SRC_SOFTDIRTY) and clears the bits again, asking pr's check
+ * first.  Returns the number of units marked or -errno (-ESRCH: the
+ * process is gone; the check's). */
 int tier_softdirty_mark(struct tier_softdirty *sd, struct tier_unit *units, size_t n);
 /* Mappings whose marks were dropped because the kernel had marked them
  * soft-dirty as a whole (new, or merged with a new neighbour). */

@@ -2,11 +2,14 @@
 /* A process's tiered memory as 2 MiB units (see tier-units.h). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <numaif.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tier/tier-units.h"
 
@@ -38,20 +41,53 @@ static bool tiered(const char *perms, const char *path, uint64_t len)
 	return !(path[0] == '[' && strncmp(path, "[anon:", 6) && strcmp(path, "[heap]"));
 }
 
-int tier_units_read(int pid, const struct tier_unit *old, size_t nold,
+int tier_proc_check(const struct tier_proc *pr)
+{
+	int rc = pr->check ? pr->check(pr->opaque) : 0;
+
+	return rc ? rc : tier_proc_alive(pr) ? 0 : -ESRCH;
+}
+
+bool tier_proc_alive(const struct tier_proc *pr)
+{
+	struct stat st;
+
+	/* A reaped process's directory answers no lookup; a zombie's does
+	 * (its pid is not free yet). */
+	return !fstatat(pr->procfd, "stat", &st, 0);
+}
+
+/* One of the process's files, through its pin: NULL with -errno in *rc. */
+static FILE *proc_fopen(const struct tier_proc *pr, const char *name, int *rc)
+{
+	int fd = openat(pr->procfd, name, O_RDONLY | O_CLOEXEC);
+	FILE *f;
+
+	if (fd < 0) {
+		*rc = errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
+		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		*rc = -errno;
+		close(fd);
+	}
+	return f;
+}
+
+int tier_units_read(const struct tier_proc *pr, const struct tier_unit *old, size_t nold,
 		    struct tier_unit **units, size_t *n)
 {
 	struct tier_unit *u = NULL;
 	size_t cap = 0, k = 0, j = 0;
 	uint32_t vma = 0;
-	char path[64], line[512];
+	char line[512];
 	FILE *f;
 	int rc = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
+	f = proc_fopen(pr, "maps", &rc);
 	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
+		return rc;
 	while (!rc && fgets(line, sizeof(line), f)) {
 		uint64_t start, end, a;
 		char perms[8], name[256] = "";
@@ -99,7 +135,7 @@ int tier_units_read(int pid, const struct tier_unit *old, size_t nold,
 	return 0;
 }
 
-int tier_units_sample(int pid, struct tier_unit *units, size_t n,
+int tier_units_sample(const struct tier_proc *pr, struct tier_unit *units, size_t n,
 		      const struct tier_policy *p)
 {
 	size_t total = 0, k = 0;
@@ -121,8 +157,19 @@ int tier_units_sample(int pid, struct tier_unit *units, size_t n,
 		for (unsigned int j = 0; j < s; j++)
 			pages[k++] = (void *)(uintptr_t)((units[i].addr + j * step) & ~4095ULL);
 	}
-	if (total && move_pages(pid, total, pages, NULL, status, 0) < 0) {
+	/* The pid names the pinned process if the pin still holds after
+	 * the call (a pid is free only once its process was reaped); a query
+	 * made of another process that took it is dropped. */
+	if (total && !tier_proc_alive(pr)) {
+		rc = -ESRCH;
+		goto out;
+	}
+	if (total && move_pages(pr->pid, total, pages, NULL, status, 0) < 0) {
 		rc = errno == ESRCH ? -ESRCH : -errno;
+		goto out;
+	}
+	if (total && !tier_proc_alive(pr)) {
+		rc = -ESRCH;
 		goto out;
 	}
 	k = 0;

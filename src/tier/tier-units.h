@@ -9,17 +9,19 @@
 #define TIER_MAX_UNITS		(1u << 15)
 
 /*
- * Lists pid's writable private or shared mappings of at least one unit
+ * Lists the process's (its maps, through pr's procfd) writable private or shared mappings of at least one unit
  * (guest RAM and heaps; not stacks, code or the kernel's), cut at 2 MiB
  * boundaries, into *units (malloc'd, sorted), carrying over what *old
  * knew of units at the same address.  0, -ESRCH, -E2BIG (more than
  * TIER_MAX_UNITS), -ENOMEM or -errno.
  */
-int tier_units_read(int pid, const struct tier_unit *old, size_t nold,
+int tier_units_read(const struct tier_proc *pr, const struct tier_unit *old, size_t nold,
 		    struct tier_unit **units, size_t *n);
 /* Asks the node of TIER_SAMPLES pages of each unit (move_pages(2) with
- * no target) and sets node, sampled, on_fast and on_slow.  0 or -errno. */
-int tier_units_sample(int pid, struct tier_unit *units, size_t n,
+ * no target, between two looks at pr's pin: -ESRCH when the process was
+ * reaped around it) and sets node, sampled, on_fast and on_slow.  0 or
+ * -errno. */
+int tier_units_sample(const struct tier_proc *pr, struct tier_unit *units, size_t n,
 		      const struct tier_policy *p);
 
 #endif

@@ -6,10 +6,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "memmig.h"
 #include "tier/tier-damon.h"
@@ -28,7 +30,7 @@
 
 struct tier {
 	struct memmig_ctx *ctx;
-	int pid;
+	struct tier_proc pr;		/* pr.procfd: our duplicate */
 	unsigned int flags;
 	struct tier_policy p;
 	struct tier_unit *units;
@@ -47,7 +49,7 @@ static double secs(const struct timespec *a, const struct timespec *b)
 	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
 }
 
-int tier_new(struct memmig_ctx *ctx, int pid, const struct tier_policy *p,
+int tier_new(struct memmig_ctx *ctx, const struct tier_proc *pr, const struct tier_policy *p,
 	     unsigned int flags, struct tier **out, char *why, size_t len)
 {
 	struct tier *t = calloc(1, sizeof(*t));
@@ -56,11 +58,18 @@ int tier_new(struct memmig_ctx *ctx, int pid, const struct tier_policy *p,
 	if (!t)
 		return -ENOMEM;
 	t->ctx = memmig_ctx_ref(ctx);
-	t->pid = pid;
+	t->pr = *pr;
+	t->pr.procfd = fcntl(pr->procfd, F_DUPFD_CLOEXEC, 3);
 	t->flags = flags;
 	t->p = *p;
 	clock_gettime(CLOCK_MONOTONIC, &t->start);
-	rc = tier_softdirty_open(pid, &t->sd, why, len);
+	if (t->pr.procfd < 0) {
+		rc = -errno;
+		snprintf(why, len, "pid %d: %s", pr->pid, strerror(-rc));
+		tier_free(t);
+		return rc;
+	}
+	rc = tier_softdirty_open(&t->pr, &t->sd, why, len);
 	if (rc) {
 		tier_free(t);
 		return rc;
@@ -106,20 +115,30 @@ static int roomiest(const int *set, unsigned int n, uint64_t *sum)
 	return node;
 }
 
+/* rc ends the interval: the process is gone, or no longer the caller's
+ * (move_units() asked the pin when a batch failed). */
+static bool fatal(const struct tier *t, int rc)
+{
+	return rc == -ESRCH || (rc && t->pr.check && t->pr.check(t->pr.opaque));
+}
+
 /* Moves units idx[0..n) to node in batches; adds to *bytes, *pause. */
 static int move_units(struct tier *t, const size_t *idx, size_t n, int node,
 		      uint64_t *bytes, double *pause)
 {
 	struct memmig_range *r = malloc(TIER_BATCH_MAX * sizeof(*r));
-	int rc = 0;
+	int rc = 0, stop = 0;
 
 	if (!r)
 		return -ENOMEM;
-	for (size_t i = 0; i < n && rc != -ESRCH;) {
+	for (size_t i = 0; i < n && !stop;) {
 		struct memmig_report_summary s = { .sz = sizeof(s) };
+		/* Through the pin, the caller's rule asked before each call. */
 		struct memmig_move_opts o = {
-			.sz = sizeof(o), .pid = t->pid, .ranges = r, .target_node = node,
+			.sz = sizeof(o), .pid = t->pr.pid, .ranges = r, .target_node = node,
 			.strategy = MEMMIG_STRATEGY_KERNEL, .workers = 1, .flags = t->flags,
+			.procfd = t->pr.procfd, .check = t->pr.check,
+			.check_opaque = t->pr.opaque,
 		};
 		struct memmig_report *rep = NULL;
 		struct memmig_move *mv = NULL;
@@ -159,8 +178,13 @@ static int move_units(struct tier *t, const size_t *idx, size_t n, int node,
 		 * interval lists the mappings again. */
 		if (err && !rc)
 			rc = err;
-		if (err == -ESRCH)
-			rc = -ESRCH;
+		/* Gone, or no longer the caller's: no more batches. */
+		if (err) {
+			int why = tier_proc_check(&t->pr);
+
+			if (why || err == -ESRCH)
+				rc = stop = why ? why : err;
+		}
 		i += k;
 	}
 	free(r);
@@ -250,7 +274,10 @@ static int read_sources(struct tier *t, uint32_t now)
 		t->units[i].damon_hist = (uint8_t)(t->units[i].damon_hist << 1);
 		t->units[i].src = 0;
 	}
-	rc = tier_units_read(t->pid, t->units, t->nunits, &units, &n);
+	/* Nothing is read of a process the caller may no longer move. */
+	rc = tier_proc_check(&t->pr);
+	if (!rc)
+		rc = tier_units_read(&t->pr, t->units, t->nunits, &units, &n);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < n; i++)
@@ -279,7 +306,7 @@ static int read_sources(struct tier *t, uint32_t now)
 		if (units[i].hist & 1)
 			units[i].cold_since = now;
 	}
-	return tier_units_sample(t->pid, units, n, &t->p);
+	return tier_units_sample(&t->pr, units, n, &t->p);
 }
 
 int tier_step(struct tier *t)
@@ -297,10 +324,16 @@ int tier_step(struct tier *t)
 	/* Reads too, where the kernel has DAMON; writes alone otherwise.
 	 * Opened here, on the caller's tiering thread: DAMON's sysfs may
 	 * take an aggregation to answer. */
-	if (now == 1 && !tier_damon_open(t->pid, t->p.interval_ms, &t->damon, t->st.damon_why,
+	if (now == 1 && !tier_damon_open(t->pr.pid, t->p.interval_ms, &t->damon, t->st.damon_why,
 					 sizeof(t->st.damon_why))) {
 		t->st.sources |= TIER_SRC_DAMON;
 		t->damon_since = now;
+		/* DAMON took the pid by its number: this process's if it is
+		 * still there now. */
+		if (!tier_proc_alive(&t->pr)) {
+			rc = -ESRCH;
+			goto out;
+		}
 	}
 	rc = read_sources(t, now);
 	if (rc)
@@ -324,9 +357,9 @@ int tier_step(struct tier *t)
 		mark_moved(t, plan.promote, plan.npromote, 1, now);
 		t->st.promotions += plan.npromote;
 	}
-	if (rc != -ESRCH)
+	if (!fatal(t, rc))
 		rc2 = move_units(t, plan.demote, plan.ndemote, slow, &down, &pause);
-	if (rc != -ESRCH && !rc2) {
+	if (!fatal(t, rc) && !rc2) {
 		mark_moved(t, plan.demote, plan.ndemote, -1, now);
 		t->st.demotions += plan.ndemote;
 	}
@@ -383,5 +416,7 @@ void tier_free(struct tier *t)
 	tier_damon_close(t->damon);
 	free(t->units);
 	memmig_ctx_unref(t->ctx);
+	if (t->pr.procfd >= 0)
+		close(t->pr.procfd);
 	free(t);
 }

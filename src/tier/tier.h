@@ -95,6 +95,30 @@ unsigned int tier_unit_samples(const struct tier_unit *u);
 struct memmig_ctx;
 struct tier;
 
+/*
+ * The process tiered, as its caller pinned it.  pid is for the system
+ * calls that take one (move_pages(2)); every file of the process (maps,
+ * smaps, pagemap, clear_refs) is opened through procfd, an fd on its
+ * /proc/PID directory, which names that process and no later one with its
+ * pid, and a lookup in it before and after each system call says whether
+ * the pid is still its own (-ESRCH once it was reaped).  check: NULL, or
+ * the caller's rule (memmigd: move_pages(2)'s, for its client), asked with
+ * opaque before each interval's reads, before soft-dirty bits are cleared
+ * and before each batch of moves (memmig_move_opts.check): its -errno
+ * ends the interval with it.
+ */
+struct tier_proc {
+	int pid;
+	int procfd;
+	int (*check)(void *opaque);
+	void *opaque;
+};
+
+/* The caller's rule and the pin: 0, check's -errno, or -ESRCH. */
+int tier_proc_check(const struct tier_proc *pr);
+/* A lookup in procfd: false once the process was reaped. */
+bool tier_proc_alive(const struct tier_proc *pr);
+
 /* Intervals of history kept for reports (struct tier_sample). */
 #define TIER_HISTORY		64
 
@@ -136,16 +160,18 @@ struct tier_stats {
 };
 
 /*
- * Starts tiering pid's memory under policy p (checked by the caller).
+ * Starts tiering pr's memory under policy p (checked by the caller).
  * Soft-dirty is required; DAMON is used where the kernel has it.  flags
- * are enum memmig_migrate_flags for the moves.  0, or -errno with why.
+ * are enum memmig_migrate_flags for the moves.  procfd is duplicated (the
+ * engine's until tier_free()); check and opaque must outlive the engine.
+ * 0, or -errno with why.
  */
-int tier_new(struct memmig_ctx *ctx, int pid, const struct tier_policy *p,
+int tier_new(struct memmig_ctx *ctx, const struct tier_proc *pr, const struct tier_policy *p,
 	     unsigned int flags, struct tier **out, char *why, size_t len);
 /* One interval: reads the sources, samples, plans and moves (the first
  * also tries DAMON, which may block an aggregation).  0, -ESRCH
- * (the process is gone: stop), or another -errno (the interval failed,
- * the next may not). */
+ * (the process is gone: stop), the check's -errno (stop), or another
+ * -errno (the interval failed, the next may not). */
 int tier_step(struct tier *t);
 void tier_get_stats(const struct tier *t, struct tier_stats *out);
 /* The last n intervals (at most TIER_HISTORY), oldest first; returns n. */

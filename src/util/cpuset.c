@@ -148,6 +148,18 @@ static bool path_plain(const char *p, size_t len)
 	return true;
 }
 
+/* One of pid's /proc files, opened: through procfd, its /proc/PID
+ * directory, when it is >= 0 (the caller's pin on the process). */
+static int proc_open(int pid, int procfd, const char *name)
+{
+	char path[64];
+
+	if (procfd >= 0)
+		return openat(procfd, name, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
 int util_cgroup_cpuset_path(const char *text, size_t len, bool v2_cpuset, char *path,
 			    size_t path_len, bool *v2)
 {
@@ -192,13 +204,13 @@ int util_cgroup_cpuset_path(const char *text, size_t len, bool v2_cpuset, char *
 	return 0;
 }
 
-/* The whole of a file of /proc (malloc'd, NUL-terminated, *len its bytes);
- * -EFBIG past max bytes. */
-static int read_all(const char *path, size_t max, char **out, size_t *len)
+/* The whole of a file of /proc, fd, closed here (malloc'd, NUL-terminated,
+ * *len its bytes); -EFBIG past max bytes. */
+static int read_all(int fd, size_t max, char **out, size_t *len)
 {
 	size_t used = 0, cap = 4096;
 	char *buf = malloc(cap);
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+	int ret = 0;
 
 	if (fd < 0 || !buf) {
 		ret = fd < 0 ? -errno : -ENOMEM;
@@ -241,18 +253,18 @@ out:
 
 /* The cgroup directory holding pid's cpuset settings: cs->dir, or "" for
  * none; 0 or -errno (util_cgroup_cpuset_path()'s). */
-static int find_cgroup(int pid, struct util_cpuset *cs)
+static int find_cgroup(int pid, int procfd, struct util_cpuset *cs)
 {
-	char path[64], ctl[256] = "", *text = NULL, *rel = malloc(UTIL_CGROUP_PATH_MAX);
+	char ctl[256] = "", *text = NULL, *rel = malloc(UTIL_CGROUP_PATH_MAX);
 	bool v2_cpuset, v2;
 	size_t len = 0;
 	int ret;
 
 	if (!rel)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
 	/* A line per hierarchy, each at most a path's length. */
-	ret = read_all(path, 64 * (UTIL_CGROUP_PATH_MAX + 64), &text, &len);
+	ret = read_all(proc_open(pid, procfd, "cgroup"), 64 * (UTIL_CGROUP_PATH_MAX + 64), &text,
+		       &len);
 	if (ret) {
 		free(rel);
 		return ret == -ENOENT ? -ESRCH : ret;
@@ -370,17 +382,26 @@ static int cgroup_has(int dfd, int pid)
 
 int util_cpuset_get(int pid, struct util_cpuset *cs)
 {
-	char path[64], line[UTIL_NODELIST_MAX + 32];
+	return util_cpuset_get_at(pid, -1, cs);
+}
+
+int util_cpuset_get_at(int pid, int procfd, struct util_cpuset *cs)
+{
+	char line[UTIL_NODELIST_MAX + 32];
 	bool found = false;
 	FILE *f;
-	int ret;
+	int fd, ret;
 
 	memset(cs, 0, sizeof(*cs));
 	cs->pid = pid;
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
+	fd = proc_open(pid, procfd, "status");
+	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
 	while (!found && fgets(line, sizeof(line), f))
 		if (!strncmp(line, "Mems_allowed_list:", 18)) {
 			char *v = line + 18 + strspn(line + 18, " \t");
@@ -392,7 +413,7 @@ int util_cpuset_get(int pid, struct util_cpuset *cs)
 	fclose(f);
 	if (!found)
 		return -EIO;
-	ret = find_cgroup(pid, cs);
+	ret = find_cgroup(pid, procfd, cs);
 	if (ret) {
 		cs->dir[0] = '\0';
 		return ret;
@@ -429,6 +450,11 @@ int util_cpuset_set_mems(const struct util_cpuset *cs, const char *mems)
 
 int util_cpuset_check(int pid, int node, char *msg, size_t len)
 {
+	return util_cpuset_check_at(pid, -1, node, msg, len);
+}
+
+int util_cpuset_check_at(int pid, int procfd, int node, char *msg, size_t len)
+{
 	char mem[UTIL_NODELIST_MAX];
 	struct util_cpuset cs;
 
@@ -437,7 +463,7 @@ int util_cpuset_check(int pid, int node, char *msg, size_t len)
 	if (!read_line("/sys/devices/system/node/has_memory", mem, sizeof(mem)) &&
 	    !util_nodelist_has(mem, node))
 		return 0;
-	if (util_cpuset_get(pid, &cs) || util_nodelist_has(cs.allowed, node))
+	if (util_cpuset_get_at(pid, procfd, &cs) || util_nodelist_has(cs.allowed, node))
 		return 0;
 	if (cs.dir[0])
 		snprintf(msg, len, "pid %d may not use node %d: its cpuset %s has cpuset.mems "

@@ -64,6 +64,8 @@ int util_cgroup_cpuset_path(const char *text, size_t len, bool v2_cpuset, char *
  * among them).  dir is "" where no cpuset controller shows, or on error
  * (the nodes allowed are read first, whatever follows). */
 int util_cpuset_get(int pid, struct util_cpuset *cs);
+/* The same through procfd, pid's /proc/PID directory (-1: by path). */
+int util_cpuset_get_at(int pid, int procfd, struct util_cpuset *cs);
 /*
  * Writes the cgroup's cpuset.mems; 0 or -errno (no cgroup: -ENOENT).  The
  * directory is opened one component at a time below the hierarchy's
@@ -76,5 +78,6 @@ int util_cpuset_set_mems(const struct util_cpuset *cs, const char *mems);
  * naming the cgroup, its cpuset.mems and the node.
  */
 int util_cpuset_check(int pid, int node, char *msg, size_t len);
+int util_cpuset_check_at(int pid, int procfd, int node, char *msg, size_t len);
 
 #endif

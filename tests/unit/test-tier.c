@@ -2,19 +2,24 @@
 /*
  * The tiering engine's parts on their own (src/tier/): the policy's
  * checks, one interval's plan (share, watermark, rate, hysteresis, order),
- * a process's units, and the writes soft-dirty sees in a real child.  And
- * the DAMON source against this host's own DAMON sysfs, where there is
- * one: what it finds there is as it was after an open and a close.
+ * a process's units, and the writes soft-dirty sees in a real child, each
+ * read through the child's pin (an fd on its /proc/PID): once the child
+ * is gone, nothing is read of a process that took its pid.  And the DAMON
+ * source against this host's own DAMON sysfs, where there is one: what it
+ * finds there is as it was after an open and a close.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -248,7 +253,14 @@ struct child {
 	pid_t pid;
 	int cmd, ack;
 	uint64_t addr;
+	struct tier_proc pr;	/* pinned by an fd on its /proc/PID */
+	int refuse;		/* what pr.check answers */
 };
+
+static int child_check(void *opaque)
+{
+	return ((struct child *)opaque)->refuse;
+}
 
 /* The child: 16 MiB, 2 MiB aligned, written whole; then writes unit k for
  * each byte k it reads, acking each. */
@@ -292,6 +304,16 @@ static int child_start(struct child *c)
 	close(from[1]);
 	c->cmd = to[1];
 	c->ack = from[0];
+	{
+		char path[32];
+
+		snprintf(path, sizeof(path), "/proc/%d", c->pid);
+		c->refuse = 0;
+		c->pr = (struct tier_proc){ .pid = c->pid, .check = child_check, .opaque = c,
+					    .procfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) };
+	}
+	if (c->pr.procfd < 0)
+		return -errno;
 	return read(c->ack, &c->addr, sizeof(c->addr)) == sizeof(c->addr) ? 0 : -EIO;
 }
 
@@ -300,11 +322,18 @@ static void child_write(struct child *c, unsigned char k)
 	CU_ASSERT(write(c->cmd, &k, 1) == 1 && read(c->ack, &k, 1) == 1);
 }
 
+/* Ends the child; its pin stays open (child_unpin()), the process reaped
+ * behind it. */
 static void child_stop(struct child *c)
 {
 	close(c->cmd);
 	close(c->ack);
 	waitpid(c->pid, NULL, 0);
+}
+
+static void child_unpin(struct child *c)
+{
+	close(c->pr.procfd);
 }
 
 /* The units of the child's 16 MiB: index of its first. */
@@ -331,13 +360,13 @@ static void test_units_child(void)
 	p.nfast = TIER_MAX_NODES - 1;
 	p.slow[0] = TIER_MAX_NODES - 1;
 	CU_ASSERT_EQUAL_FATAL(child_start(&c), 0);
-	CU_ASSERT_EQUAL(tier_units_read(c.pid, NULL, 0, &u, &n), 0);
+	CU_ASSERT_EQUAL(tier_units_read(&c.pr, NULL, 0, &u, &n), 0);
 	f = find(u, n, c.addr);
 	CU_ASSERT_FATAL(f >= 0 && (size_t)f + 8 <= n);
 	for (int i = 0; i < 8; i++)
 		CU_ASSERT_EQUAL(u[f + i].len, TIER_UNIT);
 	/* Every page of the written 16 MiB sampled, on a node, none absent. */
-	CU_ASSERT_EQUAL(tier_units_sample(c.pid, u, n, &p), 0);
+	CU_ASSERT_EQUAL(tier_units_sample(&c.pr, u, n, &p), 0);
 	for (int i = 0; i < 8; i++) {
 		CU_ASSERT_EQUAL(u[f + i].sampled, TIER_SAMPLES);
 		CU_ASSERT_EQUAL(u[f + i].on_fast, TIER_SAMPLES);
@@ -353,15 +382,23 @@ static void test_units_child(void)
 		struct tier_unit *v = NULL;
 		size_t m = 0;
 
-		CU_ASSERT_EQUAL(tier_units_read(c.pid, u, n, &v, &m), 0);
+		CU_ASSERT_EQUAL(tier_units_read(&c.pr, u, n, &v, &m), 0);
 		CU_ASSERT_EQUAL(m, n);
 		CU_ASSERT_EQUAL(v[f + 3].hist, 0x5);
 		CU_ASSERT_EQUAL(v[f + 3].moved_at, 7);
 		free(v);
 	}
+	/* The caller's rule says no: nothing sampled. */
+	c.refuse = -EPERM;
+	CU_ASSERT_EQUAL(tier_proc_check(&c.pr), -EPERM);
+	c.refuse = 0;
 	free(u);
 	child_stop(&c);
-	CU_ASSERT_EQUAL(tier_units_read(c.pid, NULL, 0, &u, &n), -ESRCH);
+	/* Reaped: its pin answers nothing, whoever has its pid now. */
+	CU_ASSERT_FALSE(tier_proc_alive(&c.pr));
+	CU_ASSERT_EQUAL(tier_proc_check(&c.pr), -ESRCH);
+	CU_ASSERT_EQUAL(tier_units_read(&c.pr, NULL, 0, &u, &n), -ESRCH);
+	child_unpin(&c);
 }
 
 static void test_softdirty_child(void)
@@ -375,14 +412,15 @@ static void test_softdirty_child(void)
 	int rc;
 
 	CU_ASSERT_EQUAL_FATAL(child_start(&c), 0);
-	rc = tier_softdirty_open(c.pid, &sd, why, sizeof(why));
+	rc = tier_softdirty_open(&c.pr, &sd, why, sizeof(why));
 	if (rc == -ENOENT) {
 		printf("\n  not on this kernel: %s\n", why);
 		child_stop(&c);
+		child_unpin(&c);
 		return;
 	}
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
-	CU_ASSERT_EQUAL(tier_units_read(c.pid, NULL, 0, &u, &n), 0);
+	CU_ASSERT_EQUAL(tier_units_read(&c.pr, NULL, 0, &u, &n), 0);
 	f = find(u, n, c.addr);
 	CU_ASSERT_FATAL(f >= 0);
 	child_write(&c, 2);
@@ -411,7 +449,7 @@ static void test_softdirty_child(void)
 	 * its units keep what the last interval said (7 written, not 3). */
 	child_write(&c, 255);
 	free(u);
-	CU_ASSERT_EQUAL_FATAL(tier_units_read(c.pid, NULL, 0, &u, &n), 0);
+	CU_ASSERT_EQUAL_FATAL(tier_units_read(&c.pr, NULL, 0, &u, &n), 0);
 	f = find(u, n, c.addr);
 	CU_ASSERT_FATAL(f >= 0 && u[f + 8].vma == u[f].vma);
 	for (size_t i = 0; i < n; i++)
@@ -427,9 +465,20 @@ static void test_softdirty_child(void)
 	CU_ASSERT(tier_softdirty_mark(sd, u, n) >= 0);
 	for (int i = 0; i < 9; i++)
 		CU_ASSERT_EQUAL(u[f + i].hist, 0);
+	/* The caller's rule says no: no mark, and the bits not cleared -- the
+	 * write stays for the next mark to see. */
+	child_write(&c, 4);
+	c.refuse = -EPERM;
+	CU_ASSERT_EQUAL(tier_softdirty_mark(sd, u, n), -EPERM);
+	c.refuse = 0;
+	for (size_t i = 0; i < n; i++)
+		u[i].hist = 0;
+	CU_ASSERT(tier_softdirty_mark(sd, u, n) >= 1);
+	CU_ASSERT_EQUAL(u[f + 4].hist & 1, 1);
 	child_stop(&c);
 	CU_ASSERT_EQUAL(tier_softdirty_mark(sd, u, n), -ESRCH);
 	tier_softdirty_close(sd);
+	child_unpin(&c);
 	free(u);
 }
 
@@ -529,6 +578,79 @@ static void test_damon_leaves_host(void)
 	free(after);
 }
 
+/*
+ * The init of a pid namespace of its own (root only): a process pinned,
+ * killed, reaped, and its pid given to another (ns_last_pid): the engine
+ * reads nothing of the new one through the pin.  The exit status: 0, 1 a
+ * failure, 2 not run here.
+ */
+static int reuse_in_ns(void)
+{
+	struct tier_unit *u = NULL;
+	struct child a, b;
+	size_t n = 0;
+	FILE *f;
+	int rc = 1;
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		return 2;
+	if (child_start(&a))
+		return 1;
+	child_stop(&a);
+	f = fopen("/proc/sys/kernel/ns_last_pid", "we");
+	if (!f || fprintf(f, "%d", a.pid - 1) < 0 || fclose(f))
+		return 1;
+	if (child_start(&b) || b.pid != a.pid)
+		return 1;
+	/* By its number the pid is b's; through a's pin, nothing is. */
+	if (tier_proc_alive(&a.pr) || tier_proc_check(&a.pr) != -ESRCH ||
+	    tier_units_read(&a.pr, NULL, 0, &u, &n) != -ESRCH)
+		goto out;
+	if (tier_units_read(&b.pr, NULL, 0, &u, &n))
+		goto out;
+	rc = tier_units_sample(&a.pr, u, n, &(struct tier_policy){ .nfast = 1, .nslow = 1,
+								   .slow = { 1 } }) == -ESRCH ? 0 : 1;
+out:
+	free(u);
+	child_stop(&b);
+	child_unpin(&b);
+	child_unpin(&a);
+	return rc;
+}
+
+static void test_pid_reuse(void)
+{
+	pid_t p;
+	int status;
+
+	if (geteuid()) {
+		printf("\n  not here: needs root, for a pid namespace of its own\n");
+		return;
+	}
+	/* A child enters the namespaces, and its child is the new pid
+	 * namespace's init: this process stays where it was. */
+	p = fork();
+	if (p == 0) {
+		pid_t q;
+
+		if (unshare(CLONE_NEWPID | CLONE_NEWNS))
+			_exit(2);
+		q = fork();
+		if (q == 0)
+			_exit(reuse_in_ns());
+		_exit(q > 0 && waitpid(q, &status, 0) == q && WIFEXITED(status) ?
+		      WEXITSTATUS(status) : 1);
+	}
+	CU_ASSERT_FATAL(p > 0);
+	CU_ASSERT_EQUAL(waitpid(p, &status, 0), p);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
+		printf("\n  not here: no pid namespace with a /proc of its own\n");
+		return;
+	}
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static CU_TestInfo tests[] = {
 	{ "policy: node sets, share or watermark, ranges", test_policy_check },
 	{ "plan: hot units on slow promoted, hottest first", test_plan_promote },
@@ -540,6 +662,7 @@ static CU_TestInfo tests[] = {
 	{ "units of a real child, sampled and carried over", test_units_child },
 	{ "soft-dirty: the units a real child wrote, and no other", test_softdirty_child },
 	{ "DAMON: the host's kdamonds as they were after open and close", test_damon_leaves_host },
+	{ "a reused pid: nothing read of the new process through the pin", test_pid_reuse },
 	CU_TEST_INFO_NULL,
 };
 
