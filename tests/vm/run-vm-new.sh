@@ -7,7 +7,8 @@
 # THPs it could not move (or moving part of a call and failing it whole:
 # memmigd's report of that, guest-daemon), MADV_HWPOISON signalling its caller at once, and
 # DAMON (CONFIG_DAMON_SYSFS), which tiering reads hot memory from (and
-# whose kdamond a killed memmigd leaves on: guest-restart.sh).
+# whose kdamond a killed memmigd leaves on: guest-restart.sh; a tiering
+# that reads DAMON and outlives its owner's permission: guest-tier-perm).
 # KVM is nested here too.  Node 2 is a lower memory tier here (VM_HMAT=1:
 # an ACPI HMAT says it is slower), for the kernel's own tiering, the peer
 # of memmig's (guest-tier.sh).  The console log is
@@ -31,5 +32,5 @@ fi
 # The CXL devices stay with the stock boot, which runs the CXL cases: QEMU
 # emulates each access to CXL memory, and time is short.
 VM_KERNEL=$kernel VM_TAG=${VM_TAG:--new} VM_TIMEOUT=${VM_TIMEOUT:-1200} VM_CXL=${VM_CXL:-0} VM_HMAT=${VM_HMAT:-1} \
-VM_TESTS=${VM_TESTS:-"test-frames test-multinode guest-hwpoison guest-dax test-mce guest-demo guest-damon guest-restart guest-tier guest-tier-kernel guest-daemon"} \
+VM_TESTS=${VM_TESTS:-"test-frames test-multinode guest-hwpoison guest-dax test-mce guest-demo guest-damon guest-restart guest-tier guest-tier-perm guest-tier-kernel guest-daemon"} \
 	exec bash "$srcdir/tests/vm/run-vm.sh"
