@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -386,4 +387,25 @@ bool tc_hog_stop(struct tc_hog *h)
 	waitpid(h->pid, &status, 0);
 	fclose(h->out);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int tc_copy_setuid(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+	struct stat st;
+	int rc = -1;
+
+	if (in < 0 || fstat(in, &st)) {
+		if (in >= 0)
+			close(in);
+		return -1;
+	}
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	if (out >= 0 && sendfile(out, in, NULL, (size_t)st.st_size) == st.st_size &&
+	    !fchmod(out, 04755))
+		rc = 0;
+	if (out >= 0)
+		close(out);
+	close(in);
+	return rc;
 }

@@ -92,4 +92,7 @@ int tc_drop_to(uid_t uid, gid_t gid);
  * its pid once it is ready, or -1. */
 pid_t tc_child_ready(int (*prepare)(void *arg), void *arg);
 
+/* A copy of from at to, setuid (04755, the caller's owner): 0 or -1. */
+int tc_copy_setuid(const char *from, const char *to);
+
 #endif

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -140,27 +139,6 @@ static bool stopped(pid_t pid)
 	return t;
 }
 
-static int copy_setuid(const char *from, const char *to)
-{
-	int in = open(from, O_RDONLY | O_CLOEXEC), out;
-	struct stat st;
-	int rc = -1;
-
-	if (in < 0 || fstat(in, &st)) {
-		if (in >= 0)
-			close(in);
-		return -1;
-	}
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
-	if (out >= 0 && sendfile(out, in, NULL, (size_t)st.st_size) == st.st_size &&
-	    !fchmod(out, 04755))
-		rc = 0;
-	if (out >= 0)
-		close(out);
-	close(in);
-	return rc;
-}
-
 /*
  * The client connects as nobody, then execs a setuid-root program (a
  * setuid copy of bash, run with -p) before memmigd accepts it -- memmigd
@@ -179,7 +157,7 @@ static void exec_after_connect(void)
 
 	target = nobody_child(true);
 	snprintf(bash, sizeof(bash), "%s/bash-suid", d.dir);
-	if (target < 0 || copy_setuid("/bin/bash", bash) || pipe(out)) {
+	if (target < 0 || tc_copy_setuid("/bin/bash", bash) || pipe(out)) {
 		CHECK(0, "a capable process of nobody's, a setuid bash");
 		return;
 	}

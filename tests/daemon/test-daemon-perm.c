@@ -29,7 +29,6 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,27 +66,6 @@ static bool undumpable(pid_t pid)
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	return !stat(path, &st) && st.st_uid == 0;
-}
-
-static int copy_setuid(const char *from, const char *to)
-{
-	int in = open(from, O_RDONLY | O_CLOEXEC), out;
-	struct stat st;
-	int rc = -1;
-
-	if (in < 0 || fstat(in, &st)) {
-		if (in >= 0)
-			close(in);
-		return -1;
-	}
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
-	if (out >= 0 && sendfile(out, in, NULL, (size_t)st.st_size) == st.st_size &&
-	    !fchmod(out, 04755))
-		rc = 0;
-	if (out >= 0)
-		close(out);
-	close(in);
-	return rc;
 }
 
 static void hold_on(void)
@@ -417,7 +395,7 @@ int main(void)
 	snprintf(bash, sizeof(bash), "%s/bash-suid", dir);
 	snprintf(hold, sizeof(hold), "%s/hold", dir);
 	setenv("MEMMIG_MOVE_HOLD", hold, 1);
-	if (copy_setuid("/bin/bash", bash)) {
+	if (tc_copy_setuid("/bin/bash", bash)) {
 		printf("FAIL: a setuid copy of /bin/bash at %s\n", bash);
 		return 1;
 	}
