@@ -155,9 +155,10 @@ static void job_shares(struct tc_daemon *d)
 	CHECK(tc_hog_stop(&hog) && tc_hog_stop(&root_hog), "memhogs exit clean");
 }
 
-/* A child as uid: opens up to n connections and asks each for the version;
- * writes how many were answered (not refused), then holds them. */
-static pid_t hold_conns(struct tc_daemon *d, uid_t uid, int n, int wfd)
+/* A child as uid: opens up to n connections and sends op on each (the
+ * version, a subscribe); writes how many were answered OK (not refused),
+ * then holds them. */
+static pid_t hold(struct tc_daemon *d, uid_t uid, int n, const char *op, int wfd)
 {
 	pid_t pid = fork();
 
@@ -168,7 +169,7 @@ static pid_t hold_conns(struct tc_daemon *d, uid_t uid, int n, int wfd)
 			_exit(1);
 		for (int i = 0; i < n; i++) {
 			struct tc_conn *c = tc_connect(d->sock);
-			struct json_object *r = c ? tc_call(c, "{\"op\":\"version\"}") : NULL;
+			struct json_object *r = c ? tc_call(c, "{\"op\":\"%s\"}", op) : NULL;
 
 			ok += reply_ok(r);
 			json_object_put(r);
@@ -193,7 +194,7 @@ static void conn_shares(struct tc_daemon *d)
 		return;
 	}
 	for (int i = 0; i < 4; i++)
-		kids[i] = hold_conns(d, 60001 + i, 65, p[1]);
+		kids[i] = hold(d, 60001 + i, 65, "version", p[1]);
 	for (int i = 0; i < 4; i++) {
 		int ok = 0;
 
@@ -219,33 +220,7 @@ static void conn_shares(struct tc_daemon *d)
 	}
 }
 
-/* A child as uid: subscribes on up to n connections, one each; writes how
- * many subscriptions it got, then holds them. */
-static pid_t hold_subs(struct tc_daemon *d, uid_t uid, int n, int wfd)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int ok = 0;
-
-		if (tc_drop_to(uid, NOGROUP))
-			_exit(1);
-		for (int i = 0; i < n; i++) {
-			struct tc_conn *c = tc_connect(d->sock);
-			struct json_object *r = c ? tc_call(c, "{\"op\":\"subscribe\"}") : NULL;
-
-			ok += reply_ok(r);
-			json_object_put(r);
-		}
-		if (write(wfd, &ok, sizeof(ok)) != sizeof(ok))
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	return pid;
-}
-
-/* How many subscriptions a child of hold_subs() got, or -1. */
+/* How many subscriptions a child of hold() got, or -1. */
 static int subs_got(int rfd)
 {
 	int ok = -1;
@@ -270,9 +245,9 @@ static void sub_shares(struct tc_daemon *d)
 		CHECK(0, "pipe");
 		return;
 	}
-	kids[0] = hold_subs(d, NOBODY, 17, p[1]);
+	kids[0] = hold(d, NOBODY, 17, "subscribe", p[1]);
 	got[0] = subs_got(p[0]);
-	kids[1] = hold_subs(d, 60001, 17, p[1]);
+	kids[1] = hold(d, 60001, 17, "subscribe", p[1]);
 	got[1] = subs_got(p[0]);
 	close(p[0]);
 	close(p[1]);
