@@ -81,8 +81,9 @@ long memmig_job_move_pages(struct memmig_job *job, unsigned long count, void **p
 	return denied;
 }
 
-int memmig_job_placement_query(struct memmig_job *job, uint64_t addr, uint64_t len,
-			       int *status)
+/* The nodes of [addr, addr + len), QUERY_BATCH pages a call: through
+ * job's pin where there is a job, else of pid. */
+static int query(struct memmig_job *job, int pid, uint64_t addr, uint64_t len, int *status)
 {
 	uint64_t npages = len / MEMMIG_PAGE_SIZE;
 	void **pages = malloc(QUERY_BATCH * sizeof(*pages));
@@ -95,7 +96,8 @@ int memmig_job_placement_query(struct memmig_job *job, uint64_t addr, uint64_t l
 
 		for (uint64_t i = 0; i < n; i++)
 			pages[i] = (void *)(uintptr_t)(addr + (first + i) * MEMMIG_PAGE_SIZE);
-		rc = memmig_job_move_pages(job, n, pages, NULL, status + first, 0);
+		rc = job ? memmig_job_move_pages(job, n, pages, NULL, status + first, 0) :
+			   memmig_sys_move_pages(pid, n, pages, NULL, status + first, 0);
 		if (rc < 0)
 			break;
 	}
@@ -103,25 +105,15 @@ int memmig_job_placement_query(struct memmig_job *job, uint64_t addr, uint64_t l
 	return rc < 0 ? (int)rc : 0;
 }
 
+int memmig_job_placement_query(struct memmig_job *job, uint64_t addr, uint64_t len,
+			       int *status)
+{
+	return query(job, 0, addr, len, status);
+}
+
 int memmig_placement_query(int pid, uint64_t addr, uint64_t len, int *status)
 {
-	uint64_t npages = len / MEMMIG_PAGE_SIZE;
-	void **pages = malloc(QUERY_BATCH * sizeof(*pages));
-	long rc = 0;
-
-	if (!pages)
-		return -ENOMEM;
-	for (uint64_t first = 0; first < npages; first += QUERY_BATCH) {
-		uint64_t n = npages - first < QUERY_BATCH ? npages - first : QUERY_BATCH;
-
-		for (uint64_t i = 0; i < n; i++)
-			pages[i] = (void *)(uintptr_t)(addr + (first + i) * MEMMIG_PAGE_SIZE);
-		rc = memmig_sys_move_pages(pid, n, pages, NULL, status + first, 0);
-		if (rc < 0)
-			break;
-	}
-	free(pages);
-	return rc < 0 ? (int)rc : 0;
+	return query(NULL, pid, addr, len, status);
 }
 
 /* The unit's pages' nodes from their frames: false when one frame cannot
