@@ -184,6 +184,7 @@ int auth_pin_new(const struct client_cred *c, int pid, struct auth_pin **out, ch
 int auth_pin_check(struct auth_pin *p)
 {
 	char why[sizeof(p->why)];
+	struct stat st;
 	int rc;
 
 	pthread_mutex_lock(&p->lock);
@@ -191,8 +192,15 @@ int auth_pin_check(struct auth_pin *p)
 	pthread_mutex_unlock(&p->lock);
 	if (rc)
 		return rc;
-	rc = p->procfd < 0 ? -ESRCH : auth_may_move(&p->cred, p->procfd, p->pid, why, sizeof(why));
-	if (p->procfd < 0)
+	/* Root may move any process: only that the pinned one still lives is
+	 * left to see, by a lookup in its directory (which fails once it is
+	 * reaped), not by reading its status: this runs before each call. */
+	if (p->procfd >= 0 && p->cred.uid == 0)
+		rc = fstatat(p->procfd, "stat", &st, 0) ? -ESRCH : 0;
+	else
+		rc = p->procfd < 0 ? -ESRCH :
+		     auth_may_move(&p->cred, p->procfd, p->pid, why, sizeof(why));
+	if (rc == -ESRCH)
 		snprintf(why, sizeof(why), "pid %d: %s", p->pid, strerror(ESRCH));
 	if (!rc)
 		return 0;
