@@ -314,14 +314,16 @@ cow_report() {
 	# The same move again (the shared pages fail again, the others are
 	# there already): what one more such job leaves in memmigd (it keeps
 	# 64 finished jobs of each user, reports and all), without what the
-	# first big job set up once (its worker threads).
+	# first big job set up once (its worker threads).  Every range kept,
+	# it was 9 MB a job; the allocator may still take a few MB at once
+	# (+84 kB to +2.2 MB seen), hence 4 MiB.
 	asnobody "$cli" --socket "$nsock" move --pid "$h" --to-node 2 \
 		--range "$addr-$(printf '0x%x' $((addr + len)))" --wait --json >"$tmp/out" 2>"$tmp/err"
 	rss2=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$npid/status")
 	echo "  again: $(jq '.report.pages_failed // 0' "$tmp/out") pages failed;" \
 		"memmigd's RSS $rss2 kB (+$((rss2 - rss1)) kB)"
-	check "COW: one more such job, memmigd's RSS grew by less than 1 MiB (+$((rss2 - rss1)) kB)" \
-		test $((rss2 - rss1)) -lt 1024
+	check "COW: one more such job, memmigd's RSS grew by less than 4 MiB (+$((rss2 - rss1)) kB)" \
+		test $((rss2 - rss1)) -lt 4096
 	[ "$fails" -eq 0 ] || sed 's/^/  memmigd: /' "$tmp/daemon-cow.log" | tail -n 5
 	kill "$h" "$ev" 2>/dev/null
 	kill -TERM "$npid"
