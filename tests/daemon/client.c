@@ -98,12 +98,7 @@ int tc_daemon_start(struct tc_daemon *d, const char *const *extra)
 
 int tc_daemon_stop(struct tc_daemon *d)
 {
-	return tc_daemon_stop_within(d, wrapped() ? 120000 : 30000);
-}
-
-int tc_daemon_stop_within(struct tc_daemon *d, long ms)
-{
-	long deadline = now_ms() + ms;
+	long deadline = now_ms() + (wrapped() ? 120000 : 30000);
 	char state[sizeof(d->dir) + 16];
 	int status, rc = -1;
 
@@ -408,4 +403,21 @@ int tc_copy_setuid(const char *from, const char *to)
 		close(out);
 	close(in);
 	return rc;
+}
+
+/* Field n (1: real, 2: effective) of the Uid: line of /proc/PID/status. */
+long tc_proc_uid(pid_t pid, int n)
+{
+	char path[64], line[256];
+	long u[4] = { -1, -1, -1, -1 };
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Uid: %ld %ld %ld %ld", &u[0], &u[1], &u[2], &u[3]) == 4)
+			break;
+	if (f)
+		fclose(f);
+	return u[n - 1];
 }

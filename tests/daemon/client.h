@@ -45,8 +45,6 @@ int tc_daemon_start(struct tc_daemon *d, const char *const *extra);
 /* SIGTERM; the exit status (0..255), or -1 if it did not exit or died
  * of a signal.  Removes the scratch directory. */
 int tc_daemon_stop(struct tc_daemon *d);
-/* The same, SIGKILLed (and -1) when it did not exit within ms. */
-int tc_daemon_stop_within(struct tc_daemon *d, long ms);
 
 struct tc_conn {
 	int fd;
@@ -92,6 +90,8 @@ int tc_drop_to(uid_t uid, gid_t gid);
  * its pid once it is ready, or -1. */
 pid_t tc_child_ready(int (*prepare)(void *arg), void *arg);
 
+/* Field n (1: real, 2: effective) of pid's uids, or -1. */
+long tc_proc_uid(pid_t pid, int n);
 /* A copy of from at to, setuid (04755, the caller's owner): 0 or -1. */
 int tc_copy_setuid(const char *from, const char *to);
 

@@ -107,23 +107,6 @@ static int as_nobody(pid_t root_hog, int64_t root_job, pid_t own_hog, pid_t secr
 	return (int)tc_fails;
 }
 
-/* Field n (1: real, 2: effective) of the Uid: line of /proc/PID/status. */
-static long proc_uid(pid_t pid, int n)
-{
-	char path[64], line[256];
-	long u[4] = { -1, -1, -1, -1 };
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Uid: %ld %ld %ld %ld", &u[0], &u[1], &u[2], &u[3]) == 4)
-			break;
-	if (f)
-		fclose(f);
-	return u[n - 1];
-}
-
 static bool stopped(pid_t pid)
 {
 	char path[64], buf[512], *p;
@@ -179,9 +162,9 @@ static void exec_after_connect(void)
 	close(out[1]);
 	/* memmigd goes on once the client runs setuid: real uid nobody's
 	 * (after the drop), effective root's (after the exec). */
-	for (int i = 0; i < 500 && (proc_uid(child, 1) != NOBODY || proc_uid(child, 2)); i++)
+	for (int i = 0; i < 500 && (tc_proc_uid(child, 1) != NOBODY || tc_proc_uid(child, 2)); i++)
 		usleep(10000);
-	CHECK(proc_uid(child, 2) == 0 && proc_uid(child, 1) == NOBODY,
+	CHECK(tc_proc_uid(child, 2) == 0 && tc_proc_uid(child, 1) == NOBODY,
 	      "the client runs setuid root before it is accepted");
 	kill(d.pid, SIGCONT);
 	f = fdopen(out[0], "r");

@@ -538,7 +538,8 @@ static bool still_nobodys(const char *dir, const char *name)
  * went unread -- and links to a file of root's at other names.  memmigd
  * must answer, write its metrics file as root's own (never through a
  * link, never nobody's file renamed into place), leave the canary as it
- * was, and stop on SIGTERM within 10 s.
+ * was, and stop on SIGTERM (within the harness's bound, 30 s, or 120 s
+ * under valgrind: the old memmigd never did).
  */
 static void metrics_file_planted(void)
 {
@@ -572,7 +573,7 @@ static void metrics_file_planted(void)
 	c = tc_connect(d2.sock);
 	r = c ? tc_call(c, "{\"op\":\"status\"}") : NULL;
 	CHECK(r && !strcmp(tc_error(r), "OK"), "memmigd answers with a FIFO at %s.tmp: %s", path,
-	      r ? tc_error(r) : "no reply within 10 s");
+	      r ? tc_error(r) : "no reply");
 	json_object_put(r);
 	CHECK(new_file(path, 0, &st), "the metrics file %s is written", path);
 	check_owned("with the FIFO planted", path, &st);
@@ -597,7 +598,7 @@ static void metrics_file_planted(void)
 	free(t);
 	if (c)
 		tc_close(c);
-	CHECK(tc_daemon_stop_within(&d2, 10000) == 0, "memmigd stops on SIGTERM within 10 s");
+	CHECK(tc_daemon_stop(&d2) == 0, "memmigd stops on SIGTERM");
 
 	/* What is left: the plant, the metrics file, no temporary file. */
 	dp = opendir(dir);

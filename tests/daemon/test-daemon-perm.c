@@ -41,23 +41,6 @@
 static struct tc_daemon d;
 static char dir[64], hold[96], bash[96];
 
-/* Field n (1: real, 2: effective) of the Uid: line of /proc/PID/status. */
-static long proc_uid(pid_t pid, int n)
-{
-	char path[64], line[256];
-	long u[4] = { -1, -1, -1, -1 };
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Uid: %ld %ld %ld %ld", &u[0], &u[1], &u[2], &u[3]) == 4)
-			break;
-	if (f)
-		fclose(f);
-	return u[n - 1];
-}
-
 /* Whether pid's /proc files are root's: not dumpable (task_dump_owner). */
 static bool undumpable(pid_t pid)
 {
@@ -140,7 +123,7 @@ static bool target_change(struct target *t, bool exec_setuid)
 	if (write(t->go, "g", 1) != 1)
 		return false;
 	for (int i = 0; i < 500; i++) {
-		if (exec_setuid ? proc_uid(t->pid, 2) == 0 && proc_uid(t->pid, 1) == NOBODY :
+		if (exec_setuid ? tc_proc_uid(t->pid, 2) == 0 && tc_proc_uid(t->pid, 1) == NOBODY :
 				  undumpable(t->pid))
 			return undumpable(t->pid);
 		usleep(10000);
