@@ -5,6 +5,7 @@
  *   job ID pid PID node N uid UID running|queued	(this memmigd's)
  *   lost ID pid PID node N uid UID running|queued	(an earlier one's)
  *   kdamond INDEX pid KPID
+ *   rebalance UUID pid PID node N before NODESET widened NODESET
  * A memmigd that finds "job" lines was killed with those jobs in hand:
  * they become "lost".  Written under the lock from any thread (the loop,
  * the libvirt watcher, the tiering thread): a few hundred bytes, on a
@@ -35,6 +36,11 @@ struct state {
 	unsigned int nlost;
 	int kd_index, kd_pid;		/* ours now; -1: none */
 	int left_index, left_pid;	/* a killed memmigd's; -1: none */
+	struct {
+		struct state_rebalance r;
+		bool left;		/* a killed memmigd's */
+	} rb[STATE_REBALANCE_MAX];
+	unsigned int nrb;
 	bool warned;
 };
 
@@ -70,8 +76,16 @@ static bool parse_job(const char *rest, struct state_job *j)
 	return j->id > 0;
 }
 
+static bool parse_rebalance(const char *rest, struct state_rebalance *r)
+{
+	*r = (struct state_rebalance){ 0 };
+	return sscanf(rest, "%36s pid %d node %d before %255s widened %255s", r->uuid, &r->pid,
+		      &r->to_node, r->before, r->widened) == 5 && r->pid > 0 && r->to_node >= 0;
+}
+
 static void parse_line(struct state *st, const char *line)
 {
+	struct state_rebalance r;
 	struct state_job j;
 	uint64_t id;
 	int a, b;
@@ -87,6 +101,10 @@ static void parse_line(struct state *st, const char *line)
 	} else if (sscanf(line, "kdamond %d pid %d", &a, &b) == 2 && a >= 0 && b > 0) {
 		st->left_index = a;
 		st->left_pid = b;
+	} else if (!strncmp(line, "rebalance ", 10) && parse_rebalance(line + 10, &r) &&
+		   st->nrb < STATE_REBALANCE_MAX) {
+		st->rb[st->nrb].r = r;
+		st->rb[st->nrb++].left = true;
 	}
 }
 
@@ -95,7 +113,7 @@ static void parse_line(struct state *st, const char *line)
 static void load(struct state *st)
 {
 	int fd = open(st->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	char line[256];
+	char line[1024];
 	struct stat s;
 	FILE *f;
 
@@ -150,6 +168,10 @@ static void save(struct state *st)
 			put_job(f, "job", &st->live[i]);
 		if (st->kd_index >= 0)
 			fprintf(f, "kdamond %d pid %d\n", st->kd_index, st->kd_pid);
+		for (unsigned int i = 0; i < st->nrb; i++)
+			fprintf(f, "rebalance %s pid %d node %d before %s widened %s\n",
+				st->rb[i].r.uuid, st->rb[i].r.pid, st->rb[i].r.to_node,
+				st->rb[i].r.before, st->rb[i].r.widened);
 		rc = fclose(f) ? -errno : 0;
 		if (!rc && rename(tmp, st->path))
 			rc = -errno;
@@ -178,6 +200,10 @@ int state_open(const char *path, struct state **out)
 		util_log(LOG_WARNING, "memmigd was stopped without ending its jobs: %u of them "
 			 "(the newest: job %" PRIu64 ") lost, their pages where the kernel left them",
 			 st->nlost, st->lost[st->nlost - 1].id);
+	if (st->nrb)
+		util_log(LOG_WARNING, "memmigd was stopped in the middle of %u domains' moves with "
+			 "their nodesets widened: each is narrowed or restored once libvirtd answers",
+			 st->nrb);
 	/* The left kdamond stays in the file until it is dealt with. */
 	st->kd_index = st->left_index;
 	st->kd_pid = st->left_pid;
@@ -286,4 +312,69 @@ bool state_kdamond_left(const struct state *st, int *index, int *kpid)
 	*index = st->left_index;
 	*kpid = st->left_pid;
 	return true;
+}
+
+/* Lock held: uuid's index, or nrb. */
+static unsigned int rebalance_find(const struct state *st, const char *uuid)
+{
+	unsigned int i;
+
+	for (i = 0; i < st->nrb && strcmp(st->rb[i].r.uuid, uuid); i++)
+		;
+	return i;
+}
+
+/* A word the file takes back whole: not empty, no blank. */
+static bool one_word(const char *s)
+{
+	return *s && !s[strcspn(s, " \t\n")];
+}
+
+void state_rebalance_set(struct state *st, const struct state_rebalance *rb)
+{
+	unsigned int i;
+
+	/* Else not written: a restart then finds the nodeset as it is. */
+	if (!st || !one_word(rb->uuid) || !one_word(rb->before) || !one_word(rb->widened))
+		return;
+	pthread_mutex_lock(&st->lock);
+	i = rebalance_find(st, rb->uuid);
+	if (i < STATE_REBALANCE_MAX) {
+		st->rb[i].r = *rb;
+		st->rb[i].left = false;
+		if (i == st->nrb)
+			st->nrb++;
+		save(st);
+	}
+	pthread_mutex_unlock(&st->lock);
+}
+
+void state_rebalance_end(struct state *st, const char *uuid)
+{
+	unsigned int i;
+
+	if (!st)
+		return;
+	pthread_mutex_lock(&st->lock);
+	i = rebalance_find(st, uuid);
+	if (i < st->nrb) {
+		st->rb[i] = st->rb[--st->nrb];
+		save(st);
+	}
+	pthread_mutex_unlock(&st->lock);
+}
+
+unsigned int state_rebalances_left(struct state *st, struct state_rebalance *out,
+				   unsigned int max)
+{
+	unsigned int n = 0;
+
+	if (!st)
+		return 0;
+	pthread_mutex_lock(&st->lock);
+	for (unsigned int i = 0; i < st->nrb && n < max; i++)
+		if (st->rb[i].left)
+			out[n++] = st->rb[i].r;
+	pthread_mutex_unlock(&st->lock);
+	return n;
 }

@@ -4,7 +4,9 @@
  * "After a restart"): the next job id, so that ids are never reused; the
  * jobs queued or running, which a new memmigd reports as lost; and the
  * kdamond it started, which a new memmigd turns off -- that one, found by
- * the kdamond thread's pid, never anyone else's.  Kept in one small file
+ * the kdamond thread's pid, never anyone else's; and the domains' nodesets
+ * it widened for a move and had not yet narrowed or restored, which a new
+ * memmigd completes or rolls back (rebalance.c).  Kept in one small file
  * beside the socket, rewritten whole (a temporary file renamed over it)
  * on each change.
  */
@@ -16,6 +18,9 @@
 #include <sys/types.h>
 
 #define STATE_LOST_MAX	64	/* lost jobs still answered for */
+#define STATE_REBALANCE_MAX 64	/* widened nodesets kept (domains moving) */
+#define STATE_UUID_MAX	37
+#define STATE_NODESET_MAX 256
 
 struct state;
 
@@ -53,5 +58,21 @@ bool state_job_before(const struct state *st, uint64_t id);
 void state_kdamond_set(struct state *st, int index, int kpid);
 /* The one a killed memmigd left: true with index and kpid. */
 bool state_kdamond_left(const struct state *st, int *index, int *kpid);
+
+/* A domain's nodeset widened for a move (libvirt's live nodeset went
+ * from before to widened; the QEMU pid; the move's target). */
+struct state_rebalance {
+	char uuid[STATE_UUID_MAX];
+	int pid, to_node;
+	char before[STATE_NODESET_MAX], widened[STATE_NODESET_MAX];
+};
+
+/* Widened (kept until ended: a memmigd killed before then leaves it). */
+void state_rebalance_set(struct state *st, const struct state_rebalance *rb);
+/* Narrowed, restored, or dealt with after a restart. */
+void state_rebalance_end(struct state *st, const char *uuid);
+/* Those a killed memmigd left, up to max into out: how many. */
+unsigned int state_rebalances_left(struct state *st, struct state_rebalance *out,
+				   unsigned int max);
 
 #endif
