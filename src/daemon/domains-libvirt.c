@@ -179,6 +179,51 @@ int domains_libvirt_nodeset(struct domains_libvirt *lv, const char *name,
 	return ret;
 }
 
+int domains_libvirt_uuid(struct domains_libvirt *lv, const char *name, char *uuid,
+			 size_t len, char *err, size_t errlen)
+{
+	char buf[VIR_UUID_STRING_BUFLEN];
+	virConnectPtr conn;
+	virDomainPtr dom;
+	int ret = lookup(lv, name, &conn, &dom, err, errlen);
+
+	if (ret)
+		return ret;
+	if (virDomainGetUUIDString(dom, buf) < 0) {
+		snprintf(err, errlen, "%s", lv_error());
+		ret = -EIO;
+	} else {
+		snprintf(uuid, len, "%s", buf);
+	}
+	virDomainFree(dom);
+	virConnectClose(conn);
+	return ret;
+}
+
+int domains_libvirt_name(struct domains_libvirt *lv, const char *uuid, char *name,
+			 size_t len, char *err, size_t errlen)
+{
+	virConnectPtr conn = conn_get(lv);
+	virDomainPtr dom;
+	int ret = 0;
+
+	if (!conn) {
+		snprintf(err, errlen, "libvirtd is not connected");
+		return -ENOTCONN;
+	}
+	dom = virDomainLookupByUUIDString(conn, uuid);
+	if (!dom || virDomainIsActive(dom) != 1 || !virDomainGetName(dom)) {
+		snprintf(err, errlen, "%s", dom ? "not running" : lv_error());
+		ret = -ENOENT;
+	} else {
+		snprintf(name, len, "%s", virDomainGetName(dom));
+	}
+	if (dom)
+		virDomainFree(dom);
+	virConnectClose(conn);
+	return ret;
+}
+
 int domains_libvirt_set_nodeset(struct domains_libvirt *lv, const char *name,
 				const char *nodeset, char *err, size_t errlen)
 {
@@ -504,6 +549,7 @@ static void on_retry(int timer, void *opaque)
 	lv->down_logged = false;
 	lv->retry_s = RETRY_MIN_S;
 	scan(lv);
+	domains_rebalance_recover(lv->d);
 	flush_status(lv);
 }
 

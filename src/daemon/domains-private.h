@@ -68,6 +68,7 @@ struct rebalance {
 	char mode[16];				/* its numatune mode */
 	char nodeset_widened[PROTO_NODESET_MAX]; /* "": it had the target */
 	char nodeset_after[PROTO_NODESET_MAX];
+	char uuid[PROTO_UUID_MAX];		/* "": not in the state file */
 	/* resident bytes on the target and elsewhere after the widen: the
 	 * move's kernel share is what arrived there from the other nodes
 	 * beyond what memmig moved */
@@ -87,7 +88,12 @@ void domains_rebalance_put(struct domains *d, const char *name,
 			   const struct rebalance *rb);
 /* On the watcher thread, after the job ended: narrows or restores. */
 void domains_rebalance_end(struct domains *d, const char *name);
+/* On the watcher thread, at each connect: the nodesets a killed memmigd
+ * left widened are narrowed (every page on the target already) or
+ * restored. */
+void domains_rebalance_recover(struct domains *d);
 struct domains_libvirt *domains_watcher(struct domains *d);
+struct state *domains_state(struct domains *d);
 
 /* ---- QEMU processes (domains-pid.c) ---- */
 bool domains_name_valid(const char *name);
@@ -140,6 +146,12 @@ void domains_libvirt_stop(struct domains_libvirt *lv);
 int domains_libvirt_nodeset(struct domains_libvirt *lv, const char *name,
 			    char *buf, size_t len, char *mode, size_t modelen,
 			    char *err, size_t errlen);
+/* The domain's uuid, and the name of a running domain by its uuid:
+ * 0, -ENOTCONN, -ENOENT (none, or not running) with err. */
+int domains_libvirt_uuid(struct domains_libvirt *lv, const char *name, char *uuid,
+			 size_t len, char *err, size_t errlen);
+int domains_libvirt_name(struct domains_libvirt *lv, const char *uuid, char *name,
+			 size_t len, char *err, size_t errlen);
 /* Sets it, live (virDomainSetNumaParameters): 0 or -errno with err. */
 int domains_libvirt_set_nodeset(struct domains_libvirt *lv, const char *name,
 				const char *nodeset, char *err, size_t errlen);
@@ -165,6 +177,18 @@ static inline int domains_libvirt_nodeset(struct domains_libvirt *lv, const char
 {
 	(void)lv; (void)name; (void)buf; (void)len; (void)mode; (void)modelen;
 	(void)err; (void)errlen;
+	return -ENOTCONN;
+}
+static inline int domains_libvirt_uuid(struct domains_libvirt *lv, const char *name,
+				       char *uuid, size_t len, char *err, size_t errlen)
+{
+	(void)lv; (void)name; (void)uuid; (void)len; (void)err; (void)errlen;
+	return -ENOTCONN;
+}
+static inline int domains_libvirt_name(struct domains_libvirt *lv, const char *uuid,
+				       char *name, size_t len, char *err, size_t errlen)
+{
+	(void)lv; (void)uuid; (void)name; (void)len; (void)err; (void)errlen;
 	return -ENOTCONN;
 }
 static inline int domains_libvirt_set_nodeset(struct domains_libvirt *lv, const char *name,

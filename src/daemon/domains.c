@@ -40,6 +40,7 @@ struct domains {
 	domains_move_fn move;
 	domains_tier_fn tier;
 	void *opaque;
+	struct state *state;		/* NULL: none */
 	struct domains_libvirt *lv;	/* NULL: no watcher */
 	domains_event_fn event;		/* NULL: none; under lock */
 };
@@ -397,8 +398,13 @@ struct domains_libvirt *domains_watcher(struct domains *d)
 	return d->lv;
 }
 
+struct state *domains_state(struct domains *d)
+{
+	return d->state;
+}
+
 int domains_new(const char *uri, domains_move_fn move, domains_tier_fn tier,
-		void *opaque, struct domains **out)
+		void *opaque, struct state *st, struct domains **out)
 {
 	struct domains *d;
 	int ret;
@@ -410,6 +416,7 @@ int domains_new(const char *uri, domains_move_fn move, domains_tier_fn tier,
 	d->move = move;
 	d->tier = tier;
 	d->opaque = opaque;
+	d->state = st;
 	if (uri) {
 		ret = domains_libvirt_start(d, uri, &d->lv);
 		/* The default URI on a build without libvirt: the hook still

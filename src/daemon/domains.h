@@ -27,6 +27,7 @@
 #define MEMMIG_LIBVIRT_TIER_STATUS_KEY "memmigtierstatus"
 
 struct domains;
+struct state;
 struct tier_policy;
 
 /*
@@ -50,10 +51,13 @@ typedef int (*domains_tier_fn)(void *opaque, const char *name, int pid,
  * uri: libvirt connection URI (NULL: no libvirt; "" the default,
  * qemu:///system).  libvirtd being down is not an error: memmigd keeps
  * trying to connect in the background and logs it.  move and tier may
- * be NULL (nothing to ask: -EOPNOTSUPP).
+ * be NULL (nothing to ask: -EOPNOTSUPP).  st (may be NULL): memmigd's
+ * state file, where a widened nodeset is kept until it is narrowed or
+ * restored, and from which those a killed memmigd left are dealt with at
+ * the first connect.
  */
 int domains_new(const char *uri, domains_move_fn move, domains_tier_fn tier,
-		void *opaque, struct domains **out);
+		void *opaque, struct state *st, struct domains **out);
 void domains_free(struct domains *d);
 
 int domains_register(struct domains *d, const char *name, const char *uuid,

@@ -255,7 +255,8 @@ static int start(struct memmigd *d)
 	 * connect may ask for its tiering at once. */
 	rc = tiers_new(d->ctx, d->events, &d->tiers);
 	if (!rc)
-		rc = domains_new(uri, ops_domain_move, ops_domain_tier, d, &d->domains);
+		rc = domains_new(uri, ops_domain_move, ops_domain_tier, d, d->state,
+				 &d->domains);
 	if (!rc)
 		domains_set_event_fn(d->domains, ops_domain_event);
 	if (!rc)

@@ -18,6 +18,11 @@
  * A move that fails or is cancelled restores the nodeset it found.  Each
  * step's bytes that changed node are measured from /proc/PID/numa_maps
  * and split between the kernel and memmig (the job's report).
+ * A widened nodeset is kept in memmigd's state file until the narrow or
+ * the restore: a memmigd killed in between leaves it there, and the next
+ * one, once connected, narrows it if every page is on the target already
+ * and restores it otherwise -- only if the domain still runs in the same
+ * QEMU with the nodeset memmigd set.
  */
 #include "config.h"
 
@@ -27,6 +32,7 @@
 #include <string.h>
 
 #include "daemon/domains-private.h"
+#include "daemon/state.h"
 #include "proto/job-json.h"
 #include "util/cpuset.h"
 #include "util/numa-usage.h"
@@ -94,6 +100,22 @@ static int set_measured(struct domains_libvirt *lv, struct rebalance *rb, const 
 	return ret;
 }
 
+/* The widened nodeset into the state file, until the narrow or restore. */
+static void keep_widened(struct domains *d, struct domains_libvirt *lv, const char *name,
+			 struct rebalance *rb)
+{
+	struct state_rebalance sr = { .pid = rb->pid, .to_node = rb->to_node };
+	char err[200];
+
+	if (!domains_state(d) ||
+	    domains_libvirt_uuid(lv, name, rb->uuid, sizeof(rb->uuid), err, sizeof(err)))
+		return;
+	snprintf(sr.uuid, sizeof(sr.uuid), "%s", rb->uuid);
+	snprintf(sr.before, sizeof(sr.before), "%s", rb->nodeset_before);
+	snprintf(sr.widened, sizeof(sr.widened), "%s", rb->nodeset_widened);
+	state_rebalance_set(domains_state(d), &sr);
+}
+
 int domains_rebalance_begin(struct domains *d, const char *name, int pid,
 			    int to_node, char *msg, size_t len)
 {
@@ -156,6 +178,8 @@ int domains_rebalance_begin(struct domains *d, const char *name, int pid,
 		domains_rebalance_put(d, name, &rb);
 		return ret;
 	}
+	if (rb.nodeset_widened[0])
+		keep_widened(d, lv, name, &rb);
 	util_log(LOG_INFO, "domain %s: nodeset '%s'%s%s for the move to node %d", name,
 		 rb.nodeset_before, rb.nodeset_widened[0] ? " widened to '" : " kept",
 		 rb.nodeset_widened[0] ? rb.nodeset_widened : "", to_node);
@@ -201,6 +225,8 @@ void domains_rebalance_end(struct domains *d, const char *name)
 			 what, want, err);
 		util_log(LOG_ERR, "domain %s: %s", name, rb.message);
 	} else {
+		if (rb.uuid[0])
+			state_rebalance_end(domains_state(d), rb.uuid);
 		rb.state = rb.result ? REBALANCE_ROLLED_BACK : REBALANCE_DONE;
 		snprintf(rb.nodeset_after, sizeof(rb.nodeset_after), "%s", want);
 		if (!settable(&rb))
@@ -214,4 +240,101 @@ void domains_rebalance_end(struct domains *d, const char *name)
 		util_log(LOG_INFO, "domain %s: %s", name, rb.message);
 	}
 	domains_rebalance_put(d, name, &rb);
+}
+
+/* What a killed memmigd left: one domain's nodeset widened for a move.
+ * Kept in the file only when libvirtd could not be asked. */
+static void recover_one(struct domains *d, struct domains_libvirt *lv,
+			const struct state_rebalance *r)
+{
+	struct rebalance rb = { .state = REBALANCE_MOVING, .to_node = r->to_node,
+				.result = -EINTR };
+	char name[PROTO_NAME_MAX], now[PROTO_NODESET_MAX], target[16], err[200] = "";
+	struct util_numa_usage *u = NULL;
+	const char *want;
+	bool claimed;
+	int ret;
+
+	ret = domains_libvirt_name(lv, r->uuid, name, sizeof(name), err, sizeof(err));
+	if (ret == -ENOTCONN)
+		return;
+	if (ret) {
+		util_log(LOG_INFO, "domain %s: its nodeset, widened for a move to node %d by a "
+			 "memmigd that was killed, went with it: %s", r->uuid, r->to_node, err);
+		goto done;
+	}
+	if (domains_pidfile_resolve(DOMAINS_PIDFILE_DIR, name, &rb.pid) || rb.pid != r->pid) {
+		util_log(LOG_INFO, "domain %s: restarted since a killed memmigd widened its nodeset "
+			 "for a move to node %d: its nodeset is its own again", name, r->to_node);
+		goto done;
+	}
+	ret = domains_libvirt_nodeset(lv, name, now, sizeof(now), rb.mode, sizeof(rb.mode),
+				      err, sizeof(err));
+	if (ret) {
+		util_log(LOG_WARNING, "domain %s: reading its nodeset, to end the move a killed "
+			 "memmigd left: %s (tried again at the next connect)", name, err);
+		return;
+	}
+	if (strcmp(now, r->widened)) {
+		util_log(LOG_INFO, "domain %s: a killed memmigd widened its nodeset to '%s' for a "
+			 "move to node %d; it is '%s' now, set since by someone else: left as it is",
+			 name, r->widened, r->to_node, now);
+		goto done;
+	}
+	snprintf(rb.nodeset_before, sizeof(rb.nodeset_before), "%s", r->before);
+	snprintf(rb.nodeset_widened, sizeof(rb.nodeset_widened), "%s", r->widened);
+	/* Another move of it, started since the connect, ends it itself. */
+	ret = domains_rebalance_claim(d, name, &rb);
+	if (ret == -EBUSY)
+		goto done;
+	claimed = !ret;
+	u = malloc(sizeof(*u));
+	if (u && !util_numa_usage_read(rb.pid, u))
+		util_numa_usage_mark(u, r->to_node, &rb.target_mark);
+	else
+		rb.target_mark.off = 1;	/* unknown: restore */
+	/* Every page there already: the move had ended, the narrow had not. */
+	if (!rb.target_mark.off)
+		rb.result = 0;
+	snprintf(target, sizeof(target), "%d", r->to_node);
+	want = rb.result ? r->before : target;
+	ret = u ? set_measured(lv, &rb, name, want, &rb.narrow, u, err, sizeof(err)) : -ENOMEM;
+	free(u);
+	if (ret) {
+		rb.state = REBALANCE_FAILED;
+		snprintf(rb.message, sizeof(rb.message), "memmigd was killed during a move to node "
+			 "%d; libvirt refused to set the nodeset '%s' at the restart: %s "
+			 "(tried again at the next connect to libvirtd)", r->to_node, want, err);
+	} else {
+		rb.state = rb.result ? REBALANCE_ROLLED_BACK : REBALANCE_DONE;
+		snprintf(rb.nodeset_after, sizeof(rb.nodeset_after), "%s", want);
+		snprintf(rb.message, sizeof(rb.message), rb.result ?
+			 "memmigd was killed during a move to node %d: nodeset restored to '%s' at the "
+			 "restart, the kernel moved %llu bytes back" :
+			 "memmigd was killed after a move to node %d: nodeset narrowed to '%s' at the "
+			 "restart, the kernel moved %llu bytes", r->to_node, want, rb.narrow.kernel);
+	}
+	util_log(ret ? LOG_ERR : LOG_INFO, "domain %s: %s", name, rb.message);
+	if (claimed)
+		domains_rebalance_put(d, name, &rb);
+	if (ret)
+		return;
+done:
+	state_rebalance_end(domains_state(d), r->uuid);
+}
+
+void domains_rebalance_recover(struct domains *d)
+{
+	struct state_rebalance *left;
+	unsigned int n;
+
+	if (!domains_state(d) || !domains_watcher(d))
+		return;
+	left = calloc(STATE_REBALANCE_MAX, sizeof(*left));
+	if (!left)
+		return;
+	n = state_rebalances_left(domains_state(d), left, STATE_REBALANCE_MAX);
+	for (unsigned int i = 0; i < n; i++)
+		recover_one(d, domains_watcher(d), &left[i]);
+	free(left);
 }

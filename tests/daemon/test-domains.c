@@ -26,7 +26,7 @@ static struct domains *d;
 
 static int setup(void)
 {
-	return domains_new(NULL, NULL, NULL, NULL, &d);
+	return domains_new(NULL, NULL, NULL, NULL, NULL, &d);
 }
 
 static int teardown(void)

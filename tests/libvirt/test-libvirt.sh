@@ -16,7 +16,10 @@
 #  g) a <tier fast=".." slow=".."/> element in a domain's metadata: acted
 #     on when the domain starts with it and when memmigd finds it running,
 #     a malformed one refused, its removal ends the tiering; each outcome
-#     written back as the tier-status element.  Where this host lacks a
+#     written back as the tier-status element;
+#  h) a nodeset a killed memmigd left widened is narrowed or restored by
+#     the next memmigd through libvirtd, and left alone where the domain
+#     or its nodeset changed since.  Where this host lacks a
 #     second node with memory (or the kernel soft-dirty bits) the outcome
 #     is that refusal: the test says which it saw.
 # Starts libvirtd (and virtlogd) when they do not run, and stops what it
@@ -457,17 +460,67 @@ last_job_bytes() {
 }
 check "c: the domain's last job moved what its report says" last_job_bytes
 
+# ---- h) memmigd killed between a rebalance's widen and its narrow ----
+# memmigd keeps a widened nodeset in its state file until the narrow or
+# the restore; the next memmigd narrows it (every page on the target
+# already) or restores it, only for the same QEMU with the nodeset memmigd
+# set.  This host has one node, so no move widens anything here: each
+# case writes the line a killed memmigd would have left (state.c's form),
+# then starts memmigd again, which acts through the real libvirtd.
+state=$tmp/memmigd.state
+restart_with() {
+	kill -KILL "$daemon" && wait "$daemon" 2>/dev/null
+	printf '%s\n' "$@" >>"$state"
+	start_memmigd
+}
+logged() {
+	grep -q -- "$1" "$tmp/memmigd.log"
+}
+no_record() {
+	! grep -q '^rebalance ' "$state" || { echo "  still in $state:"; grep '^rebalance ' "$state"; return 1; }
+}
+rebalance_entry() {
+	registered "$dom" && entry_is .rebalance.state "$1" && entry_is .rebalance.nodeset_after 0
+}
+check "h: memmigd keeps a state file" [ -f "$state" ]
+restart_with "rebalance $uuid pid $qemu_pid node 1 before 0 widened 0"
+check "h: widened for a move to node 1, pages elsewhere: restored at the restart" \
+	wait_for 20 logged "domain $dom: memmigd was killed during a move to node 1: nodeset restored to '0' at the restart"
+check "h: ... memmig-cli domains shows it rolled back" rebalance_entry rolled-back
+check "h: ... the record is gone from the state file" no_record
+check "h: ... libvirt's live nodeset is 0" [ "$(live_nodeset)" = 0 ]
+restart_with "rebalance $uuid pid $qemu_pid node 0 before 0 widened 0"
+check "h: every page on the target already: narrowed at the restart" \
+	wait_for 20 logged "domain $dom: memmigd was killed after a move to node 0: nodeset narrowed to '0' at the restart, the kernel moved 0 bytes"
+check "h: ... memmig-cli domains shows it done" rebalance_entry done
+check "h: ... the record is gone" no_record
+restart_with "rebalance $uuid pid $qemu_pid node 1 before 0 widened 0-1" \
+	"rebalance 6d656d6d-6967-0000-0000-000000000001 pid $qemu_pid node 1 before 0 widened 0-1"
+check "h: a nodeset changed since memmigd widened it is left as it is" \
+	wait_for 20 logged "domain $dom: a killed memmigd widened its nodeset to '0-1' for a move to node 1; it is '0' now, set since by someone else: left as it is"
+check "h: a domain that no longer runs: nothing to do, said so" \
+	logged "domain 6d656d6d-6967-0000-0000-000000000001: its nodeset, widened for a move to node 1 by a memmigd that was killed, went with it"
+check "h: ... both records gone" no_record
+restart_with "rebalance $uuid pid $((qemu_pid + 1)) node 1 before 0 widened 0"
+check "h: the domain restarted since (another QEMU pid): its nodeset left as it is" \
+	wait_for 20 logged "domain $dom: restarted since a killed memmigd widened its nodeset for a move to node 1"
+check "h: ... the record is gone" no_record
+check "h: ... libvirt's live nodeset is 0" [ "$(live_nodeset)" = 0 ]
+check "h: the guest kept counting through it all" counting "$(counter "$dom")"
+echo "memmigd's log, the restarts:"; grep "killed memmigd\|memmigd was killed\|nodesets widened" "$tmp/memmigd.log" | sed 's/^/  | /'
+
 # ---- e) libvirtd restarts: memmigd reconnects and still hears placements ----
 connected() {
 	[ "$(grep -c 'libvirt: connected to' "$tmp/memmigd.log")" -ge "$1" ]
 }
+connects=$(grep -c 'libvirt: connected to' "$tmp/memmigd.log")
 lv_pid=$(pidof libvirtd)
 kill "$lv_pid"
 wait_for 20 sh -c "! kill -0 $lv_pid 2>/dev/null" || die "libvirtd did not stop"
 "$libvirtd" -d || die "libvirtd -d failed"
 [ -z "$started_libvirtd" ] && echo "libvirtd restarted by the test: it keeps running afterwards"
 wait_for 20 libvirt_up || die "libvirtd does not answer after its restart"
-check "e: memmigd reconnected to the restarted libvirtd" wait_for 20 connected 2
+check "e: memmigd reconnected to the restarted libvirtd" wait_for 20 connected $((connects + 1))
 jobs_before=$(domain_jobs | jq length)
 virsh metadata "$dom" --uri "$ns_placement" --key memmig --set '<placement node="0"/>' --live
 check "e: a placement after the restart made a job, which finished" wait_for 20 placement_job_done
