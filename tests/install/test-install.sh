@@ -40,6 +40,12 @@ kill "$dpid"
 wait "$dpid"
 check "memmigd stops on SIGTERM" test $? -eq 0
 
+# ProtectKernelTunables makes /sys read-only under systemd; a tiering
+# starts and stops its kdamond in DAMON's sysfs (src/tier/tier-damon.c).
+unit=$(find "$root" -name memmigd.service | head -n 1)
+check "the installed unit leaves DAMON's sysfs writable" \
+	grep -qx 'ReadWritePaths=-/sys/kernel/mm/damon/admin' "$unit"
+
 # (tests/unit/test-pkgconfig.sh builds a program against the installed
 # header, library and .pc.)
 
