@@ -783,6 +783,11 @@ MEMMIG_EXPORT int memmig_move_plan_start(struct memmig_move *mv);
  * Moves the mappings on the move's thread (planning first when that was
  * not done).  Mappings that went away meanwhile are skipped; pages the
  * kernel could not move are in the report.  -EBUSY when started already.
+ * Two moves of one process never run at once, in one program or several
+ * (memmigd, memmig-cli -l, yours): each holds an flock(2) on the
+ * process's /proc/PID/mem while it runs, and one that finds it held ends
+ * at once with -EBUSY, nothing moved.  Where that file cannot be opened
+ * (no ptrace attach access: Yama's ptrace_scope) the move runs unlocked.
  */
 MEMMIG_EXPORT int memmig_move_start(struct memmig_move *mv);
 MEMMIG_EXPORT int memmig_move_get_progress(struct memmig_move *mv,
@@ -794,7 +799,8 @@ MEMMIG_EXPORT int memmig_move_cancel(struct memmig_move *mv);
 /*
  * Waits for the end of a started move (or of its plan when only that was
  * started) and returns its result: 0, -ECANCELED, -ESRCH (the process
- * ended), or the first region's fatal -errno.  *report (may be NULL) gets
+ * ended), -EBUSY (another move of the process ran: nothing moved), or the
+ * first region's fatal -errno.  *report (may be NULL) gets
  * the whole move's report, whose summary counts the regions.
  */
 MEMMIG_EXPORT int memmig_move_wait(struct memmig_move *mv,

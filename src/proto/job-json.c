@@ -71,6 +71,10 @@ void proto_job_message(char *buf, size_t len, int result, uint64_t moved,
 {
 	if (result == -ECANCELED)
 		snprintf(buf, len, "cancelled: what moved stays moved, the rest is where it was");
+	else if (result == -EBUSY)
+		snprintf(buf, len, "another move of this process runs (a memmigd job, memmig-cli -l "
+			 "or another program with libmemmig): nothing moved; move it again once "
+			 "that one ends");
 	else if (result)
 		snprintf(buf, len, "%s", strerror(-result));
 	else

@@ -465,8 +465,8 @@ static int run_regions(struct memmig_move *mv)
 static void *run_thread(void *arg)
 {
 	struct memmig_move *mv = arg;
+	int rc = 0, lock;
 	bool plan;
-	int rc = 0;
 
 	pthread_mutex_lock(&mv->lock);
 	/* A plan on its own thread ends first. */
@@ -483,8 +483,16 @@ static void *run_thread(void *arg)
 		mv->t0 = memmig_now();
 		set_state(mv, MEMMIG_MOVE_RUNNING);
 		pthread_mutex_unlock(&mv->lock);
+		/* Another move of the process runs: this one moves nothing.
+		 * Without a lock to be had (no attach access), it runs. */
+		lock = memmig_proc_move_lock(mv->o.pid, mv->pin.procfd);
+		if (lock < 0 && lock != -EBUSY)
+			dbg(mv->ctx, "move of pid %d: no move lock (%s): not serialized with "
+			    "other moves\n", mv->o.pid, strerror(-lock));
 		memmig_fault_move_hold(mv->ctx, move_cancelled, mv);
-		rc = run_regions(mv);
+		rc = lock == -EBUSY ? -EBUSY : run_regions(mv);
+		if (lock >= 0)
+			close(lock);
 		pthread_mutex_lock(&mv->lock);
 		mv->elapsed_s = memmig_now() - mv->t0;
 		mv->result = rc;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,6 +30,21 @@ int memmig_proc_open(int pid, int procfd, const char *name, int flags)
 	else
 		snprintf(path, sizeof(path), "/proc/self/%s", name);
 	return open(path, flags | O_CLOEXEC);
+}
+
+int memmig_proc_move_lock(int pid, int procfd)
+{
+	int fd = memmig_proc_open(pid, procfd, "mem", O_RDONLY);
+
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		int e = errno;
+
+		close(fd);
+		return e == EWOULDBLOCK ? -EBUSY : -e;
+	}
+	return fd;
 }
 
 FILE *memmig_proc_fopen(int pid, int procfd, const char *name)

@@ -27,6 +27,17 @@ int memmig_proc_err_at(int pid, int procfd, int rc);
 /* open(2) of one of the process's files ("smaps", "pagemap", ...),
  * O_CLOEXEC added; -1 with errno (ESRCH for a pinned process that ended). */
 int memmig_proc_open(int pid, int procfd, const char *name, int flags);
+/*
+ * The process's move lock, which every whole-process move takes while it
+ * runs (memmigd's jobs, memmig-cli -l, any program embedding libmemmig),
+ * so that two moves of one process never run at once: an flock(2) on its
+ * /proc/PID/mem.  Opening that file takes ptrace's attach access, so only
+ * those who may do anything to the process can hold it: no other user can
+ * keep a move from running.  It is released when its holder dies.  An fd
+ * (close it to release), -EBUSY (another move holds it), or another
+ * -errno: no lock to be had here (Yama's ptrace_scope, say).
+ */
+int memmig_proc_move_lock(int pid, int procfd);
 /* The same as a stdio stream ("re"), or NULL with errno. */
 FILE *memmig_proc_fopen(int pid, int procfd, const char *name);
 /*
