@@ -588,6 +588,9 @@ enum memmig_migrate_flags {
 	 * stay, reported EACCES.  memmigd sets it for clients other than
 	 * root. */
 	MEMMIG_MIGRATE_OWN_PAGES = 1u << 1,
+	/* memmig_move_* only: the caller holds the process's move lock
+	 * (memmig_move_lock(), a tiering's): the move does not take it. */
+	MEMMIG_MIGRATE_LOCKED = 1u << 2,
 };
 
 struct memmig_migrate_opts {
@@ -792,6 +795,16 @@ MEMMIG_EXPORT int memmig_move_plan_start(struct memmig_move *mv);
 MEMMIG_EXPORT int memmig_move_start(struct memmig_move *mv);
 MEMMIG_EXPORT int memmig_move_get_progress(struct memmig_move *mv,
 					   struct memmig_move_progress *out);
+/*
+ * The move lock of a process (pid; procfd >= 0: its /proc/PID directory,
+ * as in memmig_move_opts, -1: none), which every whole-process move holds
+ * while it runs.  A program that moves a process's pages by other means
+ * for a while (a tiering, say) takes it for as long, so that no move runs
+ * meanwhile, and none is running when it starts.  An fd, to be closed to
+ * release it (its holder's death does too), -EBUSY (held), or another
+ * -errno: none can be had here (no ptrace attach access to the process).
+ */
+MEMMIG_EXPORT int memmig_move_lock(int pid, int procfd);
 /* From any thread: the mapping being moved stops after its units (a
  * whole-process walk: after the source node being walked), the rest is
  * not started.  What moved stays moved. */

@@ -104,6 +104,8 @@ static struct tier *end(struct tiers *ts, struct tiered *r, int result)
 	struct tier *e = r->engine;
 
 	r->engine = NULL;
+	/* Ended: another move of the process may start at once. */
+	tier_unlock(e);
 	r->v.state = TIERED_ENDED;
 	r->v.result = result;
 	/* Nothing is done to the process any more (the engine, not busy,

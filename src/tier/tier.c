@@ -31,6 +31,7 @@
 struct tier {
 	struct memmig_ctx *ctx;
 	struct tier_proc pr;		/* pr.procfd: our duplicate */
+	int move_lock;			/* memmig_move_lock()'s, or -1 */
 	unsigned int flags;
 	struct tier_policy p;
 	struct tier_unit *units;
@@ -59,6 +60,7 @@ int tier_new(struct memmig_ctx *ctx, const struct tier_proc *pr, const struct ti
 		return -ENOMEM;
 	t->ctx = memmig_ctx_ref(ctx);
 	t->pr = *pr;
+	t->move_lock = -1;
 	t->pr.procfd = fcntl(pr->procfd, F_DUPFD_CLOEXEC, 3);
 	t->flags = flags;
 	t->p = *p;
@@ -69,6 +71,16 @@ int tier_new(struct memmig_ctx *ctx, const struct tier_proc *pr, const struct ti
 		tier_free(t);
 		return rc;
 	}
+	/* The tiering moves the process's pages for as long as it runs: no
+	 * other move (memmig-cli -l, a VMM's) meanwhile, and none now. */
+	rc = memmig_move_lock(pr->pid, t->pr.procfd);
+	if (rc == -EBUSY) {
+		snprintf(why, len, "pid %d: another move of it runs (a memmigd job, memmig-cli -l "
+			 "or another program with libmemmig): tier it once that one ends", pr->pid);
+		tier_free(t);
+		return rc;
+	}
+	t->move_lock = rc;
 	rc = tier_softdirty_open(&t->pr, &t->sd, why, len);
 	if (rc) {
 		tier_free(t);
@@ -136,7 +148,8 @@ static int move_units(struct tier *t, const size_t *idx, size_t n, int node,
 		/* Through the pin, the caller's rule asked before each call. */
 		struct memmig_move_opts o = {
 			.sz = sizeof(o), .pid = t->pr.pid, .ranges = r, .target_node = node,
-			.strategy = MEMMIG_STRATEGY_KERNEL, .workers = 1, .flags = t->flags,
+			.strategy = MEMMIG_STRATEGY_KERNEL, .workers = 1, .flags = t->flags |
+			(t->move_lock >= 0 ? MEMMIG_MIGRATE_LOCKED : 0),
 			.procfd = t->pr.procfd, .check = t->pr.check,
 			.check_opaque = t->pr.opaque,
 		};
@@ -408,10 +421,19 @@ void tier_set_policy(struct tier *t, const struct tier_policy *p)
 	t->p = *p;
 }
 
+void tier_unlock(struct tier *t)
+{
+	if (t && t->move_lock >= 0) {
+		close(t->move_lock);
+		t->move_lock = -1;
+	}
+}
+
 void tier_free(struct tier *t)
 {
 	if (!t)
 		return;
+	tier_unlock(t);
 	tier_softdirty_close(t->sd);
 	tier_damon_close(t->damon);
 	free(t->units);

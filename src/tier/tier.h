@@ -178,6 +178,9 @@ void tier_get_stats(const struct tier *t, struct tier_stats *out);
 unsigned int tier_get_history(const struct tier *t, struct tier_sample *out, unsigned int max);
 /* A new policy (checked) from the next interval on; history is kept. */
 void tier_set_policy(struct tier *t, const struct tier_policy *p);
+/* Lets other moves of the process run (memmig_move_lock()'s lock, held
+ * since tier_new()): the tiering moves nothing more.  t may be NULL. */
+void tier_unlock(struct tier *t);
 void tier_free(struct tier *t);
 
 #endif

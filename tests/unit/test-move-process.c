@@ -3,12 +3,14 @@
  * The whole-process move (memmig_move_*), which memmig-cli and memmigd
  * both run: bad requests fail before any work, ranges and whole processes
  * move with their bytes intact, cancel leaves the data where it was,
- * progress and report add up, and a move of many mappings takes one
- * topology snapshot and no more threads than its workers.
+ * progress and report add up, a move of many mappings takes one
+ * topology snapshot and no more threads than its workers, and a move
+ * finds another's lock held: -EBUSY.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -667,6 +669,71 @@ static void test_unref_running(void)
 	mt_mem_free(&a);
 }
 
+/*
+ * The move lock: held (memmig_move_lock(), as a tiering holds it), a move
+ * of the process ends -EBUSY with nothing moved, but the holder's own
+ * (MEMMIG_MIGRATE_LOCKED) runs; released, the same move runs.  A second taker is refused while it is held, by pid or through a
+ * /proc/PID fd alike.
+ */
+static void test_move_lock(void)
+{
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct memmig_report *rep = NULL;
+	struct memmig_move *mv = NULL;
+	int go, lock, dirfd;
+	char dir[32];
+	pid_t child = child_with_maps(0, &go);
+
+	CU_ASSERT_FATAL(child > 0);
+	CU_ASSERT_EQUAL(memmig_move_lock(0, -1), -EINVAL);
+	lock = memmig_move_lock(child, -1);
+	CU_ASSERT_FATAL(lock >= 0);
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)child);
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CU_ASSERT_EQUAL(memmig_move_lock(child, -1), -EBUSY);
+	CU_ASSERT_EQUAL(memmig_move_lock(child, dirfd), -EBUSY);
+	CU_ASSERT_EQUAL(new_move(child, NULL, 0, 0, 0, &mv), 0);
+	if (mv) {
+		CU_ASSERT_EQUAL(memmig_move_start(mv), 0);
+		CU_ASSERT_EQUAL(memmig_move_wait(mv, &rep), -EBUSY);
+		memmig_report_get_summary(rep, &s);
+		EXPECT_EQ("held", "bytes_moved", s.bytes_moved, 0);
+		EXPECT_EQ("held", "result", s.result, -EBUSY);
+		memmig_report_unref(rep);
+		memmig_move_unref(mv);
+	}
+	/* The holder's own move (MEMMIG_MIGRATE_LOCKED) runs. */
+	struct memmig_move_opts o = opts_of(child, NULL, 0, 0, 0);
+
+	o.flags = MEMMIG_MIGRATE_LOCKED;
+	mv = NULL;
+	CU_ASSERT_EQUAL(memmig_move_new(ctx, &o, &mv), 0);
+	if (mv) {
+		CU_ASSERT_EQUAL(memmig_move_start(mv), 0);
+		CU_ASSERT_EQUAL(memmig_move_wait(mv, NULL), 0);
+		memmig_move_unref(mv);
+	}
+	close(lock);
+	rep = NULL;
+	mv = NULL;
+	CU_ASSERT_EQUAL(new_move(child, NULL, 0, 0, 0, &mv), 0);
+	if (mv) {
+		CU_ASSERT_EQUAL(memmig_move_start(mv), 0);
+		CU_ASSERT_EQUAL(memmig_move_wait(mv, &rep), 0);
+		memmig_report_get_summary(rep, &s);
+		CU_ASSERT(s.pages_verified_on_target >= 32 * MiB / PAGE);
+		memmig_report_unref(rep);
+		memmig_move_unref(mv);
+	}
+	/* Released by the move's end: free to take again, through the fd. */
+	lock = memmig_move_lock(child, dirfd);
+	CU_ASSERT(lock >= 0);
+	if (lock >= 0)
+		close(lock);
+	close(dirfd);
+	child_end(child, go);
+}
+
 static CU_TestInfo tests[] = {
 	{ "bad requests fail before any work", test_bad },
 	{ "two ranges of this process", test_ranges },
@@ -679,6 +746,7 @@ static CU_TestInfo tests[] = {
 	{ "progress never goes backwards", test_progress_monotonic },
 	{ "killed while planned: -ESRCH", test_plan_killed },
 	{ "as nobody, root's process: -EPERM", test_not_permitted },
+	{ "another move holds the lock: -EBUSY, nothing moved", test_move_lock },
 	CU_TEST_INFO_NULL,
 };
 

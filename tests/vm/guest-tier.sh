@@ -263,6 +263,10 @@ memmig_during() {
 	MEMMIG_SOCKET=$sock "$cli" move --pid "$pid" --to-node 0 --json >"$tmp/move-tiered.json" \
 		2>"$tmp/move-tiered.err"
 	move_tiered_rc=$?
+	# An in-process move too: the tiering holds the process's move lock.
+	"$cli" -l move --pid "$pid" --to-node 0 --json >"$tmp/move-tiered-l.json" \
+		2>"$tmp/move-tiered-l.err"
+	move_tiered_l_rc=$?
 }
 memmig_off() {
 	local t
@@ -443,6 +447,10 @@ memmig_part() {
 		test "$(jq -r .error "$tmp/move-tiered.json")" = EBUSY
 	check "memmig: ... naming the tiering" \
 		grep -q "is tiered (tiering $tier_id)" "$tmp/move-tiered.json"
+	echo "  a memmig-cli -l move while tiered: exit $move_tiered_l_rc," \
+		"$(jq -r '.result + ", " + (.bytes_moved | tostring) + " bytes moved: " + .message' "$tmp/move-tiered-l.json")"
+	check "memmig: a memmig-cli -l move while tiered ends EBUSY, nothing moved" \
+		jq -e '.result == "EBUSY" and .bytes_moved == 0' "$tmp/move-tiered-l.json"
 	check "memmig: the metrics have the tiering" grep -q "^memmigd_tier_promoted_bytes_total{tier=\"$tier_id\"" \
 		"$tmp/metrics.txt"
 	# hotset has exited: the tiering ends by itself within an interval or two.

@@ -99,7 +99,8 @@ int memmig_move_new(struct memmig_ctx *ctx, const struct memmig_move_opts *opts,
 	if (!ctx || !out || memmig_struct_in(&o, sizeof(o), opts) < 0 || o.pid <= 0 ||
 	    o.nranges > MEMMIG_MOVE_MAX_RANGES || (o.nranges && !o.ranges) ||
 	    o.strategy < MEMMIG_STRATEGY_AUTO || o.strategy > MEMMIG_STRATEGY_COPY ||
-	    (o.flags & ~(MEMMIG_MIGRATE_FORCE | MEMMIG_MIGRATE_OWN_PAGES)) ||
+	    (o.flags & ~(MEMMIG_MIGRATE_FORCE | MEMMIG_MIGRATE_OWN_PAGES |
+			 MEMMIG_MIGRATE_LOCKED)) ||
 	    (o.from_nodes && (!o.nfrom_nodes || o.nfrom_nodes > MEMMIG_MOVE_MAX_NODES)) ||
 	    (!o.from_nodes && o.nfrom_nodes))
 		return -EINVAL;
@@ -283,7 +284,8 @@ static int job_for(struct memmig_move *mv, struct memmig_region *r, struct memmi
 {
 	struct memmig_migrate_opts o = {
 		.sz = sizeof(o), .target_node = mv->o.target_node,
-		.strategy = mv->o.strategy, .workers = mv->o.workers, .flags = mv->o.flags,
+		.strategy = mv->o.strategy, .workers = mv->o.workers,
+		.flags = mv->o.flags & ~MEMMIG_MIGRATE_LOCKED,
 	};
 	struct memmig_job_env env = { .topo = mv->topo, .pool = pool,
 				      .from_mask = mv->from_mask, .frames = mv->frames,
@@ -435,7 +437,7 @@ static int run_regions(struct memmig_move *mv)
 	struct memmig_pool *pool = NULL;
 	struct memmig_walk_req req = {
 		.pid = mv->o.pid, .ranges = mv->o.nranges > 0, .target = mv->o.target_node,
-		.flags = mv->o.flags,
+		.flags = mv->o.flags & ~MEMMIG_MIGRATE_LOCKED,
 		.strategy = mv->o.strategy == MEMMIG_STRATEGY_AUTO && mv->o.pid != getpid() ?
 			MEMMIG_STRATEGY_KERNEL : mv->o.strategy,
 	};
@@ -484,11 +486,15 @@ static void *run_thread(void *arg)
 		set_state(mv, MEMMIG_MOVE_RUNNING);
 		pthread_mutex_unlock(&mv->lock);
 		/* Another move of the process runs: this one moves nothing.
-		 * Without a lock to be had (no attach access), it runs. */
-		lock = memmig_proc_move_lock(mv->o.pid, mv->pin.procfd);
-		if (lock < 0 && lock != -EBUSY)
-			dbg(mv->ctx, "move of pid %d: no move lock (%s): not serialized with "
-			    "other moves\n", mv->o.pid, strerror(-lock));
+		 * The caller may hold the lock itself (a tiering); without a
+		 * lock to be had (no attach access), the move runs. */
+		lock = -1;
+		if (!(mv->o.flags & MEMMIG_MIGRATE_LOCKED)) {
+			lock = memmig_proc_move_lock(mv->o.pid, mv->pin.procfd);
+			if (lock < 0 && lock != -EBUSY)
+				dbg(mv->ctx, "move of pid %d: no move lock (%s): not serialized "
+				    "with other moves\n", mv->o.pid, strerror(-lock));
+		}
 		memmig_fault_move_hold(mv->ctx, move_cancelled, mv);
 		rc = lock == -EBUSY ? -EBUSY : run_regions(mv);
 		if (lock >= 0)
@@ -503,6 +509,13 @@ static void *run_thread(void *arg)
 	pthread_mutex_unlock(&mv->lock);
 	notify(mv);
 	return NULL;
+}
+
+int memmig_move_lock(int pid, int procfd)
+{
+	if (pid <= 0 && procfd < 0)
+		return -EINVAL;
+	return memmig_proc_move_lock(pid, procfd);
 }
 
 int memmig_move_start(struct memmig_move *mv)
