@@ -242,7 +242,9 @@ static int finish(struct json_object *job, struct move_args *a)
 	json_object_object_get_ex(job, "rebalance", &rb);
 	if (a->json)
 		cli_json_print(json_object_get(job));
-	else if (rep && json_object_is_type(rep, json_type_object))
+	/* EBUSY: another move ran, this one did nothing; the error says so. */
+	else if (rep && json_object_is_type(rep, json_type_object) &&
+		 strcmp(cli_json_str(job, "result", ""), "EBUSY"))
 		cli_print_move_report(rep);
 	if (rb && !a->json)
 		cli_rebalance_print(rb);
