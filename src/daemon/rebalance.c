@@ -275,7 +275,7 @@ static void recover_one(struct domains *d, struct domains_libvirt *lv,
 			 "memmigd left: %s (tried again at the next connect)", name, err);
 		return;
 	}
-	if (strcmp(now, r->widened)) {
+	if (!util_nodelist_same(now, r->widened)) {
 		util_log(LOG_INFO, "domain %s: a killed memmigd widened its nodeset to '%s' for a "
 			 "move to node %d; it is '%s' now, set since by someone else: left as it is",
 			 name, r->widened, r->to_node, now);

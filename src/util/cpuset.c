@@ -86,6 +86,14 @@ bool util_nodelist_has(const char *list, int node)
 	return !util_nodemap_parse(list, &m) && util_nodemap_has(&m, node);
 }
 
+bool util_nodelist_same(const char *a, const char *b)
+{
+	struct util_nodemap ma, mb;
+
+	return !util_nodemap_parse(a, &ma) && !util_nodemap_parse(b, &mb) &&
+	       !memcmp(&ma, &mb, sizeof(ma));
+}
+
 int util_nodelist_add(const char *a, int node, char *out, size_t len)
 {
 	struct util_nodemap m;

@@ -44,6 +44,9 @@ bool util_nodemap_has(const struct util_nodemap *m, int n);
 
 /* Whether node is in list ("0-2,4"); false for a list that does not parse. */
 bool util_nodelist_has(const char *list, int node);
+/* Whether two lists name the same nodes ("0-1" and "0,1" do); false when
+ * either does not parse. */
+bool util_nodelist_same(const char *a, const char *b);
 /* out = a with node added, as the kernel prints lists; 0, -EINVAL, -ENOSPC. */
 int util_nodelist_add(const char *a, int node, char *out, size_t len);
 

@@ -51,6 +51,11 @@ static void test_nodelist_add(void)
 	CU_ASSERT_EQUAL(util_nodelist_add("x", 1, out, sizeof(out)), -EINVAL);
 	CU_ASSERT_EQUAL(util_nodelist_add("0", 1024, out, sizeof(out)), -EINVAL);
 	CU_ASSERT_EQUAL(util_nodelist_add("0,2,4", 6, tiny, sizeof(tiny)), -ENOSPC);
+	/* The same nodes however written (libvirt's and the kernel's forms). */
+	CU_ASSERT(util_nodelist_same("0-1", "0,1"));
+	CU_ASSERT(util_nodelist_same("0-2,4", "4,0,1-2"));
+	CU_ASSERT(!util_nodelist_same("0-1", "0"));
+	CU_ASSERT(!util_nodelist_same("0", "x"));
 }
 
 /* Touched memory shows on the node numa_maps puts it; moved() does not
