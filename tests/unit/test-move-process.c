@@ -669,17 +669,38 @@ static void test_unref_running(void)
 	mt_mem_free(&a);
 }
 
+/* Every mapping of pid with flags, started and waited for: the move's
+ * result, its report's summary in *s. */
+static int move_whole(pid_t pid, unsigned int flags, struct memmig_report_summary *s)
+{
+	struct memmig_move_opts o = opts_of(pid, NULL, 0, 0, 0);
+	struct memmig_report *rep = NULL;
+	struct memmig_move *mv = NULL;
+	int rc;
+
+	o.flags = flags;
+	rc = memmig_move_new(ctx, &o, &mv);
+	if (!rc)
+		rc = memmig_move_start(mv);
+	if (!rc)
+		rc = memmig_move_wait(mv, &rep);
+	if (rep)
+		memmig_report_get_summary(rep, s);
+	memmig_report_unref(rep);
+	memmig_move_unref(mv);
+	return rc;
+}
+
 /*
  * The move lock: held (memmig_move_lock(), as a tiering holds it), a move
  * of the process ends -EBUSY with nothing moved, but the holder's own
- * (MEMMIG_MIGRATE_LOCKED) runs; released, the same move runs.  A second taker is refused while it is held, by pid or through a
- * /proc/PID fd alike.
+ * (MEMMIG_MIGRATE_LOCKED) runs; released, the same move runs.  A second
+ * taker is refused while it is held, by pid or through a /proc/PID fd
+ * alike.
  */
 static void test_move_lock(void)
 {
 	struct memmig_report_summary s = { .sz = sizeof(s) };
-	struct memmig_report *rep = NULL;
-	struct memmig_move *mv = NULL;
 	int go, lock, dirfd;
 	char dir[32];
 	pid_t child = child_with_maps(0, &go);
@@ -692,39 +713,15 @@ static void test_move_lock(void)
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	CU_ASSERT_EQUAL(memmig_move_lock(child, -1), -EBUSY);
 	CU_ASSERT_EQUAL(memmig_move_lock(child, dirfd), -EBUSY);
-	CU_ASSERT_EQUAL(new_move(child, NULL, 0, 0, 0, &mv), 0);
-	if (mv) {
-		CU_ASSERT_EQUAL(memmig_move_start(mv), 0);
-		CU_ASSERT_EQUAL(memmig_move_wait(mv, &rep), -EBUSY);
-		memmig_report_get_summary(rep, &s);
-		EXPECT_EQ("held", "bytes_moved", s.bytes_moved, 0);
-		EXPECT_EQ("held", "result", s.result, -EBUSY);
-		memmig_report_unref(rep);
-		memmig_move_unref(mv);
-	}
+	CU_ASSERT_EQUAL(move_whole(child, 0, &s), -EBUSY);
+	EXPECT_EQ("held", "bytes_moved", s.bytes_moved, 0);
+	EXPECT_EQ("held", "result", s.result, -EBUSY);
 	/* The holder's own move (MEMMIG_MIGRATE_LOCKED) runs. */
-	struct memmig_move_opts o = opts_of(child, NULL, 0, 0, 0);
-
-	o.flags = MEMMIG_MIGRATE_LOCKED;
-	mv = NULL;
-	CU_ASSERT_EQUAL(memmig_move_new(ctx, &o, &mv), 0);
-	if (mv) {
-		CU_ASSERT_EQUAL(memmig_move_start(mv), 0);
-		CU_ASSERT_EQUAL(memmig_move_wait(mv, NULL), 0);
-		memmig_move_unref(mv);
-	}
+	CU_ASSERT_EQUAL(move_whole(child, MEMMIG_MIGRATE_LOCKED, &s), 0);
 	close(lock);
-	rep = NULL;
-	mv = NULL;
-	CU_ASSERT_EQUAL(new_move(child, NULL, 0, 0, 0, &mv), 0);
-	if (mv) {
-		CU_ASSERT_EQUAL(memmig_move_start(mv), 0);
-		CU_ASSERT_EQUAL(memmig_move_wait(mv, &rep), 0);
-		memmig_report_get_summary(rep, &s);
-		CU_ASSERT(s.pages_verified_on_target >= 32 * MiB / PAGE);
-		memmig_report_unref(rep);
-		memmig_move_unref(mv);
-	}
+	s = (struct memmig_report_summary){ .sz = sizeof(s) };
+	CU_ASSERT_EQUAL(move_whole(child, 0, &s), 0);
+	CU_ASSERT(s.pages_verified_on_target >= 32 * MiB / PAGE);
 	/* Released by the move's end: free to take again, through the fd. */
 	lock = memmig_move_lock(child, dirfd);
 	CU_ASSERT(lock >= 0);
