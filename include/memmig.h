@@ -1153,15 +1153,18 @@ struct memmig_live_report {
 	/* pause_expected_s in parts, as pause_stop_s to pause_swap_s: the
 	 * stop, the harvest and the swap as the last pauses of this vm took
 	 * them (the harvest and the swap per byte; the harvest as the last
-	 * pre-copy one took before a pause with this tracking), the copy at
-	 * copy_gbps.  A pause over budget shows which part ran over. */
+	 * pre-copy one took before a pause with this tracking), the copy as
+	 * the last pauses copied per byte (at copy_gbps before any did).  A
+	 * pause over budget shows which part ran over. */
 	double expected_stop_s, expected_harvest_s;
 	double expected_copy_s, expected_swap_s;
 	/*
 	 * The switchover: the copy goes in piece by piece, each piece's last
 	 * dirty pages copied and the piece swapped in under a pause of its
-	 * own, sized so that the pause fits the budget at the swap's cost per
-	 * byte as this host measured it.  pause_s is the longest of them.
+	 * own, sized so that the pause takes a fifth of the budget at the
+	 * swap's and the copy's cost per byte as this host measured them (a
+	 * piece whose guest still writes much of it is cut short, the rest
+	 * left to the next).  pause_s is the longest of them.
 	 */
 	unsigned int pauses;	/* how many (1: the range in one piece) */
 	double pause_total_s;	/* their sum */
@@ -1172,6 +1175,9 @@ struct memmig_live_report {
 					 * a piece failed, those before it */
 	double swap_total_s;	/* every piece's swap: what swapping the
 				 * range costs on this host */
+	uint64_t pause_bytes_max;	/* the most one pause copied: bounded
+					 * by a piece's share of the budget,
+					 * not by the guest's size */
 };
 MEMMIG_EXPORT int memmig_live_get_report(const struct memmig_live *live,
 					 struct memmig_live_report *out);

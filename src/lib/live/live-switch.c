@@ -11,16 +11,24 @@
  * it, so that its pause fits the budget; a vm whose swap was never timed
  * starts with a small piece that times it.  Before its pause each piece
  * gets rounds of its own, as the range had in pre-copy, until its last
- * dirty pages fit.
+ * dirty pages fit; what still does not fit (where the guest writes now)
+ * is left to the next piece, so that no pause copies more than a share of
+ * the budget, however large the guest.
  */
 #include <errno.h>
 #include <time.h>
 
 #include "lib/live/live-private.h"
 
-/* The swap's share of a pause; the rest is for the stop, the piece's
- * harvest and its last dirty pages. */
-#define SWAP_SHARE 0.2
+/*
+ * A piece is sized for a pause of PAUSE_SHARE of the budget, its swap for
+ * SWAP_SHARE of it; the rest of the budget is headroom for what a host
+ * does to one pause (a scheduler's slice, a hypervisor's exit): on the
+ * AMD Zen 5 VM host a pause took up to 1.8 times what was expected, and
+ * the longest of fifty pieces is the one that counts.
+ */
+#define PAUSE_SHARE 0.2
+#define SWAP_SHARE 0.1
 /* The first piece of a vm whose swap was never timed: 8 MiB take 0.06 ms
  * at the slowest swap seen (7 ms a GiB), so that on a host ten times
  * slower it still fits a 1 ms budget. */
@@ -29,15 +37,15 @@
  * must not size a piece far beyond what was timed. */
 #define GROWTH_MAX 4
 /* A piece's own rounds before its pause, at most, and without a new low
- * of its dirty set; they end once the pause is expected to take
- * ROUNDS_SHARE of the budget.  The rest is for what the guest dirties
- * between the last harvest and the stop, and for a stop the scheduler
- * stretched.  A guest writing where the piece is (a writer sweeping its
- * RAM dirties pages three times as fast as they copy here) moves on after
- * a few: a round of one piece costs little. */
+ * of its dirty set.  A guest writing where the piece is (a writer
+ * sweeping its RAM dirties pages three times as fast as they copy here)
+ * moves on after a few: a round of one piece costs little.  What still
+ * does not fit is cut off the piece (piece_cut()). */
 #define PIECE_ROUNDS 8
 #define PIECE_STALL_ROUNDS 2
-#define ROUNDS_SHARE 0.5
+/* A pause copies at least this much before its rate counts: a few pages
+ * time the call, not the copy. */
+#define COPY_LEARN_MIN (256ULL << 10)
 
 static double budget_s(const struct memmig_live *l)
 {
@@ -92,49 +100,127 @@ static double harvest_expected(const struct memmig_live *l, uint64_t span)
 	return l->harvest_span ? l->harvest_s * span / l->harvest_span : 0;
 }
 
+/* A pause's copy per byte: as the last pauses copied, else as pre-copy's
+ * last timed round, else a rate no machine is slower than. */
+static double copy_s_per_byte(const struct memmig_live *l)
+{
+	if (l->vm->copy_s_per_byte > 0)
+		return l->vm->copy_s_per_byte;
+	return 1.0 / ((l->rep.copy_gbps > 0 ? l->rep.copy_gbps : 1.0) * 1e9);
+}
+
 double memmig_live_piece_expected(const struct memmig_live *l, uint64_t lo, uint64_t hi,
 				  uint64_t dirty, struct memmig_live_report *p)
 {
-	/* Until a round was timed: a rate no machine is slower than. */
-	double gbps = l->rep.copy_gbps > 0 ? l->rep.copy_gbps : 1.0;
-
 	p->expected_stop_s = l->vm->pause_stop_s;
 	p->expected_harvest_s = harvest_expected(l, harvest_span(l, lo, hi));
-	p->expected_copy_s = dirty / (gbps * 1e9);
+	p->expected_copy_s = dirty * copy_s_per_byte(l);
 	p->expected_swap_s = l->vm->swap_s_per_byte * (hi - lo) * MEMMIG_PAGE_SIZE;
 	return p->expected_stop_s + p->expected_harvest_s + p->expected_copy_s +
 	       p->expected_swap_s;
 }
 
+static double piece_target_s(const struct memmig_live *l)
+{
+	return budget_s(l) * PAUSE_SHARE;
+}
+
+static void sleep_until(double when)
+{
+	double left = when - memmig_now();
+	struct timespec ts;
+
+	if (left <= 0)
+		return;
+	ts.tv_sec = (time_t)left;
+	ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
+	nanosleep(&ts, NULL);
+}
+
 /*
  * The piece's own rounds, the guest running, until its last dirty pages
- * fit its pause.  Soft-dirty's harvest is a pause of its own: there the
- * piece goes with what the last harvest found.
+ * fit its pause, and until not_before: the guest runs between two pauses
+ * at least as long as the last one took (back to back they would be one
+ * long stop to it), and the rounds count towards that.  Soft-dirty's
+ * harvest is a pause of its own: there the piece goes with what the last
+ * harvest found.
  */
-static int piece_rounds(struct memmig_live *l, uint64_t lo, uint64_t hi,
-			struct memmig_live_report *e)
+static int piece_rounds(struct memmig_live *l, uint64_t lo, uint64_t hi, double not_before)
 {
+	struct memmig_live_report e;
 	uint64_t bytes, dirty, low = UINT64_MAX;
 	unsigned int since_low = 0;
+	bool done;
 	int rc = 0;
 
-	for (unsigned int i = 0; l->method != MEMMIG_DIRTY_SOFT_DIRTY; i++) {
+	if (l->method == MEMMIG_DIRTY_SOFT_DIRTY) {
+		sleep_until(not_before);
+		return 0;
+	}
+	for (unsigned int i = 0;; i++) {
 		rc = memmig_dirty_harvest(l, lo, hi);
 		dirty = memmig_live_dirty_bytes(l, lo, hi);
 		if (dirty < low) {
 			low = dirty;
 			since_low = 0;
+		} else {
+			since_low++;
 		}
-		if (rc < 0 || i == PIECE_ROUNDS || since_low++ == PIECE_STALL_ROUNDS ||
-		    memmig_live_piece_expected(l, lo, hi, dirty, e) <= budget_s(l) * ROUNDS_SHARE)
+		if (rc < 0)
 			break;
+		done = i >= PIECE_ROUNDS || since_low >= PIECE_STALL_ROUNDS ||
+		       memmig_live_piece_expected(l, lo, hi, dirty, &e) <= piece_target_s(l);
+		if (done && memmig_now() >= not_before)
+			break;
+		if (done) {
+			/* What the guest dirties meanwhile is the next
+			 * harvest's. */
+			sleep_until(not_before);
+			continue;
+		}
 		rc = memmig_live_copy_dirty(l, lo, hi, false, -1, &bytes);
 		if (rc < 0)
 			break;
 		l->rep.bytes_copied += bytes;
 	}
-	memmig_live_piece_expected(l, lo, hi, memmig_live_dirty_bytes(l, lo, hi), e);
 	return rc;
+}
+
+/*
+ * Cuts piece [lo, hi) where its dirty pages would take its pause past
+ * what a piece is sized for, and returns the new end: the rest, where the
+ * guest writes now, gets rounds of its own as the next piece, by which
+ * time a guest sweeping its RAM has moved on, and one writing a hot spot
+ * has it in a piece of its own.  At 2 MiB boundaries of the host address,
+ * a unit at least.  e: the pause expected for the piece as cut.
+ */
+static uint64_t piece_cut(const struct memmig_live *l, uint64_t lo, uint64_t hi,
+			  struct memmig_live_report *e)
+{
+	uintptr_t base = (uintptr_t)l->slot.hva;
+	uint64_t p = lo, next, d, dirty = 0;
+	double room;
+
+	/* The fixed parts as for the whole piece: no less for a part. */
+	room = piece_target_s(l) - memmig_live_piece_expected(l, lo, hi, 0, e);
+	/* A shared copy is a file that takes the slot's place whole. */
+	if (l->dest.shared || l->whole_slot_swap)
+		p = hi;
+	while (p < hi) {
+		next = (((base + p * MEMMIG_PAGE_SIZE) | (MEMMIG_UNIT_SIZE - 1)) + 1 - base) /
+		       MEMMIG_PAGE_SIZE;
+		if (next > hi)
+			next = hi;
+		d = memmig_live_dirty_bytes(l, p, next);
+		if (p > lo && (dirty + d) * copy_s_per_byte(l) > room)
+			break;
+		dirty += d;
+		p = next;
+	}
+	if (p < hi)
+		hi = p;
+	memmig_live_piece_expected(l, lo, hi, memmig_live_dirty_bytes(l, lo, hi), e);
+	return hi;
 }
 
 /*
@@ -161,6 +247,25 @@ static void learn_pause(struct memmig_live *l, const struct memmig_live_report *
 	vm->harvest_method = l->method;
 }
 
+/* The pause's copy rate, where it copied enough to time; one copy the
+ * host stretched counts at most GROWTH_MAX times what was expected. */
+static void learn_copy(struct memmig_vm *vm, const struct memmig_live_report *took,
+		       uint64_t bytes)
+{
+	double c;
+
+	if (bytes < COPY_LEARN_MIN || took->pause_copy_s <= 0)
+		return;
+	c = took->pause_copy_s / bytes;
+	if (!vm->copy_s_per_byte) {
+		vm->copy_s_per_byte = c;
+		return;
+	}
+	if (c > GROWTH_MAX * vm->copy_s_per_byte)
+		c = GROWTH_MAX * vm->copy_s_per_byte;
+	vm->copy_s_per_byte += 0.5 * (c - vm->copy_s_per_byte);
+}
+
 /* Counts a pause; the longest keeps its parts in the report. */
 static void pause_count(struct memmig_live *l, const struct memmig_live_report *took,
 			const struct memmig_live_report *e, uint64_t bytes, uint64_t piece)
@@ -171,6 +276,8 @@ static void pause_count(struct memmig_live *l, const struct memmig_live_report *
 	r->pause_total_s += took->pause_s;
 	r->swap_total_s += took->pause_swap_s;
 	r->pause_bytes += bytes;
+	if (bytes > r->pause_bytes_max)
+		r->pause_bytes_max = bytes;
 	r->bytes_copied += bytes;
 	if (piece > r->piece_bytes)
 		r->piece_bytes = piece;
@@ -240,6 +347,7 @@ static int piece_pause(struct memmig_live *l, uint64_t hi, const struct memmig_l
 	if (!rc) {
 		l->cur = hi;
 		learn_pause(l, &took, (hi - lo) * MEMMIG_PAGE_SIZE, harvest_span(l, lo, hi));
+		learn_copy(vm, &took, bytes);
 	}
 	if (rrc < 0 && !rc && hi == memmig_live_end(l)) {
 		err(vm->ctx, "slot %u: resume after the swap: %d; the guest's memory "
@@ -253,20 +361,6 @@ static int piece_pause(struct memmig_live *l, uint64_t hi, const struct memmig_l
 		}
 	}
 	return rc;
-}
-
-/* The guest runs between two pauses at least as long as the last one
- * took: back to back, they would be one long stop to it. */
-static void let_run(double resumed, double pause)
-{
-	double left = resumed + pause - memmig_now();
-	struct timespec ts;
-
-	if (left <= 0)
-		return;
-	ts.tv_sec = (time_t)left;
-	ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
-	nanosleep(&ts, NULL);
 }
 
 /* Says which part of the longest pause over budget ran over its
@@ -298,14 +392,14 @@ int memmig_live_switchover(struct memmig_live *l)
 	while (!rc && l->cur < memmig_live_end(l)) {
 		/* The rounds come last before the pause: what they leave dirty
 		 * is what the pause copies. */
-		if (l->rep.pauses)
-			let_run(resumed, l->rep.pause_total_s - before);
 		n = memmig_live_piece_pages(l, n);
-		rc = piece_rounds(l, l->cur, l->cur + n, &e);
+		rc = piece_rounds(l, l->cur, l->cur + n, resumed + l->rep.pause_total_s - before);
 		if (rc < 0)
 			break;
 		before = l->rep.pause_total_s;
-		rc = piece_pause(l, l->cur + n, &e);
+		/* n stays as planned: a cut says where the guest writes, not
+		 * what the swap costs. */
+		rc = piece_pause(l, piece_cut(l, l->cur, l->cur + n, &e), &e);
 		resumed = memmig_now();
 	}
 	l->rep.switchover_s = memmig_now() - t0;
