@@ -271,6 +271,8 @@ static struct json_object *migration_json(const char *target,
 	json_object_object_add(o, "stall_pause_ms", json_object_new_double(m->stall_pause_s * 1e3));
 	json_object_object_add(o, "stall_source", json_object_new_string(m->stall_source));
 	json_object_object_add(o, "pause_bytes", json_object_new_int64((int64_t)r->pause_bytes));
+	json_object_object_add(o, "pause_bytes_max",
+			       json_object_new_int64((int64_t)r->pause_bytes_max));
 	json_object_object_add(o, "pause", pause_json(r));
 	json_object_object_add(o, "dirty_method",
 			       json_object_new_string(memmig_dirty_method_name(r->dirty_method)));
