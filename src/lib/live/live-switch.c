@@ -16,6 +16,7 @@
  * the budget, however large the guest.
  */
 #include <errno.h>
+#include <math.h>
 #include <time.h>
 
 #include "lib/live/live-private.h"
@@ -198,72 +199,63 @@ static uint64_t piece_cut(const struct memmig_live *l, uint64_t lo, uint64_t hi,
 			  struct memmig_live_report *e)
 {
 	uintptr_t base = (uintptr_t)l->slot.hva;
-	uint64_t p = lo, next, d, dirty = 0;
-	double room;
+	double rate = copy_s_per_byte(l), room;
+	uint64_t p, next, d, dirty = 0;
 
-	/* The fixed parts as for the whole piece: no less for a part. */
-	room = piece_target_s(l) - memmig_live_piece_expected(l, lo, hi, 0, e);
-	/* A shared copy is a file that takes the slot's place whole. */
-	if (l->dest.shared || l->whole_slot_swap)
-		p = hi;
-	while (p < hi) {
+	/* The fixed parts as for the whole piece: no less for a part.  A
+	 * shared copy is a file that takes the slot's place whole: uncut. */
+	room = l->dest.shared || l->whole_slot_swap ?
+		       HUGE_VAL : piece_target_s(l) - memmig_live_piece_expected(l, lo, hi, 0, e);
+	for (p = lo; p < hi; p = next) {
 		next = (((base + p * MEMMIG_PAGE_SIZE) | (MEMMIG_UNIT_SIZE - 1)) + 1 - base) /
 		       MEMMIG_PAGE_SIZE;
 		if (next > hi)
 			next = hi;
 		d = memmig_live_dirty_bytes(l, p, next);
-		if (p > lo && (dirty + d) * copy_s_per_byte(l) > room)
+		if (p > lo && (dirty + d) * rate > room)
 			break;
 		dirty += d;
-		p = next;
 	}
-	if (p < hi)
-		hi = p;
-	memmig_live_piece_expected(l, lo, hi, memmig_live_dirty_bytes(l, lo, hi), e);
-	return hi;
+	memmig_live_piece_expected(l, lo, p, dirty, e);
+	return p;
+}
+
+/* Moves *avg towards x, or sets it to x the first time.  An x the
+ * scheduler stretched counts at most GROWTH_MAX times *avg: the pieces it
+ * sizes shrink, but not to nothing at once. */
+static void learn_capped(double *avg, double x, bool first)
+{
+	if (first) {
+		*avg = x;
+		return;
+	}
+	if (x > GROWTH_MAX * *avg)
+		x = GROWTH_MAX * *avg;
+	*avg += 0.5 * (x - *avg);
 }
 
 /*
- * What the next pauses' stop, harvest and swap will cost: the first pause
- * timed replaces the guesses, later ones move a running average, fast
- * enough to follow the pieces of one switchover, slow enough that one
- * pause the scheduler stretched does not shrink every later piece.
+ * What the next pauses' stop, harvest, copy and swap will cost: the first
+ * pause timed replaces the guesses, later ones move a running average,
+ * fast enough to follow the pieces of one switchover, slow enough that
+ * one pause the scheduler stretched does not shrink every later piece.
+ * The copy's rate counts once a pause copied enough to time it.
  */
 static void learn_pause(struct memmig_live *l, const struct memmig_live_report *took,
-			uint64_t piece, uint64_t span)
+			uint64_t piece, uint64_t span, uint64_t copied)
 {
 	struct memmig_vm *vm = l->vm;
-	double w = vm->pause_learnt ? 0.5 : 1.0, swap = took->pause_swap_s / piece;
+	double w = vm->pause_learnt ? 0.5 : 1.0;
 
-	/* A swap the scheduler stretched counts at most GROWTH_MAX times
-	 * what was expected: pieces shrink, but not to nothing at once. */
-	if (vm->pause_learnt && swap > GROWTH_MAX * vm->swap_s_per_byte)
-		swap = GROWTH_MAX * vm->swap_s_per_byte;
 	vm->pause_stop_s += w * (took->pause_stop_s - vm->pause_stop_s);
-	vm->swap_s_per_byte += w * (swap - vm->swap_s_per_byte);
+	learn_capped(&vm->swap_s_per_byte, took->pause_swap_s / piece, !vm->pause_learnt);
 	vm->pause_learnt = true;
+	if (copied >= COPY_LEARN_MIN && took->pause_copy_s > 0)
+		learn_capped(&vm->copy_s_per_byte, took->pause_copy_s / copied,
+			     !vm->copy_s_per_byte);
 	w = vm->harvest_method == l->method ? 0.5 : 1.0;
 	vm->harvest_s_per_byte += w * (took->pause_harvest_s / span - vm->harvest_s_per_byte);
 	vm->harvest_method = l->method;
-}
-
-/* The pause's copy rate, where it copied enough to time; one copy the
- * host stretched counts at most GROWTH_MAX times what was expected. */
-static void learn_copy(struct memmig_vm *vm, const struct memmig_live_report *took,
-		       uint64_t bytes)
-{
-	double c;
-
-	if (bytes < COPY_LEARN_MIN || took->pause_copy_s <= 0)
-		return;
-	c = took->pause_copy_s / bytes;
-	if (!vm->copy_s_per_byte) {
-		vm->copy_s_per_byte = c;
-		return;
-	}
-	if (c > GROWTH_MAX * vm->copy_s_per_byte)
-		c = GROWTH_MAX * vm->copy_s_per_byte;
-	vm->copy_s_per_byte += 0.5 * (c - vm->copy_s_per_byte);
 }
 
 /* Counts a pause; the longest keeps its parts in the report. */
@@ -346,8 +338,7 @@ static int piece_pause(struct memmig_live *l, uint64_t hi, const struct memmig_l
 	pause_count(l, &took, e, bytes, (hi - lo) * MEMMIG_PAGE_SIZE);
 	if (!rc) {
 		l->cur = hi;
-		learn_pause(l, &took, (hi - lo) * MEMMIG_PAGE_SIZE, harvest_span(l, lo, hi));
-		learn_copy(vm, &took, bytes);
+		learn_pause(l, &took, (hi - lo) * MEMMIG_PAGE_SIZE, harvest_span(l, lo, hi), bytes);
 	}
 	if (rrc < 0 && !rc && hi == memmig_live_end(l)) {
 		err(vm->ctx, "slot %u: resume after the swap: %d; the guest's memory "
