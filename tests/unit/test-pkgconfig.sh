@@ -65,4 +65,25 @@ check "link with --static flags" exit_is 0 "$cc" -o "$tmp/version-static" "$tmp/
 check "examples/copy-units.c builds" exit_is 0 "$cc" -Wall -Werror -o "$tmp/copy-units" \
 	"$srcdir/examples/copy-units.c" $flags
 check "and runs" exit_is 0 env LD_LIBRARY_PATH="$libdir" "$tmp/copy-units"
+# What a VMM embeds, from the header and the .pc alone: a process moved
+# (the child checks its bytes), and live migration of a writing thread's
+# RAM (every write checked).
+# shellcheck disable=SC2086
+check "examples/move-process.c builds" exit_is 0 "$cc" -Wall -Werror -o "$tmp/move-process" \
+	"$srcdir/examples/move-process.c" $flags
+check "it moves its child, whose bytes stay intact" exit_is 0 env LD_LIBRARY_PATH="$libdir" "$tmp/move-process"
+cat "$tmp/out"
+check "the child said so" grep -q "bytes after the move: intact" "$tmp/out"
+# shellcheck disable=SC2086
+check "examples/live-ram.c builds" exit_is 0 "$cc" -Wall -Werror -o "$tmp/live-ram" \
+	"$srcdir/examples/live-ram.c" $flags -lpthread
+env LD_LIBRARY_PATH="$libdir" "$tmp/live-ram" >"$tmp/live.out" 2>&1
+rc=$?
+cat "$tmp/live.out"
+if [ $rc -eq 77 ]; then
+	echo "SKIP: live-ram: this kernel tracks no thread's writes (userfaultfd write-protect or soft-dirty)"
+else
+	check "it migrates its RAM live" test $rc -eq 0
+	check "every write kept" grep -q "every write the vCPU made: kept" "$tmp/live.out"
+fi
 summary
