@@ -82,6 +82,8 @@ loaded=$(ldd /usr/bin/memmig-cli | sed -n 's/.*libmemmig\.so\.0 => \([^ ]*\).*/\
 check "memmig-cli loads the packaged libmemmig ($loaded)" \
 	test "$(realpath -m "$loaded")" = "$(realpath -m "$libdir/libmemmig.so.0")"
 check "installed memmig-cli runs" exit_is 0 /usr/bin/memmig-cli --version
+check "the documents the man pages name are packaged" test -s /usr/share/doc/memmig/json.md
+check "and the examples" test -s /usr/share/doc/memmig/examples/live-ram.c
 cat "$tmp/out"
 
 if [ "$systemd" = yes ]; then

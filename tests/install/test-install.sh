@@ -46,6 +46,14 @@ unit=$(find "$root" -name memmigd.service | head -n 1)
 check "the installed unit leaves DAMON's sysfs writable" \
 	grep -qx 'ReadWritePaths=-/sys/kernel/mm/damon/admin' "$unit"
 
+# The documents and examples the man pages name are installed there.
+named=$(find "$root" -path '*/man/*' -type f -exec grep -ohE '/[a-z/]*/share/doc/memmig/[A-Za-z0-9_.-]*[A-Za-z0-9]' {} + | sort -u)
+check "the man pages name installed documents" test -n "$named"
+for doc in $named; do
+	check "$doc is installed" test -s "$root$doc"
+done
+check "the examples are installed" test "$(find "$root" -path '*/doc/memmig/examples/*.c' | wc -l)" -ge 3
+
 # (tests/unit/test-pkgconfig.sh builds a program against the installed
 # header, library and .pc.)
 
