@@ -15,6 +15,16 @@ top=${top_builddir:-$(pwd)}
 chosen=$(cd "$top" && ./config.status --config | grep -oE -- "--with-[a-z-]*dir=[^' ]*")
 [ -z "$chosen" ] || { echo "SKIP: configured with $(echo $chosen)"; exit 77; }
 
+# Before make install, the README sends the user to the build tree's
+# programs: they are there and run.
+readme=$(dirname "$0")/../../README.md
+tree=$(grep -oE '`src/(cli|daemon)/[a-z-]+`' "$readme" | tr -d '`' | sort -u)
+check "the README names where memmig-cli and memmigd are built" \
+	test "$(grep -cE 'memmig-cli|memmigd' <<<"$tree")" -ge 2
+for prog in $tree; do
+	check "$prog (README) runs" exit_is 0 "$top/$prog" --version
+done
+
 root=$tmp/root
 ${MAKE:-make} -C "$top" install DESTDIR="$root" >"$tmp/install.log" 2>&1 ||
 	{ cat "$tmp/install.log"; echo "FAIL: make install"; exit 1; }
