@@ -178,4 +178,5 @@ const struct cli_cmd cli_cmd_domains = {
 	.name = "domains",
 	.summary = "libvirt domains memmigd knows; the hook's register calls",
 	.run = domains_run,
+	.no_copy = true,
 };

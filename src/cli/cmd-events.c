@@ -138,4 +138,5 @@ const struct cli_cmd cli_cmd_events = {
 	.name = "events",
 	.summary = "follow memmigd's job and domain events",
 	.run = events_run,
+	.no_copy = true,
 };

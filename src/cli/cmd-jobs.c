@@ -85,4 +85,5 @@ const struct cli_cmd cli_cmd_jobs = {
 	.name = "jobs",
 	.summary = "list memmigd's jobs",
 	.run = jobs_run,
+	.no_copy = true,
 };

@@ -180,4 +180,5 @@ const struct cli_cmd cli_cmd_nodes = {
 	.name = "nodes",
 	.summary = "show NUMA nodes, memory tiers, distances and DAX devices",
 	.run = nodes_run,
+	.no_copy = true,
 };

@@ -102,4 +102,5 @@ const struct cli_cmd cli_cmd_status = {
 	.name = "status",
 	.summary = "memmigd's status, or one of its jobs with its report",
 	.run = status_run,
+	.no_copy = true,
 };

@@ -32,7 +32,7 @@ void cli_cmd_list(FILE *f, const struct cli_cmd *const *table)
 }
 
 int cli_parse_json_args(int argc, char **argv, void (*usage)(FILE *), bool *json,
-			int nargs)
+			const char *arg)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
@@ -56,12 +56,12 @@ int cli_parse_json_args(int argc, char **argv, void (*usage)(FILE *), bool *json
 			return CLI_EXIT_USAGE;
 		}
 	}
-	if (argc - optind != nargs) {
-		if (argc - optind > nargs)
+	if (argc - optind != (arg ? 1 : 0)) {
+		if (argc - optind > (arg ? 1 : 0))
 			cli_error("%s: unexpected argument '%s'\n", cli_global.cmd,
-				  argv[optind + nargs]);
+				  argv[optind + (arg ? 1 : 0)]);
 		else
-			cli_error("%s: an argument is missing\n", cli_global.cmd);
+			cli_error("%s: %s is missing\n", cli_global.cmd, arg);
 		usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
