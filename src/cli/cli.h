@@ -120,8 +120,6 @@ int cli_parse_nodeset(const char *opt, const char *arg, int *nodes, unsigned int
  * printed. */
 int cli_node_check(struct memmig_ctx *ctx, const char *opt, int node);
 
-/* Memory sizes for people, rounded: "512.0 MiB", "7.84 GiB", "168 B". */
-const char *cli_human(uint64_t v, char *buf, size_t len);
 /* "2 MiB", "168 B", or "never" for MEMMIG_SIZE_NEVER. */
 const char *cli_size(size_t v, char *buf, size_t len);
 /* The dispatch thresholds in one line: "avx2 below 4 KiB, movsb from ...";

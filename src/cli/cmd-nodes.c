@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/size.h"
 #include "cli/client.h"
 #include "proto/nodes-json.h"
 
@@ -66,8 +67,8 @@ static void print_nodes_text(struct json_object *nodes)
 		       (long long)cli_json_int(o, "id", -1),
 		       cli_json_str(o, "kind", "?"),
 		       cpulist(member(o, "cpus"), cpus, sizeof(cpus)),
-		       cli_human((uint64_t)cli_json_int(o, "mem_total", 0), tot, sizeof(tot)),
-		       cli_human((uint64_t)cli_json_int(o, "mem_free", 0), fr, sizeof(fr)),
+		       util_size_human((uint64_t)cli_json_int(o, "mem_total", 0), tot, sizeof(tot)),
+		       util_size_human((uint64_t)cli_json_int(o, "mem_free", 0), fr, sizeof(fr)),
 		       int_or_dash(o, "tier", tier, sizeof(tier)),
 		       int_or_dash(o, "nearest_cpu_node", near, sizeof(near)),
 		       cxl && json_object_get_boolean(cxl) ? "CXL, " : "",
@@ -110,8 +111,8 @@ static void print_dax_text(struct json_object *dax)
 
 		printf("%-12s %6s %11s %11s %6s  %s%s\n", cli_json_str(d, "dev", "?"),
 		       int_or_dash(d, "region", region, sizeof(region)),
-		       cli_human((uint64_t)cli_json_int(d, "size", 0), size, sizeof(size)),
-		       cli_human((uint64_t)cli_json_int(d, "align", 0), align, sizeof(align)),
+		       util_size_human((uint64_t)cli_json_int(d, "size", 0), size, sizeof(size)),
+		       util_size_human((uint64_t)cli_json_int(d, "align", 0), align, sizeof(align)),
 		       int_or_dash(d, "target_node", node, sizeof(node)),
 		       cli_json_str(d, "mode", "?"),
 		       cxl && json_object_get_boolean(cxl) ? ", CXL" : "");

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/size.h"
 #include "cli/client.h"
 #include "proto/proto.h"
 #include "tier/tier.h"
@@ -270,11 +271,11 @@ static void print_row(struct json_object *t)
 	       target_str(t, target, sizeof(target)), nodes_str(p, "fast", fast, sizeof(fast)),
 	       nodes_str(p, "slow", slow, sizeof(slow)),
 	       (long long)cli_json_int(t, "intervals", 0),
-	       cli_human((uint64_t)cli_json_int(t, "bytes_fast", 0), fb, sizeof(fb)),
-	       cli_human((uint64_t)cli_json_int(t, "bytes_slow", 0), sb, sizeof(sb)),
+	       util_size_human((uint64_t)cli_json_int(t, "bytes_fast", 0), fb, sizeof(fb)),
+	       util_size_human((uint64_t)cli_json_int(t, "bytes_slow", 0), sb, sizeof(sb)),
 	       cli_json_double(t, "slow_pct", 0), cli_json_double(t, "hot_fast_pct", 0),
-	       cli_human((uint64_t)cli_json_int(t, "promoted_bytes", 0), up, sizeof(up)),
-	       cli_human((uint64_t)cli_json_int(t, "demoted_bytes", 0), down, sizeof(down)),
+	       util_size_human((uint64_t)cli_json_int(t, "promoted_bytes", 0), up, sizeof(up)),
+	       util_size_human((uint64_t)cli_json_int(t, "demoted_bytes", 0), down, sizeof(down)),
 	       (long long)cli_json_int(t, "bounces", 0), cli_json_double(t, "cpu_s", 0),
 	       cli_json_double(t, "pause_max_s", 0) * 1e3, cli_json_str(t, "result", "-"));
 }
@@ -328,21 +329,21 @@ static void print_one(struct json_object *t)
 		printf("%lld%% on slow", (long long)cli_json_int(p, "slow_share", 0));
 	else
 		printf("%s kept free on fast",
-		       cli_human((uint64_t)cli_json_int(p, "fast_free", 0), a, sizeof(a)));
+		       util_size_human((uint64_t)cli_json_int(p, "fast_free", 0), a, sizeof(a)));
 	printf(", every %lld ms, cold after %lld, stay %lld, pause budget %lld ms\n",
 	       (long long)cli_json_int(p, "interval_ms", 0),
 	       (long long)cli_json_int(p, "cold_intervals", 0),
 	       (long long)cli_json_int(p, "min_stay", 0), (long long)cli_json_int(p, "pause_ms", 0));
 	print_sources(t);
 	printf("now:        %s on fast, %s on slow (%.1f%%), hot set %.1f%% on fast\n",
-	       cli_human((uint64_t)cli_json_int(t, "bytes_fast", 0), a, sizeof(a)),
-	       cli_human((uint64_t)cli_json_int(t, "bytes_slow", 0), b, sizeof(b)),
+	       util_size_human((uint64_t)cli_json_int(t, "bytes_fast", 0), a, sizeof(a)),
+	       util_size_human((uint64_t)cli_json_int(t, "bytes_slow", 0), b, sizeof(b)),
 	       cli_json_double(t, "slow_pct", 0), cli_json_double(t, "hot_fast_pct", 0));
 	printf("moved:      %lld promotions (%s), %lld demotions (%s), %lld bounces\n",
 	       (long long)cli_json_int(t, "promotions", 0),
-	       cli_human((uint64_t)cli_json_int(t, "promoted_bytes", 0), a, sizeof(a)),
+	       util_size_human((uint64_t)cli_json_int(t, "promoted_bytes", 0), a, sizeof(a)),
 	       (long long)cli_json_int(t, "demotions", 0),
-	       cli_human((uint64_t)cli_json_int(t, "demoted_bytes", 0), b, sizeof(b)),
+	       util_size_human((uint64_t)cli_json_int(t, "demoted_bytes", 0), b, sizeof(b)),
 	       (long long)cli_json_int(t, "bounces", 0));
 	printf("cost:       %.3f s CPU over %.1f s, longest batch %.1f ms\n",
 	       cli_json_double(t, "cpu_s", 0), cli_json_double(t, "elapsed_s", 0),
@@ -357,10 +358,10 @@ static void print_one(struct json_object *t)
 
 		printf("%8lld %8.1f %10s %10s %10s %10s %9.1f\n",
 		       (long long)cli_json_int(s, "interval", 0), cli_json_double(s, "t_s", 0),
-		       cli_human((uint64_t)cli_json_int(s, "bytes_fast", 0), a, sizeof(a)),
-		       cli_human((uint64_t)cli_json_int(s, "bytes_slow", 0), b, sizeof(b)),
-		       cli_human((uint64_t)cli_json_int(s, "promoted_bytes", 0), c, sizeof(c)),
-		       cli_human((uint64_t)cli_json_int(s, "demoted_bytes", 0), d, sizeof(d)),
+		       util_size_human((uint64_t)cli_json_int(s, "bytes_fast", 0), a, sizeof(a)),
+		       util_size_human((uint64_t)cli_json_int(s, "bytes_slow", 0), b, sizeof(b)),
+		       util_size_human((uint64_t)cli_json_int(s, "promoted_bytes", 0), c, sizeof(c)),
+		       util_size_human((uint64_t)cli_json_int(s, "demoted_bytes", 0), d, sizeof(d)),
 		       cli_json_double(s, "pause_s", 0) * 1e3);
 	}
 }

@@ -290,23 +290,6 @@ struct json_object *cli_json_tuning(const struct memmig_tuning *t)
 }
 
 /* Memory sizes for people: "512.0 MiB", "7.84 GiB". */
-const char *cli_human(uint64_t v, char *buf, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double d = (double)v;
-	unsigned int u = 0;
-
-	while (d >= 1024 && u < 5) {
-		d /= 1024;
-		u++;
-	}
-	if (!u)
-		snprintf(buf, len, "%llu B", (unsigned long long)v);
-	else
-		snprintf(buf, len, d < 10 ? "%.2f %s" : "%.1f %s", d, units[u]);
-	return buf;
-}
-
 int cli_parse_dirty(const char *opt, const char *arg, int *out)
 {
 	const char *name;

@@ -148,7 +148,7 @@ check "jobs: short floats" short_floats
 jq -r ".[] | select(.id == $job) | \"\(.rate / 1e9 * 100 | round / 100) \(.bytes_moved)\"" \
 	"$tmp/out" >"$tmp/want"
 check "jobs table" exit_is 0 mc jobs
-check "jobs table: a moved column" grep -qE '^ +job +state .* done +moved +GB/s' "$tmp/out"
+check "jobs table: a moved column" grep -qE '^ *job +state .* done +moved +GB/s' "$tmp/out"
 read -r rate moved <"$tmp/want"
 row=$(awk -v j="$job" '$1 == j' "$tmp/out")
 check "jobs table: the JSON's rate" test "$(echo "$row" | awk '{ print $(NF - 2) + 0 }')" = "$(awk -v r="$rate" 'BEGIN { print r + 0 }')"
