@@ -92,6 +92,10 @@ static ssize_t stderr_write(void *cookie, const char *buf, size_t len)
 	for (size_t i = 0; i < len; i++) {
 		const char *words;
 
+		if (buf[i] == '\r') {	/* a progress bar redrawn: not a line */
+			line_len = 0;
+			continue;
+		}
 		if (buf[i] != '\n') {
 			if (line_len < sizeof(line) - 1)
 				line[line_len++] = buf[i];
