@@ -35,6 +35,10 @@ struct cli_cmd {
 	const char *summary;
 	/* argv[0] is the command name; returns an exit code. */
 	int (*run)(struct memmig_ctx *ctx, int argc, char **argv);
+	/* It copies no memory itself: its context reads no MEMMIG_COPY_*
+	 * variable or calibration file, so a bad one stops only the
+	 * commands it concerns. */
+	bool no_copy;
 };
 
 /* One table entry per file: cmd-<name>.c. */
@@ -57,17 +61,17 @@ const struct cli_cmd *cli_cmd_find(const struct cli_cmd *const *table,
 void cli_cmd_list(FILE *f, const struct cli_cmd *const *table);
 
 /*
- * Options of a command that takes only --json and --help, and nargs
- * arguments (argv[optind]...): CLI_EXIT_OK, CLI_EXIT_USAGE (usage
- * printed), or CLI_HELP_SHOWN.
+ * Options of a command that takes only --json and --help, and one
+ * argument named arg (argv[optind]; none when arg is NULL): CLI_EXIT_OK,
+ * CLI_EXIT_USAGE (usage printed), or CLI_HELP_SHOWN.
  */
 int cli_parse_json_args(int argc, char **argv, void (*usage)(FILE *), bool *json,
-			int nargs);
+			const char *arg);
 
 static inline int cli_parse_json_only(int argc, char **argv,
 				      void (*usage)(FILE *), bool *json)
 {
-	return cli_parse_json_args(argc, argv, usage, json, 0);
+	return cli_parse_json_args(argc, argv, usage, json, NULL);
 }
 
 /*
@@ -116,8 +120,6 @@ int cli_parse_nodeset(const char *opt, const char *arg, int *nodes, unsigned int
  * printed. */
 int cli_node_check(struct memmig_ctx *ctx, const char *opt, int node);
 
-/* Memory sizes for people, rounded: "512.0 MiB", "7.84 GiB", "168 B". */
-const char *cli_human(uint64_t v, char *buf, size_t len);
 /* "2 MiB", "168 B", or "never" for MEMMIG_SIZE_NEVER. */
 const char *cli_size(size_t v, char *buf, size_t len);
 /* The dispatch thresholds in one line: "avx2 below 4 KiB, movsb from ...";
@@ -150,6 +152,12 @@ void cli_json_printed(void);		/* cli_json_print() printed */
 /* The error object {"ok": false, "error", "errno", "message"} with job
  * (may be NULL; not consumed) as its "job" member. */
 void cli_json_print_error(int err, const char *message, struct json_object *job);
+/* Whether --json is among argv[1..] (before any "--"): asked for before
+ * a parser reached it. */
+bool cli_json_in_argv(int argc, char **argv);
+/* stderr keeps the first "memmig-cli: error: ..." line written through it
+ * as the error object's message: getopt's complaints too. */
+void cli_json_error_capture(void);
 /* Prints the error object when rc is a failure, --json was asked for and
  * nothing printed; returns rc. */
 int cli_json_error_flush(int rc, int argc, char **argv);

@@ -81,13 +81,20 @@ static const char *conn_why(int rc, char *buf, size_t len)
 	return buf;
 }
 
-static int connect_failed(const char *cmd, int rc)
+/* No memmigd at the socket: what starts one, and whether the command
+ * runs without it (local_ok: its -l). */
+static int connect_failed(const char *cmd, int rc, bool local_ok)
 {
 	char why[384];
 
 	cli_json_error_errno(rc);
 	if (rc == -EACCES)
 		cli_error("%s: %s\n", cmd, conn_why(rc, why, sizeof(why)));
+	else if (rc == -ENOENT || rc == -ECONNREFUSED)
+		cli_error("%s: cannot reach memmigd at %s: %s: start it (systemctl start "
+			  "memmigd, or memmigd --foreground)%s\n", cmd, cli_global.socket,
+			  strerror(-rc), local_ok ? ", or run in this process with "
+			  "memmig-cli -l" : "");
 	else
 		cli_error("%s: cannot reach memmigd at %s: %s\n", cmd,
 			  cli_global.socket, strerror(-rc));
@@ -117,7 +124,7 @@ int cli_connect_or_local(const char *cmd, struct cli_conn **out)
 		return 0;
 	}
 	if (cli_global.socket_given)
-		return connect_failed(cmd, rc);
+		return connect_failed(cmd, rc, true);
 	/* memmigd runs but refuses this user: the move would most likely
 	 * be refused in-process too, so say why as a warning. */
 	if (rc == -EACCES)
@@ -141,7 +148,7 @@ int cli_connect_daemon(const char *cmd, struct cli_conn **out)
 		return -EINVAL;
 	}
 	rc = conn_open(cli_global.socket, out);
-	return rc < 0 ? connect_failed(cmd, rc) : 0;
+	return rc < 0 ? connect_failed(cmd, rc, false) : 0;
 }
 
 static int send_all(int fd, const char *p, size_t len)

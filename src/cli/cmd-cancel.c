@@ -24,4 +24,5 @@ const struct cli_cmd cli_cmd_cancel = {
 	.name = "cancel",
 	.summary = "cancel a memmigd job",
 	.run = cancel_run,
+	.no_copy = true,
 };

@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/table.h"
 
 static void domains_usage(FILE *f)
 {
@@ -71,28 +72,36 @@ static int parse(int argc, char **argv, struct dom_args *a)
 	return CLI_EXIT_OK;
 }
 
+static const struct cli_col dom_cols[] = {
+	{ "name", 32, false }, { "uuid", 0, false }, { "pid", 0, true },
+	{ "nodeset", 16, false }, { "placement", 0, true }, { "source", 0, false },
+};
+
 static void print_domains(struct json_object *list)
 {
 	size_t n = json_object_array_length(list);
+	struct cli_table *t;
 
 	if (!n) {
 		printf("no domains\n");
 		return;
 	}
-	printf("%-20s %-36s %8s %-10s %9s  %s\n", "name", "uuid", "pid", "nodeset",
-	       "placement", "source");
+	t = cli_table_new(dom_cols, sizeof(dom_cols) / sizeof(dom_cols[0]));
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *d = json_object_array_get_idx(list, i);
 		int64_t node = cli_json_int(d, "placement", -1);
-		char place[24] = "-";
 
+		cli_table_cell(t, "%s", cli_json_str(d, "name", "?"));
+		cli_table_cell(t, "%s", cli_json_str(d, "uuid", "-"));
+		cli_table_cell(t, "%lld", (long long)cli_json_int(d, "pid", 0));
+		cli_table_cell(t, "%s", cli_json_str(d, "nodeset", "-"));
 		if (node >= 0)
-			snprintf(place, sizeof(place), "%lld", (long long)node);
-		printf("%-20s %-36s %8lld %-10s %9s  %s\n", cli_json_str(d, "name", "?"),
-		       cli_json_str(d, "uuid", "-"), (long long)cli_json_int(d, "pid", 0),
-		       cli_json_str(d, "nodeset", "-"), place,
-		       cli_json_str(d, "source", "-"));
+			cli_table_cell(t, "%lld", (long long)node);
+		else
+			cli_table_cell(t, "-");
+		cli_table_cell(t, "%s", cli_json_str(d, "source", "-"));
 	}
+	cli_table_print(t, stdout);
 }
 
 static int list(const struct dom_args *a)
@@ -178,4 +187,5 @@ const struct cli_cmd cli_cmd_domains = {
 	.name = "domains",
 	.summary = "libvirt domains memmigd knows; the hook's register calls",
 	.run = domains_run,
+	.no_copy = true,
 };

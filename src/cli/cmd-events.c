@@ -52,7 +52,7 @@ static void print_event(struct json_object *ev)
 		printf("%s %lld events lost (memmigd's queue was full)\n", when,
 		       (long long)cli_json_int(ev, "count", 0));
 	} else {
-		printf("%s %s\n", when, json_object_to_json_string(ev));
+		printf("%s %s\n", when, proto_json_string(ev, JSON_C_TO_STRING_PLAIN));
 	}
 }
 
@@ -115,7 +115,7 @@ static int events_run(struct memmig_ctx *ctx, int argc, char **argv)
 		if (rc)
 			break;
 		if (json)
-			printf("%s\n", json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN));
+			printf("%s\n", proto_json_string(ev, JSON_C_TO_STRING_PLAIN));
 		else
 			print_event(ev);
 		fflush(stdout);	/* a pipe: each event as it comes */
@@ -138,4 +138,5 @@ const struct cli_cmd cli_cmd_events = {
 	.name = "events",
 	.summary = "follow memmigd's job and domain events",
 	.run = events_run,
+	.no_copy = true,
 };

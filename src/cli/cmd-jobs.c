@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/size.h"
 #include "cli/client.h"
+#include "cli/table.h"
 
 static void jobs_usage(FILE *f)
 {
@@ -15,44 +17,54 @@ static void jobs_usage(FILE *f)
 		   "GB/s: while running, the recent pace; once ended, moved / seconds.\n");
 }
 
+/* The columns: a target's domain name is cut, not the row shifted. */
+static const struct cli_col job_cols[] = {
+	{ "job", 0, true }, { "state", 0, false }, { "target", 32, false },
+	{ "node", 0, true }, { "method", 0, false }, { "done", 0, true },
+	{ "moved", 0, true }, { "GB/s", 0, true }, { "seconds", 0, true },
+	{ "result", 0, false },
+};
+
 /* Every figure as the job object has it (docs/json.md), so that the
  * table, the JSON and the progress bar agree. */
-static void print_row(struct json_object *j)
+static void add_row(struct cli_table *t, struct json_object *j)
 {
 	int64_t total = cli_json_int(j, "bytes_total", 0);
 	int64_t done = cli_json_int(j, "bytes_done", 0);
 	int64_t moved = cli_json_int(j, "bytes_moved", -1);
 	const char *dom = cli_json_str(j, "domain", NULL);
-	char target[48], pct[16], mv[32] = "-";
+	char mv[32] = "-";
 
+	cli_table_cell(t, "%lld", (long long)cli_json_int(j, "id", 0));
+	cli_table_cell(t, "%s", cli_json_str(j, "state", "?"));
 	if (dom)
-		snprintf(target, sizeof(target), "domain %.32s", dom);
+		cli_table_cell(t, "domain %s", dom);
 	else
-		snprintf(target, sizeof(target), "pid %lld",
-			 (long long)cli_json_int(j, "pid", 0));
-	snprintf(pct, sizeof(pct), "%d%%", total ? (int)(100.0 * done / total) : 100);
+		cli_table_cell(t, "pid %lld", (long long)cli_json_int(j, "pid", 0));
+	cli_table_cell(t, "%lld", (long long)cli_json_int(j, "to_node", -1));
+	cli_table_cell(t, "%s", cli_json_str(j, "strategy", "?"));
+	cli_table_cell(t, "%d%%", total ? (int)(100.0 * done / total) : 100);
 	if (moved >= 0)
-		cli_human((uint64_t)moved, mv, sizeof(mv));
-	printf("%6lld  %-9s  %-22s %4lld  %-7s %5s %10s %7.2f %8.3f  %s\n",
-	       (long long)cli_json_int(j, "id", 0), cli_json_str(j, "state", "?"),
-	       target, (long long)cli_json_int(j, "to_node", -1),
-	       cli_json_str(j, "strategy", "?"), pct, mv,
-	       cli_json_double(j, "rate", 0) / 1e9, cli_json_double(j, "elapsed_s", 0),
-	       cli_json_str(j, "result", "-"));
+		util_size_human((uint64_t)moved, mv, sizeof(mv));
+	cli_table_cell(t, "%s", mv);
+	cli_table_cell(t, "%.2f", cli_json_double(j, "rate", 0) / 1e9);
+	cli_table_cell(t, "%.3f", cli_json_double(j, "elapsed_s", 0));
+	cli_table_cell(t, "%s", cli_json_str(j, "result", "-"));
 }
 
 void cli_print_jobs(struct json_object *jobs)
 {
 	size_t n = json_object_array_length(jobs);
+	struct cli_table *t;
 
 	if (!n) {
 		printf("no jobs\n");
 		return;
 	}
-	printf("%6s  %-9s  %-22s %4s  %-7s %5s %10s %7s %8s  %s\n", "job", "state",
-	       "target", "node", "method", "done", "moved", "GB/s", "seconds", "result");
+	t = cli_table_new(job_cols, sizeof(job_cols) / sizeof(job_cols[0]));
 	for (size_t i = 0; i < n; i++)
-		print_row(json_object_array_get_idx(jobs, i));
+		add_row(t, json_object_array_get_idx(jobs, i));
+	cli_table_print(t, stdout);
 }
 
 static int jobs_run(struct memmig_ctx *ctx, int argc, char **argv)
@@ -85,4 +97,5 @@ const struct cli_cmd cli_cmd_jobs = {
 	.name = "jobs",
 	.summary = "list memmigd's jobs",
 	.run = jobs_run,
+	.no_copy = true,
 };

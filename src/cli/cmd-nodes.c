@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/table.h"
+#include "util/size.h"
 #include "cli/client.h"
 #include "proto/nodes-json.h"
 
@@ -50,29 +52,36 @@ static struct json_object *member(struct json_object *o, const char *key)
 	return v;
 }
 
+static const struct cli_col node_cols[] = {
+	{ "node", 0, true }, { "kind", 0, false }, { "cpus", 24, false },
+	{ "total", 0, true }, { "free", 0, true }, { "tier", 0, true },
+	{ "nearest", 0, true }, { "memory", 0, false },
+};
+
 static void print_nodes_text(struct json_object *nodes)
 {
 	size_t n = json_object_array_length(nodes);
-	char cpus[64], tot[32], fr[32], tier[24], near[24], key[24];
+	char buf[64], key[24];
+	struct cli_table *t = cli_table_new(node_cols, sizeof(node_cols) / sizeof(node_cols[0]));
 
-	printf("%4s  %-8s %-16s %11s %11s %5s %8s  %s\n", "node", "kind", "cpus",
-	       "total", "free", "tier", "nearest", "memory");
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *o = json_object_array_get_idx(nodes, i);
 		const char *dax = cli_json_str(o, "dax", NULL);
 		struct json_object *cxl = member(o, "cxl");
 
-		printf("%4lld  %-8s %-16s %11s %11s %5s %8s  %s%s%s\n",
-		       (long long)cli_json_int(o, "id", -1),
-		       cli_json_str(o, "kind", "?"),
-		       cpulist(member(o, "cpus"), cpus, sizeof(cpus)),
-		       cli_human((uint64_t)cli_json_int(o, "mem_total", 0), tot, sizeof(tot)),
-		       cli_human((uint64_t)cli_json_int(o, "mem_free", 0), fr, sizeof(fr)),
-		       int_or_dash(o, "tier", tier, sizeof(tier)),
-		       int_or_dash(o, "nearest_cpu_node", near, sizeof(near)),
-		       cxl && json_object_get_boolean(cxl) ? "CXL, " : "",
-		       dax ? "device DAX " : "-", dax ? dax : "");
+		cli_table_cell(t, "%lld", (long long)cli_json_int(o, "id", -1));
+		cli_table_cell(t, "%s", cli_json_str(o, "kind", "?"));
+		cli_table_cell(t, "%s", cpulist(member(o, "cpus"), buf, sizeof(buf)));
+		cli_table_cell(t, "%s", util_size_human((uint64_t)cli_json_int(o, "mem_total", 0),
+							buf, sizeof(buf)));
+		cli_table_cell(t, "%s", util_size_human((uint64_t)cli_json_int(o, "mem_free", 0),
+							buf, sizeof(buf)));
+		cli_table_cell(t, "%s", int_or_dash(o, "tier", buf, sizeof(buf)));
+		cli_table_cell(t, "%s", int_or_dash(o, "nearest_cpu_node", buf, sizeof(buf)));
+		cli_table_cell(t, "%s%s%s", cxl && json_object_get_boolean(cxl) ? "CXL, " : "",
+			       dax ? "device DAX " : "-", dax ? dax : "");
 	}
+	cli_table_print(t, stdout);
 	printf("\ndistances (10 = local):\n%4s ", "node");
 	for (size_t j = 0; j < n; j++)
 		printf(" %4lld", (long long)cli_json_int(
@@ -92,30 +101,38 @@ static void print_nodes_text(struct json_object *nodes)
 	}
 }
 
+static const struct cli_col dax_cols[] = {
+	{ "device", 24, false }, { "region", 0, true }, { "size", 0, true },
+	{ "align", 0, true }, { "node", 0, true }, { "mode", 0, false },
+};
+
 static void print_dax_text(struct json_object *dax)
 {
 	size_t n = json_object_array_length(dax);
-	char size[32], align[32], node[24], region[24];
+	struct cli_table *t;
+	char buf[32];
 
 	if (!n) {
 		printf("\nno DAX devices\n");
 		return;
 	}
-	printf("\nDAX devices:\n%-12s %6s %11s %11s %6s  %s\n", "device", "region",
-	       "size", "align", "node", "mode");
+	printf("\nDAX devices:\n");
+	t = cli_table_new(dax_cols, sizeof(dax_cols) / sizeof(dax_cols[0]));
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *d = json_object_array_get_idx(dax, i);
-
 		struct json_object *cxl = member(d, "cxl");
 
-		printf("%-12s %6s %11s %11s %6s  %s%s\n", cli_json_str(d, "dev", "?"),
-		       int_or_dash(d, "region", region, sizeof(region)),
-		       cli_human((uint64_t)cli_json_int(d, "size", 0), size, sizeof(size)),
-		       cli_human((uint64_t)cli_json_int(d, "align", 0), align, sizeof(align)),
-		       int_or_dash(d, "target_node", node, sizeof(node)),
-		       cli_json_str(d, "mode", "?"),
-		       cxl && json_object_get_boolean(cxl) ? ", CXL" : "");
+		cli_table_cell(t, "%s", cli_json_str(d, "dev", "?"));
+		cli_table_cell(t, "%s", int_or_dash(d, "region", buf, sizeof(buf)));
+		cli_table_cell(t, "%s", util_size_human((uint64_t)cli_json_int(d, "size", 0), buf,
+							sizeof(buf)));
+		cli_table_cell(t, "%s", util_size_human((uint64_t)cli_json_int(d, "align", 0), buf,
+							sizeof(buf)));
+		cli_table_cell(t, "%s", int_or_dash(d, "target_node", buf, sizeof(buf)));
+		cli_table_cell(t, "%s%s", cli_json_str(d, "mode", "?"),
+			       cxl && json_object_get_boolean(cxl) ? ", CXL" : "");
 	}
+	cli_table_print(t, stdout);
 }
 
 /* From memmigd when it runs (its view is the one moves use), else here. */
@@ -180,4 +197,5 @@ const struct cli_cmd cli_cmd_nodes = {
 	.name = "nodes",
 	.summary = "show NUMA nodes, memory tiers, distances and DAX devices",
 	.run = nodes_run,
+	.no_copy = true,
 };

@@ -117,4 +117,5 @@ const struct cli_cmd cli_cmd_stats = {
 	.name = "stats",
 	.summary = "memmigd's counters (Prometheus text with --prometheus)",
 	.run = stats_run,
+	.no_copy = true,
 };

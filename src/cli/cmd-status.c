@@ -8,6 +8,8 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "util/duration.h"
+#include "util/size.h"
 
 static void status_usage(FILE *f)
 {
@@ -21,11 +23,13 @@ static const struct job_cmd status_cmd = { "status", "job", status_usage };
 
 static void print_limits(struct json_object *l)
 {
+	char backlog[32], event[32];
+
 	printf("limits:   %lld jobs queued or running (%lld running per node), %lld clients "
 	       "(the last %lld root's, %lld per user),\n"
 	       "          idle clients closed after %lld s, %lld event subscribers "
 	       "(the last %lld root's, %lld per user;\n"
-	       "          each dropped past %lld bytes unread, an event %lld bytes at most),\n"
+	       "          each dropped past %s unread, an event %s at most),\n"
 	       "          %lld processes tiered (%lld kept for root, %lld per user)\n",
 	       (long long)cli_json_int(l, "max_jobs", 0),
 	       (long long)cli_json_int(l, "max_jobs_per_node", 0),
@@ -36,28 +40,45 @@ static void print_limits(struct json_object *l)
 	       (long long)cli_json_int(l, "max_subscribers", 0),
 	       (long long)cli_json_int(l, "root_subscribers", 0),
 	       (long long)cli_json_int(l, "max_subscribers_per_user", 0),
-	       (long long)cli_json_int(l, "bytes_subscriber_backlog", 0),
-	       (long long)cli_json_int(l, "bytes_event_max", 0),
+	       util_size_human((uint64_t)cli_json_int(l, "bytes_subscriber_backlog", 0), backlog,
+			       sizeof(backlog)),
+	       util_size_human((uint64_t)cli_json_int(l, "bytes_event_max", 0), event, sizeof(event)),
 	       (long long)cli_json_int(l, "max_tiers", 0),
 	       (long long)cli_json_int(l, "root_tiers", 0),
 	       (long long)cli_json_int(l, "max_tiers_per_user", 0));
+}
+
+/* "connected to URI", or "disconnected from URI (why), retrying". */
+static void print_libvirt(struct json_object *r)
+{
+	const char *state = cli_json_str(r, "libvirt_state", "?");
+	const char *uri = cli_json_str(r, "libvirt_uri", "libvirt's default URI");
+	const char *why = cli_json_str(r, "libvirt_error", NULL);
+
+	if (!strcmp(state, "connected"))
+		printf("libvirt:  connected to %s\n", uri);
+	else if (!strcmp(state, "disconnected"))
+		printf("libvirt:  disconnected from %s%s%s%s, retrying\n", uri, why ? " (" : "",
+		       why ? why : "", why ? ")" : "");
+	else
+		printf("libvirt:  %s\n", state);
 }
 
 static void print_status(struct json_object *r)
 {
 	struct json_object *jobs = json_object_object_get(r, "jobs");
 	struct json_object *limits = json_object_object_get(r, "limits");
-	long long up = (long long)cli_json_double(r, "uptime_s", 0);
 	const char *metrics = cli_json_str(r, "metrics_file", NULL);
+	char up[48];
 
-	printf("memmigd %s (protocol %lld), pid %lld, up %lld d %02lld:%02lld:%02lld\n",
+	printf("memmigd %s (protocol %lld), pid %lld, up %s\n",
 	       cli_json_str(r, "version", "?"), (long long)cli_json_int(r, "protocol", 0),
-	       (long long)cli_json_int(r, "pid", 0), up / 86400, up / 3600 % 24, up / 60 % 60,
-	       up % 60);
+	       (long long)cli_json_int(r, "pid", 0),
+	       util_duration_human(cli_json_double(r, "uptime_s", 0), up, sizeof(up)));
 	printf("socket:   %s%s\n", cli_json_str(r, "socket", "?"),
 	       json_object_get_boolean(json_object_object_get(r, "socket_activated")) ?
 	       " (made by systemd: socket activation)" : "");
-	printf("libvirt:  %s\n", cli_json_str(r, "libvirt_state", "?"));
+	print_libvirt(r);
 	printf("clients:  %lld connected, %lld subscribed to events\n",
 	       (long long)cli_json_int(r, "clients", 0), (long long)cli_json_int(r, "subscribers", 0));
 	printf("jobs:     %lld running, %lld queued\n", (long long)cli_json_int(jobs, "running", 0),
@@ -102,4 +123,5 @@ const struct cli_cmd cli_cmd_status = {
 	.name = "status",
 	.summary = "memmigd's status, or one of its jobs with its report",
 	.run = status_run,
+	.no_copy = true,
 };

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/table.h"
+#include "util/size.h"
 #include "cli/client.h"
 #include "proto/proto.h"
 #include "tier/tier.h"
@@ -253,45 +255,66 @@ static const char *target_str(struct json_object *t, char *buf, size_t len)
 	const char *dom = cli_json_str(t, "domain", NULL);
 
 	if (dom)
-		snprintf(buf, len, "domain %.32s", dom);
+		snprintf(buf, len, "domain %s", dom);
 	else
 		snprintf(buf, len, "pid %lld", (long long)cli_json_int(t, "pid", 0));
 	return buf;
 }
 
-static void print_row(struct json_object *t)
+static const struct cli_col tier_cols[] = {
+	{ "id", 0, true }, { "state", 0, false }, { "target", 32, false },
+	{ "fast", 12, false }, { "slow", 12, false }, { "ivals", 0, true },
+	{ "on fast", 0, true }, { "on slow", 0, true }, { "slow", 0, true },
+	{ "hot@f", 0, true }, { "promoted", 0, true }, { "demoted", 0, true },
+	{ "bnc", 0, true }, { "cpu s", 0, true }, { "pause", 0, true },
+	{ "result", 0, false },
+};
+
+/* A size column's cell. */
+static void size_cell(struct cli_table *tb, struct json_object *t, const char *key)
+{
+	char b[32];
+
+	cli_table_cell(tb, "%s", util_size_human((uint64_t)cli_json_int(t, key, 0), b, sizeof(b)));
+}
+
+static void add_row(struct cli_table *tb, struct json_object *t)
 {
 	struct json_object *p = NULL;
-	char target[48], fast[32], slow[32], fb[16], sb[16], up[16], down[16];
+	char buf[64];
 
 	json_object_object_get_ex(t, "policy", &p);
-	printf("%4lld  %-8s  %-18s %-5s %-5s %6lld %10s %10s %5.1f%% %5.1f%% %10s %10s %5lld %7.2f %7.1f  %s\n",
-	       (long long)cli_json_int(t, "id", 0), cli_json_str(t, "state", "?"),
-	       target_str(t, target, sizeof(target)), nodes_str(p, "fast", fast, sizeof(fast)),
-	       nodes_str(p, "slow", slow, sizeof(slow)),
-	       (long long)cli_json_int(t, "intervals", 0),
-	       cli_human((uint64_t)cli_json_int(t, "bytes_fast", 0), fb, sizeof(fb)),
-	       cli_human((uint64_t)cli_json_int(t, "bytes_slow", 0), sb, sizeof(sb)),
-	       cli_json_double(t, "slow_pct", 0), cli_json_double(t, "hot_fast_pct", 0),
-	       cli_human((uint64_t)cli_json_int(t, "promoted_bytes", 0), up, sizeof(up)),
-	       cli_human((uint64_t)cli_json_int(t, "demoted_bytes", 0), down, sizeof(down)),
-	       (long long)cli_json_int(t, "bounces", 0), cli_json_double(t, "cpu_s", 0),
-	       cli_json_double(t, "pause_max_s", 0) * 1e3, cli_json_str(t, "result", "-"));
+	cli_table_cell(tb, "%lld", (long long)cli_json_int(t, "id", 0));
+	cli_table_cell(tb, "%s", cli_json_str(t, "state", "?"));
+	cli_table_cell(tb, "%s", target_str(t, buf, sizeof(buf)));
+	cli_table_cell(tb, "%s", nodes_str(p, "fast", buf, sizeof(buf)));
+	cli_table_cell(tb, "%s", nodes_str(p, "slow", buf, sizeof(buf)));
+	cli_table_cell(tb, "%lld", (long long)cli_json_int(t, "intervals", 0));
+	size_cell(tb, t, "bytes_fast");
+	size_cell(tb, t, "bytes_slow");
+	cli_table_cell(tb, "%.1f%%", cli_json_double(t, "slow_pct", 0));
+	cli_table_cell(tb, "%.1f%%", cli_json_double(t, "hot_fast_pct", 0));
+	size_cell(tb, t, "promoted_bytes");
+	size_cell(tb, t, "demoted_bytes");
+	cli_table_cell(tb, "%lld", (long long)cli_json_int(t, "bounces", 0));
+	cli_table_cell(tb, "%.2f", cli_json_double(t, "cpu_s", 0));
+	cli_table_cell(tb, "%.1f", cli_json_double(t, "pause_max_s", 0) * 1e3);
+	cli_table_cell(tb, "%s", cli_json_str(t, "result", "-"));
 }
 
 static void print_list(struct json_object *tiers)
 {
 	size_t n = json_object_array_length(tiers);
+	struct cli_table *tb;
 
 	if (!n) {
 		printf("no tierings\n");
 		return;
 	}
-	printf("%4s  %-8s  %-18s %-5s %-5s %6s %10s %10s %6s %6s %10s %10s %5s %7s %7s  %s\n",
-	       "id", "state", "target", "fast", "slow", "ivals", "on fast", "on slow", "slow",
-	       "hot@f", "promoted", "demoted", "bnc", "cpu s", "pause", "result");
+	tb = cli_table_new(tier_cols, sizeof(tier_cols) / sizeof(tier_cols[0]));
 	for (size_t i = 0; i < n; i++)
-		print_row(json_object_array_get_idx(tiers, i));
+		add_row(tb, json_object_array_get_idx(tiers, i));
+	cli_table_print(tb, stdout);
 	printf("(hot@f: of the memory touched last interval, the share on the fast nodes;"
 	       " pause: longest batch, ms)\n");
 }
@@ -328,21 +351,21 @@ static void print_one(struct json_object *t)
 		printf("%lld%% on slow", (long long)cli_json_int(p, "slow_share", 0));
 	else
 		printf("%s kept free on fast",
-		       cli_human((uint64_t)cli_json_int(p, "fast_free", 0), a, sizeof(a)));
+		       util_size_human((uint64_t)cli_json_int(p, "fast_free", 0), a, sizeof(a)));
 	printf(", every %lld ms, cold after %lld, stay %lld, pause budget %lld ms\n",
 	       (long long)cli_json_int(p, "interval_ms", 0),
 	       (long long)cli_json_int(p, "cold_intervals", 0),
 	       (long long)cli_json_int(p, "min_stay", 0), (long long)cli_json_int(p, "pause_ms", 0));
 	print_sources(t);
 	printf("now:        %s on fast, %s on slow (%.1f%%), hot set %.1f%% on fast\n",
-	       cli_human((uint64_t)cli_json_int(t, "bytes_fast", 0), a, sizeof(a)),
-	       cli_human((uint64_t)cli_json_int(t, "bytes_slow", 0), b, sizeof(b)),
+	       util_size_human((uint64_t)cli_json_int(t, "bytes_fast", 0), a, sizeof(a)),
+	       util_size_human((uint64_t)cli_json_int(t, "bytes_slow", 0), b, sizeof(b)),
 	       cli_json_double(t, "slow_pct", 0), cli_json_double(t, "hot_fast_pct", 0));
 	printf("moved:      %lld promotions (%s), %lld demotions (%s), %lld bounces\n",
 	       (long long)cli_json_int(t, "promotions", 0),
-	       cli_human((uint64_t)cli_json_int(t, "promoted_bytes", 0), a, sizeof(a)),
+	       util_size_human((uint64_t)cli_json_int(t, "promoted_bytes", 0), a, sizeof(a)),
 	       (long long)cli_json_int(t, "demotions", 0),
-	       cli_human((uint64_t)cli_json_int(t, "demoted_bytes", 0), b, sizeof(b)),
+	       util_size_human((uint64_t)cli_json_int(t, "demoted_bytes", 0), b, sizeof(b)),
 	       (long long)cli_json_int(t, "bounces", 0));
 	printf("cost:       %.3f s CPU over %.1f s, longest batch %.1f ms\n",
 	       cli_json_double(t, "cpu_s", 0), cli_json_double(t, "elapsed_s", 0),
@@ -357,10 +380,10 @@ static void print_one(struct json_object *t)
 
 		printf("%8lld %8.1f %10s %10s %10s %10s %9.1f\n",
 		       (long long)cli_json_int(s, "interval", 0), cli_json_double(s, "t_s", 0),
-		       cli_human((uint64_t)cli_json_int(s, "bytes_fast", 0), a, sizeof(a)),
-		       cli_human((uint64_t)cli_json_int(s, "bytes_slow", 0), b, sizeof(b)),
-		       cli_human((uint64_t)cli_json_int(s, "promoted_bytes", 0), c, sizeof(c)),
-		       cli_human((uint64_t)cli_json_int(s, "demoted_bytes", 0), d, sizeof(d)),
+		       util_size_human((uint64_t)cli_json_int(s, "bytes_fast", 0), a, sizeof(a)),
+		       util_size_human((uint64_t)cli_json_int(s, "bytes_slow", 0), b, sizeof(b)),
+		       util_size_human((uint64_t)cli_json_int(s, "promoted_bytes", 0), c, sizeof(c)),
+		       util_size_human((uint64_t)cli_json_int(s, "demoted_bytes", 0), d, sizeof(d)),
 		       cli_json_double(s, "pause_s", 0) * 1e3);
 	}
 }

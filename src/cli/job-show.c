@@ -67,18 +67,34 @@ static void show(struct json_object *job)
 		cli_print_move_report(rep);
 }
 
+/* What a cancel did: a queued job ended at once, a running one stops
+ * after the units it copies (memmigd never leaves one half moved). */
+static void cancelled(long id, struct json_object *job)
+{
+	if (!strcmp(cli_json_str(job, "state", "?"), "cancelled"))
+		printf("job %ld: cancelled\n", id);
+	else
+		printf("job %ld: cancel requested; it stops after its current units\n", id);
+}
+
 int cli_job_show(const struct job_cmd *jc, int argc, char **argv)
 {
 	bool cancel = !strcmp(jc->op, "cancel");
 	struct json_object *job = NULL;
+	char *end;
 	bool json;
 	long id;
-	int rc = cli_parse_json_args(argc, argv, jc->usage, &json, 1);
+	int rc = cli_parse_json_args(argc, argv, jc->usage, &json, "JOB");
 
 	if (rc)
 		return cli_exit_code(rc);
-	if (cli_parse_int(jc->name, argv[optind], 1, INT64_MAX, &id) < 0)
+	errno = 0;
+	id = strtol(argv[optind], &end, 10);
+	if (errno || end == argv[optind] || *end || id < 1) {
+		cli_error("%s: JOB: expected a job number, not '%s'\n", jc->name, argv[optind]);
+		jc->usage(stderr);
 		return CLI_EXIT_USAGE;
+	}
 	if (cancel) {
 		rc = job_call(jc->name, "job", id, &job);
 		if (rc)
@@ -95,6 +111,8 @@ int cli_job_show(const struct job_cmd *jc, int argc, char **argv)
 		return cancel_ended(id, job, json);
 	if (json)
 		cli_json_print(json_object_get(job));
+	else if (cancel)
+		cancelled(id, job);
 	else
 		show(job);
 	json_object_put(job);

@@ -5,12 +5,15 @@
  * script reads one JSON value whatever happened; the prose stays on
  * stderr and the exit code does not change.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
 
 static struct {
 	bool wanted;		/* the command parsed --json */
@@ -47,8 +50,79 @@ void cli_json_printed(void)
 	je.printed = true;
 }
 
+/*
+ * getopt's own complaints ("unrecognized option '--x'") go to stderr
+ * without cli_error(), from every command's parser: stderr passes through
+ * a stream that keeps the first error line's words as the message.
+ */
+static char line[512];
+static size_t line_len;
+
+/* The words of an error line of ours or libmemmig's ("memmig-cli:
+ * libmemmig: error: MEMMIG_COPY_NT_MIN=..."), else NULL. */
+static const char *error_words(char *l)
+{
+	size_t n = strlen(program_invocation_short_name);
+
+	if (strncmp(l, program_invocation_short_name, n))
+		return NULL;
+	l += n;
+	if (!strncmp(l, ": error: ", 9))
+		return l + 9;
+	if (!strncmp(l, ": libmemmig: error: ", 20)) {
+		/* "libmemmig: ...", without the "error: " between */
+		memmove(l + 13, l + 20, strlen(l + 20) + 1);
+		return l + 2;
+	}
+	return NULL;
+}
+
+static ssize_t stderr_write(void *cookie, const char *buf, size_t len)
+{
+	size_t done = 0;
+
+	(void)cookie;
+	while (done < len) {
+		ssize_t n = write(STDERR_FILENO, buf + done, len - done);
+
+		if (n < 0)
+			return done ? (ssize_t)done : -1;
+		done += (size_t)n;
+	}
+	for (size_t i = 0; i < len; i++) {
+		const char *words;
+
+		if (buf[i] == '\r') {	/* a progress bar redrawn: not a line */
+			line_len = 0;
+			continue;
+		}
+		if (buf[i] != '\n') {
+			if (line_len < sizeof(line) - 1)
+				line[line_len++] = buf[i];
+			continue;
+		}
+		line[line_len] = '\0';
+		line_len = 0;
+		words = error_words(line);
+		if (words && !je.message[0])
+			snprintf(je.message, sizeof(je.message), "%s", words);
+	}
+	return (ssize_t)len;
+}
+
+void cli_json_error_capture(void)
+{
+	static const cookie_io_functions_t io = { .write = stderr_write };
+	FILE *f = fopencookie(NULL, "w", io);
+
+	if (!f)
+		return;	/* the message then says less, nothing worse */
+	setvbuf(f, NULL, _IOLBF, 0);
+	stderr = f;
+}
+
 /* A usage error may come before getopt reached --json: look for it. */
-static bool json_in_argv(int argc, char **argv)
+bool cli_json_in_argv(int argc, char **argv)
 {
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "--json"))
@@ -80,12 +154,13 @@ void cli_json_print_error(int err, const char *message, struct json_object *job)
 
 int cli_json_error_flush(int rc, int argc, char **argv)
 {
-	if (rc == CLI_EXIT_OK || je.printed || !(je.wanted || json_in_argv(argc, argv)))
+	if (rc == CLI_EXIT_OK || je.printed || !(je.wanted || cli_json_in_argv(argc, argv)))
 		return rc;
-	/* getopt's own complaints ("unrecognized option") bypass cli_error. */
 	if (!je.message[0])
-		snprintf(je.message, sizeof(je.message), "%s: bad command line "
-			 "(memmig-cli %s --help shows the usage)", argv[0], argv[0]);
+		snprintf(je.message, sizeof(je.message), "%s%sbad command line "
+			 "(memmig-cli %s%s--help shows the usage)",
+			 cli_global.cmd ? cli_global.cmd : "", cli_global.cmd ? ": " : "",
+			 cli_global.cmd ? cli_global.cmd : "", cli_global.cmd ? " " : "");
 	cli_json_print_error(je.err ? je.err : default_errno(rc), je.message, NULL);
 	return rc;
 }

@@ -73,9 +73,38 @@ static const struct cli_cmd cli_cmd_help = {
 	.name = "help",
 	.summary = "this list, or a command's options (help COMMAND)",
 	.run = help_run,
+	.no_copy = true,
 };
 
-int main(int argc, char **argv)
+/*
+ * The context a command runs with.  One that copies nothing gets a
+ * context without the environment's copy settings (a bad
+ * MEMMIG_COPY_NT_MIN is no reason to refuse "jobs"), its log priority
+ * from -v alone; one that copies fails on a bad setting, which libmemmig
+ * named above.
+ */
+static int ctx_for(const struct cli_cmd *cmd, int verbosity, struct memmig_ctx **ctx)
+{
+	int rc = cmd->no_copy ? memmig_ctx_new_flags(ctx, MEMMIG_CTX_NO_ENV) :
+				memmig_ctx_new(ctx);
+
+	if (rc < 0) {
+		cli_json_error_errno(rc);
+		cli_error("%s: cannot initialise libmemmig: %s\n", cmd->name, rc == -ESTALE ?
+			  "$MEMMIG_CALIBRATION was measured on another CPU" : rc == -EINVAL ?
+			  "a MEMMIG_* variable or the calibration file is bad (said above)" :
+			  strerror(-rc));
+		return CLI_EXIT_FAIL;
+	}
+	if (cmd->no_copy && verbosity)
+		memmig_ctx_set_log_priority(*ctx, verbosity > 0 ? LOG_DEBUG : LOG_ERR);
+	/* libmemmig speaks through the CLI's own log path. */
+	memmig_ctx_set_log_fn(*ctx, util_log_memmig, NULL);
+	return CLI_EXIT_OK;
+}
+
+/* The options before the command: an exit code, or -1 to go on. */
+static int global_options(int argc, char **argv, int *verbosity)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -86,16 +115,8 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *env = getenv("MEMMIG_SOCKET");
-	const struct cli_cmd *cmd;
-	struct memmig_ctx *ctx;
-	int c, rc, verbosity = 0;
+	int c;
 
-	if (env && *env) {
-		cli_global.socket = env;
-		cli_global.socket_given = true;
-	}
-	argv[0] = cli_set_cmd(NULL);
 	/* Stop at the first non-option: the rest belongs to the command. */
 	while ((c = getopt_long(argc, argv, "+hVs:lqv", opts, NULL)) != -1) {
 		switch (c) {
@@ -107,10 +128,10 @@ int main(int argc, char **argv)
 			cli_global.local = true;
 			break;
 		case 'q':
-			verbosity = -1;
+			*verbosity = -1;
 			break;
 		case 'v':
-			verbosity = 1;
+			*verbosity = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -123,6 +144,33 @@ int main(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 	}
+	if (optind >= argc) {
+		cli_error("a command is missing\n");
+		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *env = getenv("MEMMIG_SOCKET");
+	const struct cli_cmd *cmd;
+	struct memmig_ctx *ctx;
+	int rc, verbosity = 0;
+
+	if (env && *env) {
+		cli_global.socket = env;
+		cli_global.socket_given = true;
+	}
+	/* --json anywhere asks for JSON, errors before the command's parser
+	 * included (docs/json.md's error object). */
+	if (cli_json_in_argv(argc, argv))
+		cli_json_error_capture();
+	argv[0] = cli_set_cmd(NULL);
+	rc = global_options(argc, argv, &verbosity);
+	if (rc >= 0)
+		return cli_json_error_flush(rc, argc, argv);
 	if (verbosity < 0) {
 		util_log_setup(NULL, LOG_ERR);
 		cli_global.quiet_mode = true;
@@ -131,26 +179,15 @@ int main(int argc, char **argv)
 	 * logged too. */
 	if (verbosity)
 		setenv("MEMMIG_LOG", verbosity > 0 ? "debug" : "err", 1);
-	if (optind >= argc) {
-		usage(stderr);
-		return CLI_EXIT_USAGE;
-	}
 	cmd = cli_cmd_find(commands, argv[optind]);
 	if (!cmd) {
 		cli_error("unknown command '%s'\n", argv[optind]);
 		usage(stderr);
-		return CLI_EXIT_USAGE;
+		return cli_json_error_flush(CLI_EXIT_USAGE, argc, argv);
 	}
-	rc = memmig_ctx_new(&ctx);
-	if (rc < 0) {
-		/* libmemmig said which file and which CPUs above. */
-		cli_error("cannot initialise libmemmig: %s\n", rc == -ESTALE ?
-			  "$MEMMIG_CALIBRATION was measured on another CPU" :
-			  strerror(-rc));
-		return CLI_EXIT_FAIL;
-	}
-	/* libmemmig speaks through the CLI's own log path. */
-	memmig_ctx_set_log_fn(ctx, util_log_memmig, NULL);
+	rc = ctx_for(cmd, verbosity, &ctx);
+	if (rc)
+		return cli_json_error_flush(rc, argc, argv);
 	argc -= optind;
 	argv += optind;
 	argv[0] = cli_set_cmd(cmd->name);

@@ -2,17 +2,25 @@
 /* The progress bar of long work: only when a person watches (both stdout
  * and stderr are terminals), drawn on stderr so stdout stays clean. */
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/eta.h"
+#include "util/size.h"
 
 bool cli_progress_wanted(void)
 {
 	return isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
 }
 
+/* One bar a process: the samples it was drawn from. */
+static struct cli_eta eta_state;
+
 void cli_progress(uint64_t done, uint64_t total, double rate)
 {
+	struct timespec now;
+	double left;
 	const int width = 28;
 	int fill = total ? (int)((double)width * done / total) : width;
 	char d[32], t[32], eta[32] = "--:--";
@@ -21,10 +29,13 @@ void cli_progress(uint64_t done, uint64_t total, double rate)
 		return;
 	if (fill > width)
 		fill = width;
-	cli_human(done, d, sizeof(d));
-	cli_human(total, t, sizeof(t));
-	if (rate > 0 && total >= done) {
-		unsigned long s = (unsigned long)((double)(total - done) / rate + 0.5);
+	util_size_human(done, d, sizeof(d));
+	util_size_human(total, t, sizeof(t));
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	left = cli_eta_sample(&eta_state, (double)now.tv_sec + now.tv_nsec / 1e9, done, total,
+			      rate);
+	if (left >= 0) {
+		unsigned long s = (unsigned long)(left + 0.5);
 
 		snprintf(eta, sizeof(eta), "%lu:%02lu", s / 60, s % 60);
 	}
@@ -37,6 +48,7 @@ void cli_progress(uint64_t done, uint64_t total, double rate)
 
 void cli_progress_end(void)
 {
+	eta_state = (struct cli_eta){ 0 };
 	if (cli_progress_wanted())
 		fputs("\r\033[K", stderr);
 }

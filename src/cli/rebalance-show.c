@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "util/size.h"
 
 #define REBALANCE_WAIT_MS	30000	/* libvirtd answers in ms; a hung one in 20 s */
 
@@ -65,9 +66,11 @@ static void step_line(struct json_object *rb, const char *step, const char *what
 	struct json_object *st = NULL;
 
 	json_object_object_get_ex(rb, step, &st);
-	printf("  %-7s %-32s kernel moved %lld bytes, memmig %lld\n", step, what,
-	       (long long)cli_json_int(st, "kernel_bytes", 0),
-	       (long long)cli_json_int(st, "memmig_bytes", 0));
+	char k[32], m[32];
+
+	printf("  %-7s %-32s kernel moved %s, memmig %s\n", step, what,
+	       util_size_human((uint64_t)cli_json_int(st, "kernel_bytes", 0), k, sizeof(k)),
+	       util_size_human((uint64_t)cli_json_int(st, "memmig_bytes", 0), m, sizeof(m)));
 }
 
 void cli_rebalance_print(struct json_object *rb)

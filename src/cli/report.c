@@ -120,7 +120,7 @@ static void print_failed(struct json_object *rep)
 			continue;
 		}
 		printf("failed: %s, %s, %s\n", cli_json_str(f, "addr", "?"),
-		       util_size_format((size_t)len, b, sizeof(b)), cli_json_str(f, "errno", "?"));
+		       util_size_human((uint64_t)len, b, sizeof(b)), cli_json_str(f, "errno", "?"));
 	}
 	if (more)
 		printf("failed: ... and %lld more range%s (%lld pages)\n", (long long)more,
@@ -150,8 +150,8 @@ void cli_print_move_report(struct json_object *rep)
 	printf("pid %lld: moved %s of %s to node %lld in %.3f s (%.2f GB/s), "
 	       "strategy %s, %lld thread%s, %lld region%s\n",
 	       (long long)cli_json_int(rep, "pid", 0),
-	       util_size_format((size_t)moved, b1, sizeof(b1)),
-	       util_size_format((size_t)cli_json_int(rep, "bytes_total", 0), b2,
+	       util_size_human((uint64_t)moved, b1, sizeof(b1)),
+	       util_size_human((uint64_t)cli_json_int(rep, "bytes_total", 0), b2,
 				  sizeof(b2)),
 	       (long long)cli_json_int(rep, "to_node", -1), s,
 	       s > 0 ? (double)moved / s / 1e9 : 0,

@@ -32,7 +32,7 @@ void cli_cmd_list(FILE *f, const struct cli_cmd *const *table)
 }
 
 int cli_parse_json_args(int argc, char **argv, void (*usage)(FILE *), bool *json,
-			int nargs)
+			const char *arg)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
@@ -56,12 +56,12 @@ int cli_parse_json_args(int argc, char **argv, void (*usage)(FILE *), bool *json
 			return CLI_EXIT_USAGE;
 		}
 	}
-	if (argc - optind != nargs) {
-		if (argc - optind > nargs)
+	if (argc - optind != (arg ? 1 : 0)) {
+		if (argc - optind > (arg ? 1 : 0))
 			cli_error("%s: unexpected argument '%s'\n", cli_global.cmd,
-				  argv[optind + nargs]);
+				  argv[optind + (arg ? 1 : 0)]);
 		else
-			cli_error("%s: an argument is missing\n", cli_global.cmd);
+			cli_error("%s: %s is missing\n", cli_global.cmd, arg);
 		usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
@@ -290,23 +290,6 @@ struct json_object *cli_json_tuning(const struct memmig_tuning *t)
 }
 
 /* Memory sizes for people: "512.0 MiB", "7.84 GiB". */
-const char *cli_human(uint64_t v, char *buf, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double d = (double)v;
-	unsigned int u = 0;
-
-	while (d >= 1024 && u < 5) {
-		d /= 1024;
-		u++;
-	}
-	if (!u)
-		snprintf(buf, len, "%llu B", (unsigned long long)v);
-	else
-		snprintf(buf, len, d < 10 ? "%.2f %s" : "%.1f %s", d, units[u]);
-	return buf;
-}
-
 int cli_parse_dirty(const char *opt, const char *arg, int *out)
 {
 	const char *name;

@@ -47,9 +47,10 @@ struct domains_libvirt {
 	pthread_t thread;
 	int wake_timer, retry_timer;
 
-	pthread_mutex_t lock;		/* the three below */
+	pthread_mutex_t lock;		/* the four below */
 	struct status_msg *pending;	/* oldest first */
 	bool stopping;
+	char down_why[200];		/* why not connected (memmigd status) */
 	/* Set and cleared by the watcher thread only, under the lock: the
 	 * rebalance's threads take a reference (conn_get()). */
 	virConnectPtr conn;
@@ -467,11 +468,27 @@ static void disconnect(struct domains_libvirt *lv)
 	virConnectClose(conn);
 }
 
+/* Why the connection is down, for memmigd status ("" once connected). */
+static void set_down_why(struct domains_libvirt *lv, const char *why)
+{
+	pthread_mutex_lock(&lv->lock);
+	snprintf(lv->down_why, sizeof(lv->down_why), "%s", why);
+	pthread_mutex_unlock(&lv->lock);
+}
+
 static void on_close(virConnectPtr conn, int reason, void *opaque)
 {
+	static const char *const reasons[] = {
+		[VIR_CONNECT_CLOSE_REASON_ERROR] = "connection lost: an error",
+		[VIR_CONNECT_CLOSE_REASON_EOF] = "connection lost: libvirtd closed it",
+		[VIR_CONNECT_CLOSE_REASON_KEEPALIVE] = "connection lost: libvirtd stopped answering",
+		[VIR_CONNECT_CLOSE_REASON_CLIENT] = "connection closed",
+	};
 	struct domains_libvirt *lv = opaque;
 
 	(void)conn;
+	set_down_why(lv, reason >= 0 && reason < (int)(sizeof(reasons) / sizeof(reasons[0])) &&
+		     reasons[reason] ? reasons[reason] : "connection lost");
 	util_log(LOG_WARNING, "libvirt: connection to libvirtd lost (reason %d), reconnecting",
 		    reason);
 	/* Not here: the connection is torn down from the timer, outside
@@ -537,6 +554,7 @@ static void on_retry(int timer, void *opaque)
 	}
 	if (connect_now(lv)) {
 		/* Said once per outage, not at every try. */
+		set_down_why(lv, lv_error());
 		if (!lv->down_logged)
 			util_log(LOG_WARNING, "libvirt: cannot connect to %s: %s; retrying in the background",
 				    lv->uri ? lv->uri : "the default URI", lv_error());
@@ -545,6 +563,7 @@ static void on_retry(int timer, void *opaque)
 		return;
 	}
 	util_log(LOG_INFO, "libvirt: connected to %s", lv->uri ? lv->uri : "the default URI");
+	set_down_why(lv, "");
 	__atomic_store_n(&lv->connected, true, __ATOMIC_RELAXED);
 	lv->down_logged = false;
 	lv->retry_s = RETRY_MIN_S;
@@ -691,4 +710,12 @@ void domains_libvirt_status(struct domains_libvirt *lv, const char *name,
 bool domains_libvirt_connected(struct domains_libvirt *lv)
 {
 	return __atomic_load_n(&lv->connected, __ATOMIC_RELAXED);
+}
+
+void domains_libvirt_down_why(struct domains_libvirt *lv, char *buf, size_t len)
+{
+	pthread_mutex_lock(&lv->lock);
+	snprintf(buf, len, "%s", lv->down_why[0] || lv->connected ? lv->down_why :
+		 "connecting");
+	pthread_mutex_unlock(&lv->lock);
 }

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "daemon/domains.h"
@@ -160,6 +161,8 @@ void domains_libvirt_status(struct domains_libvirt *lv, const char *name,
 			    int to_node, int result, unsigned long long bytes);
 /* Whether the watcher is connected to libvirtd now. */
 bool domains_libvirt_connected(struct domains_libvirt *lv);
+/* Why it is not: libvirt's last error, or how the connection ended. */
+void domains_libvirt_down_why(struct domains_libvirt *lv, char *buf, size_t len);
 #else
 static inline int domains_libvirt_start(struct domains *d, const char *uri,
 					struct domains_libvirt **out)
@@ -207,6 +210,12 @@ static inline bool domains_libvirt_connected(struct domains_libvirt *lv)
 {
 	(void)lv;
 	return false;
+}
+static inline void domains_libvirt_down_why(struct domains_libvirt *lv, char *buf,
+					    size_t len)
+{
+	(void)lv;
+	snprintf(buf, len, "built without libvirt");
 }
 #endif
 

@@ -449,6 +449,14 @@ int domains_libvirt_state(struct domains *d)
 	return d->lv ? domains_libvirt_connected(d->lv) : -1;
 }
 
+void domains_libvirt_why(struct domains *d, char *buf, size_t len)
+{
+	if (d->lv)
+		domains_libvirt_down_why(d->lv, buf, len);
+	else
+		snprintf(buf, len, "not used");
+}
+
 void domains_set_event_fn(struct domains *d, domains_event_fn fn)
 {
 	pthread_mutex_lock(&d->lock);

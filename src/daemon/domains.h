@@ -89,6 +89,8 @@ typedef void (*domains_event_fn)(void *opaque, const char *name, int pid,
 void domains_set_event_fn(struct domains *d, domains_event_fn fn);
 /* libvirtd: -1 not used, 0 not connected now, 1 connected. */
 int domains_libvirt_state(struct domains *d);
+/* Why libvirtd is not connected now ("" when it is). */
+void domains_libvirt_why(struct domains *d, char *buf, size_t len);
 /*
  * A domain's job ended (result 0 or -errno, bytes moved): recorded in the
  * list and, with libvirt, in the domain's metadata as

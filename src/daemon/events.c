@@ -17,6 +17,7 @@
 #include "daemon/events.h"
 #include "proto/proto.h"
 #include "util/log.h"
+#include "util/size.h"
 
 struct event {
 	uid_t uid;
@@ -142,9 +143,13 @@ void events_post(struct events *e, uid_t uid, const char *type, const char *name
 	/* Every subscriber's backlog has room for a line this long, so that
 	 * one that reads is never closed for an event's size: a longer one
 	 * (a bug) is lost, and said so, rather than sent. */
-	if (ev.len > EVENTS_MAX_EVENT)
-		util_log(LOG_WARNING, "a %s event of %zu bytes, more than %d: not sent", type,
-			 ev.len, EVENTS_MAX_EVENT);
+	if (ev.len > EVENTS_MAX_EVENT) {
+		char len[32], max[32];
+
+		util_log(LOG_WARNING, "a %s event of %s, more than %s: not sent", type,
+			 util_size_human(ev.len, len, sizeof(len)),
+			 util_size_human(EVENTS_MAX_EVENT, max, sizeof(max)));
+	}
 	pthread_mutex_lock(&e->lock);
 	if (e->count == EVENTS_MAX_QUEUED || ev.len > EVENTS_MAX_EVENT) {
 		e->lost++;

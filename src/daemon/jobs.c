@@ -30,6 +30,7 @@
 #include "daemon/state.h"
 #include "proto/job-json.h"
 #include "proto/report-json.h"
+#include "util/size.h"
 
 static void wake(struct jobs *j)
 {
@@ -166,6 +167,7 @@ static void job_finish(struct jobs *j, struct job *job)
 	struct memmig_report *rep = NULL;
 	int rc = memmig_move_wait(job->mv, &rep);
 	char why[sizeof(job->pin->why)] = "";
+	char moved[32];
 
 	if (rep) {
 		memmig_report_get_summary(rep, &s);
@@ -174,8 +176,8 @@ static void job_finish(struct jobs *j, struct job *job)
 	}
 	/* Stopped by the client's rule as it ran: said in its words. */
 	if (rc == -EPERM && auth_pin_denied(job->pin, why, sizeof(why)))
-		snprintf(why + strlen(why), sizeof(why) - strlen(why),
-			 ": stopped after %llu bytes moved", (unsigned long long)s.bytes_moved);
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), ": stopped after %s moved",
+			 util_size_human(s.bytes_moved, moved, sizeof(moved)));
 	job_end(j, job, rc, why[0] ? why : NULL, s.bytes_moved, rep);
 	memmig_report_unref(rep);
 	memmig_move_unref(job->mv);

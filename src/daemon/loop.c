@@ -28,6 +28,7 @@
 #include "daemon/conn.h"
 #include "daemon/metrics-file.h"
 #include "daemon/tiers.h"
+#include "util/size.h"
 
 #define LOOP_ENTRIES	512
 #define STOP_GRACE_S	2
@@ -348,8 +349,11 @@ static void stop_late(struct loop *l)
  */
 static void drop_subscriber(struct loop *l, struct conn *c)
 {
-	util_log(LOG_WARNING, "client pid %d uid %u: subscriber dropped: more than %d bytes "
-		 "of events unread", c->cred.pid, c->cred.uid, EVENTS_MAX_BACKLOG);
+	char max[32];
+
+	util_log(LOG_WARNING, "client pid %d uid %u: subscriber dropped: more than %s of "
+		 "events unread", c->cred.pid, c->cred.uid,
+		 util_size_human(EVENTS_MAX_BACKLOG, max, sizeof(max)));
 	metrics_subscriber_dropped(l->d->metrics);
 	conn_out_drop(c);
 	c->closing = true;

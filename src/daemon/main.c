@@ -106,11 +106,11 @@ static int parse_args(int argc, char **argv, struct memmigd_opts *o)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "memmigd: unexpected argument '%s'\n", argv[optind]);
+		util_log(LOG_ERR, "unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
 	}
 	if (config_load(o, o->config, !config_given, err, sizeof(err))) {
-		fprintf(stderr, "memmigd: %s\n", err);
+		util_log(LOG_ERR, "%s", err);
 		return -EINVAL;
 	}
 	optind = 1;
@@ -122,7 +122,7 @@ static int parse_args(int argc, char **argv, struct memmigd_opts *o)
 		else if (c == 'L')
 			o->no_libvirt = true;
 		else if (c < 128 && keys[c] && opts_set(o, keys[c], optarg, err, sizeof(err))) {
-			fprintf(stderr, "memmigd: --%s\n", err);
+			util_log(LOG_ERR, "--%s", err);
 			return -EINVAL;
 		}
 	}
@@ -293,6 +293,9 @@ int main(int argc, char **argv)
 	struct memmigd d = { .listen_fd = -1, .wake_fd = -1 };
 	int rc;
 
+	/* One form for every error, getopt's own included. */
+	util_log_setup("memmigd", LOG_INFO);
+	argv[0] = "memmigd: error";
 	if (parse_args(argc, argv, &d.opts))
 		return EXIT_USAGE;
 	util_log_setup("memmigd", d.opts.verbose ? LOG_DEBUG : LOG_INFO);

@@ -450,6 +450,15 @@ static struct json_object *op_status(struct memmigd *d, const struct client_cred
 	json_object_object_add(o, "pid", json_object_new_int(getpid()));
 	json_object_object_add(o, "uptime_s", json_object_new_double(uptime_s(d)));
 	json_object_object_add(o, "libvirt_state", json_object_new_string(libvirt[now.libvirt + 1]));
+	if (now.libvirt >= 0) {
+		char why[200];
+
+		domains_libvirt_why(d->domains, why, sizeof(why));
+		json_object_object_add(o, "libvirt_uri", d->opts.libvirt_uri[0] ?
+				       json_object_new_string(d->opts.libvirt_uri) : NULL);
+		json_object_object_add(o, "libvirt_error", why[0] ?
+				       json_object_new_string(why) : NULL);
+	}
 	json_object_object_add(o, "socket", json_object_new_string(d->opts.socket));
 	json_object_object_add(o, "socket_activated", json_object_new_boolean(d->activated));
 	json_object_object_add(o, "metrics_file", d->opts.metrics_file[0] ?

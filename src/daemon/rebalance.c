@@ -36,6 +36,7 @@
 #include "proto/job-json.h"
 #include "util/cpuset.h"
 #include "util/numa-usage.h"
+#include "util/size.h"
 
 const char *rebalance_state_name(enum rebalance_state s)
 {
@@ -194,6 +195,7 @@ void domains_rebalance_end(struct domains *d, const char *name)
 	const char *want, *what;
 	struct util_numa_usage *u;
 	struct rebalance rb;
+	char kb[32];
 	int ret;
 
 	if (!lv || domains_rebalance_get(d, name, &rb) || rb.state != REBALANCE_NARROWING)
@@ -234,9 +236,9 @@ void domains_rebalance_end(struct domains *d, const char *name)
 				 "the nodeset '%s' of a running domain", rb.mode, want);
 		else
 			snprintf(rb.message, sizeof(rb.message), rb.result ?
-				 "the move failed: nodeset restored to '%s', the kernel moved %llu bytes back" :
-				 "nodeset narrowed to '%s': the kernel moved %llu bytes at the narrow",
-				 want, rb.narrow.kernel);
+				 "the move failed: nodeset restored to '%s', the kernel moved %s back" :
+				 "nodeset narrowed to '%s': the kernel moved %s at the narrow",
+				 want, util_size_human(rb.narrow.kernel, kb, sizeof(kb)));
 		util_log(LOG_INFO, "domain %s: %s", name, rb.message);
 	}
 	domains_rebalance_put(d, name, &rb);
@@ -250,6 +252,7 @@ static void recover_one(struct domains *d, struct domains_libvirt *lv,
 	struct rebalance rb = { .state = REBALANCE_MOVING, .to_node = r->to_node,
 				.result = -EINTR };
 	char name[PROTO_NAME_MAX], now[PROTO_NODESET_MAX], target[16], err[200] = "";
+	char kb[32];
 	struct util_numa_usage *u = NULL;
 	const char *want;
 	bool claimed;
@@ -310,9 +313,10 @@ static void recover_one(struct domains *d, struct domains_libvirt *lv,
 		snprintf(rb.nodeset_after, sizeof(rb.nodeset_after), "%s", want);
 		snprintf(rb.message, sizeof(rb.message), rb.result ?
 			 "memmigd was killed during a move to node %d: nodeset restored to '%s' at the "
-			 "restart, the kernel moved %llu bytes back" :
+			 "restart, the kernel moved %s back" :
 			 "memmigd was killed after a move to node %d: nodeset narrowed to '%s' at the "
-			 "restart, the kernel moved %llu bytes", r->to_node, want, rb.narrow.kernel);
+			 "restart, the kernel moved %s", r->to_node, want,
+			 util_size_human(rb.narrow.kernel, kb, sizeof(kb)));
 	}
 	util_log(ret ? LOG_ERR : LOG_INFO, "domain %s: %s", name, rb.message);
 	if (claimed)

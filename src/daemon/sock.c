@@ -31,15 +31,36 @@
 
 #include "daemon/memmigd.h"
 
+/*
+ * The socket's directory and those above it that are missing, as
+ * memmigd(8) says: 0755 whatever the umask (clients need to reach the
+ * socket), memmigd's user's; check_dirs() then checks the whole path.
+ */
 static int make_dir(const char *path)
 {
 	char buf[sizeof(((struct sockaddr_un *)0)->sun_path)], *dir;
+	size_t len;
 
 	snprintf(buf, sizeof(buf), "%s", path);
 	dir = dirname(buf);
-	if (mkdir(dir, 0755) && errno != EEXIST) {
-		util_log(LOG_ERR, "%s: %s", dir, strerror(errno));
-		return -errno;
+	len = strlen(dir);
+	/* Each prefix ending at a '/', then the directory itself. */
+	for (size_t i = 1; i <= len; i++) {
+		int err;
+
+		if (dir[i] != '/' && dir[i] != '\0')
+			continue;
+		dir[i] = '\0';
+		err = mkdir(dir, 0755) ? errno : 0;
+		if (!err && chmod(dir, 0755))
+			err = errno;
+		if (err && err != EEXIST) {
+			util_log(LOG_ERR, "%s: cannot make the socket's directory: %s", dir,
+				 strerror(err));
+			return -err;
+		}
+		if (i < len)
+			dir[i] = '/';
 	}
 	return 0;
 }

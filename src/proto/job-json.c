@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "proto/job-json.h"
+#include "util/size.h"
 #include "proto/proto.h"
 
 static struct json_object *str_or_null(const char *s)
@@ -69,6 +70,8 @@ const char *proto_job_end_state(int result)
 void proto_job_message(char *buf, size_t len, int result, uint64_t moved,
 		       uint64_t total, int to_node, double elapsed_s)
 {
+	char m[32], t[32];
+
 	if (result == -ECANCELED)
 		snprintf(buf, len, "cancelled: what moved stays moved, the rest is where it was");
 	else if (result == -EBUSY)
@@ -78,9 +81,9 @@ void proto_job_message(char *buf, size_t len, int result, uint64_t moved,
 	else if (result)
 		snprintf(buf, len, "%s", strerror(-result));
 	else
-		snprintf(buf, len, "moved %llu of %llu bytes to node %d in %.3f s%s",
-			 (unsigned long long)moved, (unsigned long long)total, to_node,
-			 elapsed_s, moved < total ?
+		snprintf(buf, len, "moved %s of %s to node %d in %.3f s%s",
+			 util_size_human(moved, m, sizeof(m)), util_size_human(total, t, sizeof(t)),
+			 to_node, elapsed_s, moved < total ?
 			 ": the rest was on the node already, or not present" : "");
 }
 

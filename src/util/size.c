@@ -48,3 +48,21 @@ const char *util_size_format(size_t v, char *buf, size_t buflen)
 	snprintf(buf, buflen, "%zu %s", v, units[u]);
 	return buf;
 }
+
+const char *util_size_human(uint64_t v, char *buf, size_t buflen)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double d = (double)v;
+	unsigned int u = 0;
+
+	while (d >= 1024 && u < 6) {
+		d /= 1024;
+		u++;
+	}
+	if (!u)
+		snprintf(buf, buflen, "%llu B", (unsigned long long)v);
+	else	/* three significant digits ("1010 KiB" keeps its four) */
+		snprintf(buf, buflen, d < 9.995 ? "%.2f %s" : d < 99.95 ? "%.1f %s" : "%.0f %s",
+			 d, units[u]);
+	return buf;
+}

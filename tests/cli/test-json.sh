@@ -65,6 +65,8 @@ def status_problems: problems("daemon status") +
 	 "daemon status: \(.key): \(.value | tojson) is not an integer"];
 def event_problems: problems("event") +
 	(if .event == "job" then .job | job_problems else [] end);
+def stats_problems: [to_entries[] | .value | problems("metric") +
+	([.samples[]? | problems("metric sample")] | add // [])] | add // [];
 def domain_problems: problems("domain") +
 	(if (.last_job | type) == "object" then .last_job | problems("last job") else [] end);
 def demo_problems: problems("demo") +
@@ -148,7 +150,7 @@ check "jobs: short floats" short_floats
 jq -r ".[] | select(.id == $job) | \"\(.rate / 1e9 * 100 | round / 100) \(.bytes_moved)\"" \
 	"$tmp/out" >"$tmp/want"
 check "jobs table" exit_is 0 mc jobs
-check "jobs table: a moved column" grep -qE '^ +job +state .* done +moved +GB/s' "$tmp/out"
+check "jobs table: a moved column" grep -qE '^ *job +state .* done +moved +GB/s' "$tmp/out"
 read -r rate moved <"$tmp/want"
 row=$(awk -v j="$job" '$1 == j' "$tmp/out")
 check "jobs table: the JSON's rate" test "$(echo "$row" | awk '{ print $(NF - 2) + 0 }')" = "$(awk -v r="$rate" 'BEGIN { print r + 0 }')"
@@ -162,7 +164,18 @@ check "--domain: the job object" conforms "--domain" job_problems
 check "--domain: the domain named" test "$(jq -r .domain "$tmp/out")" = json-vm
 check "domains --json" exit_is 0 mc domains --json
 check "domains: the domain objects" conforms "domains" '[.[] | domain_problems] | add // []'
+# source: one of the values its row in docs/json.md names
+sources=$(awk -F'|' '/^\| `source` \|/ { print $5 }' "$doc" | grep -o '`[a-z]*`' | tr -d '`')
+check "domains: source documented" grep -qx hook <<<"$sources"
+check "domains: the source a documented value" test "$(jq -r '.[] | .source' "$tmp/out" |
+	grep -cvxF "$sources")" -eq 0
 check "domains: its last job" test "$(jq -c '.[] | select(.name == "json-vm") | .last_job | [.to_node, .result]' "$tmp/out")" = '[0,"OK"]'
+
+# stats: the metric families, each as documented
+check "stats --json" exit_is 0 mc stats --json
+check "stats: the metric objects" conforms "stats" stats_problems
+check "stats: some families" test "$(jq length "$tmp/out")" -gt 5
+check "stats: short floats" short_floats
 
 # nodes: one shape in-process and through memmigd.
 check "nodes in-process" exit_is 0 "$cli" --local nodes --json

@@ -392,7 +392,7 @@ check "b: ... per step: the kernel moved nothing at the narrow" \
 check "b: libvirt's live nodeset is 0" [ "$(live_nodeset)" = 0 ]
 mcli move --domain "$dom" --to-node 0 --wait >"$tmp/move.txt" 2>&1
 echo "move --domain, as people read it:"; sed 's/^/  | /' "$tmp/move.txt"
-check "b: move --domain prints the three steps" grep -q '^  narrow .*kernel moved 0 bytes' "$tmp/move.txt"
+check "b: move --domain prints the three steps" grep -q '^  narrow .*kernel moved 0 B,' "$tmp/move.txt"
 # A node libvirt and the host do not have: refused before anything
 # changes, the nodeset left as it was.
 check "b: a move to node 9 is refused" sh -c "! timeout 60 '$cli' --socket '$sock' move --domain '$dom' --to-node 9 --wait 2>'$tmp/bad.err'"
@@ -491,7 +491,7 @@ check "h: ... the record is gone from the state file" no_record
 check "h: ... libvirt's live nodeset is 0" [ "$(live_nodeset)" = 0 ]
 restart_with "rebalance $uuid pid $qemu_pid node 0 before 0 widened 0"
 check "h: every page on the target already: narrowed at the restart" \
-	wait_for 20 logged "domain $dom: memmigd was killed after a move to node 0: nodeset narrowed to '0' at the restart, the kernel moved 0 bytes"
+	wait_for 20 logged "domain $dom: memmigd was killed after a move to node 0: nodeset narrowed to '0' at the restart, the kernel moved 0 B"
 check "h: ... memmig-cli domains shows it done" rebalance_entry done
 check "h: ... the record is gone" no_record
 restart_with "rebalance $uuid pid $qemu_pid node 1 before 0 widened 0-1" \
