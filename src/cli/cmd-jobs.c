@@ -2,6 +2,7 @@
 /* memmig-cli jobs: memmigd's jobs (root sees all, others their own). */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "cli/client.h"
@@ -23,7 +24,9 @@ static void print_row(struct json_object *j)
 	int64_t done = cli_json_int(j, "bytes_done", 0);
 	int64_t moved = cli_json_int(j, "bytes_moved", -1);
 	const char *dom = cli_json_str(j, "domain", NULL);
-	char target[48], pct[16], mv[32] = "-";
+	char target[48], pct[16], mv[32] = "-", created[24] = "-";
+	time_t t = (time_t)cli_json_int(j, "created_at_s", 0);
+	struct tm tm;
 
 	if (dom)
 		snprintf(target, sizeof(target), "domain %.32s", dom);
@@ -33,12 +36,14 @@ static void print_row(struct json_object *j)
 	snprintf(pct, sizeof(pct), "%d%%", total ? (int)(100.0 * done / total) : 100);
 	if (moved >= 0)
 		cli_human((uint64_t)moved, mv, sizeof(mv));
-	printf("%6lld  %-9s  %-22s %4lld  %-7s %5s %10s %7.2f %8.3f  %s\n",
+	if (t > 0 && localtime_r(&t, &tm))
+		strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
+	printf("%6lld  %-9s  %-22s %4lld  %-7s %5s %10s %7.2f %8.3f  %-9s  %s\n",
 	       (long long)cli_json_int(j, "id", 0), cli_json_str(j, "state", "?"),
 	       target, (long long)cli_json_int(j, "to_node", -1),
 	       cli_json_str(j, "strategy", "?"), pct, mv,
 	       cli_json_double(j, "rate", 0) / 1e9, cli_json_double(j, "elapsed_s", 0),
-	       cli_json_str(j, "result", "-"));
+	       cli_json_str(j, "result", "-"), created);
 }
 
 void cli_print_jobs(struct json_object *jobs)
@@ -49,8 +54,9 @@ void cli_print_jobs(struct json_object *jobs)
 		printf("no jobs\n");
 		return;
 	}
-	printf("%6s  %-9s  %-22s %4s  %-7s %5s %10s %7s %8s  %s\n", "job", "state",
-	       "target", "node", "method", "done", "moved", "GB/s", "seconds", "result");
+	printf("%6s  %-9s  %-22s %4s  %-7s %5s %10s %7s %8s  %-9s  %s\n", "job", "state",
+	       "target", "node", "method", "done", "moved", "GB/s", "seconds", "result",
+	       "created");
 	for (size_t i = 0; i < n; i++)
 		print_row(json_object_array_get_idx(jobs, i));
 }
