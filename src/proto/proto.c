@@ -207,10 +207,14 @@ static int parse_ranges(struct json_object *v, struct proto_request *req,
 		rc = get_u64(l, what, &pr->len, err, errlen);
 		if (rc)
 			return rc;
-		if (!pr->len || pr->addr % page || pr->len % page || pr->addr + pr->len < pr->addr)
+		/* One reason each, in memmig-cli's words for --range. */
+		if (pr->addr % page || pr->len % page)
+			return fail(err, errlen, EINVAL, "ranges[%zu]: %#" PRIx64 " is not page-aligned",
+				    i, pr->addr % page ? pr->addr : pr->len);
+		if (!pr->len || pr->addr + pr->len < pr->addr)
 			return fail(err, errlen, EINVAL,
-				    "ranges[%zu]: %#" PRIx64 "+%#" PRIx64 " is empty, not aligned to %" PRIu64
-				    " bytes, or wraps", i, pr->addr, pr->len, page);
+				    "ranges[%zu]: %#" PRIx64 "+%#" PRIx64 " is empty or wraps", i,
+				    pr->addr, pr->len);
 	}
 	req->nranges = (unsigned int)n;
 	return 0;
