@@ -380,6 +380,18 @@ static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 		rc = memmig_move_plan(mv);
 	if (!rc)
 		rc = memmig_move_start(mv);
+	if (rc == -EPERM || rc == -EACCES) {
+		char msg[256];
+
+		/* move_pages(2)'s rule refused it: said and named as memmigd
+		 * says it (EPERM), whichever read or call noticed first. */
+		proto_perm_message(msg, sizeof(msg), getuid(), getgid(), a->req.pid, NULL, NULL);
+		cli_json_error_errno(-EPERM);
+		cli_error("move: %s\n", msg);
+		memmig_move_unref(mv);
+		close(pfd.fd);
+		return CLI_EXIT_FAIL;
+	}
 	if (rc < 0) {
 		cli_json_error_errno(rc);
 		cli_error("move: pid %d: %s\n", a->req.pid, rc == -EINVAL &&

@@ -66,7 +66,7 @@ static int check_nodes(const struct auth_pin *pin, const struct tier_policy *p, 
 			has[strcspn(has, "\n")] = 0;
 			snprintf(msg, len, "node %d does not exist (nodes with memory: %s)", node,
 				 has[0] ? has : "unknown");
-			rc = -ENODEV;
+			rc = -ENOENT;	/* as a move's missing node */
 		} else {
 			rc = util_cpuset_check_at(pin->pid, pin->procfd, node, msg, len);
 		}

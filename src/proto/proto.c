@@ -748,3 +748,15 @@ int proto_strategy_parse(const char *name)
 			return i;
 	return -1;
 }
+
+void proto_perm_message(char *buf, size_t len, unsigned int uid, unsigned int gid, int pid,
+			const unsigned int *uids, const unsigned int *gids)
+{
+	char ids[96] = "";
+
+	if (uids && gids)
+		snprintf(ids, sizeof(ids), " (uid %u/%u/%u gid %u/%u/%u)", uids[0], uids[1],
+			 uids[2], gids[0], gids[1], gids[2]);
+	snprintf(buf, len, "uid %u gid %u may not move pid %d%s: the same rule as move_pages(2)",
+		 uid, gid, pid, ids);
+}

@@ -137,6 +137,7 @@ for via in local daemon; do
 done
 check_alive "after the refusals"
 
+
 # ---- job timestamps ----
 t0=$(date +%s)
 check "local move --json" exit_is 0 "$cli" -l move --pid "$hog" --to-node 0 --json
@@ -157,6 +158,24 @@ check "status: created_at_s" test "$(jq .created_at_s "$tmp/out")" -ge "$t0"
 check "jobs table: a created column" exit_is 0 "$cli" -s "$sock" jobs
 check "jobs: the header" grep -Eq '^ +job +state .* result +created$' "$tmp/out"
 check "jobs: the row's ISO 8601 time" grep -Eq "^ +$id +done .* [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$" "$tmp/out"
+# A process this user may not move: one errno (EPERM) and one wording,
+# in-process and through memmigd.
+# memmigd again, on a socket for nobody's group.
+chmod 755 "$tmp"
+memmigd_stop
+sock=$tmp/nogroup.sock
+memmigd_start "$sock" --group "$(id -gn nobody)"
+as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+rule="may not move pid $hog.*: the same rule as move_pages(2)\$"
+for via in local daemon; do
+	if [ "$via" = local ]; then where=-l; else where="-s $sock"; fi
+	# shellcheck disable=SC2086
+	check "$via: nobody moves root's process" exit_is 1 as_nobody "$cli" $where move \
+		--pid "$hog" --to-node 0 --wait --json
+	check "$via: EPERM" test "$(jq -r .error "$tmp/out")" = EPERM
+	check "$via: move_pages(2)'s rule said" grep -q "^memmig-cli: error: move: .*uid $(id -u nobody) gid $(id -g nobody) $rule" "$tmp/err"
+done
+check "nothing moved for nobody" test "$(placement "$anon_addr")" = "$anon0"
 check_alive "end"
 memhog_stop
 
