@@ -223,7 +223,14 @@ int cli_move_dry_run(int pid, const struct memmig_range *ranges, unsigned int nr
 		rc = util_numa_maps_each(pid, add_start, d);
 	for (unsigned int i = 0; !rc && i < nranges; i++)
 		rc = add_range(d, pid, &ranges[i]);
-	if (rc < 0) {
+	if (rc == -EACCES || rc == -EPERM) {
+		char msg[256];
+
+		/* What the move itself would say (cmd-move.c). */
+		proto_perm_message(msg, sizeof(msg), getuid(), getgid(), pid, NULL, NULL);
+		cli_json_error_errno(-EPERM);
+		cli_error("move: --dry-run: %s\n", msg);
+	} else if (rc < 0) {
 		cli_json_error_errno(rc);
 		cli_error("move: --dry-run: pid %d: %s\n", pid, strerror(-rc));
 	} else {

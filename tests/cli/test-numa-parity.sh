@@ -175,6 +175,9 @@ for via in local daemon; do
 	check "$via: EPERM" test "$(jq -r .error "$tmp/out")" = EPERM
 	check "$via: move_pages(2)'s rule said" grep -q "^memmig-cli: error: move: .*uid $(id -u nobody) gid $(id -g nobody) $rule" "$tmp/err"
 done
+check "nobody's dry run" exit_is 1 as_nobody "$cli" -l move --pid "$hog" --to-node 0 --dry-run --json
+check "nobody's dry run: EPERM" test "$(jq -r .error "$tmp/out")" = EPERM
+check "nobody's dry run: the rule said" grep -q "^memmig-cli: error: move: --dry-run: uid $(id -u nobody) gid $(id -g nobody) $rule" "$tmp/err"
 check "nothing moved for nobody" test "$(placement "$anon_addr")" = "$anon0"
 check_alive "end"
 memhog_stop
