@@ -13,8 +13,7 @@ memhog=${MEMHOG:-tests/helpers/memhog}
 command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
 
 # A node this host does not have: refused in a set (migratepages does).
-absent=1
-while [ -e "/sys/devices/system/node/node$absent" ]; do absent=$((absent + 1)); done
+absent=$(absent_node)
 sock=$tmp/memmigd.sock
 memmigd_start "$sock"
 

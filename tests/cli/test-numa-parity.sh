@@ -13,8 +13,7 @@ memhog=${MEMHOG:-tests/helpers/memhog}
 command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
 
 # A node this host does not have.
-absent=1
-while [ -e "/sys/devices/system/node/node$absent" ]; do absent=$((absent + 1)); done
+absent=$(absent_node)
 sock=$tmp/memmigd.sock
 memmigd_start "$sock"
 
@@ -165,7 +164,6 @@ chmod 755 "$tmp"
 memmigd_stop
 sock=$tmp/nogroup.sock
 memmigd_start "$sock" --group "$(id -gn nobody)"
-as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 rule="may not move pid $hog.*: the same rule as move_pages(2)\$"
 for via in local daemon; do
 	if [ "$via" = local ]; then where=-l; else where="-s $sock"; fi
