@@ -143,6 +143,42 @@ echo "  migratepages $hog 0,2 1: $(awk -v t0="$t0" '{ printf "%.2f", $1 - t0 }' 
 check "migratepages ends where memmig --from did" test "$(placement "$anon_addr")" = "N1=$anon_pages"
 check_alive "after migratepages 0,2 1"
 
+# migratepages' mapping, --from 0,1 --to-node 1,2: anon on node 0 goes to
+# 1 and the memfd on node 1 to 2, the memfd first (else anon, once on 1,
+# would go on to 2 with it); a dry run says so first and moves nothing;
+# a cycle is refused; migratepages PID 0,1 1,2 ends where memmig did.
+ranges() {
+	echo --range "$anon_addr-$(printf '0x%x' $((anon_addr + anon_len)))" \
+		--range "$memfd_addr-$(printf '0x%x' $((memfd_addr + memfd_len)))"
+}
+place01() {
+	move --to-node 0 --addr "$anon_addr" --len "$anon_len" &&
+	move --to-node 1 --addr "$memfd_addr" --len "$memfd_len"
+}
+check "anon on 0, memfd on 1" place01
+# shellcheck disable=SC2046
+check "dry run of 0,1 -> 1,2" quiet "$cli" move --pid "$hog" --from 0,1 --to-node 1,2 $(ranges) --dry-run
+cat "$tmp/out"
+check "dry run: node 0's anon pages would go to 1" grep -Eq "^ +0 +1 +$anon_pages " "$tmp/out"
+check "dry run: node 1's memfd pages would go to 2" grep -Eq "^ +1 +2 +$memfd_pages " "$tmp/out"
+check "dry run moved nothing" test "$(placement "$anon_addr") $(placement "$memfd_addr")" = \
+	"N0=$anon_pages N1=$memfd_pages"
+# shellcheck disable=SC2046
+check "move --from 0,1 --to-node 1,2" quiet "$cli" move --pid "$hog" --from 0,1 --to-node 1,2 $(ranges) --json
+echo "  0,1 -> 1,2: anon [$(placement "$anon_addr")], memfd [$(placement "$memfd_addr")]"
+check "mapping: anon on N1" test "$(placement "$anon_addr")" = "N1=$anon_pages"
+check "mapping: memfd on N2" test "$(placement "$memfd_addr")" = "N2=$memfd_pages"
+check "mapping: two jobs" test "$(grep -c '"via"' "$tmp/out")" -eq 2
+check_alive "after the mapping"
+# shellcheck disable=SC2046
+check "a cycle is refused" test "$("$cli" move --pid "$hog" --from 0,1 --to-node 1,0 $(ranges) \
+	>/dev/null 2>&1; echo $?)" -eq 2
+check "anon on 0, memfd on 1 again" place01
+check "migratepages 0,1 1,2" migratepages "$hog" 0,1 1,2
+check "migratepages: anon on N1 as memmig did" test "$(placement "$anon_addr")" = "N1=$anon_pages"
+check "migratepages: memfd on N2 as memmig did" test "$(placement "$memfd_addr")" = "N2=$memfd_pages"
+check_alive "after migratepages 0,1 1,2"
+
 # SIGTERM in the middle of a move: a clear message, exit 1, what moved is on
 # the target, the rest where it was, memhog's bytes intact.
 "$cli" move --pid "$hog" --to-node 2 --threads 1 >"$tmp/out" 2>"$tmp/err" &
