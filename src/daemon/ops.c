@@ -60,8 +60,9 @@ static void move_error(int rc, int pid, int to_node, char *msg, size_t len)
 	case -ESRCH:
 		snprintf(msg, len, "no process %d", pid);
 		break;
-	case -ENOENT:
-		snprintf(msg, len, "no node %d with memory", to_node);
+	case -ENOENT:	/* in the words of every missing node */
+		if (!util_node_has_memory(to_node, msg, len))
+			snprintf(msg, len, "no node %d with memory", to_node);
 		break;
 	case -EFAULT:
 		snprintf(msg, len, "a range is not mapped in pid %d", pid);
