@@ -12,6 +12,24 @@
 
 #include "util/numa-usage.h"
 
+/* The kernel writes a path's space, tab, newline and backslash as \ooo
+ * (seq_file's escape): back to themselves, in place. */
+static void unescape(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
 /* One line, cut up in place ("7f00 default file=/x anon=3 N0=3 ..."). */
 static void parse_line(char *line, struct util_numa_map *m)
 {
@@ -38,6 +56,7 @@ static void parse_line(char *line, struct util_numa_map *m)
 		} else if (!strncmp(tok, "file=", 5)) {
 			m->kind = "file";
 			m->path = tok + 5;
+			unescape(tok + 5);
 		} else if (!strcmp(tok, "heap") || !strcmp(tok, "stack") || !strcmp(tok, "huge")) {
 			m->kind = tok;
 		}

@@ -19,7 +19,7 @@ struct util_numa_map {
 	uint64_t start;
 	const char *kind;	/* "anon", "file", "heap", "stack", "huge"
 				 * (hugetlbfs) */
-	const char *path;	/* file=PATH, or "" */
+	const char *path;	/* file=PATH (unescaped), or "" */
 	uint64_t page_size;	/* bytes: kernelpagesize_kB (4 KiB for THP
 				 * too: the file does not tell them apart) */
 	unsigned int n;
