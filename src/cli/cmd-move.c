@@ -506,32 +506,22 @@ static int from_check(struct memmig_ctx *ctx, const struct move_args *a)
 /*
  * The pairs of a mapping (--from A,B --to-node C,D) in an order that
  * moves each page once, as the pairs run one after the other: a pair
- * whose target is another pair's source waits for that one (node 1's
- * pages leave before node 0's arrive there).  -ELOOP for a cycle (0 to 1
- * and 1 to 0), which one move after another cannot do.
+ * whose target is another pair's source runs after it (0 to 1 after 1 to
+ * 2, so that node 0's pages stop on 1).  Both sets ascend, so the mapping
+ * is increasing: a chain of pairs goes all up or all down, and no cycle
+ * can form.  Hence the pairs going up, from the highest source down, then
+ * the others, from the lowest source up.
  */
-static int map_order(const struct cli_move_map *m, unsigned int *order)
+static void map_order(const struct cli_move_map *m, unsigned int *order)
 {
-	bool done[PROTO_MAX_NODE + 1] = { false };
 	unsigned int n = 0;
 
-	while (n < m->nto) {
-		unsigned int before = n;
-
-		for (unsigned int i = 0; i < m->nto; i++) {
-			bool blocked = false;
-
-			for (unsigned int j = 0; !done[i] && j < m->nto && !blocked; j++)
-				blocked = j != i && !done[j] && m->from[j] == m->to[i];
-			if (!done[i] && !blocked) {
-				order[n++] = i;
-				done[i] = true;
-			}
-		}
-		if (n == before)
-			return -ELOOP;
-	}
-	return 0;
+	for (unsigned int i = m->nto; i-- > 0;)
+		if (m->to[i] > m->from[i])
+			order[n++] = i;
+	for (unsigned int i = 0; i < m->nto; i++)
+		if (m->to[i] <= m->from[i])
+			order[n++] = i;
 }
 
 static int move_one(struct memmig_ctx *ctx, struct cli_conn *c, struct move_args *a)
@@ -554,12 +544,7 @@ static int move_map(struct memmig_ctx *ctx, struct cli_conn *c, struct move_args
 	unsigned int order[PROTO_MAX_NODE + 1];
 	int rc = CLI_EXIT_OK;
 
-	if (map_order(&a->map, order) < 0) {
-		cli_error("move: --from %s --to-node: a cycle (a node's pages would go where "
-			  "another's leave from, and back): move them through a node outside "
-			  "it, in two moves\n", a->from_arg);
-		return CLI_EXIT_USAGE;
-	}
+	map_order(&a->map, order);
 	a->wait = true;
 	if (a->json)
 		a->jobs = json_object_new_array();
