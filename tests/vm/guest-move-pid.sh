@@ -176,6 +176,19 @@ check_alive "after the mapping"
 check "--from 0,1 --to-node 1,0" quiet "$cli" move --pid "$hog" --from 0,1 --to-node 1,0 $(ranges) --json
 check "1,0 is 0,1: nothing moved" test "$(placement "$anon_addr") $(placement "$memfd_addr")" = \
 	"N1=$anon_pages N2=$memfd_pages"
+# The same through memmigd: a job a pair, each after the last.
+daemon=$(command -v "${MEMMIGD:-memmigd}")
+memmigd_start "$tmp/memmigd.sock"
+check "anon on 0, memfd on 1 for memmigd" place01
+# shellcheck disable=SC2046
+check "memmigd: --from 0,1 --to-node 1,2" quiet "$cli" -s "$tmp/memmigd.sock" move --pid "$hog" \
+	--from 0,1 --to-node 1,2 $(ranges) --json
+echo "  memmigd 0,1 -> 1,2: anon [$(placement "$anon_addr")], memfd [$(placement "$memfd_addr")]"
+check "memmigd mapping: anon on N1" test "$(placement "$anon_addr")" = "N1=$anon_pages"
+check "memmigd mapping: memfd on N2" test "$(placement "$memfd_addr")" = "N2=$memfd_pages"
+check "memmigd mapping: two jobs of memmigd" test "$(grep -c '"via":"memmigd"' "$tmp/out")" -eq 2
+memmigd_stop
+check_alive "after memmigd's mapping"
 check "anon on 0, memfd on 1 again" place01
 check "migratepages 0,1 1,2" migratepages "$hog" 0,1 1,2
 check "migratepages: anon on N1 as memmig did" test "$(placement "$anon_addr")" = "N1=$anon_pages"
