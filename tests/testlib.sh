@@ -168,6 +168,17 @@ need_nodes() {
 	done
 }
 
+# absent_node: the lowest node id this host does not have
+absent_node() {
+	local n=1
+
+	while [ -e "/sys/devices/system/node/node$n" ]; do n=$((n + 1)); done
+	echo "$n"
+}
+
+# as_nobody COMMAND...: the command as user nobody, group nogroup
+as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+
 # The closing line, and the exit status: 0 when nothing failed.
 summary() {
 	echo "$passes passed, $fails failed"

@@ -54,6 +54,7 @@ extern const struct cli_cmd cli_cmd_domains;
 extern const struct cli_cmd cli_cmd_stats;
 extern const struct cli_cmd cli_cmd_events;
 extern const struct cli_cmd cli_cmd_tier;
+extern const struct cli_cmd cli_cmd_where;
 
 /* Finds name in a NULL-terminated table of commands, or NULL. */
 const struct cli_cmd *cli_cmd_find(const struct cli_cmd *const *table,
@@ -116,6 +117,17 @@ const char *cli_list_format(const int *v, size_t n, char *buf, size_t len);
  * anything else or an empty set.
  */
 int cli_parse_nodeset(const char *opt, const char *arg, int *nodes, unsigned int *count);
+/* A move's source and target nodes, as migratepages(8) maps them: with
+ * one target, the pages on the from nodes (nfrom 0: on any node) go to
+ * to[0]; with several, the nth from node's go to the nth target. */
+struct cli_move_map {
+	int from[PROTO_MAX_NODE + 1], to[PROTO_MAX_NODE + 1];
+	unsigned int nfrom, nto;
+};
+/* move --dry-run (move-dry-run.c): what would move, printed (JSON with
+ * json); nothing moved.  An exit code. */
+int cli_move_dry_run(int pid, const struct memmig_range *ranges, unsigned int nranges,
+		     const struct cli_move_map *map, bool json);
 /* 0, or -ENOENT with "OPT: node N does not exist (nodes with memory: 0-1)"
  * printed. */
 int cli_node_check(struct memmig_ctx *ctx, const char *opt, int node);

@@ -69,6 +69,9 @@ int cli_job_follow(struct cli_conn *c, struct cli_conn *ev, int64_t id,
 		   volatile sig_atomic_t *stop, struct json_object **job);
 /* "memmig-cli: CMD: EPERM: message" from an error reply. */
 void cli_print_reply_error(const char *cmd, struct json_object *reply);
+/* A domain's QEMU pid, asked of memmigd (its domain list): CLI_EXIT_OK
+ * with *pid, or an exit code with the error said (no such domain: 1). */
+int cli_domain_pid(const char *cmd, const char *name, int *pid);
 /* {"op": op} to add members to. */
 struct json_object *cli_request(const char *op);
 

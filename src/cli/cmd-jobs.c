@@ -2,6 +2,7 @@
 /* memmig-cli jobs: memmigd's jobs (root sees all, others their own). */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "util/size.h"
@@ -22,7 +23,7 @@ static const struct cli_col job_cols[] = {
 	{ "job", 0, true }, { "state", 0, false }, { "target", 32, false },
 	{ "node", 0, true }, { "method", 0, false }, { "done", 0, true },
 	{ "moved", 0, true }, { "GB/s", 0, true }, { "seconds", 0, true },
-	{ "result", 0, false },
+	{ "result", 0, false }, { "created", 0, false },
 };
 
 /* Every figure as the job object has it (docs/json.md), so that the
@@ -33,7 +34,9 @@ static void add_row(struct cli_table *t, struct json_object *j)
 	int64_t done = cli_json_int(j, "bytes_done", 0);
 	int64_t moved = cli_json_int(j, "bytes_moved", -1);
 	const char *dom = cli_json_str(j, "domain", NULL);
-	char mv[32] = "-";
+	time_t created_at = (time_t)cli_json_int(j, "created_at_s", 0);
+	char mv[32] = "-", created[24] = "-";
+	struct tm tm;
 
 	cli_table_cell(t, "%lld", (long long)cli_json_int(j, "id", 0));
 	cli_table_cell(t, "%s", cli_json_str(j, "state", "?"));
@@ -50,6 +53,9 @@ static void add_row(struct cli_table *t, struct json_object *j)
 	cli_table_cell(t, "%.2f", cli_json_double(j, "rate", 0) / 1e9);
 	cli_table_cell(t, "%.3f", cli_json_double(j, "elapsed_s", 0));
 	cli_table_cell(t, "%s", cli_json_str(j, "result", "-"));
+	if (created_at > 0 && localtime_r(&created_at, &tm))
+		strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
+	cli_table_cell(t, "%s", created);
 }
 
 void cli_print_jobs(struct json_object *jobs)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -24,9 +25,13 @@
 struct move_args {
 	struct memmig_move_opts req;
 	struct memmig_range ranges[PROTO_MAX_RANGES];
-	int from[PROTO_MAX_NODE + 1];
+	struct cli_move_map map;	/* --from, --to-node */
+	const char *from_arg;
 	const char *domain;
-	bool wait, json;
+	bool wait, json, dry_run;
+	time_t created;			/* in-process: when the move was asked */
+	/* --json of a mapping's moves: their jobs, printed as one array. */
+	struct json_object *jobs;
 	bool update_cpuset;
 	struct cli_cpuset_move *cs;	/* --update-cpuset: widened, not yet narrowed */
 };
@@ -41,16 +46,20 @@ static void on_stop(int sig)
 static void move_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: memmig-cli move (--pid PID | --domain NAME) --to-node N [OPTIONS]\n"
+		"Usage: memmig-cli move (--pid PID | --domain NAME) --to-node NODES [OPTIONS]\n"
 		"Moves the memory of a process, or of a libvirt domain's QEMU, to NUMA\n"
 		"node N: every mapping, or the ranges given.  Through memmigd when it\n"
 		"runs, else in-process.  Ctrl-C cancels (with --wait): what moved stays\n"
 		"moved, the rest stays where it was.\n\n"
 		"  -p, --pid PID          the process\n"
 		"  -d, --domain NAME      a libvirt domain known to memmigd\n"
-		"  -n, --to-node N        the target node (required)\n"
+		"  -n, --to-node NODES    the target node (required); several, with as\n"
+		"                         many --from nodes, map in order like\n"
+		"                         migratepages: --from 0,1 --to-node 2,3 moves\n"
+		"                         node 0's pages to 2 and node 1's to 3\n"
 		"  -f, --from NODES       only pages on these nodes (like migratepages:\n"
-		"                         0-2,4, all, !1); the others are left alone\n"
+		"                         0-2,4, all, !1; each named node must have\n"
+		"                         memory); the others are left alone\n"
 		"  -r, --range A-B        one range [A, B), page-aligned addresses (hex\n"
 		"                         or decimal); repeat for more (up to %d)\n"
 		"  -a, --addr A -l, --len L  one range, as a start and a length\n"
@@ -61,6 +70,8 @@ static void move_usage(FILE *f)
 		"                         progress bar on a terminal); in-process it\n"
 		"                         always waits\n"
 		"  -j, --json             machine-readable output\n"
+		"  -D, --dry-run          what would move, per source node and mapping\n"
+		"                         kind; nothing moves (read in-process, always)\n"
 		"      --update-cpuset    with --pid: widen the process's cgroup\n"
 		"                         cpuset.mems to take node N, move, then narrow\n"
 		"                         it to N (a failed move restores it); implies\n"
@@ -80,6 +91,16 @@ static int add_range(struct move_args *a, uint64_t addr, uint64_t len)
 	return 0;
 }
 
+/* Ranges are whole pages, as move_pages(2) and memmigd take them: one
+ * reason for an unaligned one, whichever path would have run it. */
+static int page_check(const char *opt, const char *text, size_t v)
+{
+	if (!(v % (size_t)sysconf(_SC_PAGESIZE)))
+		return 0;
+	cli_opt_error(opt, "%s is not page-aligned\n", text);
+	return -EINVAL;
+}
+
 /* "0x7f0000000000-0x7f0000200000": [A, B). */
 static int parse_range(struct move_args *a, const char *arg)
 {
@@ -96,6 +117,8 @@ static int parse_range(struct move_args *a, const char *arg)
 		return -EINVAL;
 	if (to <= from)
 		goto bad;
+	if (page_check("--range", first, from) < 0 || page_check("--range", dash + 1, to) < 0)
+		return -EINVAL;
 	return add_range(a, from, to - from);
 bad:
 	cli_opt_error("--range", "START-END with END > START, not '%s'\n", arg);
@@ -120,21 +143,27 @@ static int parse_opt(struct move_args *a, int c, size_t *addr, size_t *len)
 		a->domain = optarg;
 		return 0;
 	case 'n':
-		if (cli_parse_int("--to-node", optarg, 0, PROTO_MAX_NODE, &n) < 0)
+		if (cli_parse_nodeset("--to-node", optarg, a->map.to, &a->map.nto) < 0)
 			return -EINVAL;
-		a->req.target_node = (int)n;
+		a->req.target_node = a->map.to[0];
 		return 0;
 	case 'f':
-		if (cli_parse_nodeset("--from", optarg, a->from, &a->req.nfrom_nodes) < 0)
+		if (cli_parse_nodeset("--from", optarg, a->map.from, &a->map.nfrom) < 0)
 			return -EINVAL;
-		a->req.from_nodes = a->from;
+		a->from_arg = optarg;
+		a->req.from_nodes = a->map.from;
+		a->req.nfrom_nodes = a->map.nfrom;
 		return 0;
 	case 'r':
 		return parse_range(a, optarg);
 	case 'a':
-		return cli_parse_size("--addr", optarg, addr);
+		if (cli_parse_size("--addr", optarg, addr) < 0)
+			return -EINVAL;
+		return page_check("--addr", optarg, *addr);
 	case 'l':
-		return cli_parse_size("--len", optarg, len);
+		if (cli_parse_size("--len", optarg, len) < 0)
+			return -EINVAL;
+		return page_check("--len", optarg, *len);
 	case 's':
 		a->req.strategy = proto_strategy_parse(optarg);
 		if (a->req.strategy >= 0)
@@ -156,6 +185,9 @@ static int parse_opt(struct move_args *a, int c, size_t *addr, size_t *len)
 	case 'C':
 		a->update_cpuset = a->wait = true;
 		return 0;
+	case 'D':
+		a->dry_run = true;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -176,6 +208,7 @@ static int move_parse(int argc, char **argv, struct move_args *a)
 		{ "wait", no_argument, NULL, 'w' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "update-cpuset", no_argument, NULL, 'C' },
+		{ "dry-run", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -186,7 +219,7 @@ static int move_parse(int argc, char **argv, struct move_args *a)
 	memset(a, 0, sizeof(*a));
 	a->req.sz = sizeof(a->req);
 	a->req.target_node = -1;
-	while ((c = getopt_long(argc, argv, "p:d:n:f:r:a:l:s:t:wjh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:d:n:f:r:a:l:s:t:wjDh", opts, NULL)) != -1) {
 		if (c == 'h') {
 			move_usage(stdout);
 			return CLI_HELP_SHOWN;
@@ -209,6 +242,12 @@ static int move_parse(int argc, char **argv, struct move_args *a)
 		why = "--to-node is required";
 	else if (a->update_cpuset && a->domain)
 		why = "--update-cpuset is for --pid: memmigd changes a domain's nodeset through libvirt";
+	else if (a->map.nto > 1 && a->map.nto != a->map.nfrom)
+		why = "several --to-node nodes map in order onto as many --from nodes "
+		      "(migratepages' sets of equal size)";
+	else if (a->map.nto > 1 && (a->domain || a->update_cpuset) && !a->dry_run)
+		why = "several --to-node nodes are for --pid, without --update-cpuset "
+		      "(a domain's nodeset and a cpuset follow one target node)";
 	if (why) {
 		cli_error("move: %s\n", why);
 		move_usage(stderr);
@@ -240,7 +279,9 @@ static int finish(struct json_object *job, struct move_args *a)
 	}
 	json_object_object_get_ex(job, "report", &rep);
 	json_object_object_get_ex(job, "rebalance", &rb);
-	if (a->json)
+	if (a->json && a->jobs)
+		json_object_array_add(a->jobs, json_object_get(job));
+	else if (a->json)
 		cli_json_print(json_object_get(job));
 	/* EBUSY: another move ran, this one did nothing; the error says so. */
 	else if (rep && json_object_is_type(rep, json_type_object) &&
@@ -280,6 +321,8 @@ static struct json_object *local_job(const struct move_args *a,
 		.pid = a->req.pid, .to_node = a->req.target_node,
 		.strategy = a->req.strategy, .threads = a->req.workers,
 		.uid = getuid(), .p = *p, .ended = true, .result = result,
+		/* The CLI asks and starts at once. */
+		.created_at = a->created, .started_at = a->created, .ended_at = time(NULL),
 	};
 	struct json_object *job;
 	char message[256];
@@ -328,6 +371,7 @@ static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 	}
 	a->req.notify = wake_fd;
 	a->req.opaque = &pfd.fd;
+	a->created = time(NULL);
 	/* Before the plan, which takes a while on a big process: a SIGTERM
 	 * during it cancels the move cleanly too. */
 	catch_stop();
@@ -336,6 +380,18 @@ static int move_local(struct memmig_ctx *ctx, struct move_args *a)
 		rc = memmig_move_plan(mv);
 	if (!rc)
 		rc = memmig_move_start(mv);
+	if (rc == -EPERM || rc == -EACCES) {
+		char msg[256];
+
+		/* move_pages(2)'s rule refused it: said and named as memmigd
+		 * says it (EPERM), whichever read or call noticed first. */
+		proto_perm_message(msg, sizeof(msg), getuid(), getgid(), a->req.pid, NULL, NULL);
+		cli_json_error_errno(-EPERM);
+		cli_error("move: %s\n", msg);
+		memmig_move_unref(mv);
+		close(pfd.fd);
+		return CLI_EXIT_FAIL;
+	}
 	if (rc < 0) {
 		cli_json_error_errno(rc);
 		cli_error("move: pid %d: %s\n", a->req.pid, rc == -EINVAL &&
@@ -378,7 +434,7 @@ static struct json_object *move_request(const struct move_args *a)
 	req.nranges = a->req.nranges;
 	memcpy(req.ranges, a->ranges, a->req.nranges * sizeof(a->ranges[0]));
 	req.nfrom_nodes = a->req.nfrom_nodes;
-	memcpy(req.from_nodes, a->from, a->req.nfrom_nodes * sizeof(a->from[0]));
+	memcpy(req.from_nodes, a->req.from_nodes, a->req.nfrom_nodes * sizeof(req.from_nodes[0]));
 	return proto_request_to_json(&req);
 }
 
@@ -423,6 +479,93 @@ static int move_daemon(struct cli_conn *c, struct move_args *a)
 	return finish(job, a);
 }
 
+/*
+ * Each node --from names must have memory, as migratepages(8) refuses a
+ * nodeset with a node the system lacks, whichever path would run the
+ * move: a usage error that names it.  "all" names none; "!SET" names SET.
+ */
+static int from_check(struct memmig_ctx *ctx, const struct move_args *a)
+{
+	int named[PROTO_MAX_NODE + 1];
+	unsigned int n = a->map.nfrom;
+
+	if (!a->from_arg || !strcmp(a->from_arg, "all"))
+		return 0;
+	if (a->from_arg[0] == '!') {
+		if (cli_parse_nodeset("--from", a->from_arg + 1, named, &n) < 0)
+			return -EINVAL;
+	} else {
+		memcpy(named, a->map.from, n * sizeof(named[0]));
+	}
+	for (unsigned int i = 0; i < n; i++)
+		if (cli_node_check(ctx, "--from", named[i]) < 0)
+			return -ENOENT;
+	return 0;
+}
+
+/*
+ * The pairs of a mapping (--from A,B --to-node C,D) in an order that
+ * moves each page once, as the pairs run one after the other: a pair
+ * whose target is another pair's source runs after it (0 to 1 after 1 to
+ * 2, so that node 0's pages stop on 1).  Both sets ascend, so the mapping
+ * is increasing: a chain of pairs goes all up or all down, and no cycle
+ * can form.  Hence the pairs going up, from the highest source down, then
+ * the others, from the lowest source up.
+ */
+static void map_order(const struct cli_move_map *m, unsigned int *order)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = m->nto; i-- > 0;)
+		if (m->to[i] > m->from[i])
+			order[n++] = i;
+	for (unsigned int i = 0; i < m->nto; i++)
+		if (m->to[i] <= m->from[i])
+			order[n++] = i;
+}
+
+static int move_one(struct memmig_ctx *ctx, struct cli_conn *c, struct move_args *a)
+{
+	int rc;
+
+	if (a->update_cpuset && cli_cpuset_widen(a->req.pid, a->req.target_node, &a->cs) < 0)
+		return CLI_EXIT_FAIL;
+	rc = c ? move_daemon(c, a) : move_local(ctx, a);
+	if (a->cs)	/* no report: the move failed before it ran */
+		cli_cpuset_finish(a->cs, NULL);
+	a->cs = NULL;
+	return rc;
+}
+
+/* A mapping: one move a pair, each from one node to its own target, in
+ * map_order()'s order; through memmigd each job waits for the last. */
+static int move_map(struct memmig_ctx *ctx, struct cli_conn *c, struct move_args *a)
+{
+	unsigned int order[PROTO_MAX_NODE + 1];
+	int rc = CLI_EXIT_OK;
+
+	map_order(&a->map, order);
+	a->wait = true;
+	if (a->json)
+		a->jobs = json_object_new_array();
+	for (unsigned int k = 0; k < a->map.nto && !stop_requested; k++) {
+		unsigned int i = order[k];
+		int one;
+
+		a->req.from_nodes = &a->map.from[i];
+		a->req.nfrom_nodes = 1;
+		a->req.target_node = a->map.to[i];
+		if (!a->json)
+			printf("node %d to node %d:\n", a->map.from[i], a->map.to[i]);
+		one = move_one(ctx, c, a);
+		if (one > rc)
+			rc = one;
+	}
+	if (a->jobs)
+		cli_json_print(a->jobs);
+	return rc;
+}
+
 static int move_run(struct memmig_ctx *ctx, int argc, char **argv)
 {
 	struct cli_conn *c;
@@ -431,18 +574,20 @@ static int move_run(struct memmig_ctx *ctx, int argc, char **argv)
 
 	if (rc)
 		return cli_exit_code(rc);
+	if (from_check(ctx, &a) < 0)
+		return CLI_EXIT_USAGE;
 	/* A node this host lacks is a fact of the host, not bad syntax. */
-	if (cli_node_check(ctx, "--to-node", a.req.target_node) < 0)
-		return CLI_EXIT_FAIL;
+	for (unsigned int i = 0; i < a.map.nto; i++)
+		if (cli_node_check(ctx, "--to-node", a.map.to[i]) < 0)
+			return CLI_EXIT_FAIL;
+	if (a.dry_run) {
+		if (a.domain && (rc = cli_domain_pid("move", a.domain, &a.req.pid)))
+			return rc;
+		return cli_move_dry_run(a.req.pid, a.ranges, a.req.nranges, &a.map, a.json);
+	}
 	if (cli_connect_or_local("move", &c) < 0)
 		return CLI_EXIT_NO_DAEMON;
-	if (a.update_cpuset && cli_cpuset_widen(a.req.pid, a.req.target_node, &a.cs) < 0) {
-		cli_conn_close(c);
-		return CLI_EXIT_FAIL;
-	}
-	rc = c ? move_daemon(c, &a) : move_local(ctx, &a);
-	if (a.cs)	/* no report: the move failed before it ran */
-		cli_cpuset_finish(a.cs, NULL);
+	rc = a.map.nto > 1 ? move_map(ctx, c, &a) : move_one(ctx, c, &a);
 	cli_conn_close(c);
 	return rc;
 }

@@ -19,6 +19,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_status,
 	&cli_cmd_cancel,
 	&cli_cmd_tier,
+	&cli_cmd_where,
 	&cli_cmd_nodes,
 	&cli_cmd_domains,
 	&cli_cmd_cpu,

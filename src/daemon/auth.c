@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "daemon/memmigd.h"
+#include "proto/proto.h"
 
 struct proc_ids {
 	uid_t uid[4];		/* real, effective, saved, fs */
@@ -126,9 +127,10 @@ int auth_may_move(const struct client_cred *c, int procfd, int pid,
 		return 0;
 	for (int i = 0; i < 3; i++)
 		if (ids.uid[i] != c->uid || ids.gid[i] != c->gid) {
-			snprintf(msg, len, "uid %u gid %u may not move pid %d (uid %u/%u/%u gid %u/%u/%u): "
-				 "the same rule as move_pages(2)", c->uid, c->gid, pid,
-				 ids.uid[0], ids.uid[1], ids.uid[2], ids.gid[0], ids.gid[1], ids.gid[2]);
+			unsigned int u[3] = { ids.uid[0], ids.uid[1], ids.uid[2] };
+			unsigned int g[3] = { ids.gid[0], ids.gid[1], ids.gid[2] };
+
+			proto_perm_message(msg, len, c->uid, c->gid, pid, u, g);
 			return -EPERM;
 		}
 	/*

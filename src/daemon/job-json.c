@@ -23,6 +23,7 @@ struct json_object *job_to_json(struct job *job)
 		.ended = job->state >= JOB_DONE, .bytes_moved = job->bytes_moved,
 		.result = job->result, .message = job->message, .report = job->report,
 		.waits_for = job->state == JOB_QUEUED ? job->waits_for : 0,
+		.created_at = job->created, .started_at = job->started, .ended_at = job->ended,
 	};
 
 	/* Running: live figures; queued: those of the plan; ended: the last. */

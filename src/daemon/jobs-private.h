@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "daemon/memmigd.h"
 
@@ -27,6 +28,7 @@ struct job {
 	char message[256];
 	struct json_object *report;	/* once it ran */
 	uint64_t waits_for;		/* queued behind this job of its process */
+	time_t created, started, ended;	/* 0: not yet */
 	bool cancel_requested;
 	bool notify;			/* domains_job_done() still due */
 };

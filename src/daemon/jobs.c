@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/memmigd.h"
@@ -47,7 +48,8 @@ static void job_event(struct jobs *j, struct job *job)
 {
 	struct state_job sj = {
 		.id = job->id, .pid = job->pid, .to_node = job->to_node, .uid = job->uid,
-		.running = job->state == JOB_RUNNING,
+		.running = job->state == JOB_RUNNING, .created = job->created,
+		.started = job->started,
 	};
 
 	if (job->state >= JOB_DONE)
@@ -65,6 +67,7 @@ static void job_end(struct jobs *j, struct job *job, int result, const char *why
 	if (job->mv)
 		memmig_move_get_progress(job->mv, &job->last);
 	job->result = result;
+	job->ended = time(NULL);
 	job->state = result == 0 ? JOB_DONE : result == -ECANCELED ? JOB_CANCELLED : JOB_FAILED;
 	if (why)
 		snprintf(job->message, sizeof(job->message), "%s", why);
@@ -88,6 +91,7 @@ static void job_start(struct jobs *j, struct job *job)
 	int rc;
 
 	job->state = JOB_RUNNING;
+	job->started = time(NULL);
 	j->running_on[job->to_node]++;
 	/*
 	 * A queued job may have waited: its process must still be the one
@@ -266,7 +270,7 @@ int jobs_submit(struct jobs *j, struct memmig_move *mv, const struct job_spec *s
 		.jobs = j, .id = j->next_id++, .state = JOB_QUEUED, .pid = spec->pid,
 		.to_node = spec->to_node, .strategy = spec->strategy,
 		.threads = spec->threads, .uid = spec->uid, .pin = spec->pin,
-		.mv = mv, .last = { .sz = sizeof(job->last) },
+		.mv = mv, .last = { .sz = sizeof(job->last) }, .created = time(NULL),
 	};
 	if (spec->domain)
 		snprintf(job->domain, sizeof(job->domain), "%s", spec->domain);

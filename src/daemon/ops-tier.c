@@ -50,26 +50,15 @@ static void policy_from(const struct proto_tier_request *t, struct tier_policy *
 static int check_nodes(const struct auth_pin *pin, const struct tier_policy *p, char *msg,
 		       size_t len)
 {
-	char has[4096] = "";
-	FILE *f = fopen("/sys/devices/system/node/has_memory", "re");
 	int rc = 0;
 
-	if (f) {
-		if (!fgets(has, sizeof(has), f))
-			has[0] = 0;
-		fclose(f);
-	}
 	for (unsigned int i = 0; !rc && i < p->nfast + p->nslow; i++) {
 		int node = i < p->nfast ? p->fast[i] : p->slow[i - p->nfast];
 
-		if (!util_nodelist_has(has, node)) {
-			has[strcspn(has, "\n")] = 0;
-			snprintf(msg, len, "node %d does not exist (nodes with memory: %s)", node,
-				 has[0] ? has : "unknown");
-			rc = -ENODEV;
-		} else {
+		/* ENOENT, as a move's missing node. */
+		rc = util_node_has_memory(node, msg, len);
+		if (!rc)
 			rc = util_cpuset_check_at(pin->pid, pin->procfd, node, msg, len);
-		}
 	}
 	return rc;
 }

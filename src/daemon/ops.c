@@ -60,8 +60,9 @@ static void move_error(int rc, int pid, int to_node, char *msg, size_t len)
 	case -ESRCH:
 		snprintf(msg, len, "no process %d", pid);
 		break;
-	case -ENOENT:
-		snprintf(msg, len, "no node %d with memory", to_node);
+	case -ENOENT:	/* in the words of every missing node */
+		if (!util_node_has_memory(to_node, msg, len))
+			snprintf(msg, len, "no node %d with memory", to_node);
 		break;
 	case -EFAULT:
 		snprintf(msg, len, "a range is not mapped in pid %d", pid);
@@ -286,6 +287,17 @@ static struct json_object *op_jobs(struct memmigd *d, const struct client_cred *
 	return o;
 }
 
+/* ISO 8601, UTC: "2026-12-04T03:00:00Z". */
+static const char *utc_time(int64_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!gmtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, len, "%lld", (long long)t);
+	return buf;
+}
+
 /* No job id here: what a client may know of it (an earlier memmigd's
  * job is its owner's, and root's, to hear of). */
 static struct json_object *job_gone(struct memmigd *d, const struct proto_request *req,
@@ -294,11 +306,18 @@ static struct json_object *job_gone(struct memmigd *d, const struct proto_reques
 	unsigned long long id = req->job;
 	struct state_job lost;
 
-	if (state_job_lost(d->state, req->job, &lost) && (uid == 0 || uid == lost.uid))
+	if (state_job_lost(d->state, req->job, &lost) && (uid == 0 || uid == lost.uid)) {
+		char when[80] = "", c[24], s[24];
+
+		if (lost.created)
+			snprintf(when, sizeof(when), " (created %s%s%s)",
+				 utc_time(lost.created, c, sizeof(c)), lost.started ? ", started " : "",
+				 lost.started ? utc_time(lost.started, s, sizeof(s)) : "");
 		return proto_reply_error(req, ESRCH, "memmigd restarted; job %llu (pid %d to "
-					 "node %d) was lost %s; its pages are where the kernel "
+					 "node %d) was lost %s%s; its pages are where the kernel "
 					 "left them", id, lost.pid, lost.to_node,
-					 lost.running ? "mid-move" : "before it started");
+					 lost.running ? "mid-move" : "before it started", when);
+	}
 	if (state_job_before(d->state, req->job))
 		return proto_reply_error(req, ESRCH, "no job %llu: memmigd restarted since "
 					 "it was given, and keeps no record of it", id);

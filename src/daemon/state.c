@@ -2,8 +2,10 @@
 /*
  * memmigd's state file (state.h).  Lines, each "key value...":
  *   next_job ID
- *   job ID pid PID node N uid UID running|queued	(this memmigd's)
- *   lost ID pid PID node N uid UID running|queued	(an earlier one's)
+ *   job ID pid PID node N uid UID running|queued [created T [started T]]
+ *   lost ID pid PID node N uid UID running|queued [created T [started T]]
+ * (this memmigd's jobs; an earlier one's; T: Unix seconds, absent from
+ * the files of memmigds before them)
  *   kdamond INDEX pid KPID
  *   rebalance UUID pid PID node N before NODESET widened NODESET
  * A memmigd that finds "job" lines was killed with those jobs in hand:
@@ -67,11 +69,14 @@ static void add_lost(struct state *st, const struct state_job *j)
 static bool parse_job(const char *rest, struct state_job *j)
 {
 	char what[16];
+	long long created = 0, started = 0;
 
 	*j = (struct state_job){ 0 };
-	if (sscanf(rest, "%" SCNu64 " pid %d node %d uid %u %15s", &j->id, &j->pid,
-		   &j->to_node, &j->uid, what) != 5)
+	if (sscanf(rest, "%" SCNu64 " pid %d node %d uid %u %15s created %lld started %lld",
+		   &j->id, &j->pid, &j->to_node, &j->uid, what, &created, &started) < 5)
 		return false;
+	j->created = created > 0 ? created : 0;
+	j->started = started > 0 ? started : 0;
 	j->running = !strcmp(what, "running");
 	return j->id > 0;
 }
@@ -141,8 +146,9 @@ static void load(struct state *st)
 
 static void put_job(FILE *f, const char *key, const struct state_job *j)
 {
-	fprintf(f, "%s %" PRIu64 " pid %d node %d uid %u %s\n", key, j->id, j->pid, j->to_node,
-		(unsigned int)j->uid, j->running ? "running" : "queued");
+	fprintf(f, "%s %" PRIu64 " pid %d node %d uid %u %s created %lld started %lld\n", key,
+		j->id, j->pid, j->to_node, (unsigned int)j->uid, j->running ? "running" : "queued",
+		(long long)j->created, (long long)j->started);
 }
 
 /* Lock held: the file anew, renamed over the old one.  A failure is said

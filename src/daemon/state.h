@@ -29,6 +29,7 @@ struct state_job {
 	int pid, to_node;
 	uid_t uid;
 	bool running;		/* else queued */
+	int64_t created, started;	/* Unix seconds; 0: not (yet, or not known) */
 };
 
 /* The file for a socket: "memmigd.sock" -> "memmigd.state", else the

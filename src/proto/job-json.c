@@ -14,6 +14,12 @@ static struct json_object *str_or_null(const char *s)
 	return s && s[0] ? json_object_new_string(s) : NULL;
 }
 
+/* A time in whole seconds: the 6 digits of the floats would cut it. */
+static struct json_object *time_or_null(int64_t t)
+{
+	return t > 0 ? json_object_new_int64(t) : NULL;
+}
+
 /* One rate for the table, the bar and the JSON (docs/json.md): what the
  * move got through lately while it runs, what it moved once it ended. */
 static double job_rate(const struct proto_job *j)
@@ -59,6 +65,9 @@ struct json_object *proto_job_json(const struct proto_job *j)
 	json_object_object_add(o, "report", json_object_get(j->report));
 	json_object_object_add(o, "waits_for", j->waits_for ?
 			       json_object_new_uint64(j->waits_for) : NULL);
+	json_object_object_add(o, "created_at_s", time_or_null(j->created_at));
+	json_object_object_add(o, "started_at_s", time_or_null(j->started_at));
+	json_object_object_add(o, "ended_at_s", time_or_null(j->ended_at));
 	return o;
 }
 

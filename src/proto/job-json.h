@@ -30,6 +30,9 @@ struct proto_job {
 	const char *message;		/* once ended */
 	struct json_object *report;	/* once it ran, else NULL; borrowed */
 	uint64_t waits_for;		/* queued behind this job of its process; 0: not */
+	/* When it was asked for, started and ended: Unix time in seconds,
+	 * 0 when it has not (yet). */
+	int64_t created_at, started_at, ended_at;
 };
 
 /* A new reference. */

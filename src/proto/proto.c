@@ -207,10 +207,14 @@ static int parse_ranges(struct json_object *v, struct proto_request *req,
 		rc = get_u64(l, what, &pr->len, err, errlen);
 		if (rc)
 			return rc;
-		if (!pr->len || pr->addr % page || pr->len % page || pr->addr + pr->len < pr->addr)
+		/* One reason each, in memmig-cli's words for --range. */
+		if (pr->addr % page || pr->len % page)
+			return fail(err, errlen, EINVAL, "ranges[%zu]: %#" PRIx64 " is not page-aligned",
+				    i, pr->addr % page ? pr->addr : pr->len);
+		if (!pr->len || pr->addr + pr->len < pr->addr)
 			return fail(err, errlen, EINVAL,
-				    "ranges[%zu]: %#" PRIx64 "+%#" PRIx64 " is empty, not aligned to %" PRIu64
-				    " bytes, or wraps", i, pr->addr, pr->len, page);
+				    "ranges[%zu]: %#" PRIx64 "+%#" PRIx64 " is empty or wraps", i,
+				    pr->addr, pr->len);
 	}
 	req->nranges = (unsigned int)n;
 	return 0;
@@ -743,4 +747,16 @@ int proto_strategy_parse(const char *name)
 		if (!strcmp(name, strategy_names[i]))
 			return i;
 	return -1;
+}
+
+void proto_perm_message(char *buf, size_t len, unsigned int uid, unsigned int gid, int pid,
+			const unsigned int *uids, const unsigned int *gids)
+{
+	char ids[96] = "";
+
+	if (uids && gids)
+		snprintf(ids, sizeof(ids), " (uid %u/%u/%u gid %u/%u/%u)", uids[0], uids[1],
+			 uids[2], gids[0], gids[1], gids[2]);
+	snprintf(buf, len, "uid %u gid %u may not move pid %d%s: the same rule as move_pages(2)",
+		 uid, gid, pid, ids);
 }

@@ -124,6 +124,11 @@ char *proto_reply_line(struct json_object *reply, size_t *len);
 
 /* "EPERM" for 1 (strerrorname_np), "OK" for 0, "E<n>" when unnamed. */
 const char *proto_errno_name(int err, char *buf, size_t len);
+/* Why uid/gid may not move pid (EPERM), in one wording for memmigd's
+ * reply and memmig-cli's in-process move; the process's real, effective
+ * and saved ids when known (ids NULL: not read). */
+void proto_perm_message(char *buf, size_t len, unsigned int uid, unsigned int gid, int pid,
+			const unsigned int *uids, const unsigned int *gids);
 /* The errno for a name from a reply, or 0 when unknown. */
 int proto_errno_value(const char *name);
 

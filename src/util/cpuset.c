@@ -79,6 +79,23 @@ static int nodemap_format(const struct util_nodemap *m, char *out, size_t len)
 	return 0;
 }
 
+int util_node_has_memory(int node, char *msg, size_t len)
+{
+	char has[4096] = "";
+	FILE *f = fopen("/sys/devices/system/node/has_memory", "re");
+
+	if (!f)
+		return 0;	/* nothing to check against */
+	if (!fgets(has, sizeof(has), f))
+		has[0] = 0;
+	fclose(f);
+	has[strcspn(has, "\n")] = 0;
+	if (!has[0] || util_nodelist_has(has, node))
+		return 0;
+	snprintf(msg, len, "node %d does not exist (nodes with memory: %s)", node, has);
+	return -ENOENT;
+}
+
 bool util_nodelist_has(const char *list, int node)
 {
 	struct util_nodemap m;

@@ -11,6 +11,26 @@
 #include <stdint.h>
 
 #define UTIL_USAGE_NODES	1024	/* PROTO_MAX_NODE + 1 */
+#define UTIL_NUMA_MAP_NODES	64	/* N<node>= fields kept of one line */
+
+/* One line of /proc/PID/numa_maps: a mapping and its resident pages per
+ * node, in units of page_size. */
+struct util_numa_map {
+	uint64_t start;
+	const char *kind;	/* "anon", "file", "heap", "stack", "huge"
+				 * (hugetlbfs) */
+	const char *path;	/* file=PATH (unescaped), or "" */
+	uint64_t page_size;	/* bytes: kernelpagesize_kB (4 KiB for THP
+				 * too: the file does not tell them apart) */
+	unsigned int n;
+	int node[UTIL_NUMA_MAP_NODES];
+	uint64_t pages[UTIL_NUMA_MAP_NODES];
+};
+
+/* Calls fn for each mapping of pid's numa_maps, in address order, until
+ * it returns non-zero (returned).  0, -ESRCH (no such process), -errno. */
+int util_numa_maps_each(int pid, int (*fn)(const struct util_numa_map *m, void *opaque),
+			void *opaque);
 
 struct util_numa_usage {
 	uint64_t bytes[UTIL_USAGE_NODES];

@@ -59,7 +59,6 @@ check "no Stale file handle" not grep -q 'Stale file handle' "$tmp/err"
 
 # a socket that refuses this user: memmigd's --group named
 chmod 755 "$tmp"
-as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 for group in root daemon; do
 	sock=$tmp/$group.sock
 	memmigd_start "$sock" --group "$group"

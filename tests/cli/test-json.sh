@@ -75,6 +75,11 @@ def demo_problems: problems("demo") +
 def live_problems: problems("bench live") +
 	([.cases[] | problems("bench live case") + (.memmig | problems("bench live memmig")) +
 	  (if has("qemu") then .qemu | problems("bench live qemu") else [] end)] | add // []);
+def where_problems: problems("where") + ([.nodes[] | problems("where node")] | add // []) +
+	([.mappings[] | problems("where mapping") +
+	  ([.nodes[] | problems("where node")] | add // [])] | add // []);
+def dry_problems: problems("dry run") + ([.nodes[] | problems("dry run node")] | add // []) +
+	([.kinds[] | problems("dry run kind")] | add // []);
 EOF
 # conforms WHAT FILTER: the filter (job_problems, ...) on $tmp/out is []
 conforms() {
@@ -119,6 +124,11 @@ check "in-process: via local, no id" test "$(jq -c '[.via, .id, .state, .result]
 check "in-process: a report" test "$(jq -r .report.result "$tmp/out")" = OK
 check "in-process: short floats" short_floats
 jq -S 'keys' "$tmp/out" >"$tmp/keys.local"
+# where and move --dry-run (read-only, in-process): their own objects
+check "where" exit_is 0 "$cli" where --pid "$hog" --json
+check "where: the where object" conforms "where" where_problems
+check "dry run" exit_is 0 "$cli" move --pid "$hog" --to-node 0 --dry-run --json
+check "dry run: the dry run object" conforms "dry run" dry_problems
 
 check "move --wait" exit_is 0 mc move --pid "$hog" --to-node 0 --wait --json
 check "--wait: the job object" conforms "--wait" job_problems
@@ -153,7 +163,7 @@ check "jobs table" exit_is 0 mc jobs
 check "jobs table: a moved column" grep -qE '^ *job +state .* done +moved +GB/s' "$tmp/out"
 read -r rate moved <"$tmp/want"
 row=$(awk -v j="$job" '$1 == j' "$tmp/out")
-check "jobs table: the JSON's rate" test "$(echo "$row" | awk '{ print $(NF - 2) + 0 }')" = "$(awk -v r="$rate" 'BEGIN { print r + 0 }')"
+check "jobs table: the JSON's rate" test "$(echo "$row" | awk '{ print $(NF - 3) + 0 }')" = "$(awk -v r="$rate" 'BEGIN { print r + 0 }')"
 [ "$moved" -eq 0 ] && check "jobs table: the JSON's bytes moved" grep -q ' 0 B ' <<<"$row"
 
 # A move by domain name: the same job object, its domain named; the

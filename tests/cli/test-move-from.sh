@@ -2,8 +2,8 @@
 # memmig-cli move --from NODES, like migratepages(8): only the pages found
 # on those nodes move; pages elsewhere are left where they are and counted
 # as skipped.  In-process and through a real memmigd.  Here every page is
-# on node 0 (moved there first), so --from 0 leaves nothing out and a set
-# without node 0 leaves everything out; the multi-node tier
+# on node 0 (moved there first), so --from 0 leaves nothing out and !0 (every
+# node but 0) leaves everything out; the multi-node tier
 # (tests/vm/guest-move-pid.sh) moves pages across real nodes.
 set -u
 cli=${MEMMIG_CLI:-src/cli/memmig-cli}
@@ -12,9 +12,8 @@ memhog=${MEMHOG:-tests/helpers/memhog}
 . "$(dirname "$0")/../testlib.sh"
 command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
 
-# A node this host does not have: matches no page.
-absent=1
-while [ -e "/sys/devices/system/node/node$absent" ]; do absent=$((absent + 1)); done
+# A node this host does not have: refused in a set (migratepages does).
+absent=$(absent_node)
 sock=$tmp/memmigd.sock
 memmigd_start "$sock"
 
@@ -38,18 +37,21 @@ for via in local daemon; do
 	check "$via: --from !0 nothing failed" test "$(jq .report.pages_failed "$tmp/out")" -eq 0
 	check "$via: --from !0 nothing moved" test "$(jq .bytes_moved "$tmp/out")" -eq 0
 
-	check "$via: --from absent node $absent" exit_is 0 mc move -p "$hog" -n 0 --from "0-$((absent - 1)),$absent" -j
+	# migratepages refuses a set with a node the host lacks: so do both paths
+	check "$via: --from absent node $absent" exit_is 2 mc move -p "$hog" -n 0 --from "0-$((absent - 1)),$absent" -j
+	check "$via: --from absent node named" grep -q "^memmig-cli: error: move: --from: node $absent does not exist" "$tmp/err"
+	check "$via: --from 0-$((absent - 1))" exit_is 0 mc move -p "$hog" -n 0 --from "0-$((absent - 1))" -j
 	check "$via: a set with node 0 skips nothing" test "$(jq .report.pages_skipped "$tmp/out")" -eq 0
 
-	check "$via: range, --from $absent" exit_is 0 mc move -p "$hog" -n 0 \
-		--addr "$anon_addr" --len "$anon_len" --from "$absent" -j
+	check "$via: range, --from !0" exit_is 0 mc move -p "$hog" -n 0 \
+		--addr "$anon_addr" --len "$anon_len" --from '!0' -j
 	check "$via: range's pages skipped" test "$(jq .report.pages_skipped "$tmp/out")" -eq "$anon_pages"
 	check "$via: numa_maps unchanged" test "$(placement "$anon_addr")" = "$anon0"
 	check_alive "$via"
 done
 
 # in text: the pages left alone are said
-check "text report" exit_is 0 "$cli" -l move -p "$hog" -n 0 -f "$absent"
+check "text report" exit_is 0 "$cli" -l move -p "$hog" -n 0 -f '!0'
 check "text says left alone" grep -Eq '^left alone: [0-9]+ pages on nodes outside --from$' "$tmp/out"
 
 # page by page: not with the copy strategy

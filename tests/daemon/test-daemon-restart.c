@@ -159,6 +159,10 @@ int main(void)
 		CHECK(!strcmp(tc_error(r), "ESRCH") && strstr(msg, "memmigd restarted"),
 		      "job %lld after the restart: %s %s", (long long)ids[i], tc_error(r), msg);
 		lost += strstr(msg, "was lost") != NULL;
+		/* Its times came through the state file. */
+		if (strstr(msg, "was lost"))
+			CHECK(strstr(msg, "(created 20") != NULL, "lost job %lld keeps no time: %s",
+			      (long long)ids[i], msg);
 		/* Queued when memmigd died: nothing of it had moved. */
 		if (queued[i] && strstr(msg, "was lost"))
 			CHECK(strstr(msg, "before it started") != NULL, "queued job %lld: %s",

@@ -5,7 +5,7 @@
  * tiering on root's process or pid 1 (EPERM, before its nodes are even
  * looked at), nor read or end a tiering it does not have (ENOENT), and
  * lists none; a pid that does not exist is ESRCH; a node without memory
- * is ENODEV naming the nodes that have some; a bad member is EINVAL from
+ * is ENOENT (as for a move) naming the nodes that have some; a bad member is EINVAL from
  * the parser.  A fully valid tier_set needs two nodes with memory: on a
  * host with one it cannot pass, and where there are two it either starts
  * or, on a kernel without CONFIG_MEM_SOFT_DIRTY, is ENOENT saying so.
@@ -177,12 +177,12 @@ static int as_nobody(pid_t root_proc, pid_t own_proc, pid_t gone, int64_t root_t
 	/* Its own process: the nodes are what is wrong. */
 	r = tc_call(c, "{\"op\":\"tier_set\",\"pid\":%d,\"fast\":[%d],\"slow\":[%d],\"tag\":5}",
 		    own_proc, node_a, no_node);
-	CHECK(says(r, "ENODEV", enodev) && tc_int(r, "tag") == 5,
+	CHECK(says(r, "ENOENT", enodev) && tc_int(r, "tag") == 5,
 	      "nobody tiers its own process onto node %d: %s", no_node, tc_error(r));
 	json_object_put(r);
 	r = tc_call(c, "{\"op\":\"tier_set\",\"pid\":%d,\"fast\":[1023],\"slow\":[%d]}",
 		    own_proc, node_a);
-	CHECK(says(r, "ENODEV", "node 1023 does not exist"), "fast node 1023: %s",
+	CHECK(says(r, "ENOENT", "node 1023 does not exist"), "fast node 1023: %s",
 	      tc_error(r));
 	json_object_put(r);
 	r = tc_call(c, "{\"op\":\"tier_set\",\"pid\":%d,\"fast\":[%d],\"slow\":[%d]}", own_proc,
@@ -237,7 +237,7 @@ static int as_nobody(pid_t root_proc, pid_t own_proc, pid_t gone, int64_t root_t
 	return (int)tc_fails;
 }
 
-/* Root's own tier_set: ENODEV here; with two nodes, started or ENOENT
+/* Root's own tier_set: ENOENT (no such node) here; with two nodes, started or ENOENT
  * (no soft-dirty bits).  Returns the tiering's id, or 0. */
 static int64_t as_root(struct tc_conn *c, pid_t root_proc)
 {
@@ -246,7 +246,7 @@ static int64_t as_root(struct tc_conn *c, pid_t root_proc)
 
 	r = tc_call(c, "{\"op\":\"tier_set\",\"pid\":%d,\"fast\":[%d],\"slow\":[%d]}",
 		    root_proc, node_a, no_node);
-	CHECK(says(r, "ENODEV", "does not exist (nodes with memory: "),
+	CHECK(says(r, "ENOENT", "does not exist (nodes with memory: "),
 	      "root tiers onto node %d: %s", no_node, tc_error(r));
 	json_object_put(r);
 	if (node_b < 0) {

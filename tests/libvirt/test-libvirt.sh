@@ -251,7 +251,7 @@ tier_outcome() {
 	result=$(sed -n 's/.* result="\([A-Z0-9]*\)".*/\1/p' "$tmp/tier-status.xml")
 	tiered=
 	case $nodes:$result in
-	1:ENODEV) grep -q "message=\"node $slow does not exist" "$tmp/tier-status.xml" &&
+	1:ENOENT) grep -q "message=\"node $slow does not exist" "$tmp/tier-status.xml" &&
 		echo "  one node with memory here: refused, node $slow does not exist" ;;
 	2:OK) tiering_is ".state == \"running\" and .policy.fast == [$fast] and
 			.policy.slow == [$slow] and .policy.slow_share == 75 and .policy.interval_ms == 500" &&

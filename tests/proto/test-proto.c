@@ -562,10 +562,17 @@ static void test_job(void)
 		.via = "local", .state = "done", .pid = 9, .to_node = 1,
 		.p = { .bytes_total = 4096, .bytes_done = 4096, .elapsed_s = 0.5 },
 		.ended = true, .bytes_moved = 2048, .message = "moved",
+		.created_at = 1700000000, .started_at = 1700000001,
 	};
 	struct json_object *o = proto_job_json(&j), *v;
 
-	CU_ASSERT_EQUAL(json_object_object_length(o), 20);	/* docs/json.md */
+	CU_ASSERT_EQUAL(json_object_object_length(o), 23);	/* docs/json.md */
+	/* Times in whole Unix seconds; one not known (yet) is null. */
+	CU_ASSERT(json_object_object_get_ex(o, "created_at_s", &v) &&
+		  json_object_is_type(v, json_type_int) && json_object_get_int64(v) == 1700000000);
+	CU_ASSERT(json_object_object_get_ex(o, "started_at_s", &v) &&
+		  json_object_get_int64(v) == 1700000001);
+	CU_ASSERT(json_object_object_get_ex(o, "ended_at_s", &v) && !v);
 	CU_ASSERT(json_object_object_get_ex(o, "waits_for", &v) && !v);
 	CU_ASSERT(json_object_object_get_ex(o, "id", &v) && !v);
 	CU_ASSERT(json_object_object_get_ex(o, "report", &v) && !v);

@@ -143,6 +143,65 @@ echo "  migratepages $hog 0,2 1: $(awk -v t0="$t0" '{ printf "%.2f", $1 - t0 }' 
 check "migratepages ends where memmig --from did" test "$(placement "$anon_addr")" = "N1=$anon_pages"
 check_alive "after migratepages 0,2 1"
 
+# migratepages' mapping, --from 0,1 --to-node 1,2: anon on node 0 goes to
+# 1 and the memfd on node 1 to 2, the memfd first (else anon, once on 1,
+# would go on to 2 with it); a dry run says so first and moves nothing;
+# the sets ascend (as migratepages' nodemasks do), so --to-node 1,0 is 0,1
+# and maps each node onto itself; migratepages PID 0,1 1,2 ends where
+# memmig did.
+ranges() {
+	echo --range "$anon_addr-$(printf '0x%x' $((anon_addr + anon_len)))" \
+		--range "$memfd_addr-$(printf '0x%x' $((memfd_addr + memfd_len)))"
+}
+place01() {
+	move --to-node 0 --addr "$anon_addr" --len "$anon_len" &&
+	move --to-node 1 --addr "$memfd_addr" --len "$memfd_len"
+}
+check "anon on 0, memfd on 1" place01
+# shellcheck disable=SC2046
+check "dry run of 0,1 -> 1,2" quiet "$cli" move --pid "$hog" --from 0,1 --to-node 1,2 $(ranges) --dry-run
+cat "$tmp/out"
+check "dry run: node 0's anon pages would go to 1" grep -Eq "^ +0 +1 +$anon_pages " "$tmp/out"
+check "dry run: node 1's memfd pages would go to 2" grep -Eq "^ +1 +2 +$memfd_pages " "$tmp/out"
+check "dry run moved nothing" test "$(placement "$anon_addr") $(placement "$memfd_addr")" = \
+	"N0=$anon_pages N1=$memfd_pages"
+# shellcheck disable=SC2046
+check "move --from 0,1 --to-node 1,2" quiet "$cli" move --pid "$hog" --from 0,1 --to-node 1,2 $(ranges) --json
+echo "  0,1 -> 1,2: anon [$(placement "$anon_addr")], memfd [$(placement "$memfd_addr")]"
+check "mapping: anon on N1" test "$(placement "$anon_addr")" = "N1=$anon_pages"
+check "mapping: memfd on N2" test "$(placement "$memfd_addr")" = "N2=$memfd_pages"
+check "mapping: two jobs" test "$(grep -c '"via"' "$tmp/out")" -eq 2
+# where, across nodes: the anon mapping on N1, the memfd on N2 (a node 0
+# column only if something of memhog's is still there: "-" in these rows)
+check "where after the mapping" quiet "$cli" where --pid "$hog"
+cat "$tmp/out"
+check "where: nodes 1 and 2 are columns" grep -Eq "^address +kind +page( +node 0)? +node 1 +node 2 +total +path$" "$tmp/out"
+check "where: anon's row, all of it on node 1" grep -Eq "^$anon_addr +anon +4 KiB( +-)? +$((anon_len >> 20)) MiB +- +$((anon_len >> 20)) MiB" "$tmp/out"
+check "where: memfd's row, all of it on node 2" grep -Eq "^$memfd_addr +file +4 KiB( +-)? +- +$((memfd_len >> 20)) MiB +$((memfd_len >> 20)) MiB +/memfd:memhog" "$tmp/out"
+check_alive "after the mapping"
+# shellcheck disable=SC2046
+check "--from 0,1 --to-node 1,0" quiet "$cli" move --pid "$hog" --from 0,1 --to-node 1,0 $(ranges) --json
+check "1,0 is 0,1: nothing moved" test "$(placement "$anon_addr") $(placement "$memfd_addr")" = \
+	"N1=$anon_pages N2=$memfd_pages"
+# The same through memmigd: a job a pair, each after the last.
+daemon=$(command -v "${MEMMIGD:-memmigd}")
+memmigd_start "$tmp/memmigd.sock"
+check "anon on 0, memfd on 1 for memmigd" place01
+# shellcheck disable=SC2046
+check "memmigd: --from 0,1 --to-node 1,2" quiet "$cli" -s "$tmp/memmigd.sock" move --pid "$hog" \
+	--from 0,1 --to-node 1,2 $(ranges) --json
+echo "  memmigd 0,1 -> 1,2: anon [$(placement "$anon_addr")], memfd [$(placement "$memfd_addr")]"
+check "memmigd mapping: anon on N1" test "$(placement "$anon_addr")" = "N1=$anon_pages"
+check "memmigd mapping: memfd on N2" test "$(placement "$memfd_addr")" = "N2=$memfd_pages"
+check "memmigd mapping: two jobs of memmigd" test "$(grep -c '"via":"memmigd"' "$tmp/out")" -eq 2
+memmigd_stop
+check_alive "after memmigd's mapping"
+check "anon on 0, memfd on 1 again" place01
+check "migratepages 0,1 1,2" migratepages "$hog" 0,1 1,2
+check "migratepages: anon on N1 as memmig did" test "$(placement "$anon_addr")" = "N1=$anon_pages"
+check "migratepages: memfd on N2 as memmig did" test "$(placement "$memfd_addr")" = "N2=$memfd_pages"
+check_alive "after migratepages 0,1 1,2"
+
 # SIGTERM in the middle of a move: a clear message, exit 1, what moved is on
 # the target, the rest where it was, memhog's bytes intact.
 "$cli" move --pid "$hog" --to-node 2 --threads 1 >"$tmp/out" 2>"$tmp/err" &
