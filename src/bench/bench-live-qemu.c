@@ -22,7 +22,7 @@
 #include "bench/bench-live.h"
 #include "bench/bench.h"
 #include "bench/qmp.h"
-#include "cli/cli.h"
+#include "front/front.h"
 
 extern const unsigned char bench_qemu_guest_start[], bench_qemu_guest_end[];
 extern const unsigned char bench_qemu_guest_write[], bench_qemu_guest_idle[];

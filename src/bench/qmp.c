@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "bench/qmp.h"
-#include "cli/cli.h"
+#include "front/front.h"
 
 /* A QEMU answer takes no longer than this, migration status included. */
 #define QMP_TIMEOUT_MS 10000

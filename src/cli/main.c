@@ -77,60 +77,23 @@ static const struct cli_cmd cli_cmd_help = {
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "local", no_argument, NULL, 'l' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *env = getenv("MEMMIG_SOCKET");
 	const struct cli_cmd *cmd;
 	struct memmig_ctx *ctx;
-	int c, rc, verbosity = 0;
+	int rc, help;
 
-	if (env && *env) {
-		cli_global.socket = env;
-		cli_global.socket_given = true;
-	}
 	argv[0] = cli_set_cmd(NULL);
-	/* Stop at the first non-option: the rest belongs to the command. */
-	while ((c = getopt_long(argc, argv, "+hVs:lqv", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			cli_global.socket = optarg;
-			cli_global.socket_given = true;
-			break;
-		case 'l':
-			cli_global.local = true;
-			break;
-		case 'q':
-			verbosity = -1;
-			break;
-		case 'v':
-			verbosity = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return CLI_EXIT_OK;
-		case 'V':
-			printf("memmig-cli %s\n", PACKAGE_VERSION);
-			return CLI_EXIT_OK;
-		default:
-			usage(stderr);
-			return CLI_EXIT_USAGE;
-		}
+	if (cli_global_parse(argc, argv, &help) < 0) {
+		usage(stderr);
+		return CLI_EXIT_USAGE;
 	}
-	if (verbosity < 0) {
-		util_log_setup(NULL, LOG_ERR);
-		cli_global.quiet_mode = true;
+	if (help == 1) {
+		usage(stdout);
+		return CLI_EXIT_OK;
 	}
-	/* Through the environment, so that the context's own start is
-	 * logged too. */
-	if (verbosity)
-		setenv("MEMMIG_LOG", verbosity > 0 ? "debug" : "err", 1);
+	if (help == 2) {
+		printf("memmig-cli %s\n", PACKAGE_VERSION);
+		return CLI_EXIT_OK;
+	}
 	if (optind >= argc) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;
@@ -141,16 +104,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
-	rc = memmig_ctx_new(&ctx);
-	if (rc < 0) {
-		/* libmemmig said which file and which CPUs above. */
-		cli_error("cannot initialise libmemmig: %s\n", rc == -ESTALE ?
-			  "$MEMMIG_CALIBRATION was measured on another CPU" :
-			  strerror(-rc));
+	if (cli_ctx_open(&ctx))
 		return CLI_EXIT_FAIL;
-	}
-	/* libmemmig speaks through the CLI's own log path. */
-	memmig_ctx_set_log_fn(ctx, util_log_memmig, NULL);
 	argc -= optind;
 	argv += optind;
 	argv[0] = cli_set_cmd(cmd->name);

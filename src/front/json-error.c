@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "front/front.h"
 
 static struct {
 	bool wanted;		/* the command parsed --json */

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * memmig-bench: the benchmarks and the demo, a program of their own so
+ * that memmig-cli needs neither libpmem nor the peers' code.  The same
+ * global options and exit codes as memmig-cli (memmig-bench(1)).
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "bench/bench.h"
+
+static const struct cli_cmd *const commands[] = {
+	&bench_cmd_copy,
+	&bench_cmd_migrate,
+	&bench_cmd_desc,
+	&bench_cmd_live,
+	&bench_cmd_move,
+	&bench_cmd_demo,
+	NULL,
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: memmig-bench [-s PATH | -l] [-q | -v] [-h] [-V] COMMAND [ARGS]\n\n"
+		   "  -s, --socket PATH  memmigd's socket, for bench move (default\n"
+		   "                     $MEMMIG_SOCKET, else %s)\n"
+		   "  -l, --local        no memmigd case in bench move\n"
+		   "  -q, --quiet        print errors only\n"
+		   "  -v, --verbose      print libmemmig's debug log too\n"
+		   "  -h, --help         this help\n"
+		   "  -V, --version      the version\n\n"
+		   "Commands:\n", PROTO_SOCKET_DEFAULT);
+	cli_cmd_list(f, commands);
+	fprintf(f, "\nRun 'memmig-bench COMMAND --help' for a command's options.\n"
+		   "Exit codes: 0 success, 1 failure, 2 bad usage.\n");
+}
+
+int main(int argc, char **argv)
+{
+	const struct cli_cmd *cmd;
+	struct memmig_ctx *ctx;
+	int rc, help, first;
+
+	argv[0] = cli_set_cmd(NULL);
+	first = cli_global_parse(argc, argv, &help);
+	if (first < 0 || (!help && first >= argc)) {
+		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if (help) {
+		if (help == 2)
+			printf("memmig-bench %s\n", PACKAGE_VERSION);
+		else
+			usage(stdout);
+		return CLI_EXIT_OK;
+	}
+	/* "help CMD" reads as "CMD --help". */
+	if (!strcmp(argv[first], "help")) {
+		if (first + 1 >= argc) {
+			usage(stdout);
+			return CLI_EXIT_OK;
+		}
+		argv[first] = argv[first + 1];
+		argv[first + 1] = "--help";
+	}
+	cmd = cli_cmd_find(commands, argv[first]);
+	if (!cmd) {
+		cli_error("unknown command '%s'\n", argv[first]);
+		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if (cli_ctx_open(&ctx))
+		return CLI_EXIT_FAIL;
+	argc -= first;
+	argv += first;
+	argv[0] = cli_set_cmd(cmd->name);
+	optind = 0; /* the command parses its own options from argv[0] */
+	rc = cli_json_error_flush(cmd->run(ctx, argc, argv), argc, argv);
+	memmig_ctx_unref(ctx);
+	return rc;
+}
