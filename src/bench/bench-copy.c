@@ -543,7 +543,7 @@ static int parse_args(struct copy_bench *b, int argc, char **argv,
 		}
 	}
 	if (optind < argc) {
-		cli_error("bench copy: unexpected argument '%s'\n", argv[optind]);
+		cli_error("copy: unexpected argument '%s'\n", argv[optind]);
 		return CLI_EXIT_USAGE;
 	}
 	return CLI_EXIT_OK;
@@ -612,7 +612,7 @@ static int copy_plot(struct copy_bench *b, const struct bench_pool *pool)
 		bench_plot_copiers(p, b->copiers, b->ncopiers, b->sizes, b->nsizes,
 				   b->results[m], b->ncopiers);
 	}
-	rc = plot_emit(p, &b->plot, "bench copy");
+	rc = plot_emit(p, &b->plot, "copy");
 	plot_free(p);
 	return rc;
 }
@@ -642,11 +642,11 @@ static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
 
 	rc = parse_args(&b, argc, argv, &calibrate, &output);
 	if (!rc && calibrate && plot_wanted(&b.plot)) {
-		cli_error("bench copy: --plot is for the measurements, not --calibrate\n");
+		cli_error("copy: --plot is for the measurements, not --calibrate\n");
 		rc = CLI_EXIT_USAGE;
 	}
 	if (!rc)
-		rc = plot_check(&b.plot, "bench copy");
+		rc = plot_check(&b.plot, "copy");
 	if (rc)
 		goto out;
 	if (calibrate) {
@@ -679,7 +679,7 @@ static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
 	setup_copiers(&b);
 	rc = bench_pool_init(&pool, b.pool_size);
 	if (rc < 0) {
-		cli_error("bench copy: cannot allocate 2 x %zu MiB: %s\n",
+		cli_error("copy: cannot allocate 2 x %zu MiB: %s\n",
 			  b.pool_size >> 20, strerror(-rc));
 		rc = CLI_EXIT_FAIL;
 		goto out;
@@ -689,13 +689,13 @@ static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
 			continue;
 		b.results[m] = calloc(b.nsizes * b.ncopiers, sizeof(struct bench_stats));
 		if (!b.results[m] || run_mode(&b, m, &pool) < 0) {
-			cli_error("bench copy: out of memory\n");
+			cli_error("copy: out of memory\n");
 			rc = CLI_EXIT_FAIL;
 			goto out;
 		}
 	}
 	if ((b.modes & MODE_COLD) && run_units(&b, &pool, units, &nunits) < 0) {
-		cli_error("bench copy: out of memory\n");
+		cli_error("copy: out of memory\n");
 		rc = CLI_EXIT_FAIL;
 		goto out;
 	}

@@ -298,7 +298,7 @@ static int setup(struct desc_bench *b)
 	/* The table is written for real: refuse what would push the
 	 * machine into swap or the OOM killer. */
 	if (table > bench_mem_available() / 10 * 8) {
-		cli_error("bench desc: a %llu MiB table does not fit in 80%% of the "
+		cli_error("desc: a %llu MiB table does not fit in 80%% of the "
 			  "available memory (%llu MiB): a smaller --size\n",
 			  (unsigned long long)(table >> 20),
 			  (unsigned long long)(bench_mem_available() >> 20));
@@ -325,7 +325,7 @@ static int setup(struct desc_bench *b)
 		return rc;
 	b->used_store = b->info.store;
 	if (b->info.flags & MEMMIG_DESC_SLOW) {
-		cli_error("bench desc: the slow path is forced (MEMMIG_DESC_SLOW or a "
+		cli_error("desc: the slow path is forced (MEMMIG_DESC_SLOW or a "
 			  "debug/sanitizer build): nothing to compare\n");
 		return -ENOTSUP;
 	}
@@ -630,7 +630,7 @@ static int desc_run(struct memmig_ctx *ctx, int argc, char **argv)
 		else
 			print_text(&b);
 	} else if (rc != -ENOTSUP) {
-		cli_error("bench desc: %s\n", rc == -EIO ? "a descriptor is wrong: "
+		cli_error("desc: %s\n", rc == -EIO ? "a descriptor is wrong: "
 			  "this is a bug" : strerror(-rc));
 	}
 	bench_stats_free(&b.stats[0][0], 2 * NCASES);

@@ -217,7 +217,7 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 			rc = migrate_idle(vm, vmm, &o, &m.rep, &ok);
 		}
 		if (rc < 0) {
-			cli_error("bench live: migration of %zu MiB: %s\n", c->mem >> 20,
+			cli_error("live: migration of %zu MiB: %s\n", c->mem >> 20,
 				  strerror(-rc));
 			break;
 		}
@@ -312,7 +312,7 @@ static int run_size(struct live_bench *b, size_t mem, struct live_case *cs)
 			-ENOMEM;
 
 	if (rc < 0)
-		cli_error("bench live: cannot start a guest of %zu MiB: %s\n", mem >> 20,
+		cli_error("live: cannot start a guest of %zu MiB: %s\n", mem >> 20,
 			  strerror(-rc));
 	for (int w = 0; w < modes && !rc; w++) {
 		cs[w] = (struct live_case){ .mem = mem, .mode = w, .kvm = !why };
@@ -506,7 +506,7 @@ static int live_plot(const struct live_bench *b, const struct live_case *cs, siz
 	plot_panel(p, "the last pause of each, in its parts", "guest", "pause (ms)",
 		   PLOT_STACKED);
 	bench_plot_pause(p, last, n, names);
-	rc = plot_emit(p, &b->plot, "bench live");
+	rc = plot_emit(p, &b->plot, "live");
 	plot_free(p);
 	return rc;
 }
@@ -522,7 +522,7 @@ static int live_main(struct memmig_ctx *ctx, int argc, char **argv)
 	int rc = live_parse(argc, argv, &b), failed = 0;
 
 	if (!rc)
-		rc = plot_check(&b.plot, "bench live");
+		rc = plot_check(&b.plot, "live");
 	if (rc) {
 		rc = cli_exit_code(rc);
 		goto out;
@@ -536,7 +536,7 @@ static int live_main(struct memmig_ctx *ctx, int argc, char **argv)
 		b.sizes[1] = 1 << 30;
 	}
 	if (!b.no_qemu && !bench_qemu_available()) {
-		cli_error("bench live: qemu-system-x86_64 is not on the PATH: no peer "
+		cli_error("live: qemu-system-x86_64 is not on the PATH: no peer "
 			  "(apt-get install qemu-system-x86, or --no-qemu)\n");
 		rc = CLI_EXIT_FAIL;
 		goto out;

@@ -152,7 +152,7 @@ static int migrate_once(struct mig_bench *b, const struct mig_case *c,
 
 	*seconds = bench_now() - t0;
 	if (rc < 0) {
-		cli_error("bench migrate: %s: %s\n", c->name, strerror(-rc));
+		cli_error("migrate: %s: %s\n", c->name, strerror(-rc));
 	} else {
 		memmig_report_get_summary(rep, &s);
 		*moved = s.bytes_moved;
@@ -334,7 +334,7 @@ static int mig_run(struct memmig_ctx *ctx, int argc, char **argv)
 		return cli_exit_code(rc);
 	b.buf = bench_alloc(b.len);
 	if (!b.buf) {
-		cli_error("bench migrate: cannot allocate %zu MiB\n", b.len >> 20);
+		cli_error("migrate: cannot allocate %zu MiB\n", b.len >> 20);
 		return CLI_EXIT_FAIL;
 	}
 	bench_fill(b.buf, b.len, 0x6d6967);
@@ -352,7 +352,7 @@ static int mig_run(struct memmig_ctx *ctx, int argc, char **argv)
 	}
 	bench_progress_done();
 	if (!rc && bench_checksum(b.buf, b.len) != sum) {
-		cli_error("bench migrate: the data changed: this is a bug\n");
+		cli_error("migrate: the data changed: this is a bug\n");
 		rc = -EIO;
 	}
 	if (!rc) {
@@ -361,7 +361,7 @@ static int mig_run(struct memmig_ctx *ctx, int argc, char **argv)
 		else
 			print_text(&b);
 	} else if (rc != -EIO) {
-		cli_error("bench migrate: %s\n", strerror(-rc));
+		cli_error("migrate: %s\n", strerror(-rc));
 	}
 	memmig_region_unref(b.region);
 	bench_free(b.buf, b.len);

@@ -382,7 +382,7 @@ static int pick_nodes(struct move_bench *b, struct memmig_topo *t)
 			b->b = n.id;
 	}
 	if (count < 2 || b->a < 0 || b->b < 0) {
-		cli_error("bench move: needs two NUMA nodes with memory, one of them with "
+		cli_error("move: needs two NUMA nodes with memory, one of them with "
 			  "CPUs; this host has %d node%s with memory (the multi-node tier "
 			  "runs it: tests/vm/guest-bench-move.sh)\n", count, count == 1 ? "" : "s");
 		return -ENODEV;

@@ -313,12 +313,12 @@ int bench_pmem(struct memmig_ctx *ctx, const struct pmem_bench_args *a)
 	setup(&b, ctx);
 	b.st = calloc(b.nsizes * COL_COUNT, sizeof(*b.st));
 	if (!b.st || bench_pool_init(&b.pool, pool_size) < 0) {
-		cli_error("bench copy --pmem: cannot allocate 2 x %zu MiB\n",
+		cli_error("copy --pmem: cannot allocate 2 x %zu MiB\n",
 			  pool_size >> 20);
 		goto out;
 	}
 	if (measure_all(&b) < 0) {
-		cli_error("bench copy --pmem: out of memory\n");
+		cli_error("copy --pmem: out of memory\n");
 		goto out;
 	}
 	if (a->json)

@@ -122,15 +122,16 @@ check "bench live busy verified" test "$(jq '.cases[2].memmig | .verified == 1 a
 check "bench live busy gone" test -z "$(pgrep -f 'bench live --sizes 64M --reps 1 --no-qemu --busy')"
 # ... and die with it, however it ends.  They start after the idle and
 # writing cases' 62 migrations (2.6 s on a quiet AMD Zen 5 host; up to two
-# minutes are allowed for a loaded one).  They run memmig-cli's binary:
-# the libtool wrapper's own subshells, children too and named memmig-cli
-# as well, run bash (counting them by name failed 6 runs in 12).
+# minutes are allowed for a loaded one).  They run memmig-bench's binary
+# (memmig-cli bench execs it): the libtool wrapper's own subshells,
+# children too and named memmig-bench as well, run bash (counting them by
+# name failed 6 runs in 12).
 "$cli" bench live --sizes 64M --reps 31 --no-qemu --busy >/dev/null 2>"$tmp/live-err" &
 live_pid=$!
 hogs() {
 	for c in $(ps --ppid "$live_pid" -o pid=); do
 		readlink "/proc/$c/exe"
-	done | grep -c 'memmig-cli$'
+	done | grep -c 'memmig-bench$'
 }
 started=0
 for _ in $(seq 1200); do
@@ -161,9 +162,9 @@ if "$cli" bench desc --size 64M --reps 1 >/dev/null 2>"$tmp/err" ||
 	check "bench desc rows" test "$(jq '.results | length' "$tmp/out")" -eq 2
 	check "bench desc descriptors" test "$(jq '.descriptors' "$tmp/out")" -eq 524288
 	check "bench desc ratios" test "$(jq '[.results[] | .speedup_vs_slow > 0 and
-		.fraction_of_memset > 0 and .template_ms > 0 and .slow_ms > 0 and
+		.fraction_of_memset > 0 and .template_s > 0 and .slow_s > 0 and
 		.fraction_of_temporal_memset > 0 and .fraction_of_best_memset > 0 and
-		.template_nt_ms > 0 and .template_temporal_ms > 0] | all' "$tmp/out")" = true
+		.template_nt_s > 0 and .template_temporal_s > 0] | all' "$tmp/out")" = true
 	check "bench desc tuned store" test "$(jq '.tuned_store == "nt" or
 		.tuned_store == "temporal"' "$tmp/out")" = true
 	check "bench desc text" exit_is 0 "$cli" bench desc --size 64M --reps 1
