@@ -52,6 +52,15 @@ check "memmig-cli help bench" exit_is 0 "$cli" help bench
 check "... memmig-bench's usage" grep -q '^Usage: memmig-bench ' "$tmp/out"
 check "memmig-cli bench copy runs" exit_is 0 "$cli" bench copy --sizes 4K --reps 3 --sample-ms 1 --pool 64M --json
 check "... and measures" test "$(jq '[.hot[].results[] | .median_bytes_per_s > 0] | all' "$tmp/out")" = true
+# Its tables fit 100 columns (the JSON keeps every column): a table's lines
+# begin with a space, prose with a letter; the CPU's line and thresholds too.
+wide() { sed 's/±/+/g' "$1" | awk -v w=100 '(/^ / || /^(memmig bench copy|thresholds):/) && length($0) > w' ; }
+check "bench copy text" exit_is 0 "$cli" bench copy --sizes 4K,3M --reps 3 --sample-ms 1 --pool 64M
+check "... a table per mode" test "$(grep -c '^ *size ' "$tmp/out")" -ge 2
+check "... every table line within 100 columns" test -z "$(wide "$tmp/out")"
+wide "$tmp/out" | head -n 2
+check "bench copy --pmem text" exit_is 0 "$cli" bench copy --pmem --sizes 4K --reps 3
+check "... its table within 100 columns" test -z "$(wide "$tmp/out")"
 if [ "$cli_elf" != "$cli" ]; then
 	check "the real memmig-cli finds the real memmig-bench" \
 		exit_is 0 env LD_LIBRARY_PATH="$libs" "$cli_elf" demo --help
