@@ -24,9 +24,9 @@ static const struct cli_cmd *const commands[] = {
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: memmig-bench [-s PATH | -l] [-q | -v] [-h] [-V] COMMAND [ARGS]\n\n"
-		   "  -s, --socket PATH  memmigd's socket, for bench move (default\n"
+		   "  -s, --socket PATH  memmigd's socket, for move's memmigd case (default\n"
 		   "                     $MEMMIG_SOCKET, else %s)\n"
-		   "  -l, --local        no memmigd case in bench move\n"
+		   "  -l, --local        no memmigd case in move\n"
 		   "  -q, --quiet        print errors only\n"
 		   "  -v, --verbose      print libmemmig's debug log too\n"
 		   "  -h, --help         this help\n"
