@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * memmig-cli bench copy --calibrate: libmemmig measures this CPU's
+ * memmig-bench copy --calibrate: libmemmig measures this CPU's
  * crossovers (memmig_tuning_calibrate()); this writes them where the
  * library loads them, and shows the tables.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * memmig-cli bench copy: every primitive, memmig's dispatch and the peers
+ * memmig-bench copy: every primitive, memmig's dispatch and the peers
  * (glibc memcpy, libpmem) at each size, hot and cold, like the seed tables;
  * then 1 GiB in 2 MiB units against a per-4 KiB-page loop.
  */
@@ -45,7 +45,7 @@ struct copy_bench {
 static void copy_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: memmig-cli bench copy [OPTIONS]\n"
+		"Usage: memmig-bench copy [OPTIONS]\n"
 		"Measures each copy primitive, memmig's dispatched copy (unflagged, and with\n"
 		"MEMMIG_COPY_COLD as a migration copies), glibc memcpy and libpmem's\n"
 		"pmem_memcpy (when built with libpmem), in GB/s (median of the samples,\n"
@@ -131,29 +131,82 @@ static int run_mode(struct copy_bench *b, int m, const struct bench_pool *pool)
 
 static const char *const mode_names[] = { "hot", "cold" };
 
-static void print_table(struct copy_bench *b, int m)
+/* What the tables fit in. */
+#define TEXT_WIDTH 100
+
+/* prefix and the items of a list ("a, b, c"), cut between items to fit
+ * TEXT_WIDTH, the lines after the first indented. */
+static void print_wrapped(const char *prefix, const char *list)
 {
+	size_t col = (size_t)printf("%s", prefix);
+	bool fresh = true;
+
+	while (*list) {
+		const char *comma = strstr(list, ", ");
+		/* an item with its comma */
+		size_t n = comma ? (size_t)(comma - list) + 1 : strlen(list);
+
+		if (!fresh && col + 1 + n > TEXT_WIDTH) {
+			col = (size_t)printf("\n  ") - 1;
+			fresh = true;
+		}
+		col += (size_t)printf("%s%.*s", fresh ? "" : " ", (int)n, list);
+		fresh = false;
+		list += n;
+		while (*list == ' ')
+			list++;
+	}
+	printf("\n");
+}
+
+/* Copier columns in one table, so that a table fits 100 columns; the JSON
+ * has every column of a row in one object. */
+#define TABLE_COPIERS 6
+
+/* Copiers [first, end) of every size; the dispatch's choices with the last
+ * part. */
+static void print_part(struct copy_bench *b, int m, unsigned int first, unsigned int end)
+{
+	bool last = end == b->ncopiers;
 	char sz[32];
 
-	printf("\n%s copies, GB/s (median ± SD%%)%s\n", mode_names[m],
-	       m ? ": each copy at a new place in a pool far larger than the LLC" :
-		   ": the same buffers again and again");
 	printf("%9s", "size");
-	for (unsigned int ci = 0; ci < b->ncopiers; ci++)
-		printf(" %13s", b->copiers[ci].name);
-	printf("  %-9s %-9s\n", "dispatch", "cold");
+	for (unsigned int ci = first; ci < end; ci++)
+		printf(" %12s", b->copiers[ci].name);
+	printf(last ? "  %-9s %s\n" : "\n", "dispatch", "cold");
 	for (size_t si = 0; si < b->nsizes; si++) {
 		printf("%9s", util_size_format(b->sizes[si], sz, sizeof(sz)));
-		for (unsigned int ci = 0; ci < b->ncopiers; ci++) {
+		for (unsigned int ci = first; ci < end; ci++) {
 			const struct bench_stats *s = cell(b, m, si, ci);
 
-			printf(" %7.2f±%4.1f%%", s->median, s->sd_pct);
+			printf(" %6.2f±%4.1f%%", s->median, s->sd_pct);
 		}
-		printf("  %-9s %-9s\n",
+		if (!last) {
+			printf("\n");
+			continue;
+		}
+		printf("  %-9s %s\n",
 		       memmig_prim_name(memmig_copy_query(b->ctx, b->sizes[si], 0)),
 		       memmig_prim_name(memmig_copy_query(b->ctx, b->sizes[si],
 							  MEMMIG_COPY_COLD)));
 	}
+}
+
+/* The primitives in even parts, then memmig's dispatch beside the peers. */
+static void print_table(struct copy_bench *b, int m)
+{
+	unsigned int nprims = b->memmig_idx;
+	unsigned int parts = (nprims + TABLE_COPIERS - 1) / TABLE_COPIERS;
+	unsigned int per = parts ? (nprims + parts - 1) / parts : 0;
+
+	printf("\n%s copies, GB/s (median ± SD%%)%s\n", mode_names[m],
+	       m ? ": each copy at a new place in a pool far larger than the LLC" :
+		   ": the same buffers again and again");
+	for (unsigned int first = 0; first < nprims; first += per) {
+		print_part(b, m, first, first + per < nprims ? first + per : nprims);
+		printf("\n");
+	}
+	print_part(b, m, nprims, b->ncopiers);
 }
 
 /* The best primitive's median at one cell, and which one it was. */
@@ -490,7 +543,7 @@ static int parse_args(struct copy_bench *b, int argc, char **argv,
 		}
 	}
 	if (optind < argc) {
-		cli_error("bench copy: unexpected argument '%s'\n", argv[optind]);
+		cli_error("copy: unexpected argument '%s'\n", argv[optind]);
 		return CLI_EXIT_USAGE;
 	}
 	return CLI_EXIT_OK;
@@ -521,9 +574,9 @@ static int copy_report(struct copy_bench *b, const struct bench_pool *pool,
 	}
 	char th[256];
 
-	printf("memmig bench copy: %s family %#x model %#x, LLC %zu MiB; thresholds: %s\n",
-	       cpu.vendor, cpu.family, cpu.model, cpu.llc_size >> 20,
-	       cli_thresholds(b->ctx, &t, th, sizeof(th)));
+	printf("memmig bench copy: %s family %#x model %#x, LLC %zu MiB\n",
+	       cpu.vendor, cpu.family, cpu.model, cpu.llc_size >> 20);
+	print_wrapped("thresholds: ", cli_thresholds(b->ctx, &t, th, sizeof(th)));
 	for (int m = 0; m < 2; m++)
 		if (b->modes & (1 << m))
 			print_table(b, m);
@@ -559,7 +612,7 @@ static int copy_plot(struct copy_bench *b, const struct bench_pool *pool)
 		bench_plot_copiers(p, b->copiers, b->ncopiers, b->sizes, b->nsizes,
 				   b->results[m], b->ncopiers);
 	}
-	rc = plot_emit(p, &b->plot, "bench copy");
+	rc = plot_emit(p, &b->plot, "copy");
 	plot_free(p);
 	return rc;
 }
@@ -589,11 +642,11 @@ static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
 
 	rc = parse_args(&b, argc, argv, &calibrate, &output);
 	if (!rc && calibrate && plot_wanted(&b.plot)) {
-		cli_error("bench copy: --plot is for the measurements, not --calibrate\n");
+		cli_error("copy: --plot is for the measurements, not --calibrate\n");
 		rc = CLI_EXIT_USAGE;
 	}
 	if (!rc)
-		rc = plot_check(&b.plot, "bench copy");
+		rc = plot_check(&b.plot, "copy");
 	if (rc)
 		goto out;
 	if (calibrate) {
@@ -626,7 +679,7 @@ static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
 	setup_copiers(&b);
 	rc = bench_pool_init(&pool, b.pool_size);
 	if (rc < 0) {
-		cli_error("bench copy: cannot allocate 2 x %zu MiB: %s\n",
+		cli_error("copy: cannot allocate 2 x %zu MiB: %s\n",
 			  b.pool_size >> 20, strerror(-rc));
 		rc = CLI_EXIT_FAIL;
 		goto out;
@@ -636,13 +689,13 @@ static int copy_run(struct memmig_ctx *ctx, int argc, char **argv)
 			continue;
 		b.results[m] = calloc(b.nsizes * b.ncopiers, sizeof(struct bench_stats));
 		if (!b.results[m] || run_mode(&b, m, &pool) < 0) {
-			cli_error("bench copy: out of memory\n");
+			cli_error("copy: out of memory\n");
 			rc = CLI_EXIT_FAIL;
 			goto out;
 		}
 	}
 	if ((b.modes & MODE_COLD) && run_units(&b, &pool, units, &nunits) < 0) {
-		cli_error("bench copy: out of memory\n");
+		cli_error("copy: out of memory\n");
 		rc = CLI_EXIT_FAIL;
 		goto out;
 	}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * memmig-cli bench desc: the descriptor table of a 100 GiB device region
+ * memmig-bench desc: the descriptor table of a 100 GiB device region
  * (26,214,400 descriptors, 1.6 GB) initialized by the template path, with
  * NT stores and with plain (temporal) ones, and by the field-by-field slow
  * path, against a memset of the same bytes with each kind of store (the
@@ -76,7 +76,7 @@ struct desc_bench {
 static void desc_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: memmig-cli bench desc [--size SIZE] [--threads N] [--reps N] [--json]\n"
+		"Usage: memmig-bench desc [--size SIZE] [--threads N] [--reps N] [--json]\n"
 		"Initializes the descriptor table of a SIZE (default 100G) device region,\n"
 		"one 64-byte descriptor per 4 KiB page, with the template path (NT and\n"
 		"temporal stores) and the field-by-field slow path, against a memset of\n"
@@ -298,7 +298,7 @@ static int setup(struct desc_bench *b)
 	/* The table is written for real: refuse what would push the
 	 * machine into swap or the OOM killer. */
 	if (table > bench_mem_available() / 10 * 8) {
-		cli_error("bench desc: a %llu MiB table does not fit in 80%% of the "
+		cli_error("desc: a %llu MiB table does not fit in 80%% of the "
 			  "available memory (%llu MiB): a smaller --size\n",
 			  (unsigned long long)(table >> 20),
 			  (unsigned long long)(bench_mem_available() >> 20));
@@ -325,7 +325,7 @@ static int setup(struct desc_bench *b)
 		return rc;
 	b->used_store = b->info.store;
 	if (b->info.flags & MEMMIG_DESC_SLOW) {
-		cli_error("bench desc: the slow path is forced (MEMMIG_DESC_SLOW or a "
+		cli_error("desc: the slow path is forced (MEMMIG_DESC_SLOW or a "
 			  "debug/sanitizer build): nothing to compare\n");
 		return -ENOTSUP;
 	}
@@ -491,8 +491,8 @@ static void print_json(const struct desc_bench *b)
 	json_object_object_add(o, "table_bytes", json_object_new_int64((int64_t)b->nbytes));
 	json_object_object_add(o, "backing", json_object_new_string(backing_name(b->info.backing)));
 	json_object_object_add(o, "reps", json_object_new_int((int)b->reps));
-	json_object_object_add(o, "alloc_ms", json_object_new_double(b->alloc_s * 1e3));
-	json_object_object_add(o, "first_touch_ms", json_object_new_double(b->first_touch_s * 1e3));
+	json_object_object_add(o, "alloc_s", json_object_new_double(b->alloc_s));
+	json_object_object_add(o, "first_touch_s", json_object_new_double(b->first_touch_s));
 	json_object_object_add(o, "first_touch_threads", json_object_new_int((int)b->threads[1]));
 	json_object_object_add(o, "nt_stores", json_object_new_string(
 		b->store_name[MEMMIG_DESC_STORE_NT]));
@@ -510,22 +510,24 @@ static void print_json(const struct desc_bench *b)
 		json_object_object_add(r, "threads", json_object_new_int((int)b->threads[t]));
 		for (int c = 0; c < NCASES; c++) {
 			static const char *const keys[NCASES][2] = {
-				{ "template_nt_ms", "template_nt_gbs" },
-				{ "template_temporal_ms", "template_temporal_gbs" },
-				{ "slow_ms", "slow_gbs" },
-				{ "memset_ms", "memset_gbs" },
-				{ "memset_temporal_ms", "memset_temporal_gbs" },
-				{ "desc_store_ms", "desc_store_gbs" },
+				{ "template_nt_s", "template_nt_bytes_per_s" },
+				{ "template_temporal_s", "template_temporal_bytes_per_s" },
+				{ "slow_s", "slow_bytes_per_s" },
+				{ "memset_s", "memset_bytes_per_s" },
+				{ "memset_temporal_s", "memset_temporal_bytes_per_s" },
+				{ "desc_store_s", "desc_store_bytes_per_s" },
 			};
 
 			json_object_object_add(r, keys[c][0],
-					       json_object_new_double(ms_of(&s[c], b->nbytes)));
-			json_object_object_add(r, keys[c][1], json_object_new_double(s[c].median));
+					       json_object_new_double(ms_of(&s[c], b->nbytes) / 1e3));
+			json_object_object_add(r, keys[c][1],
+					       bench_json_rate(s[c].median));
 		}
 		/* template_*, speedup_vs_slow, fraction_of_*: the tuned stores. */
-		json_object_object_add(r, "template_ms",
-				       json_object_new_double(ms_of(&s[tc], b->nbytes)));
-		json_object_object_add(r, "template_gbs", json_object_new_double(s[tc].median));
+		json_object_object_add(r, "template_s",
+				       json_object_new_double(ms_of(&s[tc], b->nbytes) / 1e3));
+		json_object_object_add(r, "template_bytes_per_s",
+				       bench_json_rate(s[tc].median));
 		json_object_object_add(r, "speedup_vs_slow", json_object_new_double(
 			bench_paired_ratio(&s[tc], &s[CASE_SLOW])));
 		json_object_object_add(r, "fraction_of_memset", json_object_new_double(
@@ -541,8 +543,8 @@ static void print_json(const struct desc_bench *b)
 		json_object_array_add(rows, r);
 	}
 	json_object_object_add(o, "results", rows);
-	json_object_object_add(o, "seed_slow_ms", json_object_new_double(SEED_SLOW_MS));
-	json_object_object_add(o, "seed_template_ms", json_object_new_double(SEED_TEMPLATE_MS));
+	json_object_object_add(o, "seed_slow_s", json_object_new_double(SEED_SLOW_MS / 1e3));
+	json_object_object_add(o, "seed_template_s", json_object_new_double(SEED_TEMPLATE_MS / 1e3));
 	cli_json_print(o);
 }
 
@@ -628,7 +630,7 @@ static int desc_run(struct memmig_ctx *ctx, int argc, char **argv)
 		else
 			print_text(&b);
 	} else if (rc != -ENOTSUP) {
-		cli_error("bench desc: %s\n", rc == -EIO ? "a descriptor is wrong: "
+		cli_error("desc: %s\n", rc == -EIO ? "a descriptor is wrong: "
 			  "this is a bug" : strerror(-rc));
 	}
 	bench_stats_free(&b.stats[0][0], 2 * NCASES);

@@ -22,7 +22,7 @@
 #include "bench/bench-live.h"
 #include "bench/bench.h"
 #include "bench/qmp.h"
-#include "cli/cli.h"
+#include "front/front.h"
 
 extern const unsigned char bench_qemu_guest_start[], bench_qemu_guest_end[];
 extern const unsigned char bench_qemu_guest_write[], bench_qemu_guest_idle[];
@@ -145,7 +145,7 @@ static int guest_ready(struct qemu_vm *vm, size_t mem)
 
 	for (int waited = 0; !rc && v < 2; waited += 20) {
 		if (waited > READY_TIMEOUT_MS(mem)) {
-			cli_error("bench live: QEMU: the guest did not write its RAM in %d s\n",
+			cli_error("live: QEMU: the guest did not write its RAM in %d s\n",
 				  READY_TIMEOUT_MS(mem) / 1000);
 			return -ETIMEDOUT;
 		}
@@ -200,7 +200,7 @@ static int migrate_wait(struct qemu_vm *src, const struct qemu_peer *p,
 		out->total_s = p->timeout_s;
 		if (strcmp(status, "active") && strcmp(status, "cancelling") &&
 		    strcmp(status, "cancelled"))
-			cli_error("bench live: QEMU: migration %s\n", status);
+			cli_error("live: QEMU: migration %s\n", status);
 	}
 	json_object_put(st);
 	return 0;
@@ -258,7 +258,7 @@ int bench_qemu_migrate(const struct qemu_peer *p, struct qemu_result *out)
 		rc = migrate(&src, p, sock, out);
 	if (rc < 0) {
 		snprintf(path, sizeof(path), "%s/%s.log", dir, src.pid > 0 ? "src" : "dst");
-		cli_error("bench live: QEMU peer failed: %s (see %s)\n", strerror(-rc), path);
+		cli_error("live: QEMU peer failed: %s (see %s)\n", strerror(-rc), path);
 	}
 	qemu_stop(&src);
 	qemu_stop(&dst);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * memmig-cli bench live: memmig's live migration of a running guest's RAM
+ * memmig-bench live: memmig's live migration of a running guest's RAM
  * (minivmm: a KVM guest, or a host thread) at several sizes, with the guest
  * idle and writing all of its RAM at full speed, beside QEMU's own local
  * live migration of a guest of the same size and behaviour
@@ -61,10 +61,10 @@ struct live_case {
 static void live_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: memmig-cli bench live [--sizes LIST] [--reps N] [--budget-ms MS]\n"
-		"                             [--dirty METHOD] [--to-node N] [--no-kvm]\n"
-		"                             [--no-qemu] [--qemu-timeout S] [--busy] [--json]\n"
-		"                             [--plot FILE] [--plot-data FILE]\n"
+		"Usage: memmig-bench live [--sizes LIST] [--reps N] [--budget-ms MS]\n"
+		"                         [--dirty METHOD] [--to-node N] [--no-kvm]\n"
+		"                         [--no-qemu] [--qemu-timeout S] [--busy] [--json]\n"
+		"                         [--plot FILE] [--plot-data FILE]\n"
 		"Live-migrates a running guest's RAM (minivmm: KVM where it can, else a\n"
 		"host thread) of each size (default 256M,1G) N times (default 3), idle and\n"
 		"writing all of its RAM, to node N (default 0), and runs QEMU's own local\n"
@@ -217,7 +217,7 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 			rc = migrate_idle(vm, vmm, &o, &m.rep, &ok);
 		}
 		if (rc < 0) {
-			cli_error("bench live: migration of %zu MiB: %s\n", c->mem >> 20,
+			cli_error("live: migration of %zu MiB: %s\n", c->mem >> 20,
 				  strerror(-rc));
 			break;
 		}
@@ -312,7 +312,7 @@ static int run_size(struct live_bench *b, size_t mem, struct live_case *cs)
 			-ENOMEM;
 
 	if (rc < 0)
-		cli_error("bench live: cannot start a guest of %zu MiB: %s\n", mem >> 20,
+		cli_error("live: cannot start a guest of %zu MiB: %s\n", mem >> 20,
 			  strerror(-rc));
 	for (int w = 0; w < modes && !rc; w++) {
 		cs[w] = (struct live_case){ .mem = mem, .mode = w, .kvm = !why };
@@ -410,20 +410,20 @@ static struct json_object *case_json(const struct live_case *c)
 
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)c->mem));
 	json_object_object_add(o, "guest", json_object_new_string(mode_names[c->mode]));
-	json_object_object_add(o, "raw_copy_seconds", json_object_new_double(c->raw_s));
+	json_object_object_add(o, "raw_copy_s", json_object_new_double(c->raw_s));
 	json_object_object_add(m, "guest", json_object_new_string(c->kvm ? "kvm" : "thread"));
 	json_object_object_add(m, "dirty_method",
 			       json_object_new_string(memmig_dirty_method_name(c->method)));
-	json_object_object_add(m, "seconds", json_object_new_double(c->total_s));
-	json_object_object_add(m, "pause_ms", json_object_new_double(c->pause_s * 1e3));
-	json_object_object_add(m, "pause_stop_ms", json_object_new_double(c->stop_s * 1e3));
+	json_object_object_add(m, "elapsed_s", json_object_new_double(c->total_s));
+	json_object_object_add(m, "pause_s", json_object_new_double(c->pause_s));
+	json_object_object_add(m, "pause_stop_s", json_object_new_double(c->stop_s));
 	json_object_object_add(m, "pauses", json_object_new_double(c->pauses));
-	json_object_object_add(m, "pause_total_ms", json_object_new_double(c->pause_total_s * 1e3));
+	json_object_object_add(m, "pause_total_s", json_object_new_double(c->pause_total_s));
 	json_object_object_add(m, "piece_bytes", json_object_new_int64((int64_t)c->piece_bytes));
-	json_object_object_add(m, "stall_ms", c->mode == GUEST_IDLE ? NULL :
-			       json_object_new_double(c->stall_s * 1e3));
-	json_object_object_add(m, "stall_pause_ms", c->mode == GUEST_IDLE ? NULL :
-			       json_object_new_double(c->stall_pause_s * 1e3));
+	json_object_object_add(m, "stall_s", c->mode == GUEST_IDLE ? NULL :
+			       json_object_new_double(c->stall_s));
+	json_object_object_add(m, "stall_pause_s", c->mode == GUEST_IDLE ? NULL :
+			       json_object_new_double(c->stall_pause_s));
 	json_object_object_add(m, "stall_source", c->mode == GUEST_IDLE ? NULL :
 			       json_object_new_string(c->stall_source));
 	json_object_object_add(m, "rounds", json_object_new_double(c->rounds));
@@ -441,11 +441,11 @@ static struct json_object *case_json(const struct live_case *c)
 		struct json_object *q = json_object_new_object();
 
 		json_object_object_add(q, "accel", json_object_new_string(c->kvm ? "kvm" : "tcg"));
-		json_object_object_add(q, "seconds", json_object_new_double(c->q_total_s));
-		json_object_object_add(q, "downtime_ms",
-				       json_object_new_double(c->q_downtime_s * 1e3));
-		json_object_object_add(q, "downtime_limit_ms",
-				       json_object_new_double(c->q_limit_s * 1e3));
+		json_object_object_add(q, "elapsed_s", json_object_new_double(c->q_total_s));
+		json_object_object_add(q, "downtime_s",
+				       json_object_new_double(c->q_downtime_s));
+		json_object_object_add(q, "downtime_limit_s",
+				       json_object_new_double(c->q_limit_s));
 		json_object_object_add(q, "rounds", json_object_new_double(c->q_rounds));
 		json_object_object_add(q, "converged", json_object_new_int((int)c->q_converged));
 		if (c->mode == GUEST_BUSY)
@@ -506,7 +506,7 @@ static int live_plot(const struct live_bench *b, const struct live_case *cs, siz
 	plot_panel(p, "the last pause of each, in its parts", "guest", "pause (ms)",
 		   PLOT_STACKED);
 	bench_plot_pause(p, last, n, names);
-	rc = plot_emit(p, &b->plot, "bench live");
+	rc = plot_emit(p, &b->plot, "live");
 	plot_free(p);
 	return rc;
 }
@@ -522,7 +522,7 @@ static int live_main(struct memmig_ctx *ctx, int argc, char **argv)
 	int rc = live_parse(argc, argv, &b), failed = 0;
 
 	if (!rc)
-		rc = plot_check(&b.plot, "bench live");
+		rc = plot_check(&b.plot, "live");
 	if (rc) {
 		rc = cli_exit_code(rc);
 		goto out;
@@ -536,7 +536,7 @@ static int live_main(struct memmig_ctx *ctx, int argc, char **argv)
 		b.sizes[1] = 1 << 30;
 	}
 	if (!b.no_qemu && !bench_qemu_available()) {
-		cli_error("bench live: qemu-system-x86_64 is not on the PATH: no peer "
+		cli_error("live: qemu-system-x86_64 is not on the PATH: no peer "
 			  "(apt-get install qemu-system-x86, or --no-qemu)\n");
 		rc = CLI_EXIT_FAIL;
 		goto out;
@@ -558,7 +558,7 @@ static int live_main(struct memmig_ctx *ctx, int argc, char **argv)
 	if (b.json) {
 		struct json_object *o = json_object_new_object(), *a = json_object_new_array();
 
-		json_object_object_add(o, "budget_ms", json_object_new_int((int)b.budget_ms));
+		json_object_object_add(o, "budget_s", json_object_new_double(b.budget_ms / 1e3));
 		json_object_object_add(o, "reps", json_object_new_int((int)b.reps));
 		for (size_t i = 0; i < n; i++)
 			json_object_array_add(a, case_json(&cs[i]));

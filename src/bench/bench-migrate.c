@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * memmig-cli bench migrate: 1 GiB of THP-backed random data moved by the
+ * memmig-bench migrate: 1 GiB of THP-backed random data moved by the
  * copy strategy (with and without a prefaulted reserve) and the kernel
  * strategy, 1 and 2 workers, against the raw NT copy of the same size as
  * the ceiling.  Preparation (the kernel zeroing fresh destination pages) and
@@ -57,7 +57,7 @@ struct mig_bench {
 static void mig_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: memmig-cli bench migrate [--size SIZE] [--reps N] [--to-node N] [--json]\n"
+		"Usage: memmig-bench migrate [--size SIZE] [--reps N] [--to-node N] [--json]\n"
 		"Moves SIZE (default 1G) of THP-backed random data with each strategy and\n"
 		"worker count, against the raw NT copy of the same size (the ceiling).\n"
 		"The copy strategy copies and swaps even where the pages are already on\n"
@@ -152,7 +152,7 @@ static int migrate_once(struct mig_bench *b, const struct mig_case *c,
 
 	*seconds = bench_now() - t0;
 	if (rc < 0) {
-		cli_error("bench migrate: %s: %s\n", c->name, strerror(-rc));
+		cli_error("migrate: %s: %s\n", c->name, strerror(-rc));
 	} else {
 		memmig_report_get_summary(rep, &s);
 		*moved = s.bytes_moved;
@@ -251,17 +251,21 @@ static void print_json(const struct mig_bench *b)
 
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)b->len));
 	json_object_object_add(o, "target_node", json_object_new_int(b->node));
-	json_object_object_add(o, "ceiling_gbs_1t", json_object_new_double(b->ceiling[0]));
-	json_object_object_add(o, "ceiling_gbs_2t", json_object_new_double(b->ceiling[1]));
+	json_object_object_add(o, "ceiling_1t_bytes_per_s",
+			       bench_json_rate(b->ceiling[0]));
+	json_object_object_add(o, "ceiling_2t_bytes_per_s",
+			       bench_json_rate(b->ceiling[1]));
 	for (size_t i = 0; i < NCASES; i++) {
 		struct json_object *r = json_object_new_object();
 		const struct mig_result *m = &b->res[i];
 
 		json_object_object_add(r, "case", json_object_new_string(cases[i].name));
 		json_object_object_add(r, "bytes_moved", json_object_new_int64((int64_t)m->moved));
-		json_object_object_add(r, "prepare_gbs", json_object_new_double(m->prepare));
-		json_object_object_add(r, "copy_swap_gbs", json_object_new_double(m->copy));
-		json_object_object_add(r, "all_gbs", json_object_new_double(m->all));
+		json_object_object_add(r, "prepare_bytes_per_s",
+				       bench_json_rate(m->prepare));
+		json_object_object_add(r, "copy_swap_bytes_per_s",
+				       bench_json_rate(m->copy));
+		json_object_object_add(r, "all_bytes_per_s", bench_json_rate(m->all));
 		json_object_object_add(r, "copy_swap_copy_share",
 				       json_object_new_double(m->copy_share));
 		json_object_object_add(r, "copy_swap_query_share",
@@ -330,7 +334,7 @@ static int mig_run(struct memmig_ctx *ctx, int argc, char **argv)
 		return cli_exit_code(rc);
 	b.buf = bench_alloc(b.len);
 	if (!b.buf) {
-		cli_error("bench migrate: cannot allocate %zu MiB\n", b.len >> 20);
+		cli_error("migrate: cannot allocate %zu MiB\n", b.len >> 20);
 		return CLI_EXIT_FAIL;
 	}
 	bench_fill(b.buf, b.len, 0x6d6967);
@@ -348,7 +352,7 @@ static int mig_run(struct memmig_ctx *ctx, int argc, char **argv)
 	}
 	bench_progress_done();
 	if (!rc && bench_checksum(b.buf, b.len) != sum) {
-		cli_error("bench migrate: the data changed: this is a bug\n");
+		cli_error("migrate: the data changed: this is a bug\n");
 		rc = -EIO;
 	}
 	if (!rc) {
@@ -357,7 +361,7 @@ static int mig_run(struct memmig_ctx *ctx, int argc, char **argv)
 		else
 			print_text(&b);
 	} else if (rc != -EIO) {
-		cli_error("bench migrate: %s\n", strerror(-rc));
+		cli_error("migrate: %s\n", strerror(-rc));
 	}
 	memmig_region_unref(b.region);
 	bench_free(b.buf, b.len);

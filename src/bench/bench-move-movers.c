@@ -18,7 +18,7 @@
 
 #include "bench/bench.h"
 #include "bench/bench-move.h"
-#include "cli/client.h"
+#include "front/front.h"
 
 #define MPOL_MF_MOVE_ 2
 #define MPOL_MF_MOVE_ALL_ 4
@@ -140,16 +140,27 @@ static int read_job(const char *text, struct move_sample *out)
 	return rc;
 }
 
+/* memmig-cli, the program an operator runs (beside this one, else in
+ * bindir); NULL when it is not there. */
+static char *cli_program(void)
+{
+	static char path[4096];
+
+	return path[0] || !cli_program_path("memmig-cli", path, sizeof(path)) ? path : NULL;
+}
+
 int mover_memmigd(const struct move_child *c, int from, int to, unsigned int workers,
 		  struct move_sample *out)
 {
 	char pid[16], src[16], node[16], threads[16], *text = NULL;
-	char *argv[] = { "/proc/self/exe", "-q", "--socket", (char *)cli_global.socket, "move",
+	char *argv[] = { cli_program(), "-q", "--socket", (char *)cli_global.socket, "move",
 			 "--pid", pid, "--from", src, "--to-node", node, "--strategy", "kernel",
 			 "--threads", threads, "--wait", "--json", NULL };
 	double t0;
 	int rc;
 
+	if (!argv[0])
+		return -ENOENT;
 	snprintf(pid, sizeof(pid), "%d", c->pid);
 	snprintf(src, sizeof(src), "%d", from);
 	snprintf(node, sizeof(node), "%d", to);
@@ -165,9 +176,11 @@ int mover_memmigd(const struct move_child *c, int from, int to, unsigned int wor
 
 double mover_cli_start_s(void)
 {
-	char *argv[] = { "/proc/self/exe", "--version", NULL };
+	char *argv[] = { cli_program(), "--version", NULL };
 	double v[5];
 
+	if (!argv[0])
+		return 0;
 	for (int i = 0; i < 5; i++) {
 		double t0 = bench_now();
 

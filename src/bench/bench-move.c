@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * memmig-cli bench move: a process's memory moved between two NUMA nodes,
+ * memmig-bench move: a process's memory moved between two NUMA nodes,
  * and back, by memmig (in-process and through memmigd, 1 and N workers)
  * and by the kernel's own tools, in one run: numactl's migratepages(8),
  * one move_pages(2) call over the whole buffer, migrate_pages(2).  The
@@ -22,7 +22,7 @@
 
 #include "bench/bench.h"
 #include "bench/bench-move.h"
-#include "cli/client.h"
+#include "front/front.h"
 #include "util/size.h"
 
 #define MAX_REPS 15
@@ -59,8 +59,8 @@ struct move_bench {
 static void move_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: memmig-cli bench move [--sizes LIST] [--pages 4k,thp] [--reps N]\n"
-		"                             [--nodes A,B] [--workers N] [--json]\n"
+		"Usage: memmig-bench move [--sizes LIST] [--pages 4k,thp] [--reps N]\n"
+		"                         [--nodes A,B] [--workers N] [--json]\n"
 		"Moves a child process's memory (4 KiB pages, or THPs) from node A to\n"
 		"node B and back, by memmig in-process (kernel strategy, 1 and N\n"
 		"workers), through memmigd (`memmig-cli move --wait`: the job and the\n"
@@ -244,7 +244,7 @@ static void add_cases(struct move_bench *b, bool thp, size_t len, const double t
 		const struct mover *d = find(b, MV_MEMMIGD, w), *in = find(b, MV_MEMMIG, w);
 
 		json_object_object_add(o, "page", json_object_new_string(thp ? "thp" : "4k"));
-		json_object_object_add(o, "mib", json_object_new_int64((int64_t)(len >> 20)));
+		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)len));
 		json_object_object_add(o, "workers", json_object_new_int((int)w));
 		json_object_object_add(o, "memmig_s", secs(d, offsetof(struct move_sample, s)));
 		json_object_object_add(o, "memmig_wall_s",
@@ -382,7 +382,7 @@ static int pick_nodes(struct move_bench *b, struct memmig_topo *t)
 			b->b = n.id;
 	}
 	if (count < 2 || b->a < 0 || b->b < 0) {
-		cli_error("bench move: needs two NUMA nodes with memory, one of them with "
+		cli_error("move: needs two NUMA nodes with memory, one of them with "
 			  "CPUs; this host has %d node%s with memory (the multi-node tier "
 			  "runs it: tests/vm/guest-bench-move.sh)\n", count, count == 1 ? "" : "s");
 		return -ENODEV;

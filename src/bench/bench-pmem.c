@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * memmig-cli bench copy --pmem: memmig's pmem copy (memmig_copy_run with
+ * memmig-bench copy --pmem: memmig's pmem copy (memmig_copy_run with
  * MEMMIG_COPY_PMEM) beside libpmem's pmem_memcpy(PMEM_F_MEM_NONTEMPORAL)
  * and memmig's machine-check-safe copy (memmig_copy_mc with
  * MEMMIG_COPY_PMEM), call by call and in a batch (memmig_copy_mc_begin()),
@@ -239,22 +239,23 @@ static void print_table(struct pmem_bench *b, struct memmig_ctx *ctx)
 	char sz[32];
 
 	print_header(b, ctx);
-	printf("%9s %-10s %14s %14s %9s %14s %8s %14s %8s\n", "size", "memmig", "memmig GB/s",
-	       "libpmem GB/s", "ratio", "memmig-mc GB/s", "mc cost", "batch GB/s", "cost");
+	printf("GB/s (median ± SD%%)\n");
+	printf("%9s %-9s %12s %12s %9s %12s %8s %12s %8s\n", "size", "memmig", "memmig",
+	       "libpmem", "ratio", "memmig-mc", "mc cost", "batch", "cost");
 	for (size_t si = 0; si < b->nsizes; si++) {
 		const struct bench_stats *m = st_at(b, si, COL_MEMMIG), *mc = st_at(b, si, COL_MC);
 		const struct bench_stats *mb = st_at(b, si, COL_MC_BATCH);
 		double r = ratio_pmem(b, si);
 
-		printf("%9s %-10s %7.2f ±%4.1f%%",
+		printf("%9s %-9s %6.2f±%4.1f%%",
 		       util_size_format(b->sizes[si], sz, sizeof(sz)),
 		       prim_of(b, ctx, si), m->median, m->sd_pct);
 		if (has(b, COL_PMEM))
-			printf(" %7.2f ±%4.1f%% %8.3fx", st_at(b, si, COL_PMEM)->median,
+			printf(" %6.2f±%4.1f%% %8.3fx", st_at(b, si, COL_PMEM)->median,
 			       st_at(b, si, COL_PMEM)->sd_pct, r);
 		else
-			printf(" %14s %9s", "-", "-");
-		printf(" %7.2f ±%4.1f%% %+7.1f%% %7.2f ±%4.1f%% %+7.1f%%\n", mc->median,
+			printf(" %12s %9s", "-", "-");
+		printf(" %6.2f±%4.1f%% %+7.1f%% %6.2f±%4.1f%% %+7.1f%%\n", mc->median,
 		       mc->sd_pct, mc_overhead_pct(b, si, COL_MC), mb->median, mb->sd_pct,
 		       mc_overhead_pct(b, si, COL_MC_BATCH));
 		if (has(b, COL_PMEM) && r < worst) {
@@ -312,12 +313,12 @@ int bench_pmem(struct memmig_ctx *ctx, const struct pmem_bench_args *a)
 	setup(&b, ctx);
 	b.st = calloc(b.nsizes * COL_COUNT, sizeof(*b.st));
 	if (!b.st || bench_pool_init(&b.pool, pool_size) < 0) {
-		cli_error("bench copy --pmem: cannot allocate 2 x %zu MiB\n",
+		cli_error("copy --pmem: cannot allocate 2 x %zu MiB\n",
 			  pool_size >> 20);
 		goto out;
 	}
 	if (measure_all(&b) < 0) {
-		cli_error("bench copy --pmem: out of memory\n");
+		cli_error("copy --pmem: out of memory\n");
 		goto out;
 	}
 	if (a->json)

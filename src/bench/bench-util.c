@@ -251,11 +251,16 @@ void bench_stats_free(struct bench_stats *s, size_t n)
 	}
 }
 
+struct json_object *bench_json_rate(double gbs)
+{
+	return json_object_new_int64((int64_t)(gbs * 1e9 + 0.5));
+}
+
 struct json_object *bench_json_stats(const struct bench_stats *s)
 {
 	struct json_object *o = json_object_new_object();
 
-	json_object_object_add(o, "median_gbs", json_object_new_double(s->median));
+	json_object_object_add(o, "median_bytes_per_s", bench_json_rate(s->median));
 	json_object_object_add(o, "sd_pct", json_object_new_double(s->sd_pct));
 	json_object_object_add(o, "samples", json_object_new_int((int)s->n));
 	return o;

@@ -8,13 +8,14 @@
 #include <stdint.h>
 
 #include "bench/plot.h"
-#include "cli/cli.h"
+#include "front/front.h"
 
 extern const struct cli_cmd bench_cmd_copy;
 extern const struct cli_cmd bench_cmd_migrate;
 extern const struct cli_cmd bench_cmd_desc;
 extern const struct cli_cmd bench_cmd_live;
 extern const struct cli_cmd bench_cmd_move;
+extern const struct cli_cmd bench_cmd_demo;
 
 /*
  * One way to copy: a memmig primitive, memmig's dispatch, or a peer.
@@ -58,7 +59,9 @@ struct bench_stats {
 /* Fills out from the n samples in gbs, which it reorders. */
 int bench_stats_of(double *gbs, unsigned int n, struct bench_stats *out);
 void bench_stats_free(struct bench_stats *s, size_t n);
-/* {"median_gbs", "sd_pct", "samples"} */
+/* A rate in GB/s as the JSON's rates are: an integer of bytes per second. */
+struct json_object *bench_json_rate(double gbs);
+/* {"median_bytes_per_s", "sd_pct", "samples"} */
 struct json_object *bench_json_stats(const struct bench_stats *s);
 /*
  * Median over rounds of a's sample divided by b's sample of the same round:

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "bench/qmp.h"
-#include "cli/cli.h"
+#include "front/front.h"
 
 /* A QEMU answer takes no longer than this, migration status included. */
 #define QMP_TIMEOUT_MS 10000
@@ -77,7 +77,7 @@ int qmp_call(struct qmp *q, const char *command, struct json_object *args,
 			return 0;
 		}
 		if (json_object_object_get_ex(r, "error", &v)) {
-			cli_error("bench live: QEMU: %s: %s\n", command, cli_json_str(v, "desc", "error"));
+			cli_error("live: QEMU: %s: %s\n", command, cli_json_str(v, "desc", "error"));
 			rc = -EIO;
 		}
 		json_object_put(r);	/* an event, or the error */

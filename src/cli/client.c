@@ -21,8 +21,6 @@
 /* A move is checked (every mapping listed) before its reply comes. */
 #define REPLY_TIMEOUT_S 60
 
-struct cli_global cli_global = { .socket = PROTO_SOCKET_DEFAULT };
-
 struct cli_conn {
 	int fd;
 	char *buf;		/* bytes read past the last reply */

@@ -12,15 +12,7 @@
 
 #include <json-c/json.h>
 
-/* Set by main() from --socket / --local / $MEMMIG_SOCKET. */
-struct cli_global {
-	const char *socket;	/* where memmigd listens */
-	bool socket_given;	/* --socket or $MEMMIG_SOCKET: no fallback */
-	bool local;		/* --local: never the daemon */
-	bool quiet_mode;	/* no "via ..." line (-q, or the hook) */
-	const char *cmd;	/* the command running, for errors' prefix */
-};
-extern struct cli_global cli_global;
+#include "front/front.h"
 
 struct cli_conn;
 

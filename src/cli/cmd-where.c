@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/table.h"
 #include "util/numa-usage.h"
 #include "util/size.h"
 
@@ -149,44 +150,58 @@ static uint64_t map_on(struct json_object *map, int node)
 	return 0;
 }
 
-static const char *size_or_dash(uint64_t v, char *buf, size_t len)
+/* A mapping's cell on a node: its resident size there, "-" for none. */
+static void size_cell(struct cli_table *t, uint64_t v)
 {
-	return v ? util_size_format(v, buf, len) : "-";
+	char b[32];
+
+	cli_table_cell(t, "%s", v ? util_size_human(v, b, sizeof(b)) : "-");
 }
 
 static void print_text(const struct where *w, const struct where_args *a, uint64_t total)
 {
+	struct cli_col cols[UTIL_USAGE_NODES + 5], *c = cols;
+	char heads[UTIL_USAGE_NODES][16], b[32];
 	size_t n = json_object_array_length(w->maps);
-	char b[32], col[24];
+	struct cli_table *t;
 
 	printf("pid %d%s%s%s: %s resident\n\n", a->pid, a->domain ? " (domain " : "",
 	       a->domain ? a->domain : "", a->domain ? ")" : "",
-	       util_size_format(total, b, sizeof(b)));
-	printf("%-14s %-5s %9s", "address", "kind", "page");
+	       util_size_human(total, b, sizeof(b)));
+	*c++ = (struct cli_col){ "address", 0, false };
+	*c++ = (struct cli_col){ "kind", 0, false };
+	*c++ = (struct cli_col){ "page", 0, true };
 	for (int node = 0; node < UTIL_USAGE_NODES; node++) {
 		if (w->node_seen[node]) {
-			snprintf(col, sizeof(col), "node %d", node);
-			printf(" %11s", col);
+			snprintf(heads[node], sizeof(heads[node]), "node %d", node);
+			*c++ = (struct cli_col){ heads[node], 0, true };
 		}
 	}
-	printf(" %11s  %s\n", "total", "path");
+	*c++ = (struct cli_col){ "total", 0, true };
+	*c++ = (struct cli_col){ "path", 48, false };
+	t = cli_table_new(cols, (size_t)(c - cols));
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *m = json_object_array_get_idx(w->maps, i);
 
-		printf("%-14s %-5s %9s", cli_json_str(m, "addr", "?"), cli_json_str(m, "kind", "?"),
-		       util_size_format((size_t)cli_json_int(m, "page_size", 0), b, sizeof(b)));
+		cli_table_cell(t, "%s", cli_json_str(m, "addr", "?"));
+		cli_table_cell(t, "%s", cli_json_str(m, "kind", "?"));
+		cli_table_cell(t, "%s", util_size_format((size_t)cli_json_int(m, "page_size", 0),
+							 b, sizeof(b)));
 		for (int node = 0; node < UTIL_USAGE_NODES; node++)
 			if (w->node_seen[node])
-				printf(" %11s", size_or_dash(map_on(m, node), b, sizeof(b)));
-		printf(" %11s  %s\n", util_size_format((size_t)cli_json_int(m, "bytes", 0), b,
-							sizeof(b)),
-		       cli_json_str(m, "path", ""));
+				size_cell(t, map_on(m, node));
+		size_cell(t, (uint64_t)cli_json_int(m, "bytes", 0));
+		cli_table_cell(t, "%s", cli_json_str(m, "path", ""));
 	}
-	printf("%-14s %-5s %9s", "total", "", "");
+	cli_table_cell(t, "total");
+	cli_table_cell(t, "%s", "");
+	cli_table_cell(t, "%s", "");
 	for (int node = 0; node < UTIL_USAGE_NODES; node++)
 		if (w->node_seen[node])
-			printf(" %11s", util_size_format(w->node_bytes[node], b, sizeof(b)));
-	printf(" %11s\n", util_size_format(total, b, sizeof(b)));
+			size_cell(t, w->node_bytes[node]);
+	size_cell(t, total);
+	cli_table_cell(t, "%s", "");
+	cli_table_print(t, stdout);
 }
 
 static int where_run(struct memmig_ctx *ctx, int argc, char **argv)

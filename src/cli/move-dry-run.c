@@ -187,7 +187,7 @@ static void print_plan(struct json_object *plan)
 	printf("dry run of pid %lld: would move %lld pages (%s); nothing moved\n",
 	       (long long)cli_json_int(plan, "pid", 0),
 	       (long long)cli_json_int(plan, "pages_to_move", 0),
-	       util_size_format((size_t)cli_json_int(plan, "bytes_to_move", 0), b, sizeof(b)));
+	       util_size_human((uint64_t)cli_json_int(plan, "bytes_to_move", 0), b, sizeof(b)));
 	printf("\n%8s %8s %12s %12s\n", "node", "to node", "pages", "size");
 	for (size_t i = 0; i < json_object_array_length(nodes); i++) {
 		struct json_object *r = json_object_array_get_idx(nodes, i);
@@ -196,7 +196,7 @@ static void print_plan(struct json_object *plan)
 
 		snprintf(dest, sizeof(dest), n == to ? "%lld (stays)" : "%lld", to);
 		printf("%8lld %8s %12lld %12s\n", n, dest, (long long)cli_json_int(r, "pages", 0),
-		       util_size_format((size_t)cli_json_int(r, "bytes", 0), b, sizeof(b)));
+		       util_size_human((uint64_t)cli_json_int(r, "bytes", 0), b, sizeof(b)));
 	}
 	printf("\n%8s %12s %12s %14s\n", "kind", "pages", "size", "pages to move");
 	for (size_t i = 0; i < json_object_array_length(k); i++) {
@@ -204,7 +204,7 @@ static void print_plan(struct json_object *plan)
 
 		printf("%8s %12lld %12s %14lld\n", cli_json_str(r, "kind", "?"),
 		       (long long)cli_json_int(r, "pages", 0),
-		       util_size_format((size_t)cli_json_int(r, "bytes", 0), b, sizeof(b)),
+		       util_size_human((uint64_t)cli_json_int(r, "bytes", 0), b, sizeof(b)),
 		       (long long)cli_json_int(r, "pages_to_move", 0));
 	}
 }

@@ -11,38 +11,6 @@
 #include "cli/cli.h"
 #include "util/size.h"
 
-int64_t cli_json_int(struct json_object *o, const char *key, int64_t def)
-{
-	struct json_object *v;
-
-	if (!o || !json_object_object_get_ex(o, key, &v) ||
-	    !(json_object_is_type(v, json_type_int) ||
-	      json_object_is_type(v, json_type_double)))
-		return def;
-	return json_object_get_int64(v);
-}
-
-double cli_json_double(struct json_object *o, const char *key, double def)
-{
-	struct json_object *v;
-
-	if (!o || !json_object_object_get_ex(o, key, &v) ||
-	    !(json_object_is_type(v, json_type_int) ||
-	      json_object_is_type(v, json_type_double)))
-		return def;
-	return json_object_get_double(v);
-}
-
-const char *cli_json_str(struct json_object *o, const char *key, const char *def)
-{
-	struct json_object *v;
-
-	if (!o || !json_object_object_get_ex(o, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return def;
-	return json_object_get_string(v);
-}
-
 /* Automatic NUMA balancing moves pages back toward the CPUs that touch
  * them, and its pending hint faults make pages unmovable for a moment. */
 static bool numa_balancing_on(void)

@@ -58,8 +58,8 @@ check "bench text verdict last" sh -c "tail -1 '$tmp/out' | grep -q \"^memmig's 
 check "bench json" exit_is 0 "$cli" "${bench[@]}" --json
 check "bench json rows" test "$(jq '.hot | length' "$tmp/out")" -eq 2
 check "bench json all positive" \
-	test "$(jq '[.hot[], .cold[] | .results[] | .median_gbs > 0] | all' "$tmp/out")" = true
-check "bench json units positive" test "$(jq '[.units[] | .median_gbs > 0] | all' "$tmp/out")" = true
+	test "$(jq '[.hot[], .cold[] | .results[] | .median_bytes_per_s > 0] | all' "$tmp/out")" = true
+check "bench json units positive" test "$(jq '[.units[] | .median_bytes_per_s > 0] | all' "$tmp/out")" = true
 check "bench json has glibc and memmig" \
 	test "$(jq '.hot[0].results | has("glibc") and has("memmig") and has("memmig-cold")' "$tmp/out")" = true
 check "bench json judged per mode" \
@@ -75,7 +75,7 @@ check "bench and cpu name one cold choice" \
 # strategy has nothing to move and the copy strategy still copies and swaps
 check "bench migrate" exit_is 0 "$cli" bench migrate --size 64M --reps 1 --json
 check "bench migrate cases" test "$(jq '.cases | length' "$tmp/out")" -eq 4
-check "bench migrate ceiling" test "$(jq '.ceiling_gbs_1t > 0' "$tmp/out")" = true
+check "bench migrate ceiling" test "$(jq '.ceiling_1t_bytes_per_s > 0' "$tmp/out")" = true
 check "bench migrate copy moved all" \
 	test "$(jq '[.cases[] | select(.case | startswith("copy")) | .bytes_moved == 64*1048576] | all' "$tmp/out")" = true
 check "bench migrate copy shares" \
@@ -98,7 +98,7 @@ check "bench move bad size" exit_is 2 "$cli" bench move --sizes 3M
 # machine-check-safe copy call by call and in a batch, every size a row
 check "bench copy pmem" exit_is 0 "$cli" bench copy --pmem --sizes 256,4K --reps 3 --json
 check "bench copy pmem rows" test "$(jq '.rows | length' "$tmp/out")" -eq 2
-check "bench copy pmem columns" test "$(jq '[.rows[] | ."memmig-pmem".median_gbs > 0 and ."memmig-mc".median_gbs > 0 and ."memmig-mc-batch".median_gbs > 0 and (.mc_overhead_pct | type) == "number" and (.mc_batch_overhead_pct | type) == "number"] | all' "$tmp/out")" = true
+check "bench copy pmem columns" test "$(jq '[.rows[] | ."memmig-pmem".median_bytes_per_s > 0 and ."memmig-mc".median_bytes_per_s > 0 and ."memmig-mc-batch".median_bytes_per_s > 0 and (.mc_overhead_pct | type) == "number" and (.mc_batch_overhead_pct | type) == "number"] | all' "$tmp/out")" = true
 check "bench copy pmem text" exit_is 0 "$cli" bench copy --pmem --sizes 4K --reps 3
 check "bench copy pmem goals" grep -q '^memmig-mc-batch cost from 4 KiB at its worst' "$tmp/out"
 
@@ -111,26 +111,27 @@ check "bench live bad dirty" exit_is 2 "$cli" bench live --dirty bogus
 check "bench live bad reps" exit_is 2 "$cli" bench live --reps 0
 check "bench live memmig" exit_is 0 "$cli" bench live --sizes 64M --reps 2 --no-qemu --json
 check "bench live cases" test "$(jq '[.cases[].guest] | join(",")' -r "$tmp/out")" = idle,writing
-check "bench live verified" test "$(jq '[.cases[].memmig | .verified == 2 and .runs == 2 and .seconds > 0 and .pause_ms > 0] | all' "$tmp/out")" = true
-check "bench live stall" test "$(jq '[.cases[] | .guest as $g | .memmig | if $g == "idle" then .stall_ms == null else .stall_ms > 0 and (.stall_source | type) == "string" end] | all' "$tmp/out")" = true
-check "bench live pauses" test "$(jq '[.cases[] | .bytes as $b | .memmig | .pauses >= 1 and .pause_total_ms >= .pause_ms and .piece_bytes > 0 and .piece_bytes <= $b] | all' "$tmp/out")" = true
+check "bench live verified" test "$(jq '[.cases[].memmig | .verified == 2 and .runs == 2 and .elapsed_s > 0 and .pause_s > 0] | all' "$tmp/out")" = true
+check "bench live stall" test "$(jq '[.cases[] | .guest as $g | .memmig | if $g == "idle" then .stall_s == null else .stall_s > 0 and (.stall_source | type) == "string" end] | all' "$tmp/out")" = true
+check "bench live pauses" test "$(jq '[.cases[] | .bytes as $b | .memmig | .pauses >= 1 and .pause_total_s >= .pause_s and .piece_bytes > 0 and .piece_bytes <= $b] | all' "$tmp/out")" = true
 check "bench live no peer" test "$(jq '[.cases[] | has("qemu")] | any' "$tmp/out")" = false
 check "bench live busy" exit_is 0 "$cli" bench live --sizes 64M --reps 1 --no-qemu --busy --json
 check "bench live busy case" test "$(jq '[.cases[].guest] | join(",")' -r "$tmp/out")" = idle,writing,busy
-check "bench live busy verified" test "$(jq '.cases[2].memmig | .verified == 1 and .pause_vs_writing > 0 and .pause_stop_ms >= 0 and .stall_vs_writing > 0' "$tmp/out")" = true
+check "bench live busy verified" test "$(jq '.cases[2].memmig | .verified == 1 and .pause_vs_writing > 0 and .pause_stop_s >= 0 and .stall_vs_writing > 0' "$tmp/out")" = true
 # the CPU-bound processes are forks of memmig-cli, with its command line
 check "bench live busy gone" test -z "$(pgrep -f 'bench live --sizes 64M --reps 1 --no-qemu --busy')"
 # ... and die with it, however it ends.  They start after the idle and
 # writing cases' 62 migrations (2.6 s on a quiet AMD Zen 5 host; up to two
-# minutes are allowed for a loaded one).  They run memmig-cli's binary:
-# the libtool wrapper's own subshells, children too and named memmig-cli
-# as well, run bash (counting them by name failed 6 runs in 12).
+# minutes are allowed for a loaded one).  They run memmig-bench's binary
+# (memmig-cli bench execs it): the libtool wrapper's own subshells,
+# children too and named memmig-bench as well, run bash (counting them by
+# name failed 6 runs in 12).
 "$cli" bench live --sizes 64M --reps 31 --no-qemu --busy >/dev/null 2>"$tmp/live-err" &
 live_pid=$!
 hogs() {
 	for c in $(ps --ppid "$live_pid" -o pid=); do
 		readlink "/proc/$c/exe"
-	done | grep -c 'memmig-cli$'
+	done | grep -c 'memmig-bench$'
 }
 started=0
 for _ in $(seq 1200); do
@@ -146,7 +147,7 @@ sleep 0.5
 check "bench live busy killed with it" test -z "$(pgrep -f 'bench live --sizes 64M --reps 31 --no-qemu --busy')"
 if command -v qemu-system-x86_64 >/dev/null; then
 	check "bench live qemu" exit_is 0 "$cli" bench live --sizes 64M --reps 1 --no-kvm --json
-	check "bench live qemu ran" test "$(jq '[.cases[].qemu | .accel == "tcg" and .converged == 1 and .seconds > 0 and .downtime_ms >= 0 and .rounds >= 1] | all' "$tmp/out")" = true
+	check "bench live qemu ran" test "$(jq '[.cases[].qemu | .accel == "tcg" and .converged == 1 and .elapsed_s > 0 and .downtime_s >= 0 and .rounds >= 1] | all' "$tmp/out")" = true
 	check "bench live qemu text" exit_is 0 "$cli" bench live --sizes 64M --reps 1 --no-kvm
 	check "bench live qemu row" grep -Eq '^ +QEMU +[0-9.]+ .*QEMU/memmig: total' "$tmp/out"
 	check "bench live qemu cleaned up" test -z "$(find /tmp -maxdepth 1 -name 'memmig-qemu-*' -newer "$tmp/err" 2>/dev/null)"
@@ -161,9 +162,9 @@ if "$cli" bench desc --size 64M --reps 1 >/dev/null 2>"$tmp/err" ||
 	check "bench desc rows" test "$(jq '.results | length' "$tmp/out")" -eq 2
 	check "bench desc descriptors" test "$(jq '.descriptors' "$tmp/out")" -eq 524288
 	check "bench desc ratios" test "$(jq '[.results[] | .speedup_vs_slow > 0 and
-		.fraction_of_memset > 0 and .template_ms > 0 and .slow_ms > 0 and
+		.fraction_of_memset > 0 and .template_s > 0 and .slow_s > 0 and
 		.fraction_of_temporal_memset > 0 and .fraction_of_best_memset > 0 and
-		.template_nt_ms > 0 and .template_temporal_ms > 0] | all' "$tmp/out")" = true
+		.template_nt_s > 0 and .template_temporal_s > 0] | all' "$tmp/out")" = true
 	check "bench desc tuned store" test "$(jq '.tuned_store == "nt" or
 		.tuned_store == "temporal"' "$tmp/out")" = true
 	check "bench desc text" exit_is 0 "$cli" bench desc --size 64M --reps 1
@@ -230,24 +231,24 @@ thread_dirty=$(jq -r '.migrations[0].dirty_method' "$tmp/out")
 check "demo tier target" test "$(jq -r '.migrations[1].target' "$tmp/out")" != "$(jq -r '.migrations[0].target' "$tmp/out")"
 # The longest pause in parts, each beside what it was expected to take:
 # the parts add up to the expectation.
-check "demo pause parts" test "$(jq '[.migrations[].pause | select(.stop.ms >= 0 and .harvest.ms > 0 and .copy.ms >= 0 and .swap.ms > 0 and .budget_ms == 5)] | length' "$tmp/out")" -eq 3
-check "demo pause expected in parts" test "$(jq '[.migrations[].pause | (.stop.expected_ms + .harvest.expected_ms + .copy.expected_ms + .swap.expected_ms - .expected_ms) | fabs < 0.001] | all' "$tmp/out")" = true
+check "demo pause parts" test "$(jq '[.migrations[].pause | select(.stop.s >= 0 and .harvest.s > 0 and .copy.s >= 0 and .swap.s > 0 and .budget_s == 0.005)] | length' "$tmp/out")" -eq 3
+check "demo pause expected in parts" test "$(jq '[.migrations[].pause | (.stop.expected_s + .harvest.expected_s + .copy.expected_s + .swap.expected_s - .expected_s) | fabs < 0.000001] | all' "$tmp/out")" = true
 # The switchover in pieces: to a node, a 64 MiB range goes in several (the
 # vm's first piece is an 8 MiB probe of the swap's cost); to the file tier
 # in one, since the file replaces the slot whole.
 check "demo pieces to a node" test "$(jq '.migrations[0] | .pauses >= 2 and .piece_bytes < .bytes' "$tmp/out")" = true
 check "demo file tier in one piece" test "$(jq '.migrations[1] | .pauses == 1 and .piece_bytes == .bytes' "$tmp/out")" = true
-# Every pause: pause.ms (and pause_ms) the longest, pauses how many, their
+# Every pause: pause.s (and pause_s) the longest, pauses how many, their
 # sum between the longest and pauses times it, the largest piece within the
 # range, and the switchover (first pause to last resume) spanning them all.
-check "demo pauses" test "$(jq '[.migrations[] | .pauses >= 1 and .pause_bytes_max <= .pause_bytes and .pause_ms == .pause.ms and .pause_total_ms >= .pause.ms and .pause_total_ms <= .pauses * .pause.ms + 0.001 and .piece_bytes > 0 and .piece_bytes <= .bytes and .switchover_ms >= .pause_total_ms] | all' "$tmp/out")" = true
+check "demo pauses" test "$(jq '[.migrations[] | .pauses >= 1 and .pause_bytes_max <= .pause_bytes and .pause_s == .pause.s and .pause_total_s >= .pause.s and .pause_total_s <= .pauses * .pause.s + 0.000001 and .piece_bytes > 0 and .piece_bytes <= .bytes and .switchover_s >= .pause_total_s] | all' "$tmp/out")" = true
 # The writer's own longest stall holds memmig's pauses: it parks through
 # each, and the gaps on either side of its last look at the clock before
 # it noticed one cover it, so the longest is at least half of it.
-check "demo stall" test "$(jq '[.migrations[] | .stall_source == "writer" and .stall_ms > 0 and .stall_ms >= .pause_ms / 2] | all' "$tmp/out")" = true
+check "demo stall" test "$(jq '[.migrations[] | .stall_source == "writer" and .stall_s > 0 and .stall_s >= .pause_s / 2] | all' "$tmp/out")" = true
 # The longest stall that held a pause is one of them, and holds the
 # longest pause the same way.
-check "demo stall around pauses" test "$(jq '[.migrations[] | .stall_pause_ms <= .stall_ms and .stall_pause_ms >= .pause_ms / 2] | all' "$tmp/out")" = true
+check "demo stall around pauses" test "$(jq '[.migrations[] | .stall_pause_s <= .stall_s and .stall_pause_s >= .pause_s / 2] | all' "$tmp/out")" = true
 check "demo overrun named" test "$(jq '[.migrations[] | (.pause.overrun_by != null) == (.pause.over_budget and .converged)] | all' "$tmp/out")" = true
 check "demo bad dirty" exit_is 2 "$cli" demo --dirty bogus
 check "demo bad dirty message" grep -q "dirty: auto, log" "$tmp/err"
@@ -274,9 +275,9 @@ remap_cost=${REMAP_COST:-tests/helpers/remap-cost}
 if [ "$thread_dirty" = uffd-wp ]; then
 	check "demo uffd-wp 512M" exit_is 0 "$cli" demo --dirty uffd-wp --mem 512M --migrations 3 --nodes-only --json
 	check "demo uffd-wp verified" test "$(jq '[.migrations[] | select(.verified and .lost_writes == 0)] | length' "$tmp/out")" -eq 3
-	check "demo uffd-wp in pieces" test "$(jq '[.migrations[] | select(.pauses >= 2 and .swap_total_ms >= .pause.swap.ms)] | length' "$tmp/out")" -eq 3
-	swap_ms=$(jq '[.migrations[].swap_total_ms] | min' "$tmp/out")
-	pieces=$(jq '[.migrations[] | [.swap_total_ms, .pauses]] | min | .[1]' "$tmp/out")
+	check "demo uffd-wp in pieces" test "$(jq '[.migrations[] | select(.pauses >= 2 and .swap_total_s >= .pause.swap.s)] | length' "$tmp/out")" -eq 3
+	swap_ms=$(jq '[.migrations[].swap_total_s * 1000] | min' "$tmp/out")
+	pieces=$(jq '[.migrations[] | [.swap_total_s, .pauses]] | min | .[1]' "$tmp/out")
 	pair_ms=$("$remap_cost" 512 7 "$pieces")
 	echo "demo uffd-wp 512M: every piece's swap $swap_ms ms at its fastest ($pieces pieces); two plain mremaps a piece $pair_ms ms (median)"
 	check "demo uffd-wp swap by page tables ($swap_ms ms in $pieces pieces; two plain mremaps of 512 MiB in as many: $pair_ms ms)" \
@@ -286,7 +287,7 @@ if [ -w /dev/kvm ]; then
 	check "demo kvm" exit_is 0 "$cli" demo --mem 32M --migrations 2
 	check "demo kvm table" grep -Eq '^ +2 .*verified, lost 0' "$tmp/out"
 	check "demo kvm log-clear" exit_is 0 "$cli" demo --mem 32M --migrations 2 --dirty log-clear --json
-	check "demo kvm log-clear used" test "$(jq -r '[.migrations[] | select(.verified and .dirty_method == "log-clear" and .pause.swap.ms > 0)] | length' "$tmp/out")" -eq 2
+	check "demo kvm log-clear used" test "$(jq -r '[.migrations[] | select(.verified and .dirty_method == "log-clear" and .pause.swap.s > 0)] | length' "$tmp/out")" -eq 2
 fi
 
 summary

@@ -36,7 +36,7 @@ check "size error names the command" grep -q "^memmig-cli: error: move: --addr: 
 check "getopt's own message" exit_is 2 "$cli" move --bogus
 check "getopt's message in the same form" grep -q "^memmig-cli: error: move: unrecognized option '--bogus'" "$tmp/err"
 check "a benchmark's option error" exit_is 2 "$cli" bench copy --sizes 4K,banana
-check "names the benchmark" grep -q "^memmig-cli: error: bench copy: --sizes: 'banana' is not a size" "$tmp/err"
+check "names the benchmark" grep -q "^memmig-bench: error: copy: --sizes: 'banana' is not a size" "$tmp/err"
 check "a global option error" exit_is 2 "$cli" --bogus
 check "global error form" grep -q "^memmig-cli: error: unrecognized option '--bogus'" "$tmp/err"
 

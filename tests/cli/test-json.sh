@@ -3,9 +3,10 @@
 # that page are read here, and every object the real commands print -- a
 # move in-process, through a real memmigd on a real socket, with and
 # without --wait, by pid and by domain, status, jobs, cancel, nodes (both
-# ways), domains, memmigd's status and events, errors, demo and bench
-# live -- must have exactly
-# the keys documented there, with their types.  Floats have at most 6
+# ways), domains, memmigd's status and events, errors, demo, bench live and
+# bench move -- must have exactly the keys documented there, with their
+# types; every memmig-bench sub-command's keys follow its units (seconds in
+# _s, bytes per second, bytes).  Floats have at most 6
 # significant digits; errors under --json are the error object on stdout
 # with the exit code unchanged; the jobs table shows the JSON's figures.
 # memhog checks its bytes before and after the moves.
@@ -72,6 +73,20 @@ def domain_problems: problems("domain") +
 def demo_problems: problems("demo") +
 	([.migrations[] | problems("demo migration") + (.pause | problems("demo pause"))] |
 	 add // []);
+def move_problems: problems("bench move") +
+	([.cases[] | problems("bench move case")] | add // []);
+# docs/json.md's units in any object: no key of the old benchmark names
+# (seconds, GB/s, ms, MiB), durations (_s) numbers or null, rates in bytes
+# per second integers.
+def convention_problems:
+	[.. | objects | to_entries[] |
+	 if (.key | test("seconds|gbps|gbs|_ms$|^ms$|mib|kib")) then
+		"key \(.key): durations end in _s, rates in bytes_per_s, sizes are bytes"
+	 elif (.key | endswith("bytes_per_s")) and (.value | type == "number" and . == floor | not) then
+		"\(.key): \(.value | tojson) is not an integer of bytes per second"
+	 elif (.key | endswith("_s")) and (.value | type == "number" or type == "null" | not) then
+		"\(.key): \(.value | tojson) is not a number of seconds"
+	 else empty end];
 def live_problems: problems("bench live") +
 	([.cases[] | problems("bench live case") + (.memmig | problems("bench live memmig")) +
 	  (if has("qemu") then .qemu | problems("bench live qemu") else [] end)] | add // []);
@@ -230,13 +245,48 @@ json_error "in-process, no such pid" 1 ESRCH "$cli" --local move --pid 999999999
 check "no JSON without --json" exit_is 1 mc status 999999
 check "  (stdout empty)" test ! -s "$tmp/out"
 
-# The live migration's front ends, in-process: demo and bench live.
+# The live migration's front ends, in-process: demo and bench live, through
+# memmig-cli (which runs memmig-bench) and memmig-bench itself.
+bench=${MEMMIG_BENCH:-src/bench/memmig-bench}
 check "demo --json" exit_is 0 "$cli" demo --no-kvm --mem 16M --migrations 2 --nodes-only --json
 check "demo: the demo objects" conforms "demo" demo_problems
+check "demo: units as docs/json.md's" conforms "demo" convention_problems
 check "demo: short floats" short_floats
+check "memmig-bench demo --json" exit_is 0 "$bench" demo --no-kvm --mem 16M --migrations 1 --nodes-only --json
+check "memmig-bench demo: the demo objects" conforms "memmig-bench demo" demo_problems
 check "bench live --json" exit_is 0 "$cli" bench live --sizes 16M --reps 1 --no-qemu --busy --json
 check "bench live: the bench live objects" conforms "bench live" live_problems
+check "bench live: units as docs/json.md's" conforms "bench live" convention_problems
 check "bench live: short floats" short_floats
+# Every other benchmark at its smallest: the same units.
+check "bench copy --json" exit_is 0 "$bench" copy --sizes 4K,3M --reps 3 --sample-ms 1 --pool 64M --json
+check "bench copy: units as docs/json.md's" conforms "bench copy" convention_problems
+check "bench copy: rates in bytes per second" \
+	test "$(jq '[.hot[].results[] | .median_bytes_per_s > 1e6] | all' "$tmp/out")" = true
+check "bench copy: short floats" short_floats
+check "bench copy --pmem --json" exit_is 0 "$bench" copy --pmem --sizes 4K --reps 3 --json
+check "bench copy --pmem: units as docs/json.md's" conforms "bench copy --pmem" convention_problems
+check "bench migrate --json" exit_is 0 "$bench" migrate --size 64M --reps 1 --json
+check "bench migrate: units as docs/json.md's" conforms "bench migrate" convention_problems
+check "bench migrate: the ceiling a rate" \
+	test "$(jq '.ceiling_1t_bytes_per_s > 1e6' "$tmp/out")" = true
+check "bench migrate: short floats" short_floats
+if "$bench" desc --size 64M --reps 1 --json >"$tmp/out" 2>"$tmp/err" ||
+	! grep -q 'slow path is forced' "$tmp/err"; then
+	check "bench desc --json" exit_is 0 "$bench" desc --size 64M --reps 1 --json
+	check "bench desc: units as docs/json.md's" conforms "bench desc" convention_problems
+	check "bench desc: durations in seconds" \
+		test "$(jq '[.results[] | .template_s > 0 and .template_s < 60] | all' "$tmp/out")" = true
+	check "bench desc: short floats" short_floats
+fi
+# bench move needs two nodes (the multi-node tier runs it whole): where it
+# runs, its objects; else its error object.
+if "$bench" move --sizes 64M --reps 1 --json >"$tmp/out" 2>"$tmp/err"; then
+	check "bench move: the bench move objects" conforms "bench move" move_problems
+	check "bench move: units as docs/json.md's" conforms "bench move" convention_problems
+else
+	check "bench move on one node: the error object" conforms "bench move" error_problems
+fi
 
 check_alive "after the moves"
 memhog_stop

@@ -65,6 +65,9 @@ check_readers() {
 	check "hook executable" test -x "$root$hook"
 
 	cli=$(find_one "$root" bin/memmig-cli)
+	bench=$(find_one "$root" bin/memmig-bench)
+	# memmig-cli bench and demo run the memmig-bench beside it
+	check "memmig-bench beside memmig-cli ($bench)" test "${bench%/*}" = "${cli%/*}"
 	daemon=$(find_one "$root" sbin/memmigd)
 	check "memmigd is ExecStart's" test "$daemon" = "$exec"
 	sample=$(find_one "$root" memmigd.conf.sample)
@@ -79,7 +82,7 @@ check_readers() {
 	check "memmigd reads a configuration ($conf)" test -n "$conf"
 	check "the sample is $conf.sample" test "$sample" = "$conf.sample"
 
-	for man in memmig-cli.1 libmemmig.3 memmigd.8; do
+	for man in memmig-cli.1 memmig-bench.1 libmemmig.3 memmigd.8; do
 		man=$(find_one "$root" "$man")
 		check "$man in man's path" same_dir "${man%/man?/*}" "$(man_dirs)"
 	done

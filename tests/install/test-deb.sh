@@ -27,7 +27,7 @@ for p in $pkgs; do
 	dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q ' installed$' &&
 		skip "package $p is installed already (dpkg -r $p to run this test)"
 done
-for f in /usr/bin/memmig-cli /usr/sbin/memmigd /etc/libvirt/hooks/qemu.d/memmig \
+for f in /usr/bin/memmig-cli /usr/bin/memmig-bench /usr/sbin/memmigd /etc/libvirt/hooks/qemu.d/memmig \
 	/lib/systemd/system/memmigd.service /etc/memmig/memmigd.conf.sample; do
 	[ -e "$f" ] && skip "$f exists already (make install with --prefix=/usr?)"
 done
@@ -82,6 +82,8 @@ loaded=$(ldd /usr/bin/memmig-cli | sed -n 's/.*libmemmig\.so\.0 => \([^ ]*\).*/\
 check "memmig-cli loads the packaged libmemmig ($loaded)" \
 	test "$(realpath -m "$loaded")" = "$(realpath -m "$libdir/libmemmig.so.0")"
 check "installed memmig-cli runs" exit_is 0 /usr/bin/memmig-cli --version
+check "memmig-bench is /usr/bin's" test "$bench" = /usr/bin/memmig-bench
+check "installed memmig-bench runs" exit_is 0 /usr/bin/memmig-bench --version
 check "the documents the man pages name are packaged" test -s /usr/share/doc/memmig/json.md
 check "and the examples" test -s /usr/share/doc/memmig/examples/live-ram.c
 cat "$tmp/out"
@@ -126,7 +128,7 @@ else
 	dpid=
 	check "dpkg -r" dpkg -r $pkgs >>"$tmp/dpkg.log" 2>&1
 fi
-check "dpkg -r removed the programs" test ! -e /usr/bin/memmig-cli -a ! -e /usr/sbin/memmigd
+check "dpkg -r removed the programs" test ! -e /usr/bin/memmig-cli -a ! -e /usr/bin/memmig-bench -a ! -e /usr/sbin/memmigd
 check "dpkg -r removed the library" test ! -e "$libdir/libmemmig.so.0"
 check "dpkg -r kept the configuration" test -e /etc/memmig/memmigd.conf.sample
 check "dpkg --purge" purge

@@ -35,6 +35,9 @@ check_readers "$root"
 
 run() { LD_LIBRARY_PATH=$root$libdir "$@"; }
 check "installed memmig-cli runs" exit_is 0 run "$root$cli" --version
+check "installed memmig-bench runs" exit_is 0 run "$root$bench" --version
+check "installed memmig-cli bench runs it" exit_is 0 run "$root$cli" bench --help
+check "... the installed one" grep -q '^Usage: memmig-bench' "$tmp/out"
 check "installed memmigd runs" exit_is 0 run "$root$daemon" --version
 # memmigd reads the sample as it is (every line a comment or a default)
 sock=$tmp/memmigd.sock

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Every call libmemmig exports (src/lib/libmemmig.sym) has a man page in
 # docs/man3 that is installed (docs/man3/Makefile.inc), and every page
-# renders without a groff warning; a .so link leads to a page that
-# documents the call.
+# renders without a groff warning, the programs' pages too (memmig-cli,
+# memmig-bench, memmigd); a .so link leads to a page that documents the call.
 set -u
 srcdir=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../testlib.sh
@@ -26,7 +26,14 @@ for s in $syms; do
 	check "$s is in the SYNOPSIS of ${target##*/}" grep -q "^\.BI\? \"[^\"]*\<$s(" "$target"
 done
 
-for page in "$srcdir"/docs/libmemmig.3 "$man3"/*.3; do
+# Each program has its page, installed (man_MANS).
+for prog in memmig-cli.1 memmig-bench.1 memmigd.8; do
+	check "$prog exists" test -f "$srcdir/docs/$prog"
+	check "$prog is installed" grep -q "^man_MANS = .*man/$prog" "$srcdir/Makefile.am"
+done
+
+for page in "$srcdir"/docs/libmemmig.3 "$srcdir"/docs/memmig-cli.1 \
+	"$srcdir"/docs/memmig-bench.1 "$srcdir"/docs/memmigd.8 "$man3"/*.3; do
 	grep -q '^\.so ' "$page" && continue
 	check "${page##*/} renders cleanly" exit_is 0 groff -man -Tutf8 -ww -z "$page"
 	check "${page##*/}: no groff warning" test ! -s "$tmp/err"

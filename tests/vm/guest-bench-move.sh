@@ -27,7 +27,7 @@ echo "BENCH-MOVE $(jq -c --arg accel "$accel" '. + {accel: $accel}' "$tmp/bench.
 q() { jq -r "$1" "$tmp/bench.json"; }
 check "bench move: memmigd was used" test "$(q .memmigd)" = true
 check "bench move: 4k and thp cases at two sizes" \
-	test "$(q '[.cases[] | "\(.page) \(.mib)"] | unique | length')" -ge 4
+	test "$(q '[.cases[] | "\(.page) \(.bytes)"] | unique | length')" -ge 4
 check "bench move: every case's data verified" \
 	test "$(q '[.cases[] | select(.verified != true)] | length')" = 0
 for k in memmig_s memmig_wall_s inproc_s migratepages_s move_pages_s migrate_pages_s; do
@@ -37,5 +37,5 @@ done
 check "bench move: no notes (nothing failed or was skipped)" test "$(q '.notes | length')" = 0
 q '.notes[]' | sed 's/^/  note: /'
 # For people reading the console: the figures the issue's goals are about.
-q '.cases[] | "  \(.page) \(.mib) MiB, \(.workers) worker(s): job \(.memmig_s * 1000 | floor) ms (x\(.memmig_vs_migratepages * 100 | floor / 100) of migratepages), wall \(.memmig_wall_s * 1000 | floor) ms (\(.wall_over_job * 100 | floor / 100)x the job), in-process \(.inproc_s * 1000 | floor) ms, migratepages \(.migratepages_s * 1000 | floor) ms, move_pages \(.move_pages_s * 1000 | floor) ms, migrate_pages \(.migrate_pages_s * 1000 | floor) ms"'
+q '.cases[] | "  \(.page) \(.bytes / 1048576) MiB, \(.workers) worker(s): job \(.memmig_s * 1000 | floor) ms (x\(.memmig_vs_migratepages * 100 | floor / 100) of migratepages), wall \(.memmig_wall_s * 1000 | floor) ms (\(.wall_over_job * 100 | floor / 100)x the job), in-process \(.inproc_s * 1000 | floor) ms, migratepages \(.migratepages_s * 1000 | floor) ms, move_pages \(.move_pages_s * 1000 | floor) ms, migrate_pages \(.migrate_pages_s * 1000 | floor) ms"'
 summary

@@ -33,8 +33,8 @@ demo() {
 		fails=$((fails + 1))
 		return
 	fi
-	jq -M -c '.migrations[] | {target, gbps, rounds, stop_reason, pause_ms, pauses,
-		pause_total_ms, stall_ms, stall_source, pause_bytes,
+	jq -M -c '.migrations[] | {target, bytes_per_s, rounds, stop_reason, pause_s, pauses,
+		pause_total_s, stall_s, stall_source, pause_bytes,
 		dirty_method, verified, lost_writes}' "$tmp/out"
 	check "$name: guest is $guest" \
 		test "$(jq -r .guest "$tmp/out")" = "$guest"
@@ -52,7 +52,7 @@ demo() {
 	check "$name: the guest timed its stalls, memmig's pause among them" \
 		test "$(jq --arg g "$guest" '[.migrations[] | select(.stall_source ==
 			(if $g == "kvm" then "guest" else "writer" end) and
-			.stall_ms >= .pause_ms / 2)] | length' "$tmp/out")" = "$n"
+			.stall_s >= .pause_s / 2)] | length' "$tmp/out")" = "$n"
 }
 
 # What the demo's choice rests on: the node says it is CXL memory, and

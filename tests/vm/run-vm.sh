@@ -84,6 +84,8 @@ builddir_elf() {
 	real_elf "$top_builddir/$1" || skip "$1 is not built (make check-vm builds it)"
 }
 cli=$(builddir_elf src/cli/memmig-cli)
+# memmig-cli bench and demo run the memmig-bench beside it.
+bench=$(builddir_elf src/bench/memmig-bench)
 memhog=$(builddir_elf tests/helpers/memhog)
 hotset=$(builddir_elf tests/helpers/hotset)
 memmigd=$(builddir_elf src/daemon/memmigd)
@@ -137,6 +139,7 @@ cp "$srcdir/tests/vm/guest-init.sh" "$root/init"
 cp "$srcdir/tests/vm/guest-cxl.sh" "$root/cxl.sh"
 chmod 755 "$root/init" "$root/cxl.sh"
 add_elf "$cli" /bin/memmig-cli || exit 1
+add_elf "$bench" /bin/memmig-bench || exit 1
 add_elf "$memhog" /bin/memhog || exit 1
 add_elf "$hotset" /bin/hotset || exit 1
 add_elf "$memmigd" /sbin/memmigd || exit 1

@@ -12,8 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/client.h"
+#include "front/front.h"
 
 static struct {
 	bool wanted;		/* the command parsed --json */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Helpers the sub-commands share: the table, errors, sizes, JSON. */
+/* Helpers the commands of memmig-cli and memmig-bench share: the table,
+ * errors, sizes, JSON. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
@@ -10,8 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/client.h"
+#include "front/front.h"
 #include "util/cpuset.h"
 #include "util/log.h"
 #include "util/size.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * memmig-cli demo: live migrations of a running guest's RAM.  minivmm (the
+ * memmig-bench demo: live migrations of a running guest's RAM.  minivmm (the
  * example VMM) runs a guest that rewrites all of its memory without pause;
  * its RAM moves between a DRAM node and a node of CXL memory, or a
  * CPU-less memory node, where the host has one, else between two nodes --
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
-#include "cli/cli.h"
+#include "front/front.h"
 #include "minivmm/embed.h"
 #include "util/size.h"
 
@@ -45,10 +45,10 @@ struct demo_run {
 
 static void demo_usage(FILE *f)
 {
-	fprintf(f, "Usage: memmig-cli demo [--mem SIZE] [--migrations N] [--tier DIR]\n"
-		   "                       [--budget-ms MS] [--dirty METHOD] [--no-kvm]\n"
-		   "                       [--nodes-only] [--json] [--plot FILE]\n"
-		   "                       [--plot-data FILE]\n"
+	fprintf(f, "Usage: memmig-bench demo [--mem SIZE] [--migrations N] [--tier DIR]\n"
+		   "                         [--budget-ms MS] [--dirty METHOD] [--no-kvm]\n"
+		   "                         [--nodes-only] [--json] [--plot FILE]\n"
+		   "                         [--plot-data FILE]\n"
 		   "Runs a guest that rewrites all of its RAM (examples/minivmm) and\n"
 		   "migrates the RAM live N times (default 5) while it runs: between\n"
 		   "a DRAM node and a node of CXL memory (or a CPU-less node) where\n"
@@ -225,17 +225,17 @@ static struct json_object *pause_json(const struct memmig_live_report *r)
 	const char *over = memmig_live_report_overrun(r, NULL, NULL), *name;
 	double took, expected;
 
-	json_object_object_add(o, "ms", json_object_new_double(r->pause_s * 1e3));
-	json_object_object_add(o, "expected_ms", json_object_new_double(r->pause_expected_s * 1e3));
-	json_object_object_add(o, "budget_ms", json_object_new_double(r->pause_budget_s * 1e3));
+	json_object_object_add(o, "s", json_object_new_double(r->pause_s));
+	json_object_object_add(o, "expected_s", json_object_new_double(r->pause_expected_s));
+	json_object_object_add(o, "budget_s", json_object_new_double(r->pause_budget_s));
 	for (unsigned int i = 0; !memmig_live_pause_part(r, i, &name, &took, &expected); i++) {
 		struct json_object *p = json_object_new_object();
 
-		json_object_object_add(p, "ms", json_object_new_double(took * 1e3));
-		json_object_object_add(p, "expected_ms", json_object_new_double(expected * 1e3));
+		json_object_object_add(p, "s", json_object_new_double(took));
+		json_object_object_add(p, "expected_s", json_object_new_double(expected));
 		json_object_object_add(o, name, p);
 	}
-	json_object_object_add(o, "resume_ms", json_object_new_double(r->resume_s * 1e3));
+	json_object_object_add(o, "resume_s", json_object_new_double(r->resume_s));
 	json_object_object_add(o, "over_budget", json_object_new_boolean(over != NULL));
 	json_object_object_add(o, "overrun_by", over && r->converged ?
 					       json_object_new_string(over) : NULL);
@@ -251,9 +251,9 @@ static struct json_object *migration_json(const char *target,
 
 	json_object_object_add(o, "target", json_object_new_string(target));
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)r->bytes));
-	json_object_object_add(o, "seconds", json_object_new_double(r->total_s));
-	json_object_object_add(o, "gbps", json_object_new_double(r->gbps));
-	json_object_object_add(o, "prepare_seconds", json_object_new_double(r->prepare_s));
+	json_object_object_add(o, "elapsed_s", json_object_new_double(r->total_s));
+	json_object_object_add(o, "bytes_per_s", bench_json_rate(r->gbps));
+	json_object_object_add(o, "prepare_s", json_object_new_double(r->prepare_s));
 	json_object_object_add(o, "vs_raw_copy",
 			       json_object_new_double(raw_s > 0 ? r->total_s / raw_s : 0));
 	json_object_object_add(o, "rounds", json_object_new_int((int)r->rounds));
@@ -261,14 +261,14 @@ static struct json_object *migration_json(const char *target,
 	json_object_object_add(o, "stop_reason",
 			       json_object_new_string(memmig_live_stop_name(r->stop_reason)));
 	json_object_object_add(o, "bytes_copied", json_object_new_int64((int64_t)r->bytes_copied));
-	json_object_object_add(o, "pause_ms", json_object_new_double(r->pause_s * 1e3));
+	json_object_object_add(o, "pause_s", json_object_new_double(r->pause_s));
 	json_object_object_add(o, "pauses", json_object_new_int((int)r->pauses));
-	json_object_object_add(o, "pause_total_ms", json_object_new_double(r->pause_total_s * 1e3));
+	json_object_object_add(o, "pause_total_s", json_object_new_double(r->pause_total_s));
 	json_object_object_add(o, "piece_bytes", json_object_new_int64((int64_t)r->piece_bytes));
-	json_object_object_add(o, "switchover_ms", json_object_new_double(r->switchover_s * 1e3));
-	json_object_object_add(o, "swap_total_ms", json_object_new_double(r->swap_total_s * 1e3));
-	json_object_object_add(o, "stall_ms", json_object_new_double(m->stall_max_s * 1e3));
-	json_object_object_add(o, "stall_pause_ms", json_object_new_double(m->stall_pause_s * 1e3));
+	json_object_object_add(o, "switchover_s", json_object_new_double(r->switchover_s));
+	json_object_object_add(o, "swap_total_s", json_object_new_double(r->swap_total_s));
+	json_object_object_add(o, "stall_s", json_object_new_double(m->stall_max_s));
+	json_object_object_add(o, "stall_pause_s", json_object_new_double(m->stall_pause_s));
 	json_object_object_add(o, "stall_source", json_object_new_string(m->stall_source));
 	json_object_object_add(o, "pause_bytes", json_object_new_int64((int64_t)r->pause_bytes));
 	json_object_object_add(o, "pause_bytes_max",
@@ -401,7 +401,7 @@ out:
 
 		json_object_object_add(o, "guest", json_object_new_string(
 				d->kvm ? "kvm" : "thread"));
-		json_object_object_add(o, "raw_copy_seconds", json_object_new_double(d->raw_s));
+		json_object_object_add(o, "raw_copy_s", json_object_new_double(d->raw_s));
 		json_object_object_add(o, "nodes", nodes_json(d));
 		json_object_object_add(o, "migrations", list);
 		cli_json_print(o);
@@ -435,7 +435,7 @@ static void plot_rounds(struct plot *p, const struct demo *d, bool bytes)
  */
 static int demo_plot(const struct demo *d)
 {
-	struct plot *p = plot_new("memmig-cli demo");
+	struct plot *p = plot_new("memmig-bench demo");
 	const struct memmig_live_report *reps[DEMO_PLOT_MAX];
 	char title[160], size[32], tics[DEMO_PLOT_MAX][24];
 	const char *names[DEMO_PLOT_MAX];
@@ -489,7 +489,7 @@ static int demo_main(struct memmig_ctx *ctx, int argc, char **argv)
 	return rc;
 }
 
-const struct cli_cmd cli_cmd_demo = {
+const struct cli_cmd bench_cmd_demo = {
 	.name = "demo",
 	.summary = "live-migrate a running guest's RAM and check every page",
 	.run = demo_main,
