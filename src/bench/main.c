@@ -39,7 +39,6 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	const struct cli_cmd *cmd;
 	int help, first;
 
 	/* --json anywhere asks for JSON, errors before the command's parser
@@ -70,11 +69,5 @@ int main(int argc, char **argv)
 		argv[first] = argv[first + 1];
 		argv[first + 1] = "--help";
 	}
-	cmd = cli_cmd_find(commands, argv[first]);
-	if (!cmd) {
-		cli_error("unknown command '%s'\n", argv[first]);
-		usage(stderr);
-		return cli_json_error_flush(CLI_EXIT_USAGE, argc, argv);
-	}
-	return cli_cmd_run(cmd, argc, argv, first);
+	return cli_cmd_dispatch(commands, usage, argc, argv, first);
 }

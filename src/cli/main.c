@@ -104,7 +104,6 @@ static int global_options(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	const struct cli_cmd *cmd;
 	int rc;
 
 	/* --json anywhere asks for JSON, errors before the command's parser
@@ -115,11 +114,5 @@ int main(int argc, char **argv)
 	rc = global_options(argc, argv);
 	if (rc >= 0)
 		return cli_json_error_flush(rc, argc, argv);
-	cmd = cli_cmd_find(commands, argv[optind]);
-	if (!cmd) {
-		cli_error("unknown command '%s'\n", argv[optind]);
-		usage(stderr);
-		return cli_json_error_flush(CLI_EXIT_USAGE, argc, argv);
-	}
-	return cli_cmd_run(cmd, argc, argv, optind);
+	return cli_cmd_dispatch(commands, usage, argc, argv, optind);
 }

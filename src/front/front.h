@@ -182,6 +182,10 @@ int cli_global_args(char **args);
  * under --json without printing JSON.  Its exit code.
  */
 int cli_cmd_run(const struct cli_cmd *cmd, int argc, char **argv, int first);
+/* The command named argv[first] in table, run; an unknown name is a usage
+ * error (usage printed). */
+int cli_cmd_dispatch(const struct cli_cmd *const *table, void (*usage)(FILE *),
+		     int argc, char **argv, int first);
 
 /*
  * The program prog of this package: beside the running one (in a build

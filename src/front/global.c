@@ -120,3 +120,16 @@ int cli_cmd_run(const struct cli_cmd *cmd, int argc, char **argv, int first)
 	memmig_ctx_unref(ctx);
 	return rc;
 }
+
+int cli_cmd_dispatch(const struct cli_cmd *const *table, void (*usage)(FILE *),
+		     int argc, char **argv, int first)
+{
+	const struct cli_cmd *cmd = cli_cmd_find(table, argv[first]);
+
+	if (!cmd) {
+		cli_error("unknown command '%s'\n", argv[first]);
+		usage(stderr);
+		return cli_json_error_flush(CLI_EXIT_USAGE, argc, argv);
+	}
+	return cli_cmd_run(cmd, argc, argv, first);
+}

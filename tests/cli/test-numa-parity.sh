@@ -72,7 +72,7 @@ fi
 check "where text" exit_is 0 "$cli" where --pid "$hog"
 check "where text: the total line" grep -Eq "^pid $hog: .+ resident$" "$tmp/out"
 check "where text: a node 0 column" grep -Eq '^address +kind +page +node 0 +total +path$' "$tmp/out"
-check "where text: memhog's anon mapping" grep -Eq "^$anon_addr +anon +4 KiB +32 MiB +32 MiB" "$tmp/out"
+check "where text: memhog's anon mapping" grep -Eq "^$anon_addr +anon +4 KiB +32.0 MiB +32.0 MiB" "$tmp/out"
 check "where: no such process" exit_is 1 "$cli" where --pid 999999999
 check "where: no such process said" grep -q "^memmig-cli: error: where: pid 999999999: No such process" "$tmp/err"
 check "where: --pid or --domain" exit_is 2 "$cli" where
@@ -156,8 +156,8 @@ check "daemon: created <= started <= ended" test "$(jq '(.started_at_s - .create
 check "status JOB keeps them" exit_is 0 "$cli" -s "$sock" status "$id" --json
 check "status: created_at_s" test "$(jq .created_at_s "$tmp/out")" -ge "$t0"
 check "jobs table: a created column" exit_is 0 "$cli" -s "$sock" jobs
-check "jobs: the header" grep -Eq '^ +job +state .* result +created$' "$tmp/out"
-check "jobs: the row's ISO 8601 time" grep -Eq "^ +$id +done .* [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$" "$tmp/out"
+check "jobs: the header" grep -Eq '^ *job +state .* result +created *$' "$tmp/out"
+check "jobs: the row's ISO 8601 time" grep -Eq "^ *$id +done .* [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2} *$" "$tmp/out"
 # A process this user may not move: one errno (EPERM) and one wording,
 # in-process and through memmigd.
 # memmigd again, on a socket for nobody's group.

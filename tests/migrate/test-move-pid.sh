@@ -50,7 +50,8 @@ check "copy strategy refused for another process" \
 	exit_is 1 "$cli" move --pid "$hog" --to-node 0 --strategy copy
 check "unmapped range" exit_is 1 "$cli" move --pid "$hog" --to-node 0 --addr 0x1000 --len 4096
 check "unmapped range message" grep -q "Bad address" "$tmp/err"
-check "unaligned range" exit_is 1 "$cli" move --pid "$hog" --to-node 0 --addr "$anon_addr" --len 100
+check "unaligned range" exit_is 2 "$cli" move --pid "$hog" --to-node 0 --addr "$anon_addr" --len 100
+check "unaligned range: a usage error naming the length" grep -q "not page-aligned" "$tmp/err"
 check "addr without len" exit_is 2 "$cli" move --pid "$hog" --to-node 0 --addr "$anon_addr"
 check "missing node" exit_is 2 "$cli" move --pid "$hog"
 check "bad strategy" exit_is 2 "$cli" move --pid "$hog" --to-node 0 --strategy fast
