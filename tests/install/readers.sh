@@ -110,4 +110,14 @@ check_readers() {
 		. /usr/share/bash-completion/bash_completion
 		XDG_DATA_DIRS=$1/usr/local/share:$1/usr/share
 		__load_completion memmig-cli && complete -p memmig-cli' _ "$root" >/dev/null
+	# memmig-bench's too, and memmig-cli's bench and demo take its words
+	check "bash-completion loads memmig-bench's" bash -c '
+		. /usr/share/bash-completion/bash_completion
+		XDG_DATA_DIRS=$1/usr/local/share:$1/usr/share
+		__load_completion memmig-bench && complete -p memmig-bench' _ "$root" >/dev/null
+	check "memmig-cli bench live completes memmig-bench's --busy" bash -c '
+		. "$1"
+		COMP_WORDS=(memmig-cli bench live --bus) COMP_CWORD=3
+		_memmig_cli
+		[ "${COMPREPLY[*]}" = --busy ] || { echo "  completed: ${COMPREPLY[*]}"; false; }' _ "$root$comp"
 }

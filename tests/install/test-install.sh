@@ -18,9 +18,9 @@ chosen=$(cd "$top" && ./config.status --config | grep -oE -- "--with-[a-z-]*dir=
 # Before make install, the README sends the user to the build tree's
 # programs: they are there and run.
 readme=$(dirname "$0")/../../README.md
-tree=$(grep -oE '`src/(cli|daemon)/[a-z-]+`' "$readme" | tr -d '`' | sort -u)
+tree=$(grep -oE '`src/(cli|bench|daemon)/[a-z-]+`' "$readme" | tr -d '`' | sort -u)
 check "the README names where memmig-cli and memmigd are built" \
-	test "$(grep -cE 'memmig-cli|memmigd' <<<"$tree")" -ge 2
+	test "$(grep -cE 'memmig-cli|memmig-bench|memmigd' <<<"$tree")" -ge 3
 for prog in $tree; do
 	check "$prog (README) runs" exit_is 0 "$top/$prog" --version
 done

@@ -176,8 +176,8 @@ check "mapping: two jobs" test "$(grep -c '"via"' "$tmp/out")" -eq 2
 check "where after the mapping" quiet "$cli" where --pid "$hog"
 cat "$tmp/out"
 check "where: nodes 1 and 2 are columns" grep -Eq "^address +kind +page( +node 0)? +node 1 +node 2 +total +path$" "$tmp/out"
-check "where: anon's row, all of it on node 1" grep -Eq "^$anon_addr +anon +4 KiB( +-)? +$((anon_len >> 20)) MiB +- +$((anon_len >> 20)) MiB" "$tmp/out"
-check "where: memfd's row, all of it on node 2" grep -Eq "^$memfd_addr +file +4 KiB( +-)? +- +$((memfd_len >> 20)) MiB +$((memfd_len >> 20)) MiB +/memfd:memhog" "$tmp/out"
+check "where: anon's row, all of it on node 1" grep -Eq "^$anon_addr +anon +4 KiB( +-)? +$((anon_len >> 20))(\.0)? MiB +- +$((anon_len >> 20))(\.0)? MiB" "$tmp/out"
+check "where: memfd's row, all of it on node 2" grep -Eq "^$memfd_addr +file +4 KiB( +-)? +- +$((memfd_len >> 20))(\.0)? MiB +$((memfd_len >> 20))(\.0)? MiB +/memfd:memhog" "$tmp/out"
 check_alive "after the mapping"
 # shellcheck disable=SC2046
 check "--from 0,1 --to-node 1,0" quiet "$cli" move --pid "$hog" --from 0,1 --to-node 1,0 $(ranges) --json
