@@ -358,25 +358,25 @@ static void print_text(const struct live_bench *b, const struct live_case *cs, s
 	       "QEMU: %s, downtime-limit %.0f ms (its default), unlimited bandwidth\n\n",
 	       b->reps, b->budget_ms, cs[0].kvm ? "KVM (minivmm)" : "a host thread",
 	       b->no_qemu ? "not run" : cs[0].kvm ? "KVM" : "TCG", cs[0].q_limit_s * 1e3);
-	printf("%-6s %-8s %-10s %10s %6s %7s %10s %6s %8s %9s %9s %6s  %s\n", "size",
-	       "guest", "who", "total ms", "/raw", "rounds", "pause ms", "pauses", "sum ms",
-	       "piece MiB", "stall ms", "conv", "tracking / check");
+	printf("%-6s %-7s %-6s %8s %6s %6s %7s %6s %7s %5s %7s %6s  %s\n", "size",
+	       "guest", "who", "total", "/raw", "rounds", "pause", "pauses", "sum",
+	       "piece", "stall", "conv", "check");
 	for (size_t i = 0; i < n; i++) {
 		const struct live_case *c = &cs[i];
 		char size[32], stall[32];
 
 		util_size_format(c->mem, size, sizeof(size));
-		printf("%-6s %-8s %-10s %10.1f %5.2fx %7.0f %10.3f %6.0f %8.3f %9.0f %9s %3u/%-2ld  "
-		       "%s, %u/%u verified\n", size, mode_names[c->mode], "memmig",
+		printf("%-6s %-7s %-6s %8.1f %5.1fx %6.0f %7.3f %6.0f %7.3f %5.0f %7s %3u/%-2ld  "
+		       "%u/%u %s\n", size, mode_names[c->mode], "memmig",
 		       c->total_s * 1e3, c->raw_s > 0 ? c->total_s / c->raw_s : 0, c->rounds,
 		       c->pause_s * 1e3, c->pauses, c->pause_total_s * 1e3, c->piece_bytes / 1048576,
 		       stall_text(c, stall, sizeof(stall)), c->converged, b->reps,
-		       memmig_dirty_method_name(c->method), c->verified, c->ran);
+		       c->verified, c->ran, c->verified == c->ran ? "ok" : "FAILED");
 		/* QEMU's downtime is one pause, of everything; its guest does
 		 * not time its stalls. */
 		if (c->qemu_ran)
-			printf("%-6s %-8s %-10s %10.1f %5.2fx %7.0f %10.3f %6d %8.3f %9.0f %9s "
-			       "%3u/%-2ld  QEMU/memmig: total %.1fx, pause %.0fx\n", "", "", "QEMU",
+			printf("%-6s %-7s %-6s %8.1f %5.1fx %6.0f %7.3f %6d %7.3f %5.0f %7s "
+			       "%3u/%-2ld  %.1fx, %.0fx\n", "", "", "QEMU",
 			       c->q_total_s * 1e3, c->raw_s > 0 ? c->q_total_s / c->raw_s : 0,
 			       c->q_rounds, c->q_downtime_s * 1e3, 1, c->q_downtime_s * 1e3,
 			       c->mem / 1048576.0, "-", c->q_converged, b->reps,
@@ -384,22 +384,25 @@ static void print_text(const struct live_bench *b, const struct live_case *cs, s
 			       c->pause_s > 0 ? c->q_downtime_s / c->pause_s : 0);
 		if (c->mode != GUEST_BUSY || i == 0)
 			continue;
-		printf("%-6s %-8s busy over writing: memmig's pause %.2fx (of it the VMM's "
-		       "pause() %.3f ms, was %.3f), the guest's stall %.2fx", "", "",
-		       busy_ratio(c->pause_s, c[-1].pause_s), c->stop_s * 1e3,
-		       c[-1].stop_s * 1e3, busy_ratio(c->stall_s, c[-1].stall_s));
+		printf("%-6s busy over writing: memmig's pause %.2fx, the guest's stall %.2fx",
+		       "", busy_ratio(c->pause_s, c[-1].pause_s),
+		       busy_ratio(c->stall_s, c[-1].stall_s));
 		if (c->qemu_ran)
 			printf(", QEMU's downtime %.2fx",
 			       busy_ratio(c->q_downtime_s, c[-1].q_downtime_s));
-		putchar('\n');
+		printf("\n%-6s (of memmig's pause, the VMM's pause() %.3f ms, was %.3f)\n", "",
+		       c->stop_s * 1e3, c[-1].stop_s * 1e3);
 	}
-	printf("\npause ms: the longest pause; pauses: how many, sum ms their sum; piece:\n"
-	       "the most memory switched over under one pause.\n"
-	       "stall ms: the guest's longest stall, by its own clock: from one write to\n"
+	printf("\ntimes in ms; pause: the longest pause; pauses: how many, sum: their sum;\n"
+	       "piece: the most memory (MiB) switched over under one pause.\n"
+	       "stall: the guest's longest stall, by its own clock: from one write to\n"
 	       "the next (a host thread), one page to the next (a KVM guest, by its TSC):\n"
 	       "memmig's pauses, exits, faults, the scheduler.\n"
 	       "conv: migrations that converged (memmig: within the pause budget;\n"
-	       "QEMU: completed before the timeout; a pause of one that did not is 0).\n");
+	       "QEMU: completed before the timeout; a pause of one that did not is 0).\n"
+	       "check: memmig's migrations whose every page was verified; on QEMU's\n"
+	       "row, QEMU's total and pause over memmig's.  Writes tracked with %s.\n",
+	       memmig_dirty_method_name(cs[0].method));
 	if (b->busy)
 		printf("busy: the writing guest with a CPU-bound process on every CPU.\n");
 }

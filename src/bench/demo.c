@@ -30,6 +30,7 @@ struct demo {
 	int ranks[2];		/* enum demo_rank of each */
 	double raw_s;		/* one copy of mem bytes, for scale */
 	bool kvm;
+	unsigned int tracked;	/* the tracking methods used, 1 << method */
 	struct plot_out plot;
 	struct demo_run *runs;	/* with --plot: the first DEMO_PLOT_MAX */
 	long nruns;
@@ -292,17 +293,17 @@ static void migration_text(long i, const char *target, const struct minivmm_migr
 	const char *over = memmig_live_report_overrun(r, NULL, NULL);
 	char piece[32];
 
-	printf("%3ld  %-14s %6.2f %8.1f %5.2fx %10.1f %6u %9.3f %6u %8.3f %9s %9.3f  %-9s "
-	       "%s, lost %llu", i + 1, target, r->gbps, r->total_s * 1e3,
+	printf("%3ld %-10s %5.2f %6.1f %5.1fx %5.1f %6u %6.3f %6u %7.3f %6s %6.3f  %s",
+	       i + 1, target, r->gbps, r->total_s * 1e3,
 	       raw_s > 0 ? r->total_s / raw_s : 0, r->prepare_s * 1e3, r->rounds,
 	       r->pause_s * 1e3, r->pauses, r->pause_total_s * 1e3,
 	       util_size_format(r->piece_bytes, piece, sizeof(piece)), m->stall_max_s * 1e3,
-	       memmig_dirty_method_name(r->dirty_method),
-	       minivmm_migration_ok(m) ? "verified" : "FAILED",
-	       (unsigned long long)m->check.lost);
+	       minivmm_migration_ok(m) ? "ok" : "FAILED");
+	if (m->check.lost)
+		printf(", lost %llu", (unsigned long long)m->check.lost);
 	/* Why the pause missed its budget: pre-copy's stop, or a part. */
 	if (over)
-		printf("; over budget: %s", r->converged ? over :
+		printf(", over: %s", r->converged ? over :
 		       memmig_live_stop_name(r->stop_reason));
 	putchar('\n');
 }
@@ -352,7 +353,7 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 	}
 	d->raw_s = bench_raw_copy_s(ctx, d->mem);
 	if (!d->json) {
-		printf("%s guest (%s) rewriting all of its RAM; ",
+		printf("%s guest (%s) rewriting all of its RAM;\n",
 		       util_size_format(d->mem, size, sizeof(size)),
 		       d->kvm ? "KVM, examples/minivmm" : "host thread, in-process");
 		if (d->nnodes > 1)
@@ -364,9 +365,9 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 			printf("one NUMA node: to node %d and the file tier %s in turn\n",
 			       d->nodes[0], d->tier);
 		printf("one raw copy of %s: %.1f ms\n\n", size, d->raw_s * 1e3);
-		printf("%3s  %-14s %6s %8s %6s %10s %6s %9s %6s %8s %9s %9s  %-9s %s\n", "#",
-		       "target", "GB/s", "ms", "/raw", "prepare ms", "rounds", "pause ms",
-		       "pauses", "sum ms", "piece", "stall ms", "tracking", "check");
+		printf("%3s %-10s %5s %6s %6s %5s %6s %6s %6s %7s %6s %6s  %s\n", "#",
+		       "target", "GB/s", "ms", "/raw", "prep", "rounds", "pause",
+		       "pauses", "sum", "piece", "stall", "check");
 	}
 	for (long i = 0; i < d->migrations; i++) {
 		struct memmig_live_opts o = demo_target(d, i, target, sizeof(target));
@@ -387,14 +388,22 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 			json_object_array_add(list, migration_json(target, &m, d->raw_s));
 		else
 			migration_text(i, target, &m, d->raw_s);
+		d->tracked |= 1u << m.rep.dirty_method;
 	}
-	if (!d->json)
-		printf("\npause ms: the longest pause; pauses: how many, sum ms their sum;\n"
-		       "piece: the most memory switched over under one pause;\nstall ms: %s.\n",
-		       d->kvm ? "the guest's longest time from one page to the next, by its\n"
-			       "TSC (memmig's pauses, exits, faults, the scheduler)" :
-			       "the writer's longest time from one write to the next, by its\n"
-			       "own clock (memmig's pauses, faults, the scheduler)");
+	if (!d->json) {
+		printf("\ntimes in ms; /raw: the migration's time over the raw copy's; prep:\n"
+		       "the destination's allocation; pause: the longest pause; pauses: how\n"
+		       "many, sum: their sum; piece: the most memory switched over under one\n"
+		       "pause; stall: %s;\ncheck: every page against the guest, ok or FAILED; over: what took\nthe pause over its budget (a part, or pre-copy's stop).  Writes\ntracked with",
+		       d->kvm ? "the guest's longest time from one page to the next, by\n"
+			       "its TSC (memmig's pauses, exits, faults, the scheduler)" :
+			       "the writer's longest time from one write to the next,\n"
+			       "by its own clock (memmig's pauses, faults, the scheduler)");
+		for (int m = 0; memmig_dirty_method_name(m); m++)
+			if (d->tracked & (1u << m))
+				printf(" %s", memmig_dirty_method_name(m));
+		printf("\n");
+	}
 out:
 	if (d->json) {
 		struct json_object *o = json_object_new_object();

@@ -61,6 +61,9 @@ check "... every table line within 100 columns" test -z "$(wide "$tmp/out")"
 wide "$tmp/out" | head -n 2
 check "bench copy --pmem text" exit_is 0 "$cli" bench copy --pmem --sizes 4K --reps 3
 check "... its table within 100 columns" test -z "$(wide "$tmp/out")"
+check "demo text" exit_is 0 "$cli" demo --mem 32M --migrations 2
+check "... its table and notes within 100 columns" \
+	test -z "$(sed 's/±/+/g' "$tmp/out" | awk 'length($0) > 100')"
 if [ "$cli_elf" != "$cli" ]; then
 	check "the real memmig-cli finds the real memmig-bench" \
 		exit_is 0 env LD_LIBRARY_PATH="$libs" "$cli_elf" demo --help
