@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/table.h"
 #include "util/numa-usage.h"
 #include "util/size.h"
 
@@ -177,36 +178,50 @@ static struct json_object *plan_json(const struct dry *d, int pid)
 	return o;
 }
 
+static const struct cli_col node_cols[] = {
+	{ "node", 0, true }, { "to node", 0, false }, { "pages", 0, true }, { "size", 0, true },
+};
+static const struct cli_col kind_cols[] = {
+	{ "kind", 0, false }, { "pages", 0, true }, { "size", 0, true },
+	{ "pages to move", 0, true },
+};
+
 static void print_plan(struct json_object *plan)
 {
 	struct json_object *nodes = NULL, *k = NULL;
+	struct cli_table *t;
 	char b[32];
 
 	json_object_object_get_ex(plan, "nodes", &nodes);
 	json_object_object_get_ex(plan, "kinds", &k);
-	printf("dry run of pid %lld: would move %lld pages (%s); nothing moved\n",
+	printf("dry run of pid %lld: would move %lld pages (%s); nothing moved\n\n",
 	       (long long)cli_json_int(plan, "pid", 0),
 	       (long long)cli_json_int(plan, "pages_to_move", 0),
 	       util_size_human((uint64_t)cli_json_int(plan, "bytes_to_move", 0), b, sizeof(b)));
-	printf("\n%8s %8s %12s %12s\n", "node", "to node", "pages", "size");
+	t = cli_table_new(node_cols, sizeof(node_cols) / sizeof(node_cols[0]));
 	for (size_t i = 0; i < json_object_array_length(nodes); i++) {
 		struct json_object *r = json_object_array_get_idx(nodes, i);
 		long long n = cli_json_int(r, "node", -1), to = cli_json_int(r, "to_node", -1);
-		char dest[24];
 
-		snprintf(dest, sizeof(dest), n == to ? "%lld (stays)" : "%lld", to);
-		printf("%8lld %8s %12lld %12s\n", n, dest, (long long)cli_json_int(r, "pages", 0),
-		       util_size_human((uint64_t)cli_json_int(r, "bytes", 0), b, sizeof(b)));
+		cli_table_cell(t, "%lld", n);
+		cli_table_cell(t, n == to ? "%lld (stays)" : "%lld", to);
+		cli_table_cell(t, "%lld", (long long)cli_json_int(r, "pages", 0));
+		cli_table_cell(t, "%s", util_size_human((uint64_t)cli_json_int(r, "bytes", 0),
+							b, sizeof(b)));
 	}
-	printf("\n%8s %12s %12s %14s\n", "kind", "pages", "size", "pages to move");
+	cli_table_print(t, stdout);
+	putchar('\n');
+	t = cli_table_new(kind_cols, sizeof(kind_cols) / sizeof(kind_cols[0]));
 	for (size_t i = 0; i < json_object_array_length(k); i++) {
 		struct json_object *r = json_object_array_get_idx(k, i);
 
-		printf("%8s %12lld %12s %14lld\n", cli_json_str(r, "kind", "?"),
-		       (long long)cli_json_int(r, "pages", 0),
-		       util_size_human((uint64_t)cli_json_int(r, "bytes", 0), b, sizeof(b)),
-		       (long long)cli_json_int(r, "pages_to_move", 0));
+		cli_table_cell(t, "%s", cli_json_str(r, "kind", "?"));
+		cli_table_cell(t, "%lld", (long long)cli_json_int(r, "pages", 0));
+		cli_table_cell(t, "%s", util_size_human((uint64_t)cli_json_int(r, "bytes", 0),
+							b, sizeof(b)));
+		cli_table_cell(t, "%lld", (long long)cli_json_int(r, "pages_to_move", 0));
 	}
+	cli_table_print(t, stdout);
 }
 
 int cli_move_dry_run(int pid, const struct memmig_range *ranges, unsigned int nranges,

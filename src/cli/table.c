@@ -77,7 +77,7 @@ static size_t bytes_for(const char *s, int w)
 static void put(FILE *f, const char *s, const struct cli_col *c, int colw, bool last)
 {
 	int w = width(s), cut = c->max && w > c->max;
-	int shown = cut ? c->max : w, pad = last ? 0 : colw - shown;
+	int shown = cut ? c->max : w, pad = last && !c->right ? 0 : colw - shown;
 
 	if (c->right && pad > 0)
 		fprintf(f, "%*s", pad, "");
