@@ -47,10 +47,11 @@ static void move_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: memmig-cli move (--pid PID | --domain NAME) --to-node NODES [OPTIONS]\n"
-		"Moves the memory of a process, or of a libvirt domain's QEMU, to NUMA\n"
-		"node N: every mapping, or the ranges given.  Through memmigd when it\n"
-		"runs, else in-process.  Ctrl-C cancels (with --wait): what moved stays\n"
-		"moved, the rest stays where it was.\n\n"
+		"Moves the memory of a process, or of a libvirt domain's QEMU, to a NUMA\n"
+		"node (or, like migratepages, nodes to nodes): every mapping, or the\n"
+		"ranges given.  Through memmigd when it runs, else in-process.  Ctrl-C\n"
+		"cancels (with --wait): what moved stays moved, the rest stays where it\n"
+		"was.\n\n"
 		"  -p, --pid PID          the process\n"
 		"  -d, --domain NAME      a libvirt domain known to memmigd\n"
 		"  -n, --to-node NODES    the target node (required); several, with as\n"
