@@ -423,4 +423,5 @@ const struct cli_cmd cli_cmd_tier = {
 	.name = "tier",
 	.summary = "keep hot memory on fast nodes, cold on slow ones (memmigd)",
 	.run = tier_run,
+	.no_copy = true,
 };

@@ -260,4 +260,5 @@ const struct cli_cmd cli_cmd_where = {
 	.name = "where",
 	.summary = "show where a process's or a domain's memory is, per node and mapping",
 	.run = where_run,
+	.no_copy = true,
 };

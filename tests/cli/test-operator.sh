@@ -43,6 +43,9 @@ check "nodes -l with a bad variable" exit_is 0 bad "$cli" -l nodes --json
 check "nodes -l lists node 0" test "$(jq '.nodes[0].id' "$tmp/out")" -eq 0
 check "nothing said of it" not grep -q MEMMIG_COPY "$tmp/err"
 check "jobs with a bad variable: memmigd's absence" exit_is 3 bad "$cli" jobs
+check "where with a bad variable" exit_is 0 bad "$cli" where --pid $$ --json
+check "where: this shell's memory" test "$(jq '.bytes > 0' "$tmp/out")" = true
+check "tier with a bad variable: memmigd's absence" exit_is 3 bad "$cli" tier --list
 check "cpu names the variable" exit_is 1 bad "$cli" cpu
 check "the variable named" grep -q 'MEMMIG_COPY_NT_MIN="banana"' "$tmp/err"
 check "move --json names the variable" json_error 1 EINVAL \
