@@ -155,11 +155,14 @@ int cli_json_error_flush(int rc, int argc, char **argv)
 {
 	if (rc == CLI_EXIT_OK || je.printed || !(je.wanted || cli_json_in_argv(argc, argv)))
 		return rc;
-	if (!je.message[0])
+	if (!je.message[0]) {
+		const char *cmd = cli_global.cmd, *sep = cmd ? " " : "";
+
+		/* The program's own name: memmig-bench shares this code. */
 		snprintf(je.message, sizeof(je.message), "%s%sbad command line "
-			 "(memmig-cli %s%s--help shows the usage)",
-			 cli_global.cmd ? cli_global.cmd : "", cli_global.cmd ? ": " : "",
-			 cli_global.cmd ? cli_global.cmd : "", cli_global.cmd ? " " : "");
+			 "(%s %s%s--help shows the usage)", cmd ? cmd : "", cmd ? ": " : "",
+			 program_invocation_short_name, cmd ? cmd : "", sep);
+	}
 	cli_json_print_error(je.err ? je.err : default_errno(rc), je.message, NULL);
 	return rc;
 }
