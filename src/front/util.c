@@ -353,33 +353,15 @@ const char *cli_list_format(const int *v, size_t n, char *buf, size_t len)
 
 int cli_node_check(struct memmig_ctx *ctx, const char *opt, int node)
 {
-	int ids[PROTO_MAX_NODE + 1];
-	char path[64], list[128], line[4096] = "";
-	struct util_nodemap m;
-	unsigned int n = 0;
-	bool ok;
-	FILE *f;
+	char msg[UTIL_NODELIST_MAX + 64];
 
 	(void)ctx;
 	/* The kernel's own list: a whole topology snapshot (DAX devices
 	 * too) would cost every command's start more than the check. */
-	f = fopen("/sys/devices/system/node/has_memory", "re");
-	ok = f && fgets(line, sizeof(line), f);
-	if (f)
-		fclose(f);
-	line[strcspn(line, "\n")] = '\0';
-	if (!ok || util_nodemap_parse(line, &m))
-		return 0;	/* memmigd or the move says it better */
-	if (node >= 0 && node < UTIL_NODES_MAX && util_nodemap_has(&m, node))
-		return 0;
-	for (int i = 0; i <= PROTO_MAX_NODE; i++)
-		if (util_nodemap_has(&m, i))
-			ids[n++] = i;
-	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d", node);
+	if (!util_node_has_memory(node, msg, sizeof(msg)))
+		return 0;	/* or memmigd or the move says it better */
 	cli_json_error_errno(-ENOENT);
-	cli_opt_error(opt, "node %d %s (nodes with memory: %s)\n", node,
-		      access(path, F_OK) ? "does not exist" : "has no memory",
-		      cli_list_format(ids, n, list, sizeof(list)));
+	cli_opt_error(opt, "%s\n", msg);
 	return -ENOENT;
 }
 

@@ -79,22 +79,6 @@ static int nodemap_format(const struct util_nodemap *m, char *out, size_t len)
 	return 0;
 }
 
-int util_node_has_memory(int node, char *msg, size_t len)
-{
-	char has[4096] = "";
-	FILE *f = fopen("/sys/devices/system/node/has_memory", "re");
-
-	if (!f)
-		return 0;	/* nothing to check against */
-	if (!fgets(has, sizeof(has), f))
-		has[0] = 0;
-	fclose(f);
-	has[strcspn(has, "\n")] = 0;
-	if (!has[0] || util_nodelist_has(has, node))
-		return 0;
-	snprintf(msg, len, "node %d does not exist (nodes with memory: %s)", node, has);
-	return -ENOENT;
-}
 
 bool util_nodelist_has(const char *list, int node)
 {
@@ -137,6 +121,19 @@ static int read_line(const char *path, char *buf, size_t len)
 		ret = -EIO;
 	fclose(f);
 	return ret;
+}
+
+int util_node_has_memory(int node, char *msg, size_t len)
+{
+	char has[UTIL_NODELIST_MAX], dir[64];
+
+	if (read_line("/sys/devices/system/node/has_memory", has, sizeof(has)) || !has[0] ||
+	    util_nodelist_has(has, node))
+		return 0;	/* nothing to check against, or it has memory */
+	snprintf(dir, sizeof(dir), "/sys/devices/system/node/node%d", node);
+	snprintf(msg, len, "node %d %s (nodes with memory: %s)", node,
+		 node < 0 || access(dir, F_OK) ? "does not exist" : "has no memory", has);
+	return -ENOENT;
 }
 
 /* Whether a v1 line's controller list ("cpu,cpuset") has cpuset. */

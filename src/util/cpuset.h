@@ -45,8 +45,9 @@ bool util_nodemap_has(const struct util_nodemap *m, int n);
 /* Whether node is in list ("0-2,4"); false for a list that does not parse. */
 bool util_nodelist_has(const char *list, int node);
 /* 0 when node has memory (or the kernel's list of those cannot be read),
- * else -ENOENT with "node N does not exist (nodes with memory: LIST)" in
- * msg: memmigd's one wording for a move's or a tiering's missing node. */
+ * else -ENOENT with "node N does not exist (nodes with memory: LIST)" (or
+ * "has no memory", a node without it) in msg: the one wording for a
+ * missing node, memmig-cli's and memmigd's, a move's or a tiering's. */
 int util_node_has_memory(int node, char *msg, size_t len);
 /* Whether two lists name the same nodes ("0-1" and "0,1" do); false when
  * either does not parse. */
