@@ -360,26 +360,33 @@ int cli_daemon_call(const char *cmd, struct json_object *req,
 	return CLI_EXIT_FAIL;
 }
 
+struct json_object *cli_domain_find(struct json_object *reply, const char *name)
+{
+	struct json_object *doms;
+
+	if (!json_object_object_get_ex(reply, "domains", &doms) ||
+	    !json_object_is_type(doms, json_type_array))
+		return NULL;
+	for (size_t i = 0; i < json_object_array_length(doms); i++) {
+		struct json_object *d = json_object_array_get_idx(doms, i);
+
+		if (!strcmp(cli_json_str(d, "name", ""), name))
+			return d;
+	}
+	return NULL;
+}
+
 /* The domain's QEMU pid, from memmigd's domain list (client.h). */
 int cli_domain_pid(const char *cmd, const char *name, int *pid)
 {
-	struct json_object *reply, *doms;
+	struct json_object *reply, *d;
 	int rc = cli_daemon_call(cmd, cli_request("domains"), &reply);
 
 	if (rc)
 		return rc;
-	rc = CLI_EXIT_FAIL;
-	if (json_object_object_get_ex(reply, "domains", &doms) &&
-	    json_object_is_type(doms, json_type_array)) {
-		for (size_t i = 0; i < json_object_array_length(doms); i++) {
-			struct json_object *d = json_object_array_get_idx(doms, i);
-
-			if (!strcmp(cli_json_str(d, "name", ""), name)) {
-				*pid = (int)cli_json_int(d, "pid", 0);
-				rc = *pid > 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
-			}
-		}
-	}
+	d = cli_domain_find(reply, name);
+	*pid = d ? (int)cli_json_int(d, "pid", 0) : 0;
+	rc = *pid > 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 	if (rc) {
 		cli_json_error_errno(-ENOENT);
 		cli_error("%s: --domain: memmigd knows no running domain '%s'\n", cmd, name);

@@ -64,6 +64,8 @@ void cli_print_reply_error(const char *cmd, struct json_object *reply);
 /* A domain's QEMU pid, asked of memmigd (its domain list): CLI_EXIT_OK
  * with *pid, or an exit code with the error said (no such domain: 1). */
 int cli_domain_pid(const char *cmd, const char *name, int *pid);
+/* The domain named name in memmigd's "domains" reply, or NULL (borrowed). */
+struct json_object *cli_domain_find(struct json_object *reply, const char *name);
 /* {"op": op} to add members to. */
 struct json_object *cli_request(const char *op);
 

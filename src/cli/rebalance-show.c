@@ -18,24 +18,15 @@
 /* The domain's rebalance object (a new reference), NULL when it has none. */
 static struct json_object *rebalance_get(struct cli_conn *c, const char *domain)
 {
-	struct json_object *reply, *doms, *rb = NULL;
-	size_t n;
+	struct json_object *reply, *d, *rb = NULL;
 
 	if (cli_call(c, "move", cli_request("domains"), &reply) < 0) {
 		json_object_put(reply);
 		return NULL;
 	}
-	if (json_object_object_get_ex(reply, "domains", &doms) &&
-	    json_object_is_type(doms, json_type_array)) {
-		n = json_object_array_length(doms);
-		for (size_t i = 0; i < n; i++) {
-			struct json_object *d = json_object_array_get_idx(doms, i);
-
-			if (!strcmp(cli_json_str(d, "name", ""), domain) &&
-			    json_object_object_get_ex(d, "rebalance", &rb) && rb)
-				json_object_get(rb);
-		}
-	}
+	d = cli_domain_find(reply, domain);
+	if (d && json_object_object_get_ex(d, "rebalance", &rb) && rb)
+		json_object_get(rb);
 	json_object_put(reply);
 	return rb;
 }
