@@ -1209,6 +1209,40 @@ MEMMIG_EXPORT int memmig_vm_migrate(struct memmig_vm *vm,
 				    const struct memmig_live_opts *opts,
 				    struct memmig_live_report *report);
 
+/*
+ * Which pages of a slot the guest writes, without migrating anything: a
+ * VMM's estimate of its guest's working set or dirty rate (as QEMU's
+ * calc-dirty-rate), and a tiering's source of writes (memmig_tier_opts.vm).
+ * It uses a live migration's tracking (dirty_method as there; AUTO takes
+ * the rings where the VMM gave them, else KVM_GET_DIRTY_LOG, which
+ * re-protects as it reads; without KVM, userfaultfd write protection or
+ * soft-dirty bits), so it and a live migration of the vm do not run at
+ * once: start() says -EBUSY while one runs, and a migration started while
+ * tracking is on says -EBUSY too.  Stop it around a migration.
+ */
+struct memmig_vm_track;
+
+MEMMIG_EXPORT int memmig_vm_track_new(struct memmig_vm *vm, uint32_t slot,
+				      int dirty_method,
+				      struct memmig_vm_track **out);
+/* Tracking on: what read() gives is written after this call. */
+MEMMIG_EXPORT int memmig_vm_track_start(struct memmig_vm_track *t);
+/*
+ * ORs the slot pages written since the last read (or the start) into
+ * bitmap (bit i: the slot's 4 KiB page i; words of 64 bits, at least
+ * (slot size / 4 KiB + 63) / 64 of them) and sets *pages to how many there
+ * were.  -EINVAL when tracking is off or the bitmap is too short.
+ */
+MEMMIG_EXPORT int memmig_vm_track_read(struct memmig_vm_track *t,
+				       uint64_t *bitmap, size_t words,
+				       uint64_t *pages);
+/* Tracking off, as the slot was before start(); 0 when it was off. */
+MEMMIG_EXPORT int memmig_vm_track_stop(struct memmig_vm_track *t);
+/* The method start() uses (enum memmig_dirty_method). */
+MEMMIG_EXPORT int memmig_vm_track_method(const struct memmig_vm_track *t);
+/* The last reference stops it too. */
+MEMMIG_EXPORT void memmig_vm_track_unref(struct memmig_vm_track *t);
+
 /* ------------------------------------------------------------------ */
 /* Device-memory descriptor tables (docs/desc-tables.md).              */
 

@@ -64,6 +64,7 @@ struct memmig_live {
 	bool switching;			/* the switchover began: no cancel */
 	bool softdirty;			/* holds the process's soft-dirty bits */
 	bool cancel;			/* atomic */
+	bool tracker;			/* a memmig_vm_track's: tracking only */
 	int prim;			/* the full round's primitive */
 
 	uint64_t *lost_map;		/* lost slot pages: never copied again */
@@ -118,6 +119,14 @@ double memmig_live_piece_expected(const struct memmig_live *l, uint64_t lo, uint
 /* Pauses piece by piece, copies each piece's last dirty pages and swaps it
  * in; 0, or the first error (the pieces before it stay switched). */
 int memmig_live_switchover(struct memmig_live *l);
+
+/* A live object that only tracks writes to the whole slot, for a
+ * memmig_vm_track (vm-track.c): no destination, never run. */
+int memmig_live_new_tracker(struct memmig_vm *vm, uint32_t slot, int method,
+			    struct memmig_live **out);
+/* Takes the vm's one live slot (-EBUSY: a migration or tracker holds it),
+ * or gives it back. */
+int memmig_live_claim_vm(struct memmig_live *l, bool on);
 
 /* Dirty tracking (dirty.c). */
 int memmig_dirty_start(struct memmig_live *l);

@@ -166,8 +166,53 @@ static int live_alloc(struct memmig_live *l)
 		l->target_path = strdup(l->opts.target_path);
 	l->opts.target_path = l->target_path;
 	if (!l->dirty || !l->pending || !l->log || !l->rounds || !l->lost_map ||
-	    (l->opts.target_node < 0 && !l->target_path))
+	    (l->opts.target_node < 0 && !l->target_path && !l->tracker))
 		return -ENOMEM;
+	return 0;
+}
+
+int memmig_live_new_tracker(struct memmig_vm *vm, uint32_t slot, int method,
+			    struct memmig_live **out)
+{
+	struct memmig_live *l = calloc(1, sizeof(*l));
+	struct vm_slot *e;
+	bool rings;
+	int rc = 0;
+
+	if (!l)
+		return -ENOMEM;
+	l->refcount = 1;
+	l->vm = memmig_vm_ref(vm);
+	l->dest.fd = l->dest.old_fd = -1;
+	l->uffd = l->pagemap = l->uffd_quit = -1;
+	l->tracker = true;
+	l->opts = (struct memmig_live_opts){ .sz = sizeof(l->opts), .slot = slot,
+					     .target_node = -1, .dirty_method = method };
+	pthread_mutex_lock(&vm->lock);
+	e = memmig_vm_slot_find(vm, slot);
+	if (e)
+		l->slot = e->s;
+	rings = vm->nrings > 0;
+	pthread_mutex_unlock(&vm->lock);
+	if (!e)
+		rc = -ENOENT;
+	l->npages = l->slot.size / MEMMIG_PAGE_SIZE;
+	/*
+	 * KVM without rings: the log that re-protects as it reads.  CLEAR's
+	 * manual protection is one mode for the whole VM, and a tracker that
+	 * runs for hours would hold it against the VMM's own logging.
+	 */
+	if (!rc && method == MEMMIG_DIRTY_AUTO && vm->fd >= 0 && !rings)
+		method = MEMMIG_DIRTY_LOG;
+	if (!rc)
+		rc = l->method = method_resolve(l, method, rings);
+	if (rc >= 0)
+		rc = live_alloc(l);
+	if (rc < 0) {
+		memmig_live_unref(l);
+		return rc;
+	}
+	*out = l;
 	return 0;
 }
 
@@ -513,7 +558,7 @@ const char *memmig_live_report_overrun(const struct memmig_live_report *r, doubl
 	return worst;
 }
 
-static int claim_vm(struct memmig_live *l, bool on)
+int memmig_live_claim_vm(struct memmig_live *l, bool on)
 {
 	struct memmig_vm *vm = l->vm;
 	int rc = 0;
@@ -544,7 +589,7 @@ int memmig_live_run(struct memmig_live *l)
 	l->rep.pause_budget_s = l->opts.pause_budget_ns * 1e-9;
 	rc = l->prepared ? 0 : prepare(l);
 	if (!rc)
-		rc = claim_vm(l, true);
+		rc = memmig_live_claim_vm(l, true);
 	if (rc < 0)
 		goto out;
 	t = memmig_now();
@@ -561,7 +606,7 @@ int memmig_live_run(struct memmig_live *l)
 	if (!rc)
 		memmig_live_dest_persist(l);
 	memmig_dirty_stop(l);
-	claim_vm(l, false);
+	memmig_live_claim_vm(l, false);
 	l->rep.total_s = memmig_now() - t;
 	if (l->rep.total_s > 0)
 		l->rep.gbps = l->rep.bytes / l->rep.total_s / 1e9;
