@@ -31,6 +31,19 @@ static int grow(struct tier_unit **u, size_t *cap, size_t n)
 	return 0;
 }
 
+void tier_unit_carry(struct tier_unit *u, const struct tier_unit *old, size_t nold, size_t *j)
+{
+	while (*j < nold && old[*j].addr < u->addr)
+		(*j)++;
+	if (*j < nold && old[*j].addr == u->addr) {
+		u->hist = old[*j].hist;
+		u->damon_hist = old[*j].damon_hist;
+		u->moved_at = old[*j].moved_at;
+		u->cold_since = old[*j].cold_since;
+		u->last_dir = old[*j].last_dir;
+	}
+}
+
 /* Whether a /proc/PID/maps line is memory tiering is for. */
 static bool tiered(const char *perms, const char *path, uint64_t len)
 {
@@ -112,16 +125,7 @@ int tier_units_read(const struct tier_proc *pr, const struct tier_unit *old, siz
 			u[k].len = (uint32_t)((e < end ? e : end) - a);
 			u[k].node = -1;
 			u[k].vma = vma;
-			/* What was known of this unit stays known. */
-			while (j < nold && old[j].addr < a)
-				j++;
-			if (j < nold && old[j].addr == a) {
-				u[k].hist = old[j].hist;
-				u[k].damon_hist = old[j].damon_hist;
-				u[k].moved_at = old[j].moved_at;
-				u[k].cold_since = old[j].cold_since;
-				u[k].last_dir = old[j].last_dir;
-			}
+			tier_unit_carry(&u[k], old, nold, &j);
 			k++;
 		}
 	}

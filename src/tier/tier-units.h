@@ -17,6 +17,10 @@
  */
 int tier_units_read(const struct tier_proc *pr, const struct tier_unit *old, size_t nold,
 		    struct tier_unit **units, size_t *n);
+/* What old (sorted) knew of the unit at u->addr stays known; *j walks old
+ * and stays where it stopped, so a sorted list of new units carries over
+ * in one pass. */
+void tier_unit_carry(struct tier_unit *u, const struct tier_unit *old, size_t nold, size_t *j);
 /* Asks the node of TIER_SAMPLES pages of each unit (move_pages(2) with
  * no target, between two looks at pr's pin: -ESRCH when the process was
  * reaped around it) and sets node, sampled, on_fast and on_slow.  0 or

@@ -18,6 +18,7 @@
 #include "tier/tier-plan.h"
 #include "tier/tier-softdirty.h"
 #include "tier/tier-units.h"
+#include "tier/tier-vm.h"
 
 /*
  * A batch is one libmemmig move (one move_pages(2) pass and its checks),
@@ -38,6 +39,7 @@ struct tier {
 	size_t nunits;
 	struct tier_softdirty *sd;
 	struct tier_damon *damon;
+	struct tier_vm *vm;		/* a VMM's own guest, or NULL */
 	uint32_t damon_since;		/* the interval it was opened in */
 	struct timespec start;
 	struct tier_stats st;
@@ -81,12 +83,15 @@ int tier_new(struct memmig_ctx *ctx, const struct tier_proc *pr, const struct ti
 		return rc;
 	}
 	t->move_lock = rc;
-	rc = tier_softdirty_open(&t->pr, &t->sd, why, len);
+	/* A guest's writes are its vm's to tell: KVM's own writes fault
+	 * through no page table soft-dirty sees on every host. */
+	rc = pr->vm ? tier_vm_open(pr->vm, pr->vm_slot, &t->vm, why, len) :
+		      tier_softdirty_open(&t->pr, &t->sd, why, len);
 	if (rc) {
 		tier_free(t);
 		return rc;
 	}
-	t->st.sources = TIER_SRC_SOFTDIRTY;
+	t->st.sources = pr->vm ? TIER_SRC_DIRTYLOG : TIER_SRC_SOFTDIRTY;
 	*out = t;
 	return 0;
 }
@@ -143,6 +148,12 @@ static int move_units(struct tier *t, const size_t *idx, size_t n, int node,
 
 	if (!r)
 		return -ENOMEM;
+	/* A guest's units move live, each run under its own pause. */
+	if (t->vm) {
+		free(r);
+		return tier_vm_move(t->vm, t->units, idx, n, node, t->p.pause_ms, bytes, pause,
+				    &t->st.over_budget);
+	}
 	for (size_t i = 0; i < n && !stop;) {
 		struct memmig_report_summary s = { .sz = sizeof(s) };
 		/* Through the pin, the caller's rule asked before each call. */
@@ -290,7 +301,8 @@ static int read_sources(struct tier *t, uint32_t now)
 	/* Nothing is read of a process the caller may no longer move. */
 	rc = tier_proc_check(&t->pr);
 	if (!rc)
-		rc = tier_units_read(&t->pr, t->units, t->nunits, &units, &n);
+		rc = t->vm ? tier_vm_units(t->vm, t->units, t->nunits, &units, &n) :
+			     tier_units_read(&t->pr, t->units, t->nunits, &units, &n);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < n; i++)
@@ -299,7 +311,7 @@ static int read_sources(struct tier *t, uint32_t now)
 	free(t->units);
 	t->units = units;
 	t->nunits = n;
-	rc = tier_softdirty_mark(t->sd, units, n);
+	rc = t->vm ? tier_vm_mark(t->vm, units, n) : tier_softdirty_mark(t->sd, units, n);
 	if (rc < 0)
 		return rc;
 	if (t->damon)
@@ -400,7 +412,7 @@ void tier_get_stats(const struct tier *t, struct tier_stats *out)
 	struct timespec now;
 
 	*out = t->st;
-	out->softdirty_resets = tier_softdirty_vma_resets(t->sd);
+	out->softdirty_resets = t->sd ? tier_softdirty_vma_resets(t->sd) : 0;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	out->elapsed_s = secs(&t->start, &now);
 }
@@ -435,6 +447,7 @@ void tier_free(struct tier *t)
 		return;
 	tier_unlock(t);
 	tier_softdirty_close(t->sd);
+	tier_vm_close(t->vm);
 	tier_damon_close(t->damon);
 	free(t->units);
 	memmig_ctx_unref(t->ctx);

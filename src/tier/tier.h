@@ -112,6 +112,10 @@ struct tier_proc {
 	int procfd;
 	int (*check)(void *opaque);
 	void *opaque;
+	/* A VMM's own guest (tier-vm.h): pid and procfd are this process's,
+	 * the units slot vm_slot's RAM. NULL: the process's mappings. */
+	struct memmig_vm *vm;
+	uint32_t vm_slot;
 };
 
 /* The caller's rule and the pin: 0, check's -errno, or -ESRCH. */
