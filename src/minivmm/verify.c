@@ -53,12 +53,38 @@ static void check_page(const uint8_t *page, uint32_t i, uint32_t pass,
 	c->torn += torn;
 }
 
+static void check_page_hot(const uint8_t *ram, uint32_t i, uint32_t pos,
+			   struct minivmm_check *c)
+{
+	const uint8_t *page = ram + (uint64_t)i * MINIVMM_PAGE;
+	uint32_t v = ((const uint32_t *)(ram + MINIVMM_HOT_TABLE * MINIVMM_PAGE))[i];
+	uint32_t pn = *(const uint32_t *)(page + MINIVMM_PAGENUM_OFFSET);
+	uint32_t prefix = 0, j, x, want;
+	bool lost, torn = false;
+
+	if (i == pos)
+		while (prefix < MINIVMM_LINES && line(page, prefix) == v + 1)
+			prefix++;
+	/* Numbered once its lines were first written. */
+	lost = v ? pn != i : pn != 0 && !(pn == i && prefix == MINIVMM_LINES);
+	for (j = 0; j < MINIVMM_LINES; j++) {
+		x = line(page, j);
+		want = j < prefix ? v + 1 : v;
+		if (x < want)
+			lost = true;
+		if (x > want || (j != 0 && j != prefix && x != line(page, j - 1)))
+			torn = true;
+	}
+	c->lost += lost;
+	c->torn += torn;
+}
+
 int minivmm_verify(struct minivmm *vmm, struct minivmm_check *out)
 {
 	const struct minivmm_state *st;
 	struct minivmm_slot slot;
 	const uint8_t *ram;
-	uint32_t i;
+	uint32_t i, data0, ndata;
 	int rc;
 
 	rc = minivmm_pause(vmm);
@@ -72,15 +98,19 @@ int minivmm_verify(struct minivmm *vmm, struct minivmm_check *out)
 		.pos = st->pos,
 		.guest_errors = st->errors,
 	};
+	minivmm_data_pages(vmm, &data0, &ndata);
 	/* Before pass 1 nothing is written; in a pass pos is a data page. */
-	if (out->pass ? out->pos < 1 || out->pos >= vmm->npages : out->pos) {
+	if (out->pass ? out->pos < data0 || out->pos >= vmm->npages : out->pos) {
 		rc = -EPROTO;
 		goto out;
 	}
-	for (i = 1; i < vmm->npages; i++)
-		check_page(ram + (uint64_t)i * MINIVMM_PAGE, i, out->pass,
-			   out->pos, out);
-	out->pages = vmm->npages - 1;
+	for (i = data0; i < vmm->npages; i++)
+		if (vmm->guest == MINIVMM_GUEST_HOTSET)
+			check_page_hot(ram, i, out->pass ? out->pos : 0, out);
+		else
+			check_page(ram + (uint64_t)i * MINIVMM_PAGE, i, out->pass,
+				   out->pos, out);
+	out->pages = ndata;
 out:
 	minivmm_resume(vmm);
 	return rc;

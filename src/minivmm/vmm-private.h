@@ -20,6 +20,7 @@ enum minivmm_vcpu_state {
 
 struct minivmm {
 	int kind;		/* enum minivmm_vcpu_kind */
+	int guest;		/* enum minivmm_guest */
 	int kvm_fd, vm_fd, vcpu_fd;
 	struct kvm_run *run;
 	size_t run_size;
@@ -103,6 +104,7 @@ struct minivmm {
 /* guest.S, guest-mce.S */
 extern const uint8_t minivmm_guest_start[], minivmm_guest_end[];
 extern const uint8_t minivmm_guest_mce_start[], minivmm_guest_mce_end[];
+extern const uint8_t minivmm_guest_hot_start[], minivmm_guest_hot_end[];
 
 /* mem.c */
 int minivmm_mem_alloc(struct minivmm *vmm, uint64_t size, int backing);

@@ -52,11 +52,21 @@ static void guest_load(struct minivmm *vmm, int guest, bool half_exits)
 	if (guest == MINIVMM_GUEST_MEMCHECK)
 		memcpy(vmm->slot.hva, minivmm_guest_start,
 		       minivmm_guest_end - minivmm_guest_start);
+	else if (guest == MINIVMM_GUEST_HOTSET)
+		memcpy(vmm->slot.hva, minivmm_guest_hot_start,
+		       minivmm_guest_hot_end - minivmm_guest_hot_start);
 	else
 		memcpy(vmm->slot.hva, minivmm_guest_mce_start,
 		       minivmm_guest_mce_end - minivmm_guest_mce_start);
 	st->half_exits = half_exits;
 	st->mce_cr4 = guest == MINIVMM_GUEST_MCE;
+}
+
+/* The guests that write their RAM run in long mode (and have a host-thread
+ * twin); the machine-check guests in 32-bit protected mode. */
+static bool long_mode_guest(int guest)
+{
+	return guest == MINIVMM_GUEST_MEMCHECK || guest == MINIVMM_GUEST_HOTSET;
 }
 
 int minivmm_create(const struct minivmm_opts *opts, struct minivmm **out)
@@ -65,18 +75,19 @@ int minivmm_create(const struct minivmm_opts *opts, struct minivmm **out)
 	int rc;
 
 	if (!opts || !out || opts->mem % MINIVMM_PAGE ||
-	    opts->mem < 2 * MINIVMM_PAGE ||
-	    opts->mem > (opts->guest != MINIVMM_GUEST_MEMCHECK ? MINIVMM_KVM_MCE_MEM_MAX :
+	    opts->mem < (opts->guest == MINIVMM_GUEST_HOTSET ? 3 : 2) * MINIVMM_PAGE ||
+	    opts->mem > (!long_mode_guest(opts->guest) ? MINIVMM_KVM_MCE_MEM_MAX :
 			 MINIVMM_MEM_MAX) ||
 	    (opts->vcpu != MINIVMM_VCPU_KVM && opts->vcpu != MINIVMM_VCPU_THREAD) ||
 	    (opts->vcpu == MINIVMM_VCPU_THREAD && opts->dirty_ring) ||
-	    opts->guest < MINIVMM_GUEST_MEMCHECK || opts->guest > MINIVMM_GUEST_MCE_NOCR4 ||
-	    (opts->vcpu == MINIVMM_VCPU_THREAD && opts->guest != MINIVMM_GUEST_MEMCHECK))
+	    opts->guest < MINIVMM_GUEST_MEMCHECK || opts->guest > MINIVMM_GUEST_HOTSET ||
+	    (opts->vcpu == MINIVMM_VCPU_THREAD && !long_mode_guest(opts->guest)))
 		return -EINVAL;
 	vmm = calloc(1, sizeof(*vmm));
 	if (!vmm)
 		return -ENOMEM;
 	vmm->kind = opts->vcpu;
+	vmm->guest = opts->guest;
 	vmm->kvm_fd = vmm->vm_fd = vmm->vcpu_fd = vmm->slot.fd = vmm->old_fd = -1;
 	vmm->npages = opts->mem / MINIVMM_PAGE;
 	rc = sync_init(vmm);
@@ -101,7 +112,7 @@ int minivmm_create(const struct minivmm_opts *opts, struct minivmm **out)
 			guest_load(vmm, opts->guest, opts->dirty_ring);
 			rc = minivmm_slot_register(vmm);
 		}
-		if (!rc && opts->guest == MINIVMM_GUEST_MEMCHECK)
+		if (!rc && long_mode_guest(opts->guest))
 			rc = minivmm_mem_tables(vmm);
 		if (!rc)
 			rc = minivmm_vcpu_init(vmm, opts->dirty_ring);
@@ -191,4 +202,32 @@ void minivmm_get_stats(struct minivmm *vmm, struct minivmm_stats *out)
 	out->mces = atomic_load(&vmm->mces);
 	out->last_mce = vmm->last_mce;
 	pthread_mutex_unlock(&vmm->lock);
+}
+
+void minivmm_data_pages(const struct minivmm *vmm, uint32_t *data0, uint32_t *ndata)
+{
+	/* guest-hot.S's layout: page 0, its table, then the data. */
+	uint32_t first = vmm->guest != MINIVMM_GUEST_HOTSET ? 1 :
+			 MINIVMM_HOT_TABLE + (uint32_t)(((uint64_t)vmm->npages * 4 +
+							 MINIVMM_PAGE - 1) / MINIVMM_PAGE);
+
+	if (data0)
+		*data0 = first;
+	if (ndata)
+		*ndata = vmm->npages - first;
+}
+
+int minivmm_set_window(struct minivmm *vmm, uint32_t first, uint32_t pages)
+{
+	struct minivmm_state *st;
+
+	if (vmm->guest != MINIVMM_GUEST_HOTSET)
+		return -EINVAL;
+	pthread_mutex_lock(&vmm->lock);
+	st = (struct minivmm_state *)((uint8_t *)vmm->slot.hva + MINIVMM_STATE_OFFSET);
+	/* One store each; the guest reads both at its next pass. */
+	__atomic_store_n(&st->hot_first, first, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->hot_pages, pages, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&vmm->lock);
+	return 0;
 }

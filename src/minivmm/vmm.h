@@ -33,6 +33,10 @@
 #define MINIVMM_STATE_TOUCH	(MINIVMM_STATE_OFFSET + 24)
 #define MINIVMM_STATE_STALL_RESET (MINIVMM_STATE_OFFSET + 28)
 #define MINIVMM_STATE_STALL_MAX	(MINIVMM_STATE_OFFSET + 32)
+#define MINIVMM_STATE_HOT_FIRST	(MINIVMM_STATE_OFFSET + 40)
+#define MINIVMM_STATE_HOT_PAGES	(MINIVMM_STATE_OFFSET + 44)
+/* The hot-set guest's table of writes a page starts at this page. */
+#define MINIVMM_HOT_TABLE	1
 #define MINIVMM_PORT_PASS	0x10	/* out: a pass ended, eax = its number */
 #define MINIVMM_PORT_ERROR	0x11	/* out: a check failed, eax = the page */
 #define MINIVMM_PORT_HALF	0x12	/* out: half a page written (with a ring) */
@@ -63,6 +67,10 @@ struct minivmm_state {
 				 * its RAM zeroes stall_max, and clears it */
 	uint64_t stall_max;	/* its longest time from one page to the
 				 * next, in TSC ticks */
+	uint32_t hot_first;	/* set by the VMM: the hot-set guest's
+				 * window, its first data page (0: the first
+				 * one) and length (0: all) */
+	uint32_t hot_pages;
 };
 
 enum minivmm_backing {
@@ -81,6 +89,9 @@ enum minivmm_guest {
 					 * machine checks and reports them */
 	MINIVMM_GUEST_MCE_NOCR4,	/* the same with CR4.MCE clear: a
 					 * machine check shuts it down */
+	MINIVMM_GUEST_HOTSET,		/* guest-hot.S: rewrites and checks a
+					 * window of its RAM that the VMM
+					 * moves (minivmm_set_window()) */
 };
 
 /* The guest that writes its RAM runs in 64-bit long mode: its RAM is
@@ -261,6 +272,15 @@ void minivmm_stall_reset(struct minivmm *vmm);
  */
 int minivmm_set_slot_memory(struct minivmm *vmm, void *hva, int fd,
 			    uint64_t fd_offset);
+
+/*
+ * The hot-set guest's window: data pages [first, first + pages) (data page
+ * 0 is the first after its table; the window wraps; pages 0: all), from
+ * its next pass.  The data pages' count and the first one's page number
+ * in *ndata and *data0 when not NULL.  -EINVAL for the other guests.
+ */
+int minivmm_set_window(struct minivmm *vmm, uint32_t first, uint32_t pages);
+void minivmm_data_pages(const struct minivmm *vmm, uint32_t *data0, uint32_t *ndata);
 
 /*
  * Pauses the guest, checks every data page against the state block, then
