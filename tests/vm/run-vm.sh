@@ -40,7 +40,7 @@ log=$vmdir/console$tag.log
 initrd=$vmdir/initramfs$tag.cpio.gz
 pmem=$vmdir/pmem0$tag.img
 timeout_s=${VM_TIMEOUT:-1200}
-all_tests="test-topology test-frames test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce guest-demo test-tier guest-tier guest-tier-users guest-tier-perm guest-bench-move"
+all_tests="test-topology test-frames test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce test-minivmm-hot guest-demo test-tier guest-tier guest-tier-kvm guest-tier-vm guest-tier-users guest-tier-perm guest-bench-move"
 # Tests for a newer kernel only (run-vm-new.sh runs them).
 other_tests="guest-damon guest-tier-kernel guest-restart"
 tests=${VM_TESTS:-$all_tests}
@@ -172,6 +172,8 @@ for t in $tests; do
 	guest-hwpoison) prog=tests/vm/guest-hwpoison ;;
 	guest-dax) prog=tests/vm/guest-dax ;;
 	guest-damon) prog=tests/vm/guest-damon ;;
+	guest-tier-kvm | guest-tier-vm) prog=tests/vm/guest-tier-vm ;;
+	test-minivmm-hot) prog=tests/unit/test-minivmm-hot ;;
 	test-live) prog=tests/kvm/test-live ;;
 	test-mce) prog=tests/kvm/test-mce ;;
 	test-move-pid) script=tests/migrate/test-move-pid.sh prog= ;;
@@ -190,7 +192,8 @@ for t in $tests; do
 	if [ -n "$prog" ]; then
 		if elf=$(real_elf "$top_builddir/$prog"); then
 			add_elf "$elf" "/t/$t" || exit 1
-			echo "$t|/t/$t" >>"$list"
+			# The same program tiers the KVM guest and its thread twin.
+			echo "$t|/t/$t$([ "$t" = guest-tier-vm ] && echo ' --thread')" >>"$list"
 		elif [ ! -e "$srcdir/$prog.c" ]; then
 			echo "$t|skip $prog.c does not exist yet" >>"$list"
 		else
