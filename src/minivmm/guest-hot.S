@@ -22,19 +22,7 @@
  * v + 1, r15 the table entry's address, edi P, r8 the TSC at the last
  * page.  rax is scratch.
  */
-#include "minivmm/vmm.h"
-
-.macro	report_error
-	incl	MINIVMM_STATE_ERRORS
-	mov	%ecx, %eax
-	out	%eax, $MINIVMM_PORT_ERROR
-.endm
-
-.macro	tsc
-	rdtsc
-	shl	$32, %rdx
-	or	%rdx, %rax
-.endm
+#include "minivmm/guest-macros.h"
 
 	.section .rodata.minivmm_guest_hot, "a"
 	.globl	minivmm_guest_hot_start, minivmm_guest_hot_end
@@ -73,48 +61,13 @@ minivmm_guest_hot_start:
 	sub	%r11, %rcx
 1:	add	%r10, %rcx
 	mov	%ecx, MINIVMM_STATE_POS
-	/* The stall since the last page; the VMM's reset first. */
-	tsc
-	mov	%rax, %r9
-	sub	%r8, %rax
-	mov	%r9, %r8
-	cmpl	$0, MINIVMM_STATE_STALL_RESET
-	je	5f
-	movl	$0, MINIVMM_STATE_STALL_RESET
-	xor	%eax, %eax
-	mov	%rax, MINIVMM_STATE_STALL_MAX
-5:	cmp	MINIVMM_STATE_STALL_MAX, %rax
-	jbe	6f
-	mov	%rax, MINIVMM_STATE_STALL_MAX
-6:	lea	MINIVMM_HOT_TABLE * MINIVMM_PAGE(,%rcx,4), %r15
+	stall_mark
+	lea	MINIVMM_HOT_TABLE * MINIVMM_PAGE(,%rcx,4), %r15
 	mov	(%r15), %esi
 	lea	1(%rsi), %r9d
-	mov	%rcx, %rdx
-	shl	$12, %rdx
-	lea	MINIVMM_PAGE / 2(%rdx), %rbp
-.Lline:
-	cmp	%esi, (%rdx)
-	je	1f
-	report_error
-1:	mov	%r9d, (%rdx)
-	add	$MINIVMM_LINE, %rdx
-	cmp	%rbp, %rdx
-	jne	.Lline
-	/* Exits each half page for a dirty ring (see guest.S). */
-	cmpl	$0, MINIVMM_STATE_HALF_EXITS
-	je	2f
-	out	%eax, $MINIVMM_PORT_HALF
-2:	add	$MINIVMM_PAGE / 2, %rbp
-	test	$MINIVMM_PAGE - 1, %edx
-	jnz	.Lline
+	write_lines %esi, %r9d
 
-	mov	MINIVMM_PAGENUM_OFFSET - MINIVMM_PAGE(%rdx), %eax
-	cmp	%ecx, %eax
-	je	2f
-	or	%esi, %eax		/* 0 is right before its first write */
-	jz	2f
-	report_error
-2:	mov	%ecx, MINIVMM_PAGENUM_OFFSET - MINIVMM_PAGE(%rdx)
+	write_pagenum
 	mov	%r9d, (%r15)
 	inc	%r14
 	cmp	%r13, %r14

@@ -22,26 +22,12 @@
  * rax and r9 are scratch.  The state block's fields are absolute 32-bit
  * addresses in page 0.
  */
-#include "minivmm/vmm.h"
-
-/* Counts a failed check on page ecx and reports it (clobbers eax). */
-.macro	report_error
-	incl	MINIVMM_STATE_ERRORS
-	mov	%ecx, %eax
-	out	%eax, $MINIVMM_PORT_ERROR
-.endm
+#include "minivmm/guest-macros.h"
 
 	.section .rodata.minivmm_guest, "a"
 	.globl	minivmm_guest_start, minivmm_guest_end
 	.hidden	minivmm_guest_start, minivmm_guest_end
 	.code64
-/* rax = the TSC (clobbers rdx). */
-.macro	tsc
-	rdtsc
-	shl	$32, %rdx
-	or	%rdx, %rax
-.endm
-
 minivmm_guest_start:
 	xor	%esi, %esi
 	tsc
@@ -62,50 +48,10 @@ minivmm_guest_start:
 .Lnext_page:
 	mov	%ecx, MINIVMM_STATE_POS
 .Lpage:
-	/* The stall since the last page; the VMM's reset first. */
-	tsc
-	mov	%rax, %r9
-	sub	%r8, %rax
-	mov	%r9, %r8
-	cmpl	$0, MINIVMM_STATE_STALL_RESET
-	je	5f
-	movl	$0, MINIVMM_STATE_STALL_RESET
-	xor	%eax, %eax
-	mov	%rax, MINIVMM_STATE_STALL_MAX
-5:	cmp	MINIVMM_STATE_STALL_MAX, %rax
-	jbe	6f
-	mov	%rax, MINIVMM_STATE_STALL_MAX
-6:	mov	%rcx, %rdx
-	shl	$12, %rdx
-	lea	MINIVMM_PAGE / 2(%rdx), %rbp
-.Lline:
-	cmp	%esi, (%rdx)
-	je	1f
-	report_error
-1:	mov	%edi, (%rdx)
-	add	$MINIVMM_LINE, %rdx
-	cmp	%rbp, %rdx
-	jne	.Lline
-	/*
-	 * Where KVM emulates the guest, it notes each write in the dirty ring
-	 * and checks for a full ring only between batches of instructions,
-	 * which may overrun the ring's reserve: an exit each half page bounds
-	 * a batch to 34 writes.
-	 */
-	cmpl	$0, MINIVMM_STATE_HALF_EXITS
-	je	4f
-	out	%eax, $MINIVMM_PORT_HALF
-4:	add	$MINIVMM_PAGE / 2, %rbp
-	test	$MINIVMM_PAGE - 1, %edx
-	jnz	.Lline
+	stall_mark
+	write_lines %esi, %edi
 
-	mov	MINIVMM_PAGENUM_OFFSET - MINIVMM_PAGE(%rdx), %eax
-	cmp	%ecx, %eax
-	je	2f
-	or	%esi, %eax		/* 0 is right before pass 1 */
-	jz	2f
-	report_error
-2:	mov	%ecx, MINIVMM_PAGENUM_OFFSET - MINIVMM_PAGE(%rdx)
+	write_pagenum
 	inc	%rcx
 	cmp	%rbx, %rcx
 	jb	.Lnext_page

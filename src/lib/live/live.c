@@ -171,31 +171,70 @@ static int live_alloc(struct memmig_live *l)
 	return 0;
 }
 
-int memmig_live_new_tracker(struct memmig_vm *vm, uint32_t slot, int method,
-			    struct memmig_live **out)
+/* A live object on opts' slot (its opts copied, rings: whether the VMM
+ * gave dirty rings), or -errno: -ENOENT no such slot. */
+static int live_create(struct memmig_vm *vm, const struct memmig_live_opts *opts, bool tracker,
+		       struct memmig_live **out, bool *rings)
 {
 	struct memmig_live *l = calloc(1, sizeof(*l));
 	struct vm_slot *e;
-	bool rings;
-	int rc = 0;
+	int rc;
 
+	*out = l;
 	if (!l)
 		return -ENOMEM;
 	l->refcount = 1;
 	l->vm = memmig_vm_ref(vm);
 	l->dest.fd = l->dest.old_fd = -1;
 	l->uffd = l->pagemap = l->uffd_quit = -1;
-	l->tracker = true;
-	l->opts = (struct memmig_live_opts){ .sz = sizeof(l->opts), .slot = slot,
-					     .target_node = -1, .dirty_method = method };
+	l->tracker = tracker;
+	l->opts.target_node = -1;
+	rc = memmig_struct_in(&l->opts, sizeof(l->opts), opts);
 	pthread_mutex_lock(&vm->lock);
-	e = memmig_vm_slot_find(vm, slot);
+	e = rc ? NULL : memmig_vm_slot_find(vm, l->opts.slot);
 	if (e)
 		l->slot = e->s;
-	rings = vm->nrings > 0;
+	*rings = vm->nrings > 0;
 	pthread_mutex_unlock(&vm->lock);
-	if (!e)
+	if (!rc && !e)
 		rc = -ENOENT;
+	return rc;
+}
+
+int memmig_live_new(struct memmig_vm *vm, const struct memmig_live_opts *opts,
+		    struct memmig_live **out)
+{
+	struct memmig_live *l;
+	bool rings;
+	int rc;
+
+	if (!vm || !opts || !out)
+		return -EINVAL;
+	rc = live_create(vm, opts, false, &l, &rings);
+	if (!l)
+		return rc;
+	if (!rc)
+		rc = opts_check(l, rings);
+	if (!rc)
+		rc = live_alloc(l);
+	if (rc < 0) {
+		memmig_live_unref(l);
+		return rc;
+	}
+	*out = l;
+	return 0;
+}
+
+int memmig_live_new_tracker(struct memmig_vm *vm, uint32_t slot, int method,
+			    struct memmig_live **out)
+{
+	const struct memmig_live_opts o = { .sz = sizeof(o), .slot = slot, .target_node = -1 };
+	struct memmig_live *l;
+	bool rings;
+	int rc = live_create(vm, &o, true, &l, &rings);
+
+	if (!l)
+		return rc;
 	l->npages = l->slot.size / MEMMIG_PAGE_SIZE;
 	/*
 	 * KVM without rings: the log that re-protects as it reads.  CLEAR's
@@ -207,45 +246,6 @@ int memmig_live_new_tracker(struct memmig_vm *vm, uint32_t slot, int method,
 	if (!rc)
 		rc = l->method = method_resolve(l, method, rings);
 	if (rc >= 0)
-		rc = live_alloc(l);
-	if (rc < 0) {
-		memmig_live_unref(l);
-		return rc;
-	}
-	*out = l;
-	return 0;
-}
-
-int memmig_live_new(struct memmig_vm *vm, const struct memmig_live_opts *opts,
-		    struct memmig_live **out)
-{
-	struct memmig_live *l;
-	struct vm_slot *e;
-	bool rings;
-	int rc;
-
-	if (!vm || !opts || !out)
-		return -EINVAL;
-	l = calloc(1, sizeof(*l));
-	if (!l)
-		return -ENOMEM;
-	l->refcount = 1;
-	l->vm = memmig_vm_ref(vm);
-	l->dest.fd = l->dest.old_fd = -1;
-	l->uffd = l->pagemap = l->uffd_quit = -1;
-	l->opts.target_node = -1;
-	rc = memmig_struct_in(&l->opts, sizeof(l->opts), opts);
-	pthread_mutex_lock(&vm->lock);
-	e = rc ? NULL : memmig_vm_slot_find(vm, l->opts.slot);
-	if (e)
-		l->slot = e->s;
-	rings = vm->nrings > 0;
-	pthread_mutex_unlock(&vm->lock);
-	if (!rc && !e)
-		rc = -ENOENT;
-	if (!rc)
-		rc = opts_check(l, rings);
-	if (!rc)
 		rc = live_alloc(l);
 	if (rc < 0) {
 		memmig_live_unref(l);
