@@ -25,10 +25,10 @@
 #include <unistd.h>
 
 #include "cunit-main.h"
-#include "tier/tier-damon.h"
-#include "tier/tier-plan.h"
-#include "tier/tier-softdirty.h"
-#include "tier/tier-units.h"
+#include "lib/tier/tier-damon.h"
+#include "lib/tier/tier-plan.h"
+#include "lib/tier/tier-softdirty.h"
+#include "lib/tier/tier-units.h"
 
 #define MB (1ULL << 20)
 

@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "tier/tier-softdirty.h"
+#include "lib/tier/tier-softdirty.h"
 
 #define PM_SOFT_DIRTY	(1ULL << 55)	/* Documentation/admin-guide/mm/soft-dirty.rst */
 #define PM_PRESENT	(1ULL << 63)

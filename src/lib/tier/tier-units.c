@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tier/tier-units.h"
+#include "lib/tier/tier-units.h"
 
 static int grow(struct tier_unit **u, size_t *cap, size_t n)
 {
