@@ -444,7 +444,10 @@ struct memmig_node_info {
 	unsigned int ncpus;
 	uint64_t mem_total;	/* bytes */
 	uint64_t mem_free;	/* bytes, when the snapshot was taken */
-	int tier;		/* kernel memory tier (memory_tierN), -1 if none */
+	int tier;		/* the kernel's memory tier of the node
+				 * (memory_tierN: what its own tiering
+				 * demotes along), -1 if none; not a
+				 * tiering of memmig's (memmig_tier_new) */
 	int nearest_cpu_node;	/* this node if it has CPUs, else the nearest
 				 * node with CPUs by distance, -1 if none */
 	unsigned int flags;	/* MEMMIG_NODE_F_* */
@@ -1059,7 +1062,7 @@ struct memmig_live_opts {
 					 * 0: to the slot's end.  fd-backed
 					 * slots move whole. */
 	int target_node;		/* -1 for target_path */
-	const char *target_path;	/* file tier: a directory (an unnamed
+	const char *target_path;	/* file target: a directory (an unnamed
 					 * file is made in it) or a file */
 	uint64_t pause_budget_ns;	/* 0: 5 ms */
 	unsigned int max_rounds;	/* pre-copy rounds after the first
