@@ -34,14 +34,12 @@
 
 static struct tier_policy policy(void)
 {
-	struct tier_policy p;
-
-	tier_policy_defaults(&p);
-	p.fast[0] = 0;
-	p.nfast = 1;
-	p.slow[0] = 2;
-	p.nslow = 1;
-	return p;
+	/* memmigd's defaults, nodes 0 fast and 2 slow. */
+	return (struct tier_policy){
+		.fast = { 0 }, .nfast = 1, .slow = { 2 }, .nslow = 1, .slow_share = 70,
+		.interval_ms = 2000, .cold_intervals = 2, .min_stay = 2,
+		.pause_ms = TIER_PAUSE_DEFAULT_MS,
+	};
 }
 
 static void test_policy_check(void)

@@ -55,7 +55,7 @@ static int policy_from(struct memmig_ctx *ctx, const struct memmig_tier_opts *op
 	*o = (struct memmig_tier_opts){ .sz = sizeof(*o) };
 	if (!opts || memmig_struct_in(o, sizeof(*o), opts) < 0)
 		return -EINVAL;
-	tier_policy_defaults(p);
+	memset(p, 0, sizeof(*p));
 	if (o->nfast > TIER_MAX_NODES || o->nslow > TIER_MAX_NODES ||
 	    (o->nfast && !o->fast_nodes) || (o->nslow && !o->slow_nodes))
 		return refuse(ctx, o, -EINVAL, "at most 64 fast and 64 slow nodes, and where they are");
@@ -70,12 +70,10 @@ static int policy_from(struct memmig_ctx *ctx, const struct memmig_tier_opts *op
 	p->fast_free = o->fast_free;
 	p->rate = o->rate;
 	p->min_stay = o->min_stay;
-	if (o->interval_ms)
-		p->interval_ms = o->interval_ms;
-	if (o->cold_intervals)
-		p->cold_intervals = o->cold_intervals;
-	if (o->pause_ms)
-		p->pause_ms = o->pause_ms;
+	/* 0: the default (what an older, smaller struct leaves out). */
+	p->interval_ms = o->interval_ms ? o->interval_ms : MEMMIG_TIER_INTERVAL_DEFAULT_MS;
+	p->cold_intervals = o->cold_intervals ? o->cold_intervals : MEMMIG_TIER_COLD_DEFAULT;
+	p->pause_ms = o->pause_ms ? o->pause_ms : MEMMIG_TIER_PAUSE_DEFAULT_MS;
 	if (tier_policy_check(p, msg, sizeof(msg)))
 		return refuse(ctx, o, -EINVAL, msg);
 	return 0;

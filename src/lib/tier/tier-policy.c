@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A tiering policy: its defaults, its checks, and what a unit's samples say. */
+/* A tiering policy: its checks, and what a unit's samples say. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,18 +7,6 @@
 
 #include "memmig.h"
 #include "lib/tier/tier.h"
-
-void tier_policy_defaults(struct tier_policy *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->slow_share = MEMMIG_TIER_SLOW_SHARE_DEFAULT;
-	p->interval_ms = MEMMIG_TIER_INTERVAL_DEFAULT_MS;
-	p->cold_intervals = MEMMIG_TIER_COLD_DEFAULT;
-	/* A unit promoted stays two intervals: a writer pausing for one
-	 * interval does not send it back and forth. */
-	p->min_stay = MEMMIG_TIER_STAY_DEFAULT;
-	p->pause_ms = TIER_PAUSE_DEFAULT_MS;
-}
 
 static bool in_set(const int *set, unsigned int n, int node)
 {

@@ -76,8 +76,6 @@ struct tier_policy {
 #define TIER_INTERVAL_MAX_MS	3600000
 #define TIER_PAUSE_DEFAULT_MS	50
 
-/* Defaults: 70 % slow, 2 s, 2 cold intervals, stay 2, no rate limit. */
-void tier_policy_defaults(struct tier_policy *p);
 /* 0 or -EINVAL with a sentence in err: empty or overlapping node sets,
  * both or neither of slow_share and fast_free, values out of range. */
 int tier_policy_check(const struct tier_policy *p, char *err, size_t len);
