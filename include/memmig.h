@@ -444,7 +444,10 @@ struct memmig_node_info {
 	unsigned int ncpus;
 	uint64_t mem_total;	/* bytes */
 	uint64_t mem_free;	/* bytes, when the snapshot was taken */
-	int tier;		/* kernel memory tier (memory_tierN), -1 if none */
+	int tier;		/* the kernel's memory tier of the node
+				 * (memory_tierN: what its own tiering
+				 * demotes along), -1 if none; not a
+				 * tiering of memmig's (memmig_tier_new) */
 	int nearest_cpu_node;	/* this node if it has CPUs, else the nearest
 				 * node with CPUs by distance, -1 if none */
 	unsigned int flags;	/* MEMMIG_NODE_F_* */
@@ -1059,7 +1062,7 @@ struct memmig_live_opts {
 					 * 0: to the slot's end.  fd-backed
 					 * slots move whole. */
 	int target_node;		/* -1 for target_path */
-	const char *target_path;	/* file tier: a directory (an unnamed
+	const char *target_path;	/* file target: a directory (an unnamed
 					 * file is made in it) or a file */
 	uint64_t pause_budget_ns;	/* 0: 5 ms */
 	unsigned int max_rounds;	/* pre-copy rounds after the first
@@ -1242,6 +1245,194 @@ MEMMIG_EXPORT int memmig_vm_track_stop(struct memmig_vm_track *t);
 MEMMIG_EXPORT int memmig_vm_track_method(const struct memmig_vm_track *t);
 /* The last reference stops it too. */
 MEMMIG_EXPORT void memmig_vm_track_unref(struct memmig_vm_track *t);
+
+/* ------------------------------------------------------------------ */
+/* Tiering: a process's (or a VMM's own guest's) hot memory on fast     */
+/* nodes, its cold memory on slow ones, without being asked             */
+/* (docs/tiering.md, memmig_tier_new(3)).                               */
+
+/*
+ * One tiering per process.  Each memmig_tier_step() -- one interval, on the
+ * caller's thread and clock -- reads its hotness sources, ages what it
+ * knows, plans promotions and demotions in 2 MiB units within the options'
+ * share and rate, and moves them.  A process is moved with the kernel
+ * strategy (move_pages(2)); a VMM's guest (opts.vm) through the live path,
+ * one unit at a time, each with its own short pause.  memmigd's tiering is
+ * one user of this object.
+ */
+struct memmig_tier;
+
+#define MEMMIG_TIER_UNIT		(2ULL << 20)	/* bytes */
+#define MEMMIG_TIER_MAX_NODES		64	/* in each of fast and slow */
+#define MEMMIG_TIER_INTERVAL_MIN_MS	100
+#define MEMMIG_TIER_INTERVAL_MAX_MS	3600000
+#define MEMMIG_TIER_COLD_MAX		8	/* intervals of history kept */
+#define MEMMIG_TIER_STAY_MAX		1000
+#define MEMMIG_TIER_PAUSE_MAX_MS	10000
+/* The defaults (0 in memmig_tier_opts' interval_ms, cold_intervals and
+ * pause_ms), and memmigd's for what has none. */
+#define MEMMIG_TIER_INTERVAL_DEFAULT_MS	2000
+#define MEMMIG_TIER_COLD_DEFAULT	2
+#define MEMMIG_TIER_PAUSE_DEFAULT_MS	50
+#define MEMMIG_TIER_STAY_DEFAULT	2	/* memmigd's min_stay */
+#define MEMMIG_TIER_SLOW_SHARE_DEFAULT	70	/* memmigd's slow_share */
+#define MEMMIG_TIER_HISTORY		64	/* intervals kept (get_sample) */
+
+/* Where a unit's "touched" came from (memmig_tier_stats.sources). */
+enum memmig_tier_source {
+	MEMMIG_TIER_SRC_SOFTDIRTY = 1 << 0,	/* writes: the kernel's soft-dirty bits */
+	MEMMIG_TIER_SRC_DAMON = 1 << 1,		/* reads and writes: DAMON (vaddr) */
+	MEMMIG_TIER_SRC_DIRTYLOG = 1 << 2,	/* writes: the vm's KVM dirty log or ring */
+};
+
+struct memmig_tier_opts {
+	size_t sz;
+	/* What is tiered: a process (pid > 0, or 0 for this one), or, with
+	 * vm, the guest RAM of the VMM's own registered anonymous slots. */
+	int pid;
+	int procfd;			/* 0 or the caller's pin, as in
+					 * memmig_move_opts; duplicated */
+	struct memmig_vm *vm;		/* NULL: a process (others: not yet,
+					 * -EOPNOTSUPP) */
+	const int *fast_nodes;		/* copied */
+	unsigned int nfast;		/* 1..MEMMIG_TIER_MAX_NODES */
+	const int *slow_nodes;		/* none of them fast */
+	unsigned int nslow;
+	unsigned int slow_share;	/* % wanted on slow; 0: fast_free */
+	uint64_t fast_free;		/* bytes kept free on fast; 0: slow_share
+					 * (one of the two, not both) */
+	unsigned int interval_ms;	/* 0: MEMMIG_TIER_INTERVAL_DEFAULT_MS */
+	uint64_t rate;			/* bytes moved a second; 0: no limit */
+	unsigned int cold_intervals;	/* untouched this long before a
+					 * demotion, up to MEMMIG_TIER_COLD_MAX;
+					 * 0: MEMMIG_TIER_COLD_DEFAULT */
+	unsigned int min_stay;		/* intervals a moved unit stays (0: it
+					 * may move back at the next one), up to
+					 * MEMMIG_TIER_STAY_MAX */
+	unsigned int pause_ms;		/* a unit's pause budget; 0:
+					 * MEMMIG_TIER_PAUSE_DEFAULT_MS */
+	unsigned int flags;		/* enum memmig_migrate_flags of the moves */
+	int (*check)(void *check_opaque);	/* as in memmig_move_opts, asked
+						 * before each interval's reads
+						 * and each batch of moves */
+	void *check_opaque;
+	/* NULL, or where a refusal's sentence goes (memmigd relays it to its
+	 * client), besides the context's log. */
+	char *why;
+	size_t why_len;
+};
+
+struct memmig_tier_stats {
+	size_t sz;
+	uint32_t intervals;
+	unsigned int sources;		/* enum memmig_tier_source bits in use */
+	uint32_t units, hot_units;
+	uint64_t bytes_resident, bytes_fast, bytes_slow;	/* sampled */
+	uint64_t hot_bytes, hot_fast;	/* the hot units', of them on fast */
+	uint64_t promotions, demotions;	/* units, since the start */
+	uint64_t promoted_bytes, demoted_bytes;
+	/* Of the promoted units, those each source saw touched. */
+	uint64_t promoted_softdirty, promoted_damon, promoted_dirtylog;
+	uint64_t bounces;		/* moves back within min_stay + cold_intervals */
+	double bounce_pct;		/* bounces over moves (promotions and
+					 * demotions), % */
+	/*
+	 * The longest time, over the run, from a change of the hot set to
+	 * 90 % of the new hot set's bytes on fast; -1: none yet.  A change:
+	 * the hot units differ from the last interval's in more than a
+	 * quarter of the larger set (a first hot set counts).  Both are seen
+	 * at an interval's start, so it is a multiple of the interval, from
+	 * the interval that saw the change.
+	 */
+	double react_s;
+	uint64_t held, deferred;	/* kept by hysteresis, by the rate */
+	uint64_t softdirty_resets;	/* mappings read as all written (new,
+					 * merged): their marks ignored */
+	uint64_t pages_failed;		/* did not move */
+	double cpu_s;			/* the process's CPU time during the
+					 * intervals, the moves' workers included */
+	double cpu_pct_per_gib;		/* cpu_s over elapsed_s, % of one CPU,
+					 * per GiB of bytes_resident; 0: none */
+	double pause_max_s;		/* longest pause of a unit */
+	double batch_max_s;		/* longest batch of moves */
+	uint64_t over_budget;		/* units whose pause passed pause_ms */
+	double elapsed_s;
+	int last_error;			/* 0 or -errno of the last interval */
+	char why[160];			/* a source not used (DAMON) and why, or "" */
+};
+
+/*
+ * Checks opts (-EINVAL, a sentence in opts->why and the context's log):
+ * what memmig_tier_new() and memmig_tier_set_opts() check first, for a
+ * policy given before its process runs (memmigd: a domain's).
+ */
+MEMMIG_EXPORT int memmig_tier_check_opts(struct memmig_ctx *ctx,
+					 const struct memmig_tier_opts *opts);
+/*
+ * Checks opts, pins the process (-ESRCH) and takes its move lock (-EBUSY:
+ * another move runs), opens the sources (-ENOENT: no soft-dirty bits on
+ * this kernel).  The nodes are asked at each step (a node may go away).
+ * Nothing moves before the first step.
+ */
+MEMMIG_EXPORT int memmig_tier_new(struct memmig_ctx *ctx,
+				  const struct memmig_tier_opts *opts,
+				  struct memmig_tier **out);
+MEMMIG_EXPORT struct memmig_tier *memmig_tier_ref(struct memmig_tier *t);
+/* The last reference stops the tiering: nothing is moved back. */
+MEMMIG_EXPORT void memmig_tier_unref(struct memmig_tier *t);
+/*
+ * One interval.  0; -ESRCH (the process is gone), the check's -errno or
+ * -ECANCELED (stopped): stop; another -errno: this interval failed, the
+ * next may not: -ENOENT, a node of the options without memory (said in
+ * the context's log), nothing moved.
+ */
+MEMMIG_EXPORT int memmig_tier_step(struct memmig_tier *t);
+/*
+ * From any thread: no interval runs any more (steps are -ECANCELED) and
+ * the process's move lock is let go, so that another move may start at
+ * once; the stats stay readable.  A holder that frees the tiering later
+ * (its DAMON close may wait for an aggregation) stops it first.
+ */
+MEMMIG_EXPORT void memmig_tier_stop(struct memmig_tier *t);
+/* New options from the next interval on (the same pid, procfd and vm);
+ * history is kept.  0 or -EINVAL. */
+MEMMIG_EXPORT int memmig_tier_set_opts(struct memmig_tier *t,
+				       const struct memmig_tier_opts *opts);
+MEMMIG_EXPORT int memmig_tier_get_stats(const struct memmig_tier *t,
+					struct memmig_tier_stats *out);
+
+/* One interval, as a report shows it over time. */
+struct memmig_tier_sample {
+	size_t sz;
+	uint32_t interval;
+	double t_s;			/* since the tiering began */
+	uint64_t bytes_fast, bytes_slow;	/* at the interval's start */
+	uint64_t hot_bytes, hot_fast;
+	uint64_t promoted, demoted;	/* bytes the interval moved */
+	double pause_s;			/* its longest pause of a unit */
+};
+/* The last intervals kept (up to MEMMIG_TIER_HISTORY): idx 0 the oldest.
+ * -ENOENT past the end. */
+MEMMIG_EXPORT int memmig_tier_get_sample(const struct memmig_tier *t,
+					 unsigned int idx,
+					 struct memmig_tier_sample *out);
+
+/*
+ * DAMON, where a tiering uses it, runs in one kdamond of libmemmig's for
+ * every tiering of the program.  A program killed with it on leaves it
+ * on; one that keeps a record of it (memmigd: its state file) hears of it
+ * through fn -- (index, the kdamond thread's pid) when it starts, (-1, 0)
+ * when it is given back; called with the DAMON lock held -- and stops the
+ * one left on with memmig_tier_damon_reclaim() before it tiers: only that
+ * kdamond index while it still runs as thread kpid.  0 stopped; -ESRCH
+ * not that one any more (left alone); -errno from DAMON's files.  why:
+ * what was done, in words, either way.
+ */
+typedef void (*memmig_tier_damon_owner_fn)(int index, int kpid, void *opaque);
+MEMMIG_EXPORT void memmig_tier_damon_set_owner(memmig_tier_damon_owner_fn fn,
+					       void *opaque);
+MEMMIG_EXPORT int memmig_tier_damon_reclaim(int index, int kpid, char *why,
+					    size_t len);
 
 /* ------------------------------------------------------------------ */
 /* Device-memory descriptor tables (docs/desc-tables.md).              */

@@ -13,7 +13,6 @@
 #include "util/size.h"
 #include "cli/client.h"
 #include "proto/proto.h"
-#include "tier/tier.h"
 
 static void tier_usage(FILE *f)
 {
@@ -40,7 +39,7 @@ static void tier_usage(FILE *f)
 		   "  --stay N           intervals a moved unit stays put (default 2)\n"
 		   "  --pause MS         budget of one batch of moves (default %d)\n"
 		   "  --show ID          one tiering, with its last intervals\n",
-		TIER_PAUSE_DEFAULT_MS);
+		MEMMIG_TIER_PAUSE_DEFAULT_MS);
 }
 
 enum tier_action { T_LIST, T_SET, T_OFF, T_SHOW };
@@ -63,13 +62,13 @@ static int parse_time(const char *arg, unsigned int *ms)
 		v /= 1000;
 	else if (*end && strcmp(end, "s"))
 		goto bad;
-	if (v * 1000 < TIER_INTERVAL_MIN_MS || v * 1000 > TIER_INTERVAL_MAX_MS)
+	if (v * 1000 < MEMMIG_TIER_INTERVAL_MIN_MS || v * 1000 > MEMMIG_TIER_INTERVAL_MAX_MS)
 		goto bad;
 	*ms = (unsigned int)(v * 1000 + 0.5);
 	return 0;
 bad:
 	cli_opt_error("--interval", "\"%s\": a time from %d ms to %d s, like 500ms or 2s\n", arg,
-		      TIER_INTERVAL_MIN_MS, TIER_INTERVAL_MAX_MS / 1000);
+		      MEMMIG_TIER_INTERVAL_MIN_MS, MEMMIG_TIER_INTERVAL_MAX_MS / 1000);
 	return -1;
 }
 
@@ -137,7 +136,7 @@ static int parse_opt(struct tier_args *a, int c, const char *arg)
 		return 0;
 	case 'c':
 		t->given |= PROTO_TIER_COLD;
-		if (cli_parse_int("--cold", arg, 1, TIER_HIST_BITS, &v))
+		if (cli_parse_int("--cold", arg, 1, MEMMIG_TIER_COLD_MAX, &v))
 			return -1;
 		t->cold_intervals = (unsigned int)v;
 		return 0;
@@ -361,15 +360,23 @@ static void print_one(struct json_object *t)
 	       util_size_human((uint64_t)cli_json_int(t, "bytes_fast", 0), a, sizeof(a)),
 	       util_size_human((uint64_t)cli_json_int(t, "bytes_slow", 0), b, sizeof(b)),
 	       cli_json_double(t, "slow_pct", 0), cli_json_double(t, "hot_fast_pct", 0));
-	printf("moved:      %lld promotions (%s), %lld demotions (%s), %lld bounces\n",
+	printf("moved:      %lld promotions (%s), %lld demotions (%s), %lld bounces (%.1f%%)\n",
 	       (long long)cli_json_int(t, "promotions", 0),
 	       util_size_human((uint64_t)cli_json_int(t, "promoted_bytes", 0), a, sizeof(a)),
 	       (long long)cli_json_int(t, "demotions", 0),
 	       util_size_human((uint64_t)cli_json_int(t, "demoted_bytes", 0), b, sizeof(b)),
-	       (long long)cli_json_int(t, "bounces", 0));
-	printf("cost:       %.3f s CPU over %.1f s, longest batch %.1f ms\n",
-	       cli_json_double(t, "cpu_s", 0), cli_json_double(t, "elapsed_s", 0),
+	       (long long)cli_json_int(t, "bounces", 0), cli_json_double(t, "bounce_pct", 0));
+	/* react_s is null until a change of the hot set was seen. */
+	if (json_object_object_get_ex(t, "react_s", &h) && h)
+		printf("reaction:   %.1f s at most from a change of the hot set to 90 %% of it "
+		       "on fast\n", json_object_get_double(h));
+	else
+		printf("reaction:   no change of the hot set seen yet\n");
+	printf("cost:       %.3f s CPU over %.1f s (%.2f %% of a CPU per GiB), longest batch "
+	       "%.1f ms\n", cli_json_double(t, "cpu_s", 0), cli_json_double(t, "elapsed_s", 0),
+	       cli_json_double(t, "cpu_pct_per_gib", 0),
 	       cli_json_double(t, "pause_max_s", 0) * 1e3);
+	h = NULL;
 	if (!json_object_object_get_ex(t, "history", &h) || !json_object_array_length(h))
 		return;
 	printf("%8s %8s %10s %10s %10s %10s %9s\n", "interval", "t s", "on fast", "on slow",

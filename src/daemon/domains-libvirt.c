@@ -25,7 +25,7 @@
 
 #include "daemon/domains-private.h"
 #include "proto/proto.h"
-#include "tier/tier.h"
+#include "daemon/tier-policy.h"
 
 #define RETRY_MIN_S		1
 #define RETRY_MAX_S		30
@@ -339,7 +339,7 @@ static void apply_tier(struct domains_libvirt *lv, virDomainPtr dom, bool remove
 	const char *name = virDomainGetName(dom);
 	char msg[512] = "", xml[768], ebuf[32], *elem;
 	unsigned long long id = 0;
-	struct tier_policy p;
+	struct tiers_policy p;
 	bool set = true;
 	int ret;
 

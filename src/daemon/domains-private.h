@@ -44,7 +44,7 @@ int domains_forget(struct domains *d, const char *name);
 int domains_request_move(struct domains *d, const char *name, int to_node);
 /* Asks the daemon to tier the domain under p (the tier element), or to
  * end its tiering (p NULL): 0 with the tiering's *id, or -errno with msg. */
-int domains_request_tier(struct domains *d, const char *name, const struct tier_policy *p,
+int domains_request_tier(struct domains *d, const char *name, const struct tiers_policy *p,
 			 unsigned long long *id, char *msg, size_t len);
 
 /* ---- the rebalance around a domain's move (rebalance.c) ---- */
@@ -121,10 +121,10 @@ int domains_status_format(char *buf, size_t len, int node, int result,
 /*
  * <tier fast="0" slow="2" .../> (docs/libvirt.md: slow-share or
  * fast-free, interval-ms, rate, cold, stay, pause-ms), read over
- * tier_policy_defaults() and checked by tier_policy_check(): 0 with *p,
+ * tiers_policy_defaults() and checked by tiers_policy_check(): 0 with *p,
  * or -EINVAL with a sentence in err.
  */
-int domains_tier_parse(const char *xml, struct tier_policy *p, char *err, size_t len);
+int domains_tier_parse(const char *xml, struct tiers_policy *p, char *err, size_t len);
 /* <tier-status action="set" result="OK" tier="ID" time="..."/>, or with
  * message="..." (escaped, cut) instead of tier when result is an error;
  * 0 or -ENOSPC. */

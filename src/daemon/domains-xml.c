@@ -15,7 +15,7 @@
 
 #include "daemon/domains-private.h"
 #include "proto/proto.h"
-#include "tier/tier.h"
+#include "daemon/tier-policy.h"
 #include "util/cpuset.h"
 
 static const char *skip_ws(const char *p)
@@ -206,16 +206,16 @@ static const struct {
 	[TA_SLOW] = { "slow", 0, 0, "nodes like 2,3 (at most 64, each up to 1023)" },
 	[TA_SHARE] = { "slow-share", 1, 100, "a percentage from 1 to 100" },
 	[TA_FREE] = { "fast-free", 1, UINT64_MAX, "bytes, a decimal from 1" },
-	[TA_INTERVAL] = { "interval-ms", TIER_INTERVAL_MIN_MS, TIER_INTERVAL_MAX_MS,
+	[TA_INTERVAL] = { "interval-ms", MEMMIG_TIER_INTERVAL_MIN_MS, MEMMIG_TIER_INTERVAL_MAX_MS,
 			  "milliseconds from 100 to 3600000" },
 	[TA_RATE] = { "rate", 0, UINT64_MAX, "bytes per second (0: no limit)" },
-	[TA_COLD] = { "cold", 1, TIER_HIST_BITS, "intervals from 1 to 8" },
+	[TA_COLD] = { "cold", 1, MEMMIG_TIER_COLD_MAX, "intervals from 1 to 8" },
 	[TA_STAY] = { "stay", 0, 1000, "intervals from 0 to 1000" },
 	[TA_PAUSE] = { "pause-ms", 1, 10000, "milliseconds from 1 to 10000" },
 };
 
 struct tier_parse {
-	struct tier_policy *p;
+	struct tiers_policy *p;
 	unsigned int given;	/* 1 << enum tier_attr */
 };
 
@@ -225,7 +225,7 @@ static bool is_digit(char c)
 }
 
 /* "0-1,3": the kernel's list syntax, nodes 0..PROTO_MAX_NODE, at most
- * TIER_MAX_NODES of them; no empty item, no leading zero. */
+ * MEMMIG_TIER_MAX_NODES of them; no empty item, no leading zero. */
 static int parse_nodes(const char *v, const char *end, int *out, unsigned int *n)
 {
 	char list[UTIL_NODELIST_MAX];
@@ -248,7 +248,7 @@ static int parse_nodes(const char *v, const char *end, int *out, unsigned int *n
 	for (int node = 0; node <= PROTO_MAX_NODE; node++) {
 		if (!util_nodemap_has(&m, node))
 			continue;
-		if (*n == TIER_MAX_NODES)
+		if (*n == MEMMIG_TIER_MAX_NODES)
 			return -EINVAL;
 		out[(*n)++] = node;
 	}
@@ -259,7 +259,7 @@ static int tier_attr(void *opaque, const char *a, const char *a_end,
 		     const char *v, const char *v_end, char *err, size_t len)
 {
 	struct tier_parse *tp = opaque;
-	struct tier_policy *p = tp->p;
+	struct tiers_policy *p = tp->p;
 	unsigned int i;
 	uint64_t x = 0;
 	int rc;
@@ -292,13 +292,13 @@ static int tier_attr(void *opaque, const char *a, const char *a_end,
 	return (int)i;
 }
 
-int domains_tier_parse(const char *xml, struct tier_policy *out, char *err, size_t len)
+int domains_tier_parse(const char *xml, struct tiers_policy *out, char *err, size_t len)
 {
-	struct tier_policy p;
+	struct tiers_policy p;
 	struct tier_parse tp = { .p = &p };
 	int rc;
 
-	tier_policy_defaults(&p);
+	tiers_policy_defaults(&p);
 	rc = element_parse(xml, "tier", tier_attr, &tp, err, len);
 	if (rc)
 		return rc;
@@ -308,7 +308,7 @@ int domains_tier_parse(const char *xml, struct tier_policy *out, char *err, size
 		return BAD("give slow-share or fast-free, not both");
 	if (tp.given & 1U << TA_FREE)
 		p.slow_share = 0;	/* the watermark instead of the default share */
-	rc = tier_policy_check(&p, err, len);
+	rc = tiers_policy_check(&p, err, len);
 	if (!rc)
 		*out = p;
 	return rc;

@@ -248,7 +248,7 @@ int domains_request_move(struct domains *d, const char *name, int to_node)
 	return d->move ? d->move(d->opaque, name, pid, to_node) : -EOPNOTSUPP;
 }
 
-int domains_request_tier(struct domains *d, const char *name, const struct tier_policy *p,
+int domains_request_tier(struct domains *d, const char *name, const struct tiers_policy *p,
 			 unsigned long long *id, char *msg, size_t len)
 {
 	int pid, ret;

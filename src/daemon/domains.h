@@ -28,7 +28,7 @@
 
 struct domains;
 struct state;
-struct tier_policy;
+struct tiers_policy;
 
 /*
  * Asks the daemon to move a domain's QEMU process to a node, as root, with
@@ -44,7 +44,7 @@ typedef int (*domains_move_fn)(void *opaque, const char *name, int pid,
  * *id, or -errno with a sentence in msg.  Called on the libvirt thread.
  */
 typedef int (*domains_tier_fn)(void *opaque, const char *name, int pid,
-			       const struct tier_policy *p, unsigned long long *id,
+			       const struct tiers_policy *p, unsigned long long *id,
 			       char *msg, size_t len);
 
 /*

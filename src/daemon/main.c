@@ -28,7 +28,6 @@
 #include "daemon/memmigd.h"
 #include "daemon/state.h"
 #include "daemon/tiers.h"
-#include "tier/tier-damon.h"
 
 enum { EXIT_RUN_FAILED = 1, EXIT_USAGE = 2 };
 
@@ -200,7 +199,7 @@ static int listen_here(struct memmigd *d)
 	return 0;
 }
 
-/* tier_damon_owner_fn: the kdamond memmigd runs goes in its state file. */
+/* memmig_tier_damon_owner_fn: the kdamond memmigd runs goes in its state file. */
 static void kdamond_owner(int index, int kpid, void *opaque)
 {
 	state_kdamond_set(opaque, index, kpid);
@@ -214,11 +213,11 @@ static void reclaim_kdamond(struct state *st)
 	int index, kpid, rc;
 
 	if (state_kdamond_left(st, &index, &kpid)) {
-		rc = tier_damon_reclaim(index, kpid, why, sizeof(why));
+		rc = memmig_tier_damon_reclaim(index, kpid, why, sizeof(why));
 		util_log(rc && rc != -ESRCH ? LOG_WARNING : LOG_INFO, "DAMON: %s", why);
 		state_kdamond_set(st, -1, 0);
 	}
-	tier_damon_set_owner_fn(kdamond_owner, st);
+	memmig_tier_damon_set_owner(kdamond_owner, st);
 }
 
 static int start(struct memmigd *d)
@@ -276,7 +275,7 @@ static void stop(struct memmigd *d)
 	/* The watcher first: it submits jobs. */
 	domains_free(d->domains);
 	tiers_free(d->tiers);
-	tier_damon_set_owner_fn(NULL, NULL);
+	memmig_tier_damon_set_owner(NULL, NULL);
 	jobs_free(d->jobs);
 	events_free(d->events);
 	metrics_free(d->metrics);

@@ -250,7 +250,7 @@ void ops_domain_event(void *opaque, const char *name, int pid, const char *state
 /* domains_move_fn: a move asked for by the libvirt watcher, as root. */
 int ops_domain_move(void *opaque, const char *name, int pid, int to_node);
 /* domains_tier_fn (ops-tier.c): a domain's tier element, as root. */
-int ops_domain_tier(void *opaque, const char *name, int pid, const struct tier_policy *p,
+int ops_domain_tier(void *opaque, const char *name, int pid, const struct tiers_policy *p,
 		    unsigned long long *id, char *msg, size_t len);
 
 /* ---- connections (conn.c) and the loop (loop.c) ---- */

@@ -419,7 +419,7 @@ static void render_tiers(struct sink *s, const struct metrics_now *now)
 		size_t off;
 		bool is_double;
 	} fam[] = {
-#define F(n, t, h, field, d) { "memmigd_tier_" n, t, h, offsetof(struct tier_stats, field), d }
+#define F(n, t, h, field, d) { "memmigd_tier_" n, t, h, offsetof(struct memmig_tier_stats, field), d }
 		F("fast_bytes", "gauge", "resident bytes on the fast nodes (sampled)", bytes_fast, 0),
 		F("slow_bytes", "gauge", "resident bytes on the slow nodes (sampled)", bytes_slow, 0),
 		F("hot_bytes", "gauge", "resident bytes of the units touched last interval", hot_bytes, 0),
@@ -453,7 +453,7 @@ static void render_tiers(struct sink *s, const struct metrics_now *now)
 			snprintf(pid, sizeof(pid), "%d", t[i].pid);
 			if (fam[f].is_double)
 				sample_d(s, l, *(const double *)(const void *)p);
-			else if (fam[f].off == offsetof(struct tier_stats, intervals))
+			else if (fam[f].off == offsetof(struct memmig_tier_stats, intervals))
 				sample_u(s, l, *(const uint32_t *)(const void *)p);
 			else
 				sample_u(s, l, *(const uint64_t *)(const void *)p);

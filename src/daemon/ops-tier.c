@@ -21,9 +21,9 @@
 #include "util/cpuset.h"
 
 /* The policy a request asks for: its members over the defaults. */
-static void policy_from(const struct proto_tier_request *t, struct tier_policy *p)
+static void policy_from(const struct proto_tier_request *t, struct tiers_policy *p)
 {
-	tier_policy_defaults(p);
+	tiers_policy_defaults(p);
 	memcpy(p->fast, t->fast, t->nfast * sizeof(int));
 	p->nfast = t->nfast;
 	memcpy(p->slow, t->slow, t->nslow * sizeof(int));
@@ -47,7 +47,7 @@ static void policy_from(const struct proto_tier_request *t, struct tier_policy *
 }
 
 /* Every node of the policy has memory and the process may use it. */
-static int check_nodes(const struct auth_pin *pin, const struct tier_policy *p, char *msg,
+static int check_nodes(const struct auth_pin *pin, const struct tiers_policy *p, char *msg,
 		       size_t len)
 {
 	int rc = 0;
@@ -71,7 +71,7 @@ static int check_nodes(const struct auth_pin *pin, const struct tier_policy *p, 
 static int tier_start(struct memmigd *d, const struct client_cred *c, struct tiers_spec *spec,
 		      struct json_object **tier, char *msg, size_t len)
 {
-	int rc = tier_policy_check(&spec->policy, msg, len);
+	int rc = tiers_policy_check(&spec->policy, msg, len);
 	uint64_t job;
 
 	if (rc)
@@ -114,7 +114,7 @@ struct json_object *op_tier_set(struct memmigd *d, const struct client_cred *c,
 	return o;
 }
 
-int ops_domain_tier(void *opaque, const char *name, int pid, const struct tier_policy *p,
+int ops_domain_tier(void *opaque, const char *name, int pid, const struct tiers_policy *p,
 		    unsigned long long *id, char *msg, size_t len)
 {
 	struct memmigd *d = opaque;

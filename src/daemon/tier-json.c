@@ -19,7 +19,7 @@ static struct json_object *u64(uint64_t v)
 	return json_object_new_uint64(v);
 }
 
-struct json_object *tier_policy_json(const struct tier_policy *p)
+struct json_object *tier_policy_json(const struct tiers_policy *p)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -40,11 +40,11 @@ static struct json_object *sources(unsigned int bits)
 {
 	struct json_object *a = json_object_new_array();
 
-	if (bits & TIER_SRC_SOFTDIRTY)
+	if (bits & MEMMIG_TIER_SRC_SOFTDIRTY)
 		json_object_array_add(a, json_object_new_string("soft-dirty"));
-	if (bits & TIER_SRC_DAMON)
+	if (bits & MEMMIG_TIER_SRC_DAMON)
 		json_object_array_add(a, json_object_new_string("damon"));
-	if (bits & TIER_SRC_DIRTYLOG)
+	if (bits & MEMMIG_TIER_SRC_DIRTYLOG)
 		json_object_array_add(a, json_object_new_string("dirty-log"));
 	return a;
 }
@@ -54,7 +54,7 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0;
 }
 
-static struct json_object *sample_json(const struct tier_sample *s)
+static struct json_object *sample_json(const struct memmig_tier_sample *s)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -72,7 +72,7 @@ static struct json_object *sample_json(const struct tier_sample *s)
 
 struct json_object *tier_json(const struct tiered_view *v, bool history)
 {
-	const struct tier_stats *st = &v->st;
+	const struct memmig_tier_stats *st = &v->st;
 	struct json_object *o = json_object_new_object(), *by, *h;
 	char name[16];
 
@@ -86,8 +86,8 @@ struct json_object *tier_json(const struct tiered_view *v, bool history)
 			       NULL);
 	json_object_object_add(o, "policy", tier_policy_json(&v->policy));
 	json_object_object_add(o, "sources", sources(st->sources));
-	json_object_object_add(o, "damon", st->damon_why[0] ?
-			       json_object_new_string(st->damon_why) : NULL);
+	json_object_object_add(o, "damon", st->why[0] ?
+			       json_object_new_string(st->why) : NULL);
 	json_object_object_add(o, "intervals", json_object_new_int64(st->intervals));
 	json_object_object_add(o, "elapsed_s", json_object_new_double(st->elapsed_s));
 	json_object_object_add(o, "units", json_object_new_int64(st->units));
@@ -111,11 +111,15 @@ struct json_object *tier_json(const struct tiered_view *v, bool history)
 	json_object_object_add(by, "dirty-log", u64(st->promoted_dirtylog));
 	json_object_object_add(o, "promoted_by", by);
 	json_object_object_add(o, "bounces", u64(st->bounces));
+	json_object_object_add(o, "bounce_pct", json_object_new_double(st->bounce_pct));
+	json_object_object_add(o, "react_s", st->react_s >= 0 ?
+			       json_object_new_double(st->react_s) : NULL);
 	json_object_object_add(o, "held", u64(st->held));
 	json_object_object_add(o, "deferred", u64(st->deferred));
 	json_object_object_add(o, "softdirty_resets", u64(st->softdirty_resets));
 	json_object_object_add(o, "pages_failed", u64(st->pages_failed));
 	json_object_object_add(o, "cpu_s", json_object_new_double(st->cpu_s));
+	json_object_object_add(o, "cpu_pct_per_gib", json_object_new_double(st->cpu_pct_per_gib));
 	json_object_object_add(o, "pause_max_s", json_object_new_double(st->pause_max_s));
 	json_object_object_add(o, "batch_max_s", json_object_new_double(st->batch_max_s));
 	json_object_object_add(o, "over_budget", u64(st->over_budget));

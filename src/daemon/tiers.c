@@ -18,8 +18,8 @@
 struct tiered {
 	struct tiered_view v;		/* what the JSON shows, under the lock */
 	struct auth_pin *pin;		/* the owner and the process */
-	struct tier *engine;		/* the thread's while busy */
-	struct tier_policy next_policy;
+	struct memmig_tier *engine;	/* the thread's while busy */
+	struct tiers_policy next_policy;
 	bool policy_changed, busy;
 	struct timespec due;		/* CLOCK_MONOTONIC */
 };
@@ -99,13 +99,13 @@ static void reap(struct tiers *ts)
 }
 
 /* Ends r (lock held): its engine is freed by the caller, unlocked. */
-static struct tier *end(struct tiers *ts, struct tiered *r, int result)
+static struct memmig_tier *end(struct tiers *ts, struct tiered *r, int result)
 {
-	struct tier *e = r->engine;
+	struct memmig_tier *e = r->engine;
 
 	r->engine = NULL;
 	/* Ended: another move of the process may start at once. */
-	tier_unlock(e);
+	memmig_tier_stop(e);
 	r->v.state = TIERED_ENDED;
 	r->v.result = result;
 	/* Nothing is done to the process any more (the engine, not busy,
@@ -116,7 +116,7 @@ static struct tier *end(struct tiers *ts, struct tiered *r, int result)
 }
 
 /* The next due running tiering, or NULL; ends those asked to stop. */
-static struct tiered *next_due(struct tiers *ts, struct tier **to_free)
+static struct tiered *next_due(struct tiers *ts, struct memmig_tier **to_free)
 {
 	struct tiered *best = NULL;
 
@@ -135,16 +135,31 @@ static struct tiered *next_due(struct tiers *ts, struct tier **to_free)
 	return best;
 }
 
+/* The engine's figures and history into the view (lock held). */
+static void get_figures(struct tiered *r)
+{
+	r->v.st.sz = sizeof(r->v.st);
+	memmig_tier_get_stats(r->engine, &r->v.st);
+	for (r->v.nhist = 0; r->v.nhist < MEMMIG_TIER_HISTORY; r->v.nhist++) {
+		r->v.hist[r->v.nhist].sz = sizeof(r->v.hist[0]);
+		if (memmig_tier_get_sample(r->engine, r->v.nhist, &r->v.hist[r->v.nhist]))
+			break;
+	}
+}
+
 static void run_one(struct tiers *ts, struct tiered *r)
 {
-	struct tier *to_free = NULL;
+	struct memmig_tier *to_free = NULL;
 	struct timespec now;
 	int rc, denied;
 
 	r->busy = true;
 	if (r->policy_changed) {
-		tier_set_policy(r->engine, &r->next_policy);
-		r->v.policy = r->next_policy;
+		struct memmig_tier_opts o = tiers_policy_opts(&r->next_policy);
+
+		/* Checked by tier_set: the library agrees. */
+		if (!memmig_tier_set_opts(r->engine, &o))
+			r->v.policy = r->next_policy;
 		r->policy_changed = false;
 	}
 	pthread_mutex_unlock(&ts->lock);
@@ -159,13 +174,12 @@ static void run_one(struct tiers *ts, struct tiered *r)
 	 */
 	rc = auth_pin_check(r->pin);
 	if (!rc)
-		rc = tier_step(r->engine);
+		rc = memmig_tier_step(r->engine);
 	denied = auth_pin_check(r->pin);
 	pthread_mutex_lock(&ts->lock);
 	r->busy = false;
 	if (!denied) {
-		tier_get_stats(r->engine, &r->v.st);
-		r->v.nhist = tier_get_history(r->engine, r->v.hist, TIER_HISTORY);
+		get_figures(r);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	add_ms(&r->due, r->v.policy.interval_ms);
@@ -188,7 +202,7 @@ static void run_one(struct tiers *ts, struct tiered *r)
 	}
 	if (to_free) {
 		pthread_mutex_unlock(&ts->lock);
-		tier_free(to_free);
+		memmig_tier_unref(to_free);
 		pthread_mutex_lock(&ts->lock);
 		reap(ts);
 	}
@@ -200,13 +214,13 @@ static void *thread_main(void *arg)
 
 	pthread_mutex_lock(&ts->lock);
 	while (!ts->stop) {
-		struct tier *to_free = NULL;
+		struct memmig_tier *to_free = NULL;
 		struct tiered *r = next_due(ts, &to_free);
 		struct timespec now;
 
 		if (to_free) {
 			pthread_mutex_unlock(&ts->lock);
-			tier_free(to_free);
+			memmig_tier_unref(to_free);
 			pthread_mutex_lock(&ts->lock);
 			reap(ts);
 			continue;
@@ -265,7 +279,7 @@ void tiers_free(struct tiers *ts)
 	if (ts->started)
 		pthread_join(ts->thread, NULL);
 	for (unsigned int i = 0; i < ts->n; i++) {
-		tier_free(ts->t[i]->engine);
+		memmig_tier_unref(ts->t[i]->engine);
 		auth_pin_free(ts->t[i]->pin);
 		free(ts->t[i]);
 	}
@@ -355,7 +369,8 @@ static int admit(struct tiers *ts, uid_t uid, char *msg, size_t len)
 int tiers_set(struct tiers *ts, const struct tiers_spec *spec, struct json_object **out,
 	      char *msg, size_t len)
 {
-	struct tier *engine = NULL;
+	struct memmig_tier_opts o = tiers_policy_opts(&spec->policy);
+	struct memmig_tier *engine = NULL;
 	struct tiered *r;
 	int rc;
 
@@ -370,15 +385,18 @@ int tiers_set(struct tiers *ts, const struct tiers_spec *spec, struct json_objec
 	/* Soft-dirty is cleared here: the first interval counts from now.
 	 * The engine reads the process through the pin, and asks the
 	 * owner's rule through it before it reads or moves. */
-	rc = tier_new(ts->ctx, &(struct tier_proc){ .pid = spec->pid,
-						    .procfd = spec->pin->procfd,
-						    .check = auth_pin_check_fn,
-						    .opaque = spec->pin },
-		      &spec->policy, spec->flags, &engine, msg, len);
+	o.pid = spec->pid;
+	o.procfd = spec->pin->procfd;
+	o.check = auth_pin_check_fn;
+	o.check_opaque = spec->pin;
+	o.flags = spec->flags;
+	o.why = msg;
+	o.why_len = len;
+	rc = memmig_tier_new(ts->ctx, &o, &engine);
 	if (!rc && !(r = calloc(1, sizeof(*r))))
 		rc = -ENOMEM;
 	if (rc) {
-		tier_free(engine);
+		memmig_tier_unref(engine);
 		auth_pin_free(spec->pin);
 		return rc;
 	}
@@ -388,7 +406,7 @@ int tiers_set(struct tiers *ts, const struct tiers_spec *spec, struct json_objec
 	r->v.uid = spec->uid;
 	snprintf(r->v.domain, sizeof(r->v.domain), "%s", spec->domain ? spec->domain : "");
 	r->v.policy = spec->policy;
-	tier_get_stats(engine, &r->v.st);
+	get_figures(r);
 	clock_gettime(CLOCK_MONOTONIC, &r->due);
 	add_ms(&r->due, spec->policy.interval_ms);
 	pthread_mutex_lock(&ts->lock);
@@ -406,7 +424,7 @@ int tiers_set(struct tiers *ts, const struct tiers_spec *spec, struct json_objec
 	}
 	pthread_mutex_unlock(&ts->lock);
 	if (rc) {
-		tier_free(engine);
+		memmig_tier_unref(engine);
 		auth_pin_free(spec->pin);
 		free(r);
 	}

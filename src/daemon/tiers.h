@@ -13,7 +13,7 @@
 
 #include <json-c/json.h>
 
-#include "tier/tier.h"
+#include "daemon/tier-policy.h"
 
 #define TIERS_MAX		32	/* running at once (DAMON's own limit) */
 #define TIERS_ROOT		8	/* of them, kept for root: users share the rest */
@@ -32,7 +32,7 @@ struct tiers_spec {
 	uid_t uid;		/* the owner */
 	struct auth_pin *pin;	/* the owner and the process, taken over by
 				 * tiers_set() */
-	struct tier_policy policy;	/* checked */
+	struct tiers_policy policy;	/* checked */
 	unsigned int flags;	/* enum memmig_migrate_flags of the moves */
 };
 
@@ -68,7 +68,7 @@ struct tiers_metric {
 	uint64_t id;
 	int pid;
 	char domain[256];
-	struct tier_stats st;
+	struct memmig_tier_stats st;
 };
 int tiers_metrics(struct tiers *ts, uid_t uid, struct tiers_metric **out, unsigned int *n);
 unsigned int tiers_running(struct tiers *ts);

@@ -257,8 +257,15 @@ static int64_t as_root(struct tc_conn *c, pid_t root_proc)
 	r = tc_call(c, "{\"op\":\"tier_set\",\"pid\":%d,\"fast\":[%d],\"slow\":[%d]}",
 		    root_proc, node_a, node_b);
 	if (!strcmp(tc_error(r), "OK")) {
-		id = tc_int(tc_get(r, "tier"), "id");
+		struct json_object *t = tc_get(r, "tier"), *v = NULL;
+
+		id = tc_int(t, "id");
 		CHECK(id > 0, "root's tiering has an id: %lld", (long long)id);
+		/* Its own figures (docs/json.md): none of a change seen yet. */
+		CHECK(json_object_object_get_ex(t, "react_s", &v) && !v &&
+		      json_object_is_type(tc_get(t, "bounce_pct"), json_type_double) &&
+		      json_object_is_type(tc_get(t, "cpu_pct_per_gib"), json_type_double),
+		      "a new tiering says bounce_pct, cpu_pct_per_gib and react_s null");
 	} else {
 		CHECK(says(r, "ENOENT", "CONFIG_MEM_SOFT_DIRTY"),
 		      "root's valid tier_set: %s", tc_error(r));

@@ -18,7 +18,7 @@
 
 #include "../unit/cunit-main.h"
 #include "daemon/domains-private.h"
-#include "tier/tier.h"
+#include "daemon/tier-policy.h"
 
 #define UUID "b4a35103-e366-46c5-b0a4-c74d2412b89f"
 
@@ -267,9 +267,9 @@ static void test_status_format(void)
 
 #define TIER_NS "http://memmig.org/xmlns/libvirt/tier/1"
 
-static struct tier_policy tier_ok(const char *xml)
+static struct tiers_policy tier_ok(const char *xml)
 {
-	struct tier_policy p;
+	struct tiers_policy p;
 	char err[256] = "";
 
 	memset(&p, 0xa5, sizeof(p));
@@ -280,9 +280,9 @@ static struct tier_policy tier_ok(const char *xml)
 
 static void test_tier_parse(void)
 {
-	struct tier_policy p, def;
+	struct tiers_policy p, def;
 
-	tier_policy_defaults(&def);
+	tiers_policy_defaults(&def);
 	/* The least: fast and slow, the rest the defaults. */
 	p = tier_ok("<tier fast=\"0\" slow=\"2\"/>");
 	CU_ASSERT_EQUAL(p.nfast, 1);
@@ -409,10 +409,10 @@ static void test_tier_refused(void)
 		{ "<tier fast=\"0\" slow=\"1\" xmlns:m=\"<\"/>", "quoted" },
 		{ "<tier fast=\"0\" slow=\"1\" / >", "malformed" },
 	};
-	struct tier_policy p, before;
+	struct tiers_policy p, before;
 	char err[256];
 
-	tier_policy_defaults(&before);
+	tiers_policy_defaults(&before);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		p = before;
 		err[0] = '\0';
@@ -429,7 +429,7 @@ static void test_tier_long(void)
 {
 	size_t len = DOMAINS_XML_MAX + 100;
 	char *xml = malloc(len + 1), err[128];
-	struct tier_policy p;
+	struct tiers_policy p;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(xml);
 	memset(xml, ' ', len);

@@ -39,6 +39,10 @@ static struct memmig_region_desc desc_in = { .sz = sizeof(desc_in),
 static struct memmig_migrate_opts mig_in = { .sz = sizeof(mig_in),
 					     .strategy = MEMMIG_STRATEGY_KERNEL };
 static struct memmig_move_opts move_in = { .sz = sizeof(move_in) };
+static const int tier_fast[] = { 0 }, tier_slow[] = { 1 };
+static struct memmig_tier_opts tier_in = { .sz = sizeof(tier_in), .fast_nodes = tier_fast,
+					   .nfast = 1, .slow_nodes = tier_slow, .nslow = 1,
+					   .slow_share = 50 };
 static struct memmig_desc_opts dopts_in = { .sz = sizeof(dopts_in),
 					    .len = 1u << 20, .threads = 1 };
 
@@ -209,6 +213,55 @@ static int c_move_progress(void *p, size_t sz)
 	return memmig_move_get_progress(mv, p) ? __LINE__ : 0;
 }
 
+/* Without its nodes or its share (an older, smaller struct): -EINVAL. */
+static int c_tier_check_opts(void *p, size_t sz)
+{
+	int rc = memmig_tier_check_opts(ctx, p);
+
+	if (sz <= offsetof(struct memmig_tier_opts, slow_share))
+		return rc == -EINVAL ? 0 : __LINE__;
+	return rc ? __LINE__ : 0;
+}
+
+/* This process, tiered: -ENOENT where the kernel keeps no soft-dirty bits. */
+static int c_tier_new(void *p, size_t sz)
+{
+	struct memmig_tier *t = NULL;
+	int rc = memmig_tier_new(ctx, p, &t);
+
+	memmig_tier_unref(t);
+	if (sz <= offsetof(struct memmig_tier_opts, slow_share))
+		return rc == -EINVAL ? 0 : __LINE__;
+	return rc && rc != -ENOENT ? __LINE__ : 0;
+}
+
+/* The figures of this process's tiering, where it can be had. */
+static int c_tier_stats(void *p, size_t sz)
+{
+	struct memmig_tier *t = NULL;
+	int rc;
+
+	if (memmig_tier_new(ctx, &tier_in, &t))
+		return 0;
+	rc = memmig_tier_step(t) == -ENOMEM || memmig_tier_get_stats(t, p) ? __LINE__ : 0;
+	memmig_tier_unref(t);
+	return rc;
+}
+
+static int c_tier_sample(void *p, size_t sz)
+{
+	struct memmig_tier *t = NULL;
+	int rc;
+
+	if (memmig_tier_new(ctx, &tier_in, &t))
+		return 0;
+	memmig_tier_step(t);
+	rc = memmig_tier_get_sample(t, 0, p);
+	memmig_tier_unref(t);
+	/* No sample where the step failed (a slow node not here). */
+	return rc && rc != -ENOENT ? __LINE__ : 0;
+}
+
 static int c_desc_table_new(void *p, size_t sz)
 {
 	struct memmig_desc_table *t = NULL;
@@ -367,6 +420,10 @@ static const struct sz_case cases[] = {
 	{ "memmig_move_new", sizeof(move_in), &move_in, c_move_new },
 	{ "memmig_move_get_progress", sizeof(struct memmig_move_progress), NULL,
 	  c_move_progress },
+	{ "memmig_tier_check_opts", sizeof(tier_in), &tier_in, c_tier_check_opts },
+	{ "memmig_tier_new", sizeof(tier_in), &tier_in, c_tier_new },
+	{ "memmig_tier_get_stats", sizeof(struct memmig_tier_stats), NULL, c_tier_stats },
+	{ "memmig_tier_get_sample", sizeof(struct memmig_tier_sample), NULL, c_tier_sample },
 	{ "memmig_desc_table_new", sizeof(dopts_in), &dopts_in, c_desc_table_new },
 	{ "memmig_desc_table_get_info", sizeof(struct memmig_desc_table_info), NULL,
 	  c_desc_table_info },

@@ -25,23 +25,21 @@
 #include <unistd.h>
 
 #include "cunit-main.h"
-#include "tier/tier-damon.h"
-#include "tier/tier-plan.h"
-#include "tier/tier-softdirty.h"
-#include "tier/tier-units.h"
+#include "lib/tier/tier-damon.h"
+#include "lib/tier/tier-plan.h"
+#include "lib/tier/tier-softdirty.h"
+#include "lib/tier/tier-units.h"
 
 #define MB (1ULL << 20)
 
 static struct tier_policy policy(void)
 {
-	struct tier_policy p;
-
-	tier_policy_defaults(&p);
-	p.fast[0] = 0;
-	p.nfast = 1;
-	p.slow[0] = 2;
-	p.nslow = 1;
-	return p;
+	/* memmigd's defaults, nodes 0 fast and 2 slow. */
+	return (struct tier_policy){
+		.fast = { 0 }, .nfast = 1, .slow = { 2 }, .nslow = 1, .slow_share = 70,
+		.interval_ms = 2000, .cold_intervals = 2, .min_stay = 2,
+		.pause_ms = TIER_PAUSE_DEFAULT_MS,
+	};
 }
 
 static void test_policy_check(void)

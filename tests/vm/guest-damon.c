@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "guest-check.h"
-#include "tier/tier-damon.h"
+#include "lib/tier/tier-damon.h"
 
 #define MAP_LEN		(64UL << 20)
 #define NR_UNITS	((int)(MAP_LEN / TIER_UNIT))	/* 32 */

@@ -26,11 +26,15 @@
 # run-vm-new.sh's HMAT); elsewhere guest-tier-kernel skips, saying why.
 # Each prints one line for the comparison:
 #   TIER name=<mechanism> hot_fast_min_2i=<%> slow_pct_mean=<%>
-#        bytes_moved=<bytes> cpu_s=<s> stall_max_ms=<ms> verify=ok
+#        bytes_moved=<bytes> cpu_s=<s> stall_max_ms=<ms> bounce_pct=<%>
+#        react_s=<s> verify=ok
 # (hotset's summary; bytes: pgmigrate_success during the phases, in 4 KiB
 # pages; cpu_s: hotset's system time during the phases less its sampler's
 # -- soft-dirty and hint faults run there -- plus the CPU time of the
-# kdamond and kswapd threads, plus memmigd's for memmig), and a table.
+# kdamond and kswapd threads, plus memmigd's for memmig; bounce_pct and
+# react_s: memmig's tiering's own, from memmigd's tier JSON -- bounces over
+# moves, and the longest time from a change of the hot set to 90 % of it on
+# fast -- and "-" for the kernel's, which count neither), and a table.
 # The kernel need not meet the goal: its runs fail only when the workload
 # loses data or the measurement could not be taken.
 set -u
@@ -376,11 +380,18 @@ measure() {
 	echo "  cpu: hotset during the phases user $(field "$rus" phases_utime_s) s," \
 		"system $(field "$rus" phases_stime_s) s (its sampler's: $(field "$rus" sampler_stime_s) s);" \
 		"kdamond/kswapd $kth s"
-	local v=ok
+	local v=ok bounce=- react=-
 	[ "$(field "$verify" bad)" = 0 ] && [ "$rc" -eq 0 ] || v=BAD
+	# memmig's own figures, from its tiering's JSON (memmig_off wrote it);
+	# the kernel's mechanisms count no bounces of their own: "-".
+	if [ "$name" = memmig ] && [ -s "$tmp/tier-show.json" ]; then
+		bounce=$(jq -r '.bounce_pct | . * 10 | round / 10' "$tmp/tier-show.json")
+		react=$(jq -r 'if .react_s == null then "-" else .react_s * 10 | round / 10 end' \
+			"$tmp/tier-show.json")
+	fi
 	echo "TIER name=$name hot_fast_min_2i=$(field "$summary" hot_fast_min_2i)" \
 		"slow_pct_mean=$(field "$summary" slow_pct_mean) bytes_moved=$bytes cpu_s=$cpu" \
-		"stall_max_ms=$(field "$summary" stall_max_ms) verify=$v"
+		"stall_max_ms=$(field "$summary" stall_max_ms) bounce_pct=$bounce react_s=$react verify=$v"
 	table="$table$(printf '\n  %-17s %15s %13s %10s %7s %9s %6s' "$name" \
 		"$(field "$summary" hot_fast_min_2i)" "$(field "$summary" slow_pct_mean)" \
 		"$((bytes >> 20))" "$cpu" "$(field "$summary" stall_max_ms)" "$v")"
@@ -413,7 +424,8 @@ memmig_part() {
 	check "memmig: >= 70 % of the memory on node $slow ($sp %)" awk -v v="$sp" 'BEGIN { exit !(v + 0 >= 70) }'
 	show=$tmp/tier-show.json
 	jq -c '{sources, damon, intervals, promotions, demotions, promoted_bytes, demoted_bytes, promoted_by,
-		bounces, held, deferred, softdirty_resets, pages_failed, cpu_s, pause_max_s, batch_max_s,
+		bounces, bounce_pct, react_s, held, deferred, softdirty_resets, pages_failed, cpu_s,
+		cpu_pct_per_gib, pause_max_s, batch_max_s,
 		over_budget}' "$show" | sed 's/^/  tiering: /'
 	check "memmig: promoted and demoted" test "$(jq '.promoted_bytes > 0 and .demoted_bytes > 0' "$show")" = true
 	# No ping-pong: hotset's hot units are written, which soft-dirty sees

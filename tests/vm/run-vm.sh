@@ -40,7 +40,7 @@ log=$vmdir/console$tag.log
 initrd=$vmdir/initramfs$tag.cpio.gz
 pmem=$vmdir/pmem0$tag.img
 timeout_s=${VM_TIMEOUT:-1200}
-all_tests="test-topology test-frames test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce test-minivmm-hot guest-demo test-tier guest-tier guest-tier-kvm guest-tier-vm guest-tier-users guest-tier-perm guest-bench-move"
+all_tests="test-topology test-frames test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce test-minivmm-hot guest-demo test-tier test-tier-api guest-tier guest-tier-kvm guest-tier-vm guest-tier-users guest-tier-perm guest-bench-move"
 # Tests for a newer kernel only (run-vm-new.sh runs them).
 other_tests="guest-damon guest-tier-kernel guest-restart"
 tests=${VM_TESTS:-$all_tests}
@@ -187,6 +187,7 @@ for t in $tests; do
 	guest-tier-users) script=tests/vm/guest-tier-users.sh prog= ;;
 	guest-tier-perm) script=tests/vm/guest-tier-perm.sh prog= ;;
 	test-tier) prog=tests/unit/test-tier ;;
+	test-tier-api) prog=tests/unit/test-tier-api ;;
 	*) echo "run-vm.sh: unknown test '$t' (known: $all_tests $other_tests)"; exit 1 ;;
 	esac
 	if [ -n "$prog" ]; then

@@ -24,22 +24,9 @@
 #include <unistd.h>
 
 #include "lib/live/live-private.h"
+#include "lib/mm/softdirty.h"
 
-#define PM_SOFT_DIRTY (1ULL << 55)
 #define SCAN_PAGES 4096	/* pagemap entries read at a time */
-
-static int clear_soft_dirty(void)
-{
-	int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-	int rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, "4", 1) != 1)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
 
 /* The process's soft-dirty bits belong to one migration at a time. */
 static bool sd_busy;
@@ -57,48 +44,16 @@ static void sd_release(void)
 	__atomic_store_n(&sd_busy, false, __ATOMIC_RELEASE);
 }
 
-static bool page_soft_dirty(int pagemap, const volatile char *p, bool *out)
-{
-	uint64_t e;
-
-	if (pread(pagemap, &e, sizeof(e), (off_t)((uintptr_t)p / MEMMIG_PAGE_SIZE * sizeof(e))) !=
-	    sizeof(e))
-		return false;
-	*out = e & PM_SOFT_DIRTY;
-	return true;
-}
-
-/* Cleared, then written: do the bits say so? */
-static bool sd_works;
-
-static void sd_probe(void)
-{
-	volatile char *p = mmap(NULL, MEMMIG_PAGE_SIZE, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	bool before = true, after = false;
-
-	if (p != MAP_FAILED && pagemap >= 0) {
-		p[0] = 1;
-		sd_works = !clear_soft_dirty() && page_soft_dirty(pagemap, p, &before) &&
-			   !before && (p[0] = 2, page_soft_dirty(pagemap, p, &after)) && after;
-	}
-	if (pagemap >= 0)
-		close(pagemap);
-	if (p != MAP_FAILED)
-		munmap((void *)p, MEMMIG_PAGE_SIZE);
-}
-
 bool memmig_dirty_softdirty_supported(void)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	bool works;
 
 	/* Its clear must not cut into a migration that relies on the bits. */
 	if (!sd_claim())
 		return true;	/* one is running: they work; start() says EBUSY */
-	pthread_once(&once, sd_probe);
+	works = !memmig_softdirty_probe();
 	sd_release();
-	return sd_works;
+	return works;
 }
 
 int memmig_dirty_softdirty_start(struct memmig_live *l)
@@ -109,7 +64,7 @@ int memmig_dirty_softdirty_start(struct memmig_live *l)
 	l->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (l->pagemap < 0)
 		return -errno;
-	return clear_soft_dirty();
+	return memmig_softdirty_clear_self();
 }
 
 void memmig_dirty_softdirty_stop(struct memmig_live *l)
@@ -135,10 +90,10 @@ static int read_and_clear(struct memmig_live *l)
 		if (got != (ssize_t)(n * sizeof(e[0])))
 			return got < 0 ? -errno : -EIO;
 		for (uint64_t i = 0; i < n; i++)
-			if (e[i] & PM_SOFT_DIRTY)
+			if (e[i] & MEMMIG_PM_SOFT_DIRTY)
 				bitmap_set(l->dirty, l->cur + p + i);
 	}
-	return clear_soft_dirty();
+	return memmig_softdirty_clear_self();
 }
 
 int memmig_dirty_softdirty_harvest(struct memmig_live *l)

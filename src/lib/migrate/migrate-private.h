@@ -20,8 +20,11 @@
 #define MEMMIG_STATUS_UNTOUCHED INT_MIN
 /* A page on a node outside the move's from_nodes: left where it is. */
 #define MEMMIG_STATUS_SKIPPED (INT_MIN + 1)
-/* In status and after: the page maps the job's target_path. */
-#define MEMMIG_STATUS_TIER (INT_MIN + 1)
+/* In status and after: the page maps the job's target_path (its file
+ * target).  Not SKIPPED's value: a report counts skipped pages by it. */
+#define MEMMIG_STATUS_FILE (INT_MIN + 2)
+_Static_assert(MEMMIG_STATUS_FILE != MEMMIG_STATUS_SKIPPED &&
+	       MEMMIG_STATUS_FILE != MEMMIG_STATUS_UNTOUCHED, "page statuses differ");
 
 /*
  * The process of a whole-process move as its caller pinned it
@@ -137,9 +140,9 @@ struct memmig_job {
 	 * caller's permission gone): no system call on the process after. */
 	int pin_denied;
 	uint64_t addr, len;
-	int target;			/* node, or -1 for the tier */
-	bool to_tier;			/* opts.target_path */
-	struct memmig_dax_target tier;	/* mapped by memmig_job_start() */
+	int target;			/* node, or -1 for the file target */
+	bool to_file;			/* opts.target_path: a file target */
+	struct memmig_dax_target file;	/* mapped by memmig_job_start() */
 	int strategy;			/* resolved: kernel or copy */
 	const struct memmig_strategy_ops *ops;
 	unsigned int nworkers;
@@ -236,10 +239,10 @@ void memmig_job_set_status(struct memmig_job *job, const struct memmig_unit *u,
 			   int s);
 /* The unit failed whole with err, which fails the job. */
 void memmig_job_unit_fail(struct memmig_job *job, struct memmig_unit *u, int err);
-/* The page status that says "on the target": the node, or the tier. */
+/* The page status that says "on the target": the node, or the file. */
 static inline int memmig_job_target_status(const struct memmig_job *job)
 {
-	return job->to_tier ? MEMMIG_STATUS_TIER : job->target;
+	return job->to_file ? MEMMIG_STATUS_FILE : job->target;
 }
 /* The page index of an address of the job's range. */
 static inline size_t memmig_job_page(const struct memmig_job *job, uint64_t addr)

@@ -372,7 +372,7 @@ static int find_pin_node(struct memmig_job *job, const struct memmig_job_env *en
 	int rc;
 
 	job->pin_node = -1;
-	if (job->to_tier || job->target < 0)
+	if (job->to_file || job->target < 0)
 		return 0;
 	if (env && env->topo) {
 		job->topo = memmig_topo_ref(env->topo);
@@ -427,16 +427,16 @@ static int job_configure(struct memmig_job *job, const struct memmig_migrate_opt
 	/* Last: the only step that creates something. */
 	if (o->target_path) {
 		rc = memmig_dax_target_open(ctx, o->target_path, o->target_offset,
-					    job->addr, job->len, &job->tier);
-		job->to_tier = !rc;
+					    job->addr, job->len, &job->file);
+		job->to_file = !rc;
 	}
 	return rc ? rc : find_pin_node(job, env);
 }
 
 static void job_free(struct memmig_job *job)
 {
-	if (job->to_tier)
-		memmig_dax_target_close(&job->tier);
+	if (job->to_file)
+		memmig_dax_target_close(&job->file);
 	memmig_report_unref(job->report);
 	memmig_region_unref(job->region);
 	memmig_topo_unref(job->topo);
@@ -539,7 +539,7 @@ int memmig_job_create(struct memmig_region *r, const struct memmig_migrate_opts 
 	}
 	dbg(job->ctx, "job: %s %#llx+%#llx to %s %d, %zu units, %u workers\n",
 	    job->ops->name, (unsigned long long)job->addr,
-	    (unsigned long long)job->len, job->to_tier ? "the target path, node" : "node",
+	    (unsigned long long)job->len, job->to_file ? "the target path, node" : "node",
 	    job->target, job->nunits, job->nworkers);
 	*out = job;
 	return 0;

@@ -124,7 +124,7 @@ static bool page_moved(const struct memmig_job *job, size_t i)
 		return false;
 	/* A copy to a target path or from DAX is a move whatever the node
 	 * (DAX pages have none). */
-	if (job->to_tier || backing == MEMMIG_BACKING_DAX)
+	if (job->to_file || backing == MEMMIG_BACKING_DAX)
 		return true;
 	if (job->strategy == MEMMIG_STRATEGY_COPY && backing == MEMMIG_BACKING_ANON)
 		return (job->flags & MEMMIG_MIGRATE_FORCE) || job->before[i] != job->target;

@@ -67,8 +67,8 @@ static int dax_setup(struct memmig_job *job)
 		rc = memmig_swap_src_readable(job->ctx, &dj->src, job->addr, job->len);
 	if (rc)
 		return rc;
-	if (job->to_tier) {
-		dj->copy_flags = memmig_dax_target_copy_flags(&job->tier);
+	if (job->to_file) {
+		dj->copy_flags = memmig_dax_target_copy_flags(&job->file);
 		return 0;
 	}
 	/* MPOL_BIND past the node's end wakes the OOM killer. */
@@ -92,13 +92,13 @@ static void dax_teardown(struct memmig_job *job)
 {
 	struct dax_job *dj = job->priv;
 
-	for (size_t i = 0; job->to_tier && job->tier.base && i < job->nunits; i++) {
+	for (size_t i = 0; job->to_file && job->file.base && i < job->nunits; i++) {
 		const struct memmig_unit *u = &job->units[i];
 
 		if (u->state == MEMMIG_UNIT_PENDING)
-			munmap(job->tier.base + (u->addr - job->addr), u->len);
+			munmap(job->file.base + (u->addr - job->addr), u->len);
 	}
-	job->tier.base = NULL;
+	job->file.base = NULL;
 	if (dj)
 		memmig_swap_src_free(&dj->src);
 	free(dj);
@@ -138,8 +138,8 @@ static uint8_t *unit_dest(struct memmig_job *job, const struct memmig_unit *u,
 	*err = memmig_fault_hit(job->ctx, MEMMIG_FAULT_DEST_ALLOC);
 	if (*err)
 		return NULL;
-	if (job->to_tier)
-		return job->tier.base + (u->addr - job->addr);
+	if (job->to_file)
+		return job->file.base + (u->addr - job->addr);
 	dst = memmig_map_on_node(u->len, job->target, false, true, err);
 	if (!dst)
 		return NULL;
@@ -317,12 +317,12 @@ static int dax_unit(struct memmig_worker *w, struct dax_src_file *f,
 		left = unit_copy(du, &mo);
 		rc = left < 0 ? (int)left : 0;
 	}
-	if (!rc && job->to_tier)
-		rc = memmig_dax_target_persist(&job->tier, du->dst, u->len);
+	if (!rc && job->to_file)
+		rc = memmig_dax_target_persist(&job->file, du->dst, u->len);
 	if (rc) {
 		/* A target slice is this unit's whatever failed. */
-		if (job->to_tier)
-			munmap(job->tier.base + (u->addr - job->addr), u->len);
+		if (job->to_file)
+			munmap(job->file.base + (u->addr - job->addr), u->len);
 		else if (du->dst)
 			munmap(du->dst, u->len);
 		memmig_job_unit_fail(job, u, rc);
@@ -362,12 +362,12 @@ static int dax_run(struct memmig_worker *w)
 static void dax_verify(struct memmig_worker *w)
 {
 	struct memmig_job *job = w->job;
-	const struct memmig_dax_target *t = &job->tier;
+	const struct memmig_dax_target *t = &job->file;
 	uint64_t from, to;
 	struct memmig_vma *v;
 	size_t n, i = 0;
 
-	if (!job->to_tier || w->first >= w->last || memmig_vmas_read(0, &v, &n))
+	if (!job->to_file || w->first >= w->last || memmig_vmas_read(0, &v, &n))
 		return;
 	from = job->units[w->first].addr;
 	to = job->units[w->last - 1].addr + job->units[w->last - 1].len;
@@ -377,7 +377,7 @@ static void dax_verify(struct memmig_worker *w)
 		if (i < n && v[i].start <= a && v[i].inode == t->ino &&
 		    v[i].dev_major == t->dev_major && v[i].dev_minor == t->dev_minor &&
 		    v[i].offset + (a - v[i].start) == t->offset + (a - job->addr))
-			job->after[memmig_job_page(job, a)] = MEMMIG_STATUS_TIER;
+			job->after[memmig_job_page(job, a)] = MEMMIG_STATUS_FILE;
 	}
 	free(v);
 }

@@ -123,6 +123,7 @@ int memmig_vmas_read_at(int pid, int procfd, struct memmig_vma **out, size_t *co
 			cur.seq_read = has_flag(line + 8, "sr");
 			cur.rand_read = has_flag(line + 8, "rr");
 			cur.noreserve = has_flag(line + 8, "nr");
+			cur.softdirty = has_flag(line + 8, "sd");
 			odd_flag(line + 8, cur.odd);
 			cur.backing = classify(pid, procfd, &cur, line + 8);
 			if (n == cap) {

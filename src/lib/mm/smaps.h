@@ -28,6 +28,9 @@ struct memmig_vma {
 	bool seq_read;		/* sr: MADV_SEQUENTIAL */
 	bool rand_read;		/* rr: MADV_RANDOM */
 	bool noreserve;		/* nr: MAP_NORESERVE, no commit charge */
+	bool softdirty;		/* sd: soft-dirty as a whole (new, or merged
+				 * with a new mapping): every page reads as
+				 * written */
 	int pkey;		/* ProtectionKey: pkey_mprotect(), 0 none */
 	/* The first VmFlags code a private anonymous copy cannot be given
 	 * (gd, ss, sl, dp, ...; one this code does not know), or "". */

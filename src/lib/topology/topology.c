@@ -17,7 +17,7 @@
 #include "lib/topology/topology-private.h"
 
 #define NODE_SYSFS "/sys/devices/system/node"
-#define TIER_SYSFS "/sys/devices/virtual/memory_tiering"
+#define MEMORY_TIER_SYSFS "/sys/devices/virtual/memory_tiering"
 #define CPU_ONLINE "/sys/devices/system/cpu/online"
 
 /* Bounds for what sysfs may claim: the kernel's own MAX_NUMNODES (1 << 10)
@@ -232,7 +232,7 @@ static struct topo_node *topo_node_by_id(const struct memmig_topo *topo,
 }
 
 /* "memory_tier4" -> 4; anything else is not a tier directory. */
-static int tier_number(const char *name)
+static int memory_tier_number(const char *name)
 {
 	const char *p = name + strlen("memory_tier");
 	unsigned int v;
@@ -243,14 +243,14 @@ static int tier_number(const char *name)
 	return (int)v;
 }
 
-static void topo_apply_tier(struct memmig_topo *topo, int tier)
+static void topo_apply_memory_tier(struct memmig_topo *topo, int mtier)
 {
 	char path[PATH_MAX];
 	unsigned long *bits;
 
-	snprintf(path, sizeof(path), TIER_SYSFS "/memory_tier%d/nodelist", tier);
+	snprintf(path, sizeof(path), MEMORY_TIER_SYSFS "/memory_tier%d/nodelist", mtier);
 	if (memmig_sysfs_read_list(topo->ctx, path, TOPO_MAX_NODES, &bits) < 0) {
-		warn(topo->ctx, "%s unreadable: tier %d ignored\n", path, tier);
+		warn(topo->ctx, "%s unreadable: memory tier %d ignored\n", path, mtier);
 		return;
 	}
 	for (unsigned int i = 0; i < topo->nnodes; i++) {
@@ -258,27 +258,27 @@ static void topo_apply_tier(struct memmig_topo *topo, int tier)
 
 		/* A node is in one tier; should two claim it, the lower wins. */
 		if (memmig_bit_test(bits, (unsigned int)info->id) &&
-		    (info->tier < 0 || tier < info->tier))
-			info->tier = tier;
+		    (info->tier < 0 || mtier < info->tier))
+			info->tier = mtier;
 	}
 	free(bits);
 }
 
 /* Kernels before 6.1 have no memory tiers: every node keeps tier -1. */
-static void topo_read_tiers(struct memmig_topo *topo)
+static void topo_read_memory_tiers(struct memmig_topo *topo)
 {
-	DIR *dir = opendir(TIER_SYSFS);
+	DIR *dir = opendir(MEMORY_TIER_SYSFS);
 	struct dirent *de;
 
 	if (!dir) {
-		dbg(topo->ctx, TIER_SYSFS ": %s\n", strerror(errno));
+		dbg(topo->ctx, MEMORY_TIER_SYSFS ": %s\n", strerror(errno));
 		return;
 	}
 	while ((de = readdir(dir))) {
-		int tier = tier_number(de->d_name);
+		int mtier = memory_tier_number(de->d_name);
 
-		if (tier >= 0)
-			topo_apply_tier(topo, tier);
+		if (mtier >= 0)
+			topo_apply_memory_tier(topo, mtier);
 	}
 	closedir(dir);
 }
@@ -367,7 +367,7 @@ int memmig_topo_new(struct memmig_ctx *ctx, struct memmig_topo **out)
 		rc = topo_scan_numa(topo);
 	if (rc < 0)
 		goto fail;
-	topo_read_tiers(topo);
+	topo_read_memory_tiers(topo);
 	topo_link_nearest(topo);
 	rc = memmig_topo_dax_scan(ctx, &topo->dax, &topo->ndax);
 	if (rc < 0)

@@ -9,7 +9,7 @@
 #ifndef MEMMIG_TIER_SOFTDIRTY_H
 #define MEMMIG_TIER_SOFTDIRTY_H
 
-#include "tier/tier.h"
+#include "lib/tier/tier.h"
 
 struct tier_softdirty;
 

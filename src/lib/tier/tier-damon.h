@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "tier/tier.h"
+#include "lib/tier/tier.h"
 
 #define TIER_DAMON_MAX_TARGETS	32	/* processes at once */
 #define TIER_DAMON_MIN_REGIONS	10	/* DAMON regions per process */

@@ -57,7 +57,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tier/tier-damon.h"
+#include "lib/tier/tier-damon.h"
 
 #define DAMON_ADMIN	"/sys/kernel/mm/damon/admin"
 #define KDAMONDS	DAMON_ADMIN "/kdamonds"

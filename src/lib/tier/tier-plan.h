@@ -8,7 +8,7 @@
 #ifndef MEMMIG_TIER_PLAN_H
 #define MEMMIG_TIER_PLAN_H
 
-#include "tier/tier.h"
+#include "lib/tier/tier.h"
 
 struct tier_plan_in {
 	const struct tier_policy *policy;

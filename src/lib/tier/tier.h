@@ -76,8 +76,6 @@ struct tier_policy {
 #define TIER_INTERVAL_MAX_MS	3600000
 #define TIER_PAUSE_DEFAULT_MS	50
 
-/* Defaults: 70 % slow, 2 s, 2 cold intervals, stay 2, no rate limit. */
-void tier_policy_defaults(struct tier_policy *p);
 /* 0 or -EINVAL with a sentence in err: empty or overlapping node sets,
  * both or neither of slow_share and fast_free, values out of range. */
 int tier_policy_check(const struct tier_policy *p, char *err, size_t len);
@@ -147,6 +145,9 @@ struct tier_stats {
 	/* Which source saw each promoted unit written or read. */
 	uint64_t promoted_softdirty, promoted_damon, promoted_dirtylog;
 	uint64_t bounces;		/* moves back within min_stay + cold_intervals */
+	double bounce_pct;		/* bounces over moves, % */
+	double react_s;			/* longest hot-set change to 90 % of it on
+					 * fast (memmig_tier_stats); -1: none */
 	uint64_t held, deferred;	/* kept by hysteresis, by the rate */
 	uint64_t softdirty_resets;	/* intervals a mapping read as all
 					 * written (new, or merged): ignored */
@@ -158,6 +159,7 @@ struct tier_stats {
 					 * batch's move_pages time */
 	double batch_max_s;		/* longest batch's move_pages time */
 	uint64_t over_budget;		/* units whose pause passed pause_ms */
+	double cpu_pct_per_gib;		/* cpu_s / elapsed_s, %, per GiB resident */
 	double elapsed_s;
 	int last_error;			/* 0 or -errno of the last interval */
 	char damon_why[160];		/* why DAMON is not a source, or "" */

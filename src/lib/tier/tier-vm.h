@@ -10,7 +10,7 @@
 #ifndef MEMMIG_TIER_VM_H
 #define MEMMIG_TIER_VM_H
 
-#include "tier/tier.h"
+#include "lib/tier/tier.h"
 
 struct memmig_vm;
 struct tier_vm;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tier/tier-plan.h"
+#include "lib/tier/tier-plan.h"
 
 struct cand {
 	size_t idx;

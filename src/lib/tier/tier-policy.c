@@ -1,23 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A tiering policy: its defaults, its checks, and what a unit's samples say. */
+/* A tiering policy: its checks, and what a unit's samples say. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "tier/tier.h"
-
-void tier_policy_defaults(struct tier_policy *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->slow_share = 70;
-	p->interval_ms = 2000;
-	p->cold_intervals = 2;
-	/* A unit promoted stays two intervals: a writer pausing for one
-	 * interval does not send it back and forth. */
-	p->min_stay = 2;
-	p->pause_ms = TIER_PAUSE_DEFAULT_MS;
-}
+#include "memmig.h"
+#include "lib/tier/tier.h"
 
 static bool in_set(const int *set, unsigned int n, int node)
 {
@@ -76,10 +65,12 @@ int tier_policy_check(const struct tier_policy *p, char *err, size_t len)
 	if (!p->cold_intervals || p->cold_intervals > TIER_HIST_BITS)
 		return bad(err, len, "cold after %u intervals: from 1 to %d", p->cold_intervals,
 			   TIER_HIST_BITS);
-	if (p->min_stay > 1000)
-		return bad(err, len, "stay %u intervals: at most 1000", p->min_stay);
-	if (!p->pause_ms || p->pause_ms > 10000)
-		return bad(err, len, "pause budget %u ms: from 1 ms to 10 s", p->pause_ms);
+	if (p->min_stay > MEMMIG_TIER_STAY_MAX)
+		return bad(err, len, "stay %u intervals: at most %d", p->min_stay,
+			   MEMMIG_TIER_STAY_MAX);
+	if (!p->pause_ms || p->pause_ms > MEMMIG_TIER_PAUSE_MAX_MS)
+		return bad(err, len, "pause budget %u ms: from 1 ms to %d s", p->pause_ms,
+			   MEMMIG_TIER_PAUSE_MAX_MS / 1000);
 	return 0;
 }
 

@@ -2,16 +2,14 @@
 /* A process's tiered memory as 2 MiB units (see tier-units.h). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <numaif.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "tier/tier-units.h"
+#include "lib/mm/proc.h"
+#include "lib/mm/smaps.h"
+#include "lib/tier/tier-units.h"
 
 static int grow(struct tier_unit **u, size_t *cap, size_t n)
 {
@@ -44,14 +42,14 @@ void tier_unit_carry(struct tier_unit *u, const struct tier_unit *old, size_t no
 	}
 }
 
-/* Whether a /proc/PID/maps line is memory tiering is for. */
-static bool tiered(const char *perms, const char *path, uint64_t len)
+/* Whether a mapping is memory tiering is for. */
+static bool tiered(const struct memmig_vma *v)
 {
-	if (len < TIER_UNIT || perms[0] != 'r' || perms[1] != 'w')
+	if (v->end - v->start < TIER_UNIT || !v->readable || !v->writable)
 		return false;
 	/* [stack], [vvar], [vsyscall]: not guest memory, and some not
 	 * movable at all; named anonymous memory ([anon:...]) is. */
-	return !(path[0] == '[' && strncmp(path, "[anon:", 6) && strcmp(path, "[heap]"));
+	return !(v->path[0] == '[' && strncmp(v->path, "[anon:", 6) && strcmp(v->path, "[heap]"));
 }
 
 int tier_proc_check(const struct tier_proc *pr)
@@ -63,55 +61,27 @@ int tier_proc_check(const struct tier_proc *pr)
 
 bool tier_proc_alive(const struct tier_proc *pr)
 {
-	struct stat st;
-
 	/* A reaped process's directory answers no lookup; a zombie's does
 	 * (its pid is not free yet). */
-	return !fstatat(pr->procfd, "stat", &st, 0);
-}
-
-/* One of the process's files, through its pin: NULL with -errno in *rc. */
-static FILE *proc_fopen(const struct tier_proc *pr, const char *name, int *rc)
-{
-	int fd = openat(pr->procfd, name, O_RDONLY | O_CLOEXEC);
-	FILE *f;
-
-	if (fd < 0) {
-		*rc = errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
-		return NULL;
-	}
-	f = fdopen(fd, "r");
-	if (!f) {
-		*rc = -errno;
-		close(fd);
-	}
-	return f;
+	return memmig_proc_pinned(pr->procfd);
 }
 
 int tier_units_read(const struct tier_proc *pr, const struct tier_unit *old, size_t nold,
 		    struct tier_unit **units, size_t *n)
 {
 	struct tier_unit *u = NULL;
-	size_t cap = 0, k = 0, j = 0;
+	struct memmig_vma *v = NULL;
+	size_t cap = 0, k = 0, j = 0, nv = 0;
 	uint32_t vma = 0;
-	char line[512];
-	FILE *f;
-	int rc = 0;
+	/* The mappings, through the pin: libmemmig's one maps reader. */
+	int rc = memmig_maps_read_at(pr->pid, pr->procfd, &v, &nv);
 
-	f = proc_fopen(pr, "maps", &rc);
-	if (!f)
+	if (rc)
 		return rc;
-	while (!rc && fgets(line, sizeof(line), f)) {
-		uint64_t start, end, a;
-		char perms[8], name[256] = "";
+	for (size_t m = 0; m < nv && !rc; m++) {
+		uint64_t start = v[m].start, end = v[m].end, a;
 
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %*s %*s %*s %255s", &start, &end,
-			   perms, name) < 3)
-			continue;
-		if (!strchr(line, '\n'))	/* a long path: skip its rest */
-			while (fgets(line, sizeof(line), f) && !strchr(line, '\n'))
-				;
-		if (!tiered(perms, name, end - start))
+		if (!tiered(&v[m]))
 			continue;
 		vma++;
 		for (a = start; a < end && !rc; a = (a & ~(TIER_UNIT - 1)) + TIER_UNIT) {
@@ -129,7 +99,7 @@ int tier_units_read(const struct tier_proc *pr, const struct tier_unit *old, siz
 			k++;
 		}
 	}
-	fclose(f);
+	free(v);
 	if (rc) {
 		free(u);
 		return rc;

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "memmig.h"
-#include "tier/tier-units.h"
-#include "tier/tier-vm.h"
+#include "lib/tier/tier-units.h"
+#include "lib/tier/tier-vm.h"
 
 struct tier_vm {
 	struct memmig_vm *vm;

@@ -3,7 +3,7 @@
 #ifndef MEMMIG_TIER_UNITS_H
 #define MEMMIG_TIER_UNITS_H
 
-#include "tier/tier.h"
+#include "lib/tier/tier.h"
 
 /* Units of at most this many: 64 GiB of memory a process. */
 #define TIER_MAX_UNITS		(1u << 15)

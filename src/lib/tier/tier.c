@@ -14,11 +14,13 @@
 #include <unistd.h>
 
 #include "memmig.h"
-#include "tier/tier-damon.h"
-#include "tier/tier-plan.h"
-#include "tier/tier-softdirty.h"
-#include "tier/tier-units.h"
-#include "tier/tier-vm.h"
+#include "lib/core/memmig-private.h"
+#include "lib/mm/nodemem.h"
+#include "lib/tier/tier-damon.h"
+#include "lib/tier/tier-plan.h"
+#include "lib/tier/tier-softdirty.h"
+#include "lib/tier/tier-units.h"
+#include "lib/tier/tier-vm.h"
 
 /*
  * A batch is one libmemmig move (one move_pages(2) pass and its checks),
@@ -45,6 +47,12 @@ struct tier {
 	struct tier_stats st;
 	struct tier_sample hist[TIER_HISTORY];
 	uint32_t nhist;
+	/* The reaction to a change of the hot set (tier_stats.react_s): the
+	 * last interval's hot units (addresses, sorted) and when a change not
+	 * yet answered was seen (< 0: none pending). */
+	uint64_t *hot_prev;
+	size_t nhot_prev;
+	double change_t;
 };
 
 static double secs(const struct timespec *a, const struct timespec *b)
@@ -66,6 +74,8 @@ int tier_new(struct memmig_ctx *ctx, const struct tier_proc *pr, const struct ti
 	t->pr.procfd = fcntl(pr->procfd, F_DUPFD_CLOEXEC, 3);
 	t->flags = flags;
 	t->p = *p;
+	t->change_t = -1;
+	t->st.react_s = -1;
 	clock_gettime(CLOCK_MONOTONIC, &t->start);
 	if (t->pr.procfd < 0) {
 		rc = -errno;
@@ -96,34 +106,21 @@ int tier_new(struct memmig_ctx *ctx, const struct tier_proc *pr, const struct ti
 	return 0;
 }
 
-/* Bytes free on a node, from its meminfo; 0 when unreadable. */
-static uint64_t node_free(int node)
+/* The node of a set with the most free memory: where a batch goes;
+ * -ENOENT, with the node in *missing, when one has no memory (gone). */
+static int roomiest(const int *set, unsigned int n, uint64_t *sum, int *missing)
 {
-	char path[80], line[160];
-	unsigned long long kb = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/meminfo", node);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Node %*d MemFree: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kb << 10;
-}
-
-/* The node of a set with the most free memory: where a batch goes. */
-static int roomiest(const int *set, unsigned int n, uint64_t *sum)
-{
-	uint64_t best = 0, f;
+	long long best = -1, f;
 	int node = set[0];
 
 	*sum = 0;
 	for (unsigned int i = 0; i < n; i++) {
-		f = node_free(set[i]);
-		*sum += f;
+		f = memmig_node_free(set[i]);
+		if (f < 0) {
+			*missing = set[i];
+			return -ENOENT;
+		}
+		*sum += (uint64_t)f;
 		if (f > best) {
 			best = f;
 			node = set[i];
@@ -234,8 +231,62 @@ static void mark_moved(struct tier *t, const size_t *idx, size_t n, int dir, uin
 	}
 }
 
+/*
+ * Whether the hot units changed by more than a quarter of the larger of
+ * the two sets since the last interval (a first hot set counts); keeps
+ * this interval's for the next.
+ */
+static bool hot_set_changed(struct tier *t)
+{
+	size_t n = 0, common = 0, j = 0, larger;
+	bool changed;
+	uint64_t *cur = malloc((t->nunits ? t->nunits : 1) * sizeof(*cur));
+
+	if (!cur)
+		return false;
+	for (size_t i = 0; i < t->nunits; i++)
+		if (tier_unit_hot(&t->units[i]))
+			cur[n++] = t->units[i].addr;
+	/* Both sorted by address: one walk counts what they share. */
+	for (size_t i = 0; i < n; i++) {
+		while (j < t->nhot_prev && t->hot_prev[j] < cur[i])
+			j++;
+		common += j < t->nhot_prev && t->hot_prev[j] == cur[i];
+	}
+	larger = n > t->nhot_prev ? n : t->nhot_prev;
+	changed = n && (n + t->nhot_prev - 2 * common) * 4 > larger;
+	free(t->hot_prev);
+	t->hot_prev = cur;
+	t->nhot_prev = n;
+	return changed;
+}
+
+/* The hot set's change seen, and the time until 90 % of it was on fast:
+ * both at an interval's start, before its moves. */
+static void note_reaction(struct tier *t, double now_s)
+{
+	struct tier_stats *st = &t->st;
+	bool placed = st->hot_fast * 10 >= st->hot_bytes * 9;
+	bool changed = hot_set_changed(t);
+
+	if (t->change_t >= 0 && placed) {
+		if (now_s - t->change_t > st->react_s)
+			st->react_s = now_s - t->change_t;
+		t->change_t = -1;
+	}
+	if (!changed || t->change_t >= 0)
+		return;
+	if (placed) {
+		/* Already there: a reaction of no time. */
+		if (st->react_s < 0)
+			st->react_s = 0;
+	} else {
+		t->change_t = now_s;
+	}
+}
+
 /* The interval's picture, before its moves. */
-static void take_stock(struct tier *t, struct tier_sample *s)
+static void take_stock(struct tier *t, double now_s, struct tier_sample *s)
 {
 	struct tier_stats *st = &t->st;
 
@@ -255,6 +306,7 @@ static void take_stock(struct tier *t, struct tier_sample *s)
 			st->hot_fast += tier_unit_on_fast(u);
 		}
 	}
+	note_reaction(t, now_s);
 	*s = (struct tier_sample){
 		.interval = st->intervals, .bytes_fast = st->bytes_fast,
 		.bytes_slow = st->bytes_slow, .hot_bytes = st->hot_bytes,
@@ -342,7 +394,7 @@ int tier_step(struct tier *t)
 	uint32_t now = ++t->st.intervals;
 	uint64_t fast_free, slow_free, up = 0, down = 0;
 	double pause = 0;
-	int rc, rc2 = 0, fast, slow;
+	int rc, rc2 = 0, fast, slow, missing = -1;
 
 	/* The process's CPU time: the moves run on libmemmig's workers. */
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
@@ -363,9 +415,19 @@ int tier_step(struct tier *t)
 	rc = read_sources(t, now);
 	if (rc)
 		goto out;
-	take_stock(t, &s);
-	fast = roomiest(t->p.fast, t->p.nfast, &fast_free);
-	slow = roomiest(t->p.slow, t->p.nslow, &slow_free);
+	clock_gettime(CLOCK_MONOTONIC, &now_ts);
+	take_stock(t, secs(&t->start, &now_ts), &s);
+	fast = roomiest(t->p.fast, t->p.nfast, &fast_free, &missing);
+	slow = fast < 0 ? fast : roomiest(t->p.slow, t->p.nslow, &slow_free, &missing);
+	if (fast < 0 || slow < 0) {
+		/* A node taken away (offlined, or never there): nothing moves
+		 * until it is back or the options change. */
+		if (t->st.last_error != -ENOENT)
+			err(t->ctx, "tiering pid %d: node %d has no memory (or is not there)",
+			    t->pr.pid, missing);
+		rc = -ENOENT;
+		goto out;
+	}
 	rc = tier_plan_make(t->units, t->nunits,
 			    &(struct tier_plan_in){ &t->p, now, fast_free }, &plan);
 	if (rc)
@@ -411,10 +473,17 @@ void tier_get_stats(const struct tier *t, struct tier_stats *out)
 {
 	struct timespec now;
 
+	uint64_t moves = t->st.promotions + t->st.demotions;
+
 	*out = t->st;
 	out->softdirty_resets = t->sd ? tier_softdirty_vma_resets(t->sd) : 0;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	out->elapsed_s = secs(&t->start, &now);
+	out->bounce_pct = moves ? 100.0 * (double)out->bounces / (double)moves : 0;
+	/* % of one CPU, per GiB the tiering looks after. */
+	out->cpu_pct_per_gib = out->elapsed_s > 0 && out->bytes_resident ?
+		100.0 * out->cpu_s / out->elapsed_s /
+		((double)out->bytes_resident / (double)(1ULL << 30)) : 0;
 }
 
 unsigned int tier_get_history(const struct tier *t, struct tier_sample *out, unsigned int max)
@@ -450,6 +519,7 @@ void tier_free(struct tier *t)
 	tier_vm_close(t->vm);
 	tier_damon_close(t->damon);
 	free(t->units);
+	free(t->hot_prev);
 	memmig_ctx_unref(t->ctx);
 	if (t->pr.procfd >= 0)
 		close(t->pr.procfd);

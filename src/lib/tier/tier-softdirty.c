@@ -3,16 +3,16 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-#include "tier/tier-softdirty.h"
+#include "lib/mm/proc.h"
+#include "lib/mm/smaps.h"
+#include "lib/mm/softdirty.h"
+#include "lib/tier/tier-softdirty.h"
 
-#define PM_SOFT_DIRTY	(1ULL << 55)	/* Documentation/admin-guide/mm/soft-dirty.rst */
 #define PM_PRESENT	(1ULL << 63)
 #define PM_SWAP		(1ULL << 62)
 
@@ -34,71 +34,29 @@ static int clear(struct tier_softdirty *sd)
 	 * setuid program too: only while the caller still may. */
 	int rc = tier_proc_check(sd->pr);
 
-	if (rc)
-		return rc;
-	/* "4": soft-dirty bits only; the accessed bits stay the kernel's. */
-	if (pwrite(sd->clear_refs, "4", 1, 0) != 1)
-		return errno == ESRCH ? -ESRCH : -errno;
-	return 0;
-}
-
-/*
- * Whether the kernel keeps soft-dirty bits: without CONFIG_MEM_SOFT_DIRTY,
- * clear_refs takes "4" and does nothing, and no bit is ever set.  Asked of
- * a page of our own, written after a clear: once.
- */
-static int probe_result = 1;	/* 1: not asked yet */
-static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
-
-static void probe(void)
-{
-	volatile char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint64_t e = 0;
-	int fd;
-
-	probe_result = -errno;
-	if (page == MAP_FAILED)
-		return;
-	page[0] = 1;
-	fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		probe_result = write(fd, "4", 1) == 1 ? 0 : -errno;
-		close(fd);
-	}
-	page[0] = 2;
-	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	if (!probe_result && fd >= 0 &&
-	    pread(fd, &e, sizeof(e), (off_t)((uintptr_t)page / 4096 * sizeof(e))) == sizeof(e))
-		probe_result = e & PM_SOFT_DIRTY ? 0 : -ENOENT;
-	else if (!probe_result)
-		probe_result = -errno;
-	if (fd >= 0)
-		close(fd);
-	munmap((void *)page, 4096);
+	return rc ? rc : memmig_softdirty_clear(sd->clear_refs);
 }
 
 /* One of the process's files, through its pin. */
 static int proc_open(const struct tier_softdirty *sd, const char *name, int flags)
 {
-	return openat(sd->pr->procfd, name, flags | O_CLOEXEC);
+	return memmig_proc_open(sd->pr->pid, sd->pr->procfd, name, flags);
 }
 
 int tier_softdirty_open(const struct tier_proc *pr, struct tier_softdirty **out, char *why,
 			size_t len)
 {
 	struct tier_softdirty *sd = calloc(1, sizeof(*sd));
-	int pid = pr->pid, rc;
+	int pid = pr->pid, rc = memmig_softdirty_probe();
 
 	if (!sd)
 		return -ENOMEM;
-	pthread_once(&probe_once, probe);
-	if (probe_result) {
-		snprintf(why, len, "soft-dirty: %s", probe_result == -ENOENT ?
+	if (rc) {
+		snprintf(why, len, "soft-dirty: %s", rc == -ENOENT ?
 			 "this kernel keeps no soft-dirty bits (built without CONFIG_MEM_SOFT_DIRTY)" :
-			 strerror(-probe_result));
+			 strerror(-rc));
 		free(sd);
-		return probe_result;
+		return rc;
 	}
 	sd->pr = pr;
 	sd->pagemap = sd->clear_refs = -1;
@@ -131,29 +89,16 @@ fail:
 /* Whether the mapping at addr is soft-dirty as a whole (VmFlags "sd"). */
 static bool vma_softdirty(const struct tier_softdirty *s, uint64_t addr)
 {
-	unsigned long long start = 0, end = 0;
-	bool found = false, sd = false;
-	char *line = NULL;
-	size_t cap = 0;
-	FILE *f = NULL;
-	int fd = proc_open(s, "smaps", O_RDONLY);
+	struct memmig_vma *v = NULL;
+	size_t n = 0;
+	bool sd = false;
 
-	if (fd >= 0 && !(f = fdopen(fd, "r")))
-		close(fd);
-	if (!f)
+	if (memmig_vmas_read_at(s->pr->pid, s->pr->procfd, &v, &n))
 		return false;
-	while (!found && getline(&line, &cap, f) > 0) {
-		/* A mapping's first line ("7f00-7f80 rw-p ..."); no field's
-		 * name ("AnonHugePages:") reads as two numbers. */
-		if (sscanf(line, "%llx-%llx ", &start, &end) == 2)
-			continue;
-		if (!strncmp(line, "VmFlags:", 8) && addr >= start && addr < end) {
-			found = true;
-			sd = strstr(line, " sd") != NULL;
-		}
-	}
-	free(line);
-	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		if (addr >= v[i].start && addr < v[i].end)
+			sd = v[i].softdirty;
+	free(v);
 	return sd;
 }
 
@@ -214,7 +159,7 @@ int tier_softdirty_mark(struct tier_softdirty *sd, struct tier_unit *units, size
 				continue;
 			seen[i] = 1;
 			/* A swapped page keeps its bit too; it is not hot. */
-			if ((e & PM_SOFT_DIRTY) && !(e & PM_SWAP)) {
+			if ((e & MEMMIG_PM_SOFT_DIRTY) && !(e & PM_SWAP)) {
 				u->hist |= 1;
 				u->src |= TIER_SRC_SOFTDIRTY;
 				seen[i] = 2;
