@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * memmigd's tiered processes (docs/tiering.md): a policy per process or
- * domain, each run by src/tier's engine on one tiering thread, interval
- * after interval, until the process ends or the policy is cleared.
+ * domain, each a libmemmig tiering (memmig_tier_*) stepped on one tiering
+ * thread, interval after interval, until the process ends or the policy is
+ * cleared.
  */
 #ifndef MEMMIGD_TIERS_H
 #define MEMMIGD_TIERS_H

@@ -251,6 +251,19 @@ static void test_set_opts(void)
 	CU_ASSERT_EQUAL(memmig_tier_set_opts(t, &o), -EINVAL);
 	o.fast_free = 64 * MB;
 	CU_ASSERT_EQUAL(memmig_tier_set_opts(t, &o), 0);
+	/* A slow node that is not there: the next step says so, moving
+	 * nothing (checked at each step: a node may be taken away). */
+	{
+		static const int absent[] = { MEMMIG_TIER_MAX_NODES - 1 };
+		struct memmig_tier_stats st = { .sz = sizeof(st) };
+
+		o.slow_nodes = absent;
+		CU_ASSERT_EQUAL(memmig_tier_set_opts(t, &o), 0);
+		CU_ASSERT_EQUAL(memmig_tier_step(t), -ENOENT);
+		CU_ASSERT_EQUAL(memmig_tier_get_stats(t, &st), 0);
+		CU_ASSERT_EQUAL(st.last_error, -ENOENT);
+		CU_ASSERT_EQUAL(st.promoted_bytes + st.demoted_bytes, 0);
+	}
 	o.vm = (struct memmig_vm *)&o;
 	CU_ASSERT_EQUAL(memmig_tier_set_opts(t, &o), -EINVAL);
 	memmig_tier_unref(t);

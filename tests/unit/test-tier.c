@@ -27,6 +27,7 @@
 #include "cunit-main.h"
 #include "lib/tier/tier-damon.h"
 #include "lib/tier/tier-plan.h"
+#include "lib/tier/tier-react.h"
 #include "lib/tier/tier-softdirty.h"
 #include "lib/tier/tier-units.h"
 
@@ -649,7 +650,65 @@ static void test_pid_reuse(void)
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* Units 0..n-1 of 2 MiB; those of hot[] (addresses in units) touched. */
+static void set_hot(struct tier_unit *u, size_t n, const int *hot, size_t nhot)
+{
+	for (size_t i = 0; i < n; i++)
+		u[i] = (struct tier_unit){ .addr = i * TIER_UNIT, .len = TIER_UNIT };
+	for (size_t i = 0; i < nhot; i++)
+		u[hot[i]].hist = 1;
+}
+
+static void test_react(void)
+{
+	static const int a[] = { 0, 1, 2, 3 }, a_less[] = { 0, 1, 2 }, b[] = { 4, 5, 6, 7 };
+	struct tier_unit u[8];
+	struct tier_react r;
+	double react = -1;
+	const uint64_t hb = 4 * TIER_UNIT;	/* the hot set's bytes */
+
+	tier_react_init(&r);
+	/* Nothing hot: no change, no reaction. */
+	set_hot(u, 8, NULL, 0);
+	tier_react_note(&r, u, 8, 0, 0, 0, &react);
+	CU_ASSERT_EQUAL(react, -1);
+	/* A first hot set, on slow at 3 s, 90 % on fast at 9 s: 6 s. */
+	set_hot(u, 8, a, 4);
+	tier_react_note(&r, u, 8, hb, 0, 3, &react);
+	CU_ASSERT_EQUAL(react, -1);
+	tier_react_note(&r, u, 8, hb, hb / 2, 6, &react);
+	CU_ASSERT_EQUAL(react, -1);	/* half of it: not yet */
+	tier_react_note(&r, u, 8, hb, hb - hb / 10, 9, &react);
+	CU_ASSERT_DOUBLE_EQUAL(react, 6, 1e-9);
+	/* A quarter of the set gone is no change (not more than a quarter). */
+	set_hot(u, 8, a_less, 3);
+	tier_react_note(&r, u, 8, 3 * TIER_UNIT, 0, 12, &react);
+	set_hot(u, 8, a_less, 3);
+	tier_react_note(&r, u, 8, 3 * TIER_UNIT, 3 * TIER_UNIT, 100, &react);
+	CU_ASSERT_DOUBLE_EQUAL(react, 6, 1e-9);
+	/* A new set at 102 s, answered at 105 s: shorter, the longest stays. */
+	set_hot(u, 8, b, 4);
+	tier_react_note(&r, u, 8, hb, 0, 102, &react);
+	tier_react_note(&r, u, 8, hb, hb, 105, &react);
+	CU_ASSERT_DOUBLE_EQUAL(react, 6, 1e-9);
+	/* Another, answered 20 s later: the new longest. */
+	set_hot(u, 8, a, 4);
+	tier_react_note(&r, u, 8, hb, TIER_UNIT, 110, &react);
+	tier_react_note(&r, u, 8, hb, hb, 130, &react);
+	CU_ASSERT_DOUBLE_EQUAL(react, 20, 1e-9);
+	tier_react_free(&r);
+
+	/* A change already answered when seen: 0, where none was before. */
+	tier_react_init(&r);
+	react = -1;
+	set_hot(u, 8, a, 4);
+	tier_react_note(&r, u, 8, hb, hb, 1, &react);
+	CU_ASSERT_DOUBLE_EQUAL(react, 0, 1e-9);
+	tier_react_free(&r);
+}
+
 static CU_TestInfo tests[] = {
+	{ "react_s: a change of the hot set to 90 % of it on fast", test_react },
 	{ "policy: node sets, share or watermark, ranges", test_policy_check },
 	{ "plan: hot units on slow promoted, hottest first", test_plan_promote },
 	{ "plan: a DAMON mark counts when it repeats", test_damon_confirm },

@@ -18,6 +18,7 @@
 #include "lib/mm/nodemem.h"
 #include "lib/tier/tier-damon.h"
 #include "lib/tier/tier-plan.h"
+#include "lib/tier/tier-react.h"
 #include "lib/tier/tier-softdirty.h"
 #include "lib/tier/tier-units.h"
 #include "lib/tier/tier-vm.h"
@@ -47,12 +48,7 @@ struct tier {
 	struct tier_stats st;
 	struct tier_sample hist[TIER_HISTORY];
 	uint32_t nhist;
-	/* The reaction to a change of the hot set (tier_stats.react_s): the
-	 * last interval's hot units (addresses, sorted) and when a change not
-	 * yet answered was seen (< 0: none pending). */
-	uint64_t *hot_prev;
-	size_t nhot_prev;
-	double change_t;
+	struct tier_react react;	/* tier_stats.react_s's watch */
 };
 
 static double secs(const struct timespec *a, const struct timespec *b)
@@ -74,7 +70,7 @@ int tier_new(struct memmig_ctx *ctx, const struct tier_proc *pr, const struct ti
 	t->pr.procfd = fcntl(pr->procfd, F_DUPFD_CLOEXEC, 3);
 	t->flags = flags;
 	t->p = *p;
-	t->change_t = -1;
+	tier_react_init(&t->react);
 	t->st.react_s = -1;
 	clock_gettime(CLOCK_MONOTONIC, &t->start);
 	if (t->pr.procfd < 0) {
@@ -231,60 +227,6 @@ static void mark_moved(struct tier *t, const size_t *idx, size_t n, int dir, uin
 	}
 }
 
-/*
- * Whether the hot units changed by more than a quarter of the larger of
- * the two sets since the last interval (a first hot set counts); keeps
- * this interval's for the next.
- */
-static bool hot_set_changed(struct tier *t)
-{
-	size_t n = 0, common = 0, j = 0, larger;
-	bool changed;
-	uint64_t *cur = malloc((t->nunits ? t->nunits : 1) * sizeof(*cur));
-
-	if (!cur)
-		return false;
-	for (size_t i = 0; i < t->nunits; i++)
-		if (tier_unit_hot(&t->units[i]))
-			cur[n++] = t->units[i].addr;
-	/* Both sorted by address: one walk counts what they share. */
-	for (size_t i = 0; i < n; i++) {
-		while (j < t->nhot_prev && t->hot_prev[j] < cur[i])
-			j++;
-		common += j < t->nhot_prev && t->hot_prev[j] == cur[i];
-	}
-	larger = n > t->nhot_prev ? n : t->nhot_prev;
-	changed = n && (n + t->nhot_prev - 2 * common) * 4 > larger;
-	free(t->hot_prev);
-	t->hot_prev = cur;
-	t->nhot_prev = n;
-	return changed;
-}
-
-/* The hot set's change seen, and the time until 90 % of it was on fast:
- * both at an interval's start, before its moves. */
-static void note_reaction(struct tier *t, double now_s)
-{
-	struct tier_stats *st = &t->st;
-	bool placed = st->hot_fast * 10 >= st->hot_bytes * 9;
-	bool changed = hot_set_changed(t);
-
-	if (t->change_t >= 0 && placed) {
-		if (now_s - t->change_t > st->react_s)
-			st->react_s = now_s - t->change_t;
-		t->change_t = -1;
-	}
-	if (!changed || t->change_t >= 0)
-		return;
-	if (placed) {
-		/* Already there: a reaction of no time. */
-		if (st->react_s < 0)
-			st->react_s = 0;
-	} else {
-		t->change_t = now_s;
-	}
-}
-
 /* The interval's picture, before its moves. */
 static void take_stock(struct tier *t, double now_s, struct tier_sample *s)
 {
@@ -306,7 +248,8 @@ static void take_stock(struct tier *t, double now_s, struct tier_sample *s)
 			st->hot_fast += tier_unit_on_fast(u);
 		}
 	}
-	note_reaction(t, now_s);
+	tier_react_note(&t->react, t->units, t->nunits, st->hot_bytes, st->hot_fast, now_s,
+			&st->react_s);
 	*s = (struct tier_sample){
 		.interval = st->intervals, .bytes_fast = st->bytes_fast,
 		.bytes_slow = st->bytes_slow, .hot_bytes = st->hot_bytes,
@@ -519,7 +462,7 @@ void tier_free(struct tier *t)
 	tier_vm_close(t->vm);
 	tier_damon_close(t->damon);
 	free(t->units);
-	free(t->hot_prev);
+	tier_react_free(&t->react);
 	memmig_ctx_unref(t->ctx);
 	if (t->pr.procfd >= 0)
 		close(t->pr.procfd);
