@@ -70,9 +70,9 @@
 #define SAMPLES_PER_AGGR	20
 /*
  * The share of a unit DAMON must estimate accessed for it to count as
- * touched: 1/16, 128 KiB of 2 MiB (see mark_units()).
+ * touched: half of it (see mark_units()).
  */
-#define MIN_ACCESSED_SHIFT	4
+#define MIN_ACCESSED_SHIFT	1
 #define EBUSY_WAIT_MS		3000	/* plus two aggregations */
 
 /* An accessed region as DAMON's tried_regions/N/ says it. */
@@ -706,7 +706,7 @@ static int collect(void)
 /*
  * A unit is touched when DAMON's estimate of its accessed bytes in the
  * aggregation -- each overlapping region's overlap times its nr_accesses
- * over the samples an aggregation takes -- is at least 1/16 of it.
+ * over the samples an aggregation takes -- is at least half of it.
  *
  * Why not "any overlap with a region with nr_accesses > 0": DAMON's
  * regions are its own, wider than units where little happens (up to
@@ -717,7 +717,13 @@ static int collect(void)
  * straddling the end of a hot run would mark the idle unit next to it.
  * Weighted, those stay below the bar while a unit that is accessed
  * through the aggregation (nr_accesses near the maximum) clears it at
- * once.  nr_accesses > 0 is still "accessed in the last aggregation": the
+ * once.  Half, not less: a region straddling the end of a hot run has
+ * nr_accesses near its hot share of the samples, and all of them weigh on
+ * its overlap with the idle unit beside it; at 1/16, an overlap of an
+ * eighth of that unit with a half-hot region marked it.  A KVM guest's
+ * idle unit next to its hot set was marked so two intervals running,
+ * promoted, and sent back (6.12 tier, two bounces in 52 moves).  At half,
+ * the region must lie over most of the idle unit.  nr_accesses > 0 is still "accessed in the last aggregation": the
  * count is reset at each one, and the scheme reports the aggregation that
  * ended after the call began.
  */

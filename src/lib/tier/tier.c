@@ -215,8 +215,18 @@ static void mark_moved(struct tier *t, const size_t *idx, size_t n, int dir, uin
 
 		/* Back the other way soon after: the hysteresis was too short. */
 		if (u->last_dir == -dir &&
-		    now - u->moved_at <= t->p.min_stay + t->p.cold_intervals)
+		    now - u->moved_at <= t->p.min_stay + t->p.cold_intervals) {
 			t->st.bounces++;
+			/* Which evidence moved it back: what a bounce is
+			 * told apart by. */
+			info(t->ctx, "tier: pid %d: unit %#llx %s again, %u intervals after "
+			     "its last move (sources %#x, touched %#x, DAMON %#x)\n", t->pr.pid,
+			     (unsigned long long)u->addr, dir > 0 ? "promoted" : "demoted",
+			     now - u->moved_at, u->src, u->hist, u->damon_hist);
+		}
+		dbg(t->ctx, "tier: pid %d: interval %u: unit %#llx %s (sources %#x, touched %#x, "
+		    "DAMON %#x)\n", t->pr.pid, now, (unsigned long long)u->addr,
+		    dir > 0 ? "promoted" : "demoted", u->src, u->hist, u->damon_hist);
 		u->moved_at = now;
 		u->last_dir = (int8_t)dir;
 		if (dir > 0) {
