@@ -1288,12 +1288,18 @@ enum memmig_tier_source {
 struct memmig_tier_opts {
 	size_t sz;
 	/* What is tiered: a process (pid > 0, or 0 for this one), or, with
-	 * vm, the guest RAM of the VMM's own registered anonymous slots. */
+	 * vm, the guest RAM of one of the VMM's own anonymous slots (pid 0,
+	 * procfd 0: this process). */
 	int pid;
 	int procfd;			/* 0 or the caller's pin, as in
 					 * memmig_move_opts; duplicated */
-	struct memmig_vm *vm;		/* NULL: a process (others: not yet,
-					 * -EOPNOTSUPP) */
+	struct memmig_vm *vm;		/* NULL: a process.  Else its slot
+					 * vm_slot: writes from the vm's
+					 * tracking (memmig_vm_track_new(3)),
+					 * each run of units moved live
+					 * (memmig_vm_migrate(3)) under a pause
+					 * of pause_ms; referenced */
+	uint32_t vm_slot;
 	const int *fast_nodes;		/* copied */
 	unsigned int nfast;		/* 1..MEMMIG_TIER_MAX_NODES */
 	const int *slow_nodes;		/* none of them fast */

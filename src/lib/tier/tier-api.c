@@ -32,6 +32,8 @@ struct memmig_tier {
 	struct memmig_ctx *ctx;
 	struct tier *engine;
 	struct tier_policy p;		/* the options' */
+	struct memmig_vm *vm;		/* what it tiers, for set_opts() to */
+	uint32_t vm_slot;		/* compare (the engine holds the ref) */
 };
 
 /* A sentence for the caller: in opts->why where it gave one, and in the
@@ -102,8 +104,9 @@ int memmig_tier_new(struct memmig_ctx *ctx, const struct memmig_tier_opts *opts,
 	if (!t)
 		return -ENOMEM;
 	rc = policy_from(ctx, opts, &o, &t->p);
-	if (!rc && o.vm)
-		rc = refuse(ctx, &o, -EOPNOTSUPP, "a VMM's own guest is not tiered yet");
+	if (!rc && o.vm && (o.pid || o.procfd > 0))
+		rc = refuse(ctx, &o, -EINVAL, "vm: the guest of this process's VMM (pid 0, "
+			    "procfd 0)");
 	if (!rc && o.pid < 0)
 		rc = refuse(ctx, &o, -EINVAL, "pid: a process (> 0), or 0 for this one");
 	if (rc) {
@@ -111,7 +114,8 @@ int memmig_tier_new(struct memmig_ctx *ctx, const struct memmig_tier_opts *opts,
 		return rc;
 	}
 	pr = (struct tier_proc){ .pid = o.pid ? o.pid : getpid(), .procfd = o.procfd,
-				 .check = o.check, .opaque = o.check_opaque };
+				 .check = o.check, .opaque = o.check_opaque,
+				 .vm = o.vm, .vm_slot = o.vm_slot };
 	/* No pin of the caller's: ours, for the engine to duplicate. */
 	if (o.procfd <= 0) {
 		snprintf(path, sizeof(path), "/proc/%d", pr.pid);
@@ -131,6 +135,8 @@ int memmig_tier_new(struct memmig_ctx *ctx, const struct memmig_tier_opts *opts,
 	}
 	t->refcount = 1;
 	t->ctx = memmig_ctx_ref(ctx);
+	t->vm = o.vm;
+	t->vm_slot = o.vm_slot;
 	*out = t;
 	return 0;
 }
@@ -177,7 +183,7 @@ int memmig_tier_set_opts(struct memmig_tier *t, const struct memmig_tier_opts *o
 	if (!t)
 		return -EINVAL;
 	rc = policy_from(t->ctx, opts, &o, &p);
-	if (!rc && o.vm)
+	if (!rc && (o.vm != t->vm || (o.vm && o.vm_slot != t->vm_slot)))
 		rc = refuse(t->ctx, &o, -EINVAL, "the same process or vm, not another");
 	if (rc)
 		return rc;
