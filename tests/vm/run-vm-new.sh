@@ -32,5 +32,5 @@ fi
 # The CXL devices stay with the stock boot, which runs the CXL cases: QEMU
 # emulates each access to CXL memory, and time is short.
 VM_KERNEL=$kernel VM_TAG=${VM_TAG:--new} VM_TIMEOUT=${VM_TIMEOUT:-1200} VM_CXL=${VM_CXL:-0} VM_HMAT=${VM_HMAT:-1} \
-VM_TESTS=${VM_TESTS:-"test-frames test-multinode guest-hwpoison guest-dax test-mce guest-demo guest-damon guest-restart guest-tier guest-tier-perm guest-tier-kernel guest-daemon"} \
+VM_TESTS=${VM_TESTS:-"test-frames test-multinode guest-hwpoison guest-dax test-mce guest-demo guest-damon guest-restart guest-tier guest-tier-kvm guest-tier-vm guest-tier-perm guest-tier-kernel guest-tier-kvm-kernel guest-daemon"} \
 	exec bash "$srcdir/tests/vm/run-vm.sh"

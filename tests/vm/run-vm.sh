@@ -42,7 +42,7 @@ pmem=$vmdir/pmem0$tag.img
 timeout_s=${VM_TIMEOUT:-1200}
 all_tests="test-topology test-frames test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce test-minivmm-hot guest-demo test-tier test-tier-api guest-tier guest-tier-kvm guest-tier-vm guest-tier-users guest-tier-perm guest-bench-move"
 # Tests for a newer kernel only (run-vm-new.sh runs them).
-other_tests="guest-damon guest-tier-kernel guest-restart"
+other_tests="guest-damon guest-tier-kernel guest-tier-kvm-kernel guest-restart"
 tests=${VM_TESTS:-$all_tests}
 
 skip() {
@@ -88,6 +88,7 @@ cli=$(builddir_elf src/cli/memmig-cli)
 bench=$(builddir_elf src/bench/memmig-bench)
 memhog=$(builddir_elf tests/helpers/memhog)
 hotset=$(builddir_elf tests/helpers/hotset)
+tiervm=$(builddir_elf tests/vm/guest-tier-vm)
 memmigd=$(builddir_elf src/daemon/memmigd)
 libmemmig=$(ls "$top_builddir"/src/lib/.libs/libmemmig.so.* 2>/dev/null | head -n 1)
 [ -n "$libmemmig" ] || skip "src/lib/.libs/libmemmig.so.* is not built (a --disable-shared build?)"
@@ -142,6 +143,7 @@ add_elf "$cli" /bin/memmig-cli || exit 1
 add_elf "$bench" /bin/memmig-bench || exit 1
 add_elf "$memhog" /bin/memhog || exit 1
 add_elf "$hotset" /bin/hotset || exit 1
+add_elf "$tiervm" /bin/guest-tier-vm || exit 1
 add_elf "$memmigd" /sbin/memmigd || exit 1
 # libdaxctl is loaded when a host has DAX devices (topology-dax.c), not
 # linked: ldd does not find it.
@@ -172,7 +174,8 @@ for t in $tests; do
 	guest-hwpoison) prog=tests/vm/guest-hwpoison ;;
 	guest-dax) prog=tests/vm/guest-dax ;;
 	guest-damon) prog=tests/vm/guest-damon ;;
-	guest-tier-kvm | guest-tier-vm) prog=tests/vm/guest-tier-vm ;;
+	guest-tier-kvm | guest-tier-kvm-kernel) script=tests/vm/guest-tier-kvm.sh prog= ;;
+	guest-tier-vm) prog=tests/vm/guest-tier-vm ;;
 	test-minivmm-hot) prog=tests/unit/test-minivmm-hot ;;
 	test-live) prog=tests/kvm/test-live ;;
 	test-mce) prog=tests/kvm/test-mce ;;
@@ -204,6 +207,7 @@ for t in $tests; do
 		[ -e "$root/bin/bash" ] || { echo "$t|skip bash is not installed on the host" >>"$list"; continue; }
 		cp "$srcdir/$script" "$root/t/$t.sh"
 		cp "$srcdir/tests/testlib.sh" "$root/testlib.sh" # /t/../testlib.sh
+		cp "$srcdir/tests/vm/tier-kernel.sh" "$root/t/tier-kernel.sh"
 		echo "$t|/bin/bash /t/$t.sh" >>"$list"
 	fi
 done
