@@ -308,7 +308,8 @@ static int run_size(struct live_bench *b, size_t mem, struct live_case *cs)
 	struct memmig_vm *vm = NULL;
 	pid_t *busy = calloc(nb, sizeof(*busy));
 	const char *why;
-	int rc = busy ? minivmm_up_any(b->ctx, mem, b->dirty, b->no_kvm, &vmm, &vm, &why) :
+	int rc = busy ? minivmm_up_any(b->ctx, mem, MINIVMM_GUEST_MEMCHECK, b->dirty, b->no_kvm,
+				       &vmm, &vm, &why) :
 			-ENOMEM;
 
 	if (rc < 0)

@@ -15,41 +15,19 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/demo.h"
 #include "front/front.h"
 #include "minivmm/embed.h"
 #include "util/size.h"
 
-struct demo {
-	size_t mem;
-	long migrations;
-	long budget_ms;
-	int dirty;		/* enum memmig_dirty_method */
-	const char *tier;
-	bool json, no_kvm, nodes_only;
-	int nodes[2], nnodes;
-	int ranks[2];		/* enum demo_rank of each */
-	double raw_s;		/* one copy of mem bytes, for scale */
-	bool kvm;
-	unsigned int tracked;	/* the tracking methods used, 1 << method */
-	struct plot_out plot;
-	struct demo_run *runs;	/* with --plot: the first DEMO_PLOT_MAX */
-	long nruns;
-};
-
-/* A picture with more migrations than this would not read. */
-#define DEMO_PLOT_MAX 16
-
-struct demo_run {
-	char target[64];
-	struct minivmm_migration m;
-};
-
 static void demo_usage(FILE *f)
 {
-	fprintf(f, "Usage: memmig-bench demo [--mem SIZE] [--migrations N] [--tier DIR]\n"
+	fprintf(f, "Usage: memmig-bench demo [--mem SIZE] [--migrations N] [--file-tier DIR]\n"
 		   "                         [--budget-ms MS] [--dirty METHOD] [--no-kvm]\n"
 		   "                         [--nodes-only] [--json] [--plot FILE]\n"
 		   "                         [--plot-data FILE]\n"
+		   "       memmig-bench demo --tier [--mem SIZE] [--budget-ms MS] [--no-kvm]\n"
+		   "                         [--json]\n"
 		   "Runs a guest that rewrites all of its RAM (examples/minivmm) and\n"
 		   "migrates the RAM live N times (default 5) while it runs: between\n"
 		   "a DRAM node and a node of CXL memory (or a CPU-less node) where\n"
@@ -61,6 +39,10 @@ static void demo_usage(FILE *f)
 		   "--dirty: how writes are tracked: auto (default), log, log-clear,\n"
 		   "ring (KVM), uffd-wp, soft-dirty (host thread).  --mem: up to 64G\n"
 		   "(the KVM guest runs in 64-bit long mode).\n"
+		   "--tier: the guest rewrites a quarter of its RAM, a window that moves\n"
+		   "every 12 s, and libmemmig tiers it for 48 s: what it writes on the\n"
+		   "first node, the rest on the second (2 MiB units, each moved live);\n"
+		   "two nodes with memory needed.  Then every page is checked.\n"
 		   "--plot FILE: each migration's copy rounds (bytes and time) and its\n"
 		   "pause in parts against the budget, drawn by gnuplot (.svg or .png;\n"
 		   "the first %d migrations); --plot-data FILE: those numbers.\n"
@@ -72,7 +54,8 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 	static const struct option opts[] = {
 		{ "mem", required_argument, NULL, 'm' },
 		{ "migrations", required_argument, NULL, 'n' },
-		{ "tier", required_argument, NULL, 't' },
+		{ "file-tier", required_argument, NULL, 'F' },
+		{ "tier", no_argument, NULL, 't' },
 		{ "budget-ms", required_argument, NULL, 'b' },
 		{ "dirty", required_argument, NULL, 'd' },
 		{ "no-kvm", no_argument, NULL, 'K' },
@@ -102,8 +85,12 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 			if (cli_parse_int("--migrations", optarg, 1, 1000, &d->migrations))
 				return CLI_EXIT_USAGE;
 			break;
+		case 'F':
+			d->file_tier = optarg;
+			break;
 		case 't':
-			d->tier = optarg;
+			d->tiering = true;
+			d->guest = MINIVMM_GUEST_HOTSET;
 			break;
 		case 'b':
 			if (cli_parse_int("--budget-ms", optarg, 1, 10000, &d->budget_ms))
@@ -157,13 +144,18 @@ static const char *rank_name(enum demo_rank r)
 	return names[r];
 }
 
+const char *demo_rank_name(const struct demo *d, int i)
+{
+	return rank_name(d->ranks[i]);
+}
+
 /*
  * What memmig is for: the first node with CPUs, where the guest runs, and
  * a node of CXL memory where there is one, else a CPU-less memory node
  * (a CXL expander as the firmware shows it), else the next node; on one
  * node, that one.
  */
-static int demo_nodes(struct memmig_ctx *ctx, struct demo *d)
+int demo_nodes(struct memmig_ctx *ctx, struct demo *d)
 {
 	struct memmig_node_info n = { .sz = sizeof(n) };
 	struct memmig_topo *topo;
@@ -209,7 +201,7 @@ static struct memmig_live_opts demo_target(const struct demo *d, long i, char *n
 	else if (i % 2 == 0 || d->nodes_only)
 		o.target_node = d->nodes[0];
 	else
-		o.target_path = d->tier;
+		o.target_path = d->file_tier;
 	if (o.target_path)
 		snprintf(name, len, "%s", o.target_path);
 	else
@@ -309,7 +301,7 @@ static void migration_text(long i, const char *target, const struct minivmm_migr
 }
 
 /* The nodes it moves between: [{"id": 0, "kind": "DRAM"}, ...]. */
-static struct json_object *nodes_json(const struct demo *d)
+struct json_object *demo_nodes_json(const struct demo *d)
 {
 	struct json_object *a = json_object_new_array();
 
@@ -324,11 +316,11 @@ static struct json_object *nodes_json(const struct demo *d)
 }
 
 /* Starts the guest: under KVM, or as a host thread (saying why). */
-static int demo_guest(struct memmig_ctx *ctx, struct demo *d, struct minivmm **vmm,
-		      struct memmig_vm **vm)
+int demo_guest(struct memmig_ctx *ctx, struct demo *d, struct minivmm **vmm,
+	       struct memmig_vm **vm)
 {
 	const char *why;
-	int rc = minivmm_up_any(ctx, d->mem, d->dirty, d->no_kvm, vmm, vm, &why);
+	int rc = minivmm_up_any(ctx, d->mem, d->guest, d->dirty, d->no_kvm, vmm, vm, &why);
 
 	d->kvm = !why;
 	if (!rc && why && !d->no_kvm && !d->json)
@@ -363,7 +355,7 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 			printf("one NUMA node: to node %d each time\n", d->nodes[0]);
 		else
 			printf("one NUMA node: to node %d and the file tier %s in turn\n",
-			       d->nodes[0], d->tier);
+			       d->nodes[0], d->file_tier);
 		printf("one raw copy of %s: %.1f ms\n\n", size, d->raw_s * 1e3);
 		printf("%3s %-10s %5s %6s %6s %5s %6s %6s %6s %7s %6s %6s  %s\n", "#",
 		       "target", "GB/s", "ms", "/raw", "prep", "rounds", "pause",
@@ -411,7 +403,7 @@ out:
 		json_object_object_add(o, "guest", json_object_new_string(
 				d->kvm ? "kvm" : "thread"));
 		json_object_object_add(o, "raw_copy_s", json_object_new_double(d->raw_s));
-		json_object_object_add(o, "nodes", nodes_json(d));
+		json_object_object_add(o, "nodes", demo_nodes_json(d));
 		json_object_object_add(o, "migrations", list);
 		cli_json_print(o);
 	} else {
@@ -477,7 +469,7 @@ static int demo_main(struct memmig_ctx *ctx, int argc, char **argv)
 	struct demo d = {
 		.mem = 512 << 20,
 		.migrations = 5,
-		.tier = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm",
+		.file_tier = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm",
 	};
 	int rc = demo_parse(argc, argv, &d);
 
@@ -491,6 +483,8 @@ static int demo_main(struct memmig_ctx *ctx, int argc, char **argv)
 			return CLI_EXIT_FAIL;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (d.tiering)
+		return demo_tier(ctx, &d);
 	rc = demo_run(ctx, &d);
 	if (d.nruns && demo_plot(&d) < 0)
 		rc = CLI_EXIT_FAIL;

@@ -166,13 +166,15 @@ static bool dirty_without_kvm(int method)
 	return method == MEMMIG_DIRTY_UFFD_WP || method == MEMMIG_DIRTY_SOFT_DIRTY;
 }
 
-int minivmm_up_any(struct memmig_ctx *ctx, uint64_t mem, int dirty_method, bool no_kvm,
-		   struct minivmm **vmm, struct memmig_vm **vm, const char **thread_why)
+int minivmm_up_any(struct memmig_ctx *ctx, uint64_t mem, int guest, int dirty_method,
+		   bool no_kvm, struct minivmm **vmm, struct memmig_vm **vm,
+		   const char **thread_why)
 {
 	struct minivmm_opts o = {
 		.mem = mem,
 		.backing = MINIVMM_BACKING_ANON,
 		.dirty_ring = dirty_method == MEMMIG_DIRTY_RING ? 4096 : 0,
+		.guest = guest,
 	};
 	int rc = -ENODEV;
 

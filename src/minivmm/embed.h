@@ -70,13 +70,14 @@ int minivmm_wait_progress(struct minivmm *vmm, int timeout_ms);
 int minivmm_up(struct memmig_ctx *ctx, const struct minivmm_opts *o,
 	       struct minivmm **vmm, struct memmig_vm **vm);
 /*
- * minivmm_up() with a KVM guest where one can run, else the host-thread
- * one: *thread_why says why it is a thread (NULL: KVM).  A thread when
+ * minivmm_up() with a KVM guest (enum minivmm_guest: one that writes its
+ * RAM) where one can run, else the host-thread one: *thread_why says why it is a thread (NULL: KVM).  A thread when
  * no_kvm, when the tracking asked for follows only a thread's writes
  * (uffd-wp, soft-dirty), or without /dev/kvm.  A dirty ring for MEMMIG_DIRTY_RING.
  */
-int minivmm_up_any(struct memmig_ctx *ctx, uint64_t mem, int dirty_method, bool no_kvm,
-		   struct minivmm **vmm, struct memmig_vm **vm, const char **thread_why);
+int minivmm_up_any(struct memmig_ctx *ctx, uint64_t mem, int guest, int dirty_method,
+		   bool no_kvm, struct minivmm **vmm, struct memmig_vm **vm,
+		   const char **thread_why);
 /* Nothing lost, torn or seen wrong by the guest. */
 int minivmm_migration_ok(const struct minivmm_migration *m);
 

@@ -254,6 +254,12 @@ check "demo overrun named" test "$(jq '[.migrations[] | (.pause.overrun_by != nu
 check "demo bad dirty" exit_is 2 "$cli" demo --dirty bogus
 check "demo bad dirty message" grep -q "dirty: auto, log" "$tmp/err"
 check "demo mem cap" exit_is 2 "$cli" demo --mem 65G
+# demo --tier needs a second node; on one, it says so (the tier runs it).
+if [ "$(cat /sys/devices/system/node/has_memory 2>/dev/null)" = 0 ]; then
+	check "demo --tier on one node" exit_is 1 "$cli" demo --tier --mem 16M
+	check "demo --tier on one node: why" grep -q "tiering needs two nodes with memory; this host has 1" "$tmp/err"
+fi
+check "demo --file-tier" exit_is 2 "$cli" demo --file-tier
 # Userfaultfd write protection: the swap moves each piece of the tracked
 # range aside by whole page tables (UFFD_FEATURE_EVENT_REMAP), not one
 # entry at a time as Linux 6.13 on does for a tracked range without it.  The swaps are two mremaps of the

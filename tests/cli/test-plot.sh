@@ -133,7 +133,7 @@ check "demo --plot" exit_is 0 "$cli" demo --mem 16M --migrations 2 --nodes-only 
 check "demo svg valid" is_svg "$tmp/demo.svg"
 mkdir "$tmp/tier \`touch pwned\` 'q\""
 check "demo --plot, odd tier" exit_is 0 "$cli" demo --mem 16M --migrations 2 \
-	--tier "$tmp/tier \`touch pwned\` 'q\"" --plot "$tmp/tier.svg" --plot-data "$tmp/tier.dat"
+	--file-tier "$tmp/tier \`touch pwned\` 'q\"" --plot "$tmp/tier.svg" --plot-data "$tmp/tier.dat"
 check "odd tier: named as given" grep -qF "#2 to $tmp/tier \`touch pwned\` 'q\"" "$tmp/tier.dat"
 check "odd tier: in the legend (shortened)" grep -qF "pwned\` 'q\"" "$tmp/tier.svg"
 check "odd tier: nothing run" test -z "$(find "$TMPDIR" . -maxdepth 2 -name pwned)"

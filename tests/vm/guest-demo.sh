@@ -80,4 +80,18 @@ check "the table names the nodes" \
 	exit_is 0 "$cli" demo --mem "$mem" --migrations 1 --budget-ms 250
 grep -q "between node 0 (DRAM) and node $far ($far_kind)" "$tmp/out" ||
 	{ echo "FAIL: no node line in:"; cat "$tmp/out"; fails=$((fails + 1)); }
+# The VMM tiers its own KVM guest (memmig_tier with opts.vm): the hot-set
+# guest's window kept on node 0, the rest on node 2, every page checked.
+echo "== memmig-cli demo --tier --mem 32M --budget-ms 500 --json"
+if exit_is 0 "$cli" demo --tier --mem 32M --budget-ms 500 --json; then
+	jq -M -c '{guest, hot_fast_min_2i_pct, slow_pct_mean, slow_target_pct, promotions,
+		demotions, bounce_pct, react_s, pause_max_s, stall_max_s, lost, torn, verified}' "$tmp/out"
+	check "demo --tier: a KVM guest tiered between node 0 and node $far, every page verified" \
+		jq -e --argjson f "$far" '.verified and .guest == "kvm" and .promotions > 0 and
+			.demotions > 0 and ([.nodes[].id] == [0, $f])' "$tmp/out"
+else
+	echo "FAIL: demo --tier"
+	cat "$tmp/out"
+	fails=$((fails + 1))
+fi
 summary
