@@ -3,10 +3,16 @@
  * minivmm: a one-vCPU KVM VMM that embeds libmemmig.  Its guest rewrites
  * all of its RAM without pause; every --migrate-every seconds minivmm
  * moves the RAM live to --to-node or --to-path, then checks every page.
+ * With --tier FAST,SLOW its guest rewrites a quarter of its RAM (a window
+ * it moves every --phase-ms) instead, and minivmm tiers it: libmemmig
+ * keeps what the guest writes on FAST and the rest on SLOW, moving 2 MiB
+ * units live (memmig_tier with opts.vm); every page is checked at the end.
  *
  *   minivmm [--mem 256M] [--to-node N | --to-path DIR] [--migrate-every S]
  *           [--migrations N] [--backing anon|memfd] [--dirty-ring ENTRIES]
  *           [--method auto|log|log-clear|ring] [--budget-ms MS]
+ *   minivmm --tier FAST,SLOW [--mem 64M] [--hot-pct 25] [--phases 4]
+ *           [--phase-ms 12000] [--interval-ms 2000] [--budget-ms MS]
  *
  * Exit: 0 every migration verified, 1 a failure, 77 no /dev/kvm.
  */
@@ -18,6 +24,7 @@
 #include <unistd.h>
 
 #include "minivmm/embed.h"
+#include "minivmm/tier-run.h"
 #include "util/size.h"
 
 struct args {
@@ -25,6 +32,8 @@ struct args {
 	struct memmig_live_opts live;
 	double every_s;
 	unsigned int migrations;
+	bool tier;
+	struct minivmm_tier_opts t;
 };
 
 static int parse_size(const char *s, uint64_t *out)
@@ -52,7 +61,9 @@ static void usage(FILE *f)
 		   "[--migrate-every SECONDS]\n"
 		   "               [--migrations N] [--backing anon|memfd] "
 		   "[--dirty-ring ENTRIES]\n"
-		   "               [--method auto|log|log-clear|ring] [--budget-ms MS]\n");
+		   "               [--method auto|log|log-clear|ring] [--budget-ms MS]\n"
+		   "       minivmm --tier FAST,SLOW [--mem SIZE] [--hot-pct PCT] [--phases N]\n"
+		   "               [--phase-ms MS] [--interval-ms MS] [--budget-ms MS]\n");
 }
 
 static int parse_args(int argc, char **argv, struct args *a)
@@ -67,11 +78,16 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "dirty-ring", required_argument, NULL, 'r' },
 		{ "method", required_argument, NULL, 'M' },
 		{ "budget-ms", required_argument, NULL, 'B' },
+		{ "tier", required_argument, NULL, 'T' },
+		{ "hot-pct", required_argument, NULL, 'H' },
+		{ "phases", required_argument, NULL, 'P' },
+		{ "phase-ms", required_argument, NULL, 'L' },
+		{ "interval-ms", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	uint64_t v;
-	char *end;
+	char *end, extra;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -121,6 +137,22 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->live.pause_budget_ns = (uint64_t)(strtod(optarg, &end) * 1e6);
 			if (*end || !a->live.pause_budget_ns)
 				return -EINVAL;
+			break;
+		case 'T':
+			a->tier = true;
+			if (sscanf(optarg, "%d,%d%c", &a->t.fast, &a->t.slow, &extra) != 2 ||
+			    a->t.fast < 0 || a->t.slow < 0)
+				return -EINVAL;
+			break;
+		case 'H':
+		case 'P':
+		case 'L':
+		case 'I':
+			v = strtoul(optarg, &end, 10);
+			if (*end || errno || !v || v > 10000000)
+				return -EINVAL;
+			*(c == 'H' ? &a->t.hot_pct : c == 'P' ? &a->t.phases :
+			  c == 'L' ? &a->t.phase_ms : &a->t.interval_ms) = (unsigned int)v;
 			break;
 		case 'h':
 			usage(stdout);
@@ -190,13 +222,62 @@ static int run(const struct args *a)
 	return rc < 0 || failed ? 1 : 0;
 }
 
+static void tier_sample(void *opaque, unsigned int phase, unsigned int interval,
+			double hot_fast_pct, double slow_pct)
+{
+	(void)opaque;
+	printf("phase %u, interval %u: %5.1f %% of the hot set on fast, %5.1f %% of the RAM "
+	       "on slow\n", phase, interval, hot_fast_pct, slow_pct);
+}
+
+/* --tier: the hot-set guest, tiered by libmemmig. */
+static int tier(struct args *a)
+{
+	struct memmig_ctx *ctx = NULL;
+	struct memmig_vm *vm = NULL;
+	struct minivmm *vmm = NULL;
+	struct minivmm_tier_result r;
+	char why[200] = "";
+	int rc;
+
+	a->vm.guest = MINIVMM_GUEST_HOTSET;
+	if (a->live.pause_budget_ns)
+		a->t.pause_ms = (unsigned int)(a->live.pause_budget_ns / 1000000);
+	rc = memmig_ctx_new(&ctx);
+	if (!rc)
+		rc = minivmm_up(ctx, &a->vm, &vmm, &vm);
+	if (rc == -ENODEV)
+		printf("minivmm: no /dev/kvm on this machine\n");
+	if (!rc)
+		rc = minivmm_tier_run(ctx, vm, vmm, &a->t, tier_sample, NULL, &r, why, sizeof(why));
+	if (!rc)
+		printf("tiering: %u intervals, %llu promotions, %llu demotions, bounces %.1f %%, "
+		       "hot set on fast two intervals after each change >= %.1f %%, slow %.1f %% "
+		       "(target %.1f %%), longest pause %.1f ms, reaction %.1f s, CPU %.2f %% a GiB; "
+		       "%s: lost %llu, torn %llu, guest errors %llu\n", r.st.intervals,
+		       (unsigned long long)r.st.promotions, (unsigned long long)r.st.demotions,
+		       r.st.bounce_pct, r.hot_fast_min_2i, r.slow_pct_mean, r.slow_target,
+		       r.st.pause_max_s * 1e3, r.st.react_s, r.st.cpu_pct_per_gib,
+		       minivmm_tier_intact(&r) ? "verified" : "FAILED",
+		       (unsigned long long)r.check.lost, (unsigned long long)r.check.torn,
+		       (unsigned long long)(r.vs.guest_errors + r.check.guest_errors));
+	else if (rc != -ENODEV)
+		fprintf(stderr, "minivmm: --tier: %s%s%s\n", strerror(-rc), *why ? ": " : "", why);
+	memmig_vm_unref(vm);
+	minivmm_destroy(vmm);
+	memmig_ctx_unref(ctx);
+	return rc == -ENODEV ? 77 : rc || !minivmm_tier_intact(&r) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct args a = {
-		.vm = { .mem = 256ULL << 20, .backing = MINIVMM_BACKING_ANON },
+		.vm = { .backing = MINIVMM_BACKING_ANON },
 		.live = { .sz = sizeof(a.live), .target_node = 0 },
 		.every_s = 1,
 		.migrations = 5,
+		.t = { .hot_pct = 25, .phases = 4, .phase_ms = 12000, .interval_ms = 2000,
+		       .pause_ms = 50 },
 	};
 
 	if (parse_args(argc, argv, &a)) {
@@ -204,5 +285,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (a.tier) {
+		a.vm.mem = a.vm.mem ? a.vm.mem : 64ULL << 20;
+		return tier(&a);
+	}
+	a.vm.mem = a.vm.mem ? a.vm.mem : 256ULL << 20;
 	return run(&a);
 }
