@@ -129,4 +129,22 @@ static inline bool memmig_test_x86_build(void)
 	return memmig_prim_supported(&all, MEMMIG_PRIM_MOVQ);
 }
 
+/*
+ * cunit_main(suites) where have() finds what the tests need on this host,
+ * else a skip that says why.  have() runs with *ctx a context of its own
+ * (the tests' suites make theirs).
+ */
+static inline int cunit_main_if(CU_SuiteInfo *suites, struct memmig_ctx **ctx,
+				bool (*have)(void), const char *why)
+{
+	bool ok;
+
+	if (memmig_ctx_new(ctx))
+		return CUNIT_EXIT_ERROR;
+	ok = have();
+	memmig_ctx_unref(*ctx);
+	*ctx = NULL;
+	return ok ? cunit_main(suites) : cunit_skip(why);
+}
+
 #endif

@@ -398,12 +398,6 @@ int main(void)
 		CU_SUITE_INFO_NULL,
 	};
 
-	if (memmig_ctx_new(&ctx))
-		return CUNIT_EXIT_ERROR;
-	if (!tracking()) {
-		memmig_ctx_unref(ctx);
-		return cunit_skip("no userfaultfd write protection nor soft-dirty bits here");
-	}
-	memmig_ctx_unref(ctx);
-	return cunit_main(suites);
+	return cunit_main_if(suites, &ctx, tracking,
+			     "no userfaultfd write protection nor soft-dirty bits here");
 }
