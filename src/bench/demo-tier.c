@@ -56,7 +56,9 @@ static struct json_object *result_json(const struct demo *d, const struct minivm
 	json_object_object_add(o, "promotions", json_object_new_int64((int64_t)st->promotions));
 	json_object_object_add(o, "demotions", json_object_new_int64((int64_t)st->demotions));
 	json_object_object_add(o, "bounce_pct", json_object_new_double(st->bounce_pct));
-	json_object_object_add(o, "react_s", json_object_new_double(st->react_s));
+	/* null before any change of the hot set was seen, as tiering's. */
+	json_object_object_add(o, "react_s", st->react_s < 0 ? NULL :
+			       json_object_new_double(st->react_s));
 	json_object_object_add(o, "pause_max_s", json_object_new_double(st->pause_max_s));
 	json_object_object_add(o, "cpu_pct_per_gib", json_object_new_double(st->cpu_pct_per_gib));
 	json_object_object_add(o, "stall_max_s",
