@@ -135,14 +135,6 @@ static void test_opts_refused(void)
 	CU_ASSERT_EQUAL(memmig_tier_check_opts(ctx, NULL), -EINVAL);
 	CU_ASSERT_EQUAL(memmig_tier_new(NULL, &bad[0].o, &(struct memmig_tier *){ NULL }),
 			-EINVAL);
-	/* A VMM's own guest: not yet. */
-	{
-		struct memmig_tier_opts o = opts(0);
-		struct memmig_tier *t = NULL;
-
-		o.vm = (struct memmig_vm *)&o;	/* never looked at */
-		CU_ASSERT_EQUAL(memmig_tier_new(ctx, &o, &t), -EOPNOTSUPP);
-	}
 	/* The defaults' 0s are accepted; a stay of 0 is a stay of 0. */
 	{
 		struct memmig_tier_opts o = opts(0);
@@ -150,6 +142,73 @@ static void test_opts_refused(void)
 		o.interval_ms = o.cold_intervals = o.pause_ms = o.min_stay = 0;
 		CU_ASSERT_EQUAL(memmig_tier_check_opts(ctx, &o), 0);
 	}
+}
+
+static int no_op(void *opaque)
+{
+	(void)opaque;
+	return 0;
+}
+
+/*
+ * A VMM's own guest: its vm and one of its anonymous slots, from this
+ * process (pid 0).  A slot it does not have, a pid, and a file-backed slot
+ * (which moves whole, not by units) are refused; the same vm and slot
+ * take new options, another slot not.
+ */
+static void test_vm(void)
+{
+	const struct memmig_vm_ops ops = { .sz = sizeof(ops), .pause = no_op, .resume = no_op };
+	struct memmig_vm_slot anon = { .sz = sizeof(anon), .slot = 3, .gpa = 1ULL << 32,
+				       .size = 4 << 20, .fd = -1 };
+	struct memmig_vm_slot file = anon;
+	struct memmig_tier_stats st = { .sz = sizeof(st) };
+	struct memmig_tier_opts o = opts(0);
+	struct memmig_tier *t = NULL;
+	struct memmig_vm *vm = NULL;
+	int fd = memfd_create("test-tier-api", MFD_CLOEXEC), rc;
+
+	anon.hva = mmap(NULL, anon.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			-1, 0);
+	CU_ASSERT_FATAL(anon.hva != MAP_FAILED && fd >= 0 && !ftruncate(fd, (off_t)anon.size));
+	file.slot = 5;
+	file.gpa = 2ULL << 32;
+	file.fd = fd;
+	file.hva = mmap(NULL, file.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CU_ASSERT_FATAL(file.hva != MAP_FAILED);
+	CU_ASSERT_EQUAL_FATAL(memmig_vm_new(ctx, -1, &ops, NULL, &vm), 0);
+	CU_ASSERT_EQUAL_FATAL(memmig_vm_add_slot(vm, &anon), 0);
+	CU_ASSERT_EQUAL_FATAL(memmig_vm_add_slot(vm, &file), 0);
+	o.vm = vm;
+	o.vm_slot = 4;
+	CU_ASSERT_EQUAL(memmig_tier_new(ctx, &o, &t), -ENOENT);
+	o.vm_slot = 5;
+	CU_ASSERT_EQUAL(memmig_tier_new(ctx, &o, &t), -EOPNOTSUPP);
+	o.vm_slot = 3;
+	o.pid = getpid();
+	CU_ASSERT_EQUAL(memmig_tier_new(ctx, &o, &t), -EINVAL);
+	o.pid = 0;
+	rc = memmig_tier_new(ctx, &o, &t);
+	if (rc == -EOPNOTSUPP) {
+		printf("\n  no tracking without KVM here (userfaultfd write protection, "
+		       "soft-dirty bits)\n");
+	} else {
+		CU_ASSERT_EQUAL_FATAL(rc, 0);
+		CU_ASSERT_EQUAL(memmig_tier_get_stats(t, &st), 0);
+		CU_ASSERT_EQUAL(st.sources & MEMMIG_TIER_SRC_DIRTYLOG, MEMMIG_TIER_SRC_DIRTYLOG);
+		CU_ASSERT_EQUAL(memmig_tier_set_opts(t, &o), 0);
+		o.vm_slot = 5;
+		CU_ASSERT_EQUAL(memmig_tier_set_opts(t, &o), -EINVAL);
+		/* The tiering tracks the slot: a migration of the vm waits. */
+		CU_ASSERT_EQUAL(memmig_vm_migrate(vm, &(struct memmig_live_opts){
+				.sz = sizeof(struct memmig_live_opts), .slot = 3,
+				.target_node = 0 }, NULL), -EBUSY);
+		memmig_tier_unref(t);
+	}
+	memmig_vm_unref(vm);
+	munmap(anon.hva, anon.size);
+	munmap(file.hva, file.size);
+	close(fd);
 }
 
 /* A real process: new, ref, a step, the figures, stop, unref. */
@@ -305,6 +364,7 @@ static CU_TestInfo tests[] = {
 	{ "a child: new, ref, step, figures, stop", test_child },
 	{ "new options", test_set_opts },
 	{ "stats of an older sz", test_stats_sz },
+	{ "a VMM's own guest: its vm and slot", test_vm },
 	CU_TEST_INFO_NULL,
 };
 
