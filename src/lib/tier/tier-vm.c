@@ -172,11 +172,6 @@ int tier_vm_move(struct tier_vm *tv, const struct tier_unit *units, const size_t
 	return rc ? rc : rc2;
 }
 
-int tier_vm_method(const struct tier_vm *tv)
-{
-	return memmig_vm_track_method(tv->track);
-}
-
 void tier_vm_close(struct tier_vm *tv)
 {
 	if (!tv)

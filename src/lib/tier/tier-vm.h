@@ -37,8 +37,6 @@ int tier_vm_mark(struct tier_vm *tv, struct tier_unit *units, size_t n);
 int tier_vm_move(struct tier_vm *tv, const struct tier_unit *units, const size_t *idx,
 		 size_t n, int node, unsigned int pause_ms, uint64_t *bytes, double *pause,
 		 uint64_t *over_budget);
-/* Which enum memmig_dirty_method the tracking uses. */
-int tier_vm_method(const struct tier_vm *tv);
 void tier_vm_close(struct tier_vm *tv);
 
 #endif
