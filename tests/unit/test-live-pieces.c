@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cunit-main.h"
@@ -54,7 +55,17 @@ struct vmm {
 	unsigned int fail_resume;	/* this resume() (1-based) says -EIO */
 	uint64_t writes_at[MAX_PAUSES];	/* writes when pause n came */
 	uint64_t resumed_at[MAX_PAUSES];	/* writes when resume n came */
+	uint64_t pause_ns[MAX_PAUSES];		/* when pause n came */
+	uint64_t resume_ns[MAX_PAUSES];		/* when resume n came */
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
 
 static uint64_t pattern(uint64_t i)
 {
@@ -98,6 +109,8 @@ static int vmm_pause(void *opaque)
 		pthread_cond_wait(&v->cond, &v->lock);
 	if (v->pauses < MAX_PAUSES)
 		v->writes_at[v->pauses] = atomic_load(&v->writes);
+	if (v->pauses < MAX_PAUSES)
+		v->pause_ns[v->pauses] = now_ns();
 	v->pauses++;
 	pthread_mutex_unlock(&v->lock);
 	return 0;
@@ -110,6 +123,8 @@ static int vmm_resume(void *opaque)
 	pthread_mutex_lock(&v->lock);
 	if (v->resumes < MAX_PAUSES)
 		v->resumed_at[v->resumes] = atomic_load(&v->writes);
+	if (v->resumes < MAX_PAUSES)
+		v->resume_ns[v->resumes] = now_ns();
 	v->resumes++;
 	v->pause = false;
 	pthread_cond_broadcast(&v->cond);
@@ -248,12 +263,24 @@ static void test_writer(void)
 	CU_ASSERT_EQUAL(migrate(&v, &rep), 0);
 	CU_ASSERT(rep.pauses >= 2);
 	CU_ASSERT_EQUAL(v.pauses, rep.pauses);
-	/* Between two pauses the writer wrote: the guest ran. */
-	for (unsigned int i = 1; i < v.pauses && i < MAX_PAUSES; i++)
+	/*
+	 * Between two pauses the guest runs at least as long as the last
+	 * pause held it: memmig's promise, in time.  Whether the writer got a
+	 * CPU in that time is the scheduler's (a gap without a write came once
+	 * in five on a loaded 2-CPU host): counted, not asserted.
+	 */
+	for (unsigned int i = 1; i < v.pauses && i < MAX_PAUSES; i++) {
+		uint64_t held = v.resume_ns[i - 1] - v.pause_ns[i - 1];
+		uint64_t ran = v.pause_ns[i] - v.resume_ns[i - 1];
+
 		idle += v.writes_at[i] == v.resumed_at[i - 1];
+		if (ran < held)
+			CUNIT_FAILF("gap %u: the guest ran %llu ns after a pause of %llu ns", i,
+				    (unsigned long long)ran, (unsigned long long)held);
+	}
 	printf("  (%u pieces; %u of %u gaps without a write; %llu writes)\n", rep.pauses, idle,
 	       v.pauses - 1, (unsigned long long)atomic_load(&v.writes));
-	CU_ASSERT_EQUAL(idle, 0);
+	CU_ASSERT(atomic_load(&v.writes) > 0);
 	CU_ASSERT_EQUAL(vmm_down(&v), 0);
 }
 
