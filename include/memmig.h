@@ -211,6 +211,11 @@ struct memmig_tuning {
 	 * not.  Host-dependent: calibration measures it on cold pmem
 	 * copies. */
 	size_t nt_prefetch;
+	/* A descriptor table's init range (one thread's share) of at least
+	 * this many bytes measures NT against plain stores as it writes and
+	 * keeps to the faster (desc_store first); smaller ones, or never,
+	 * write with desc_store alone.  A shared host's ranking changes. */
+	size_t desc_probe_min;
 };
 
 /* The seed-derived defaults for a CPU: movsb_min 2048 on ERMS without FSRM,

@@ -39,10 +39,10 @@
  * picked.  Zeros and descriptors differ on some machines: one wrote zero
  * lines faster than lines with data (docs/desc-tables.md).
  */
-enum { CASE_TEMPLATE_NT, CASE_TEMPLATE_TMP, CASE_SLOW, CASE_MEMSET_NT,
+enum { CASE_TEMPLATE_NT, CASE_TEMPLATE_TMP, CASE_TUNED, CASE_SLOW, CASE_MEMSET_NT,
        CASE_MEMSET_TMP, CASE_LINE, NCASES };
 static const char *const case_names[NCASES] = {
-	"template/NT", "template/temporal", "slow", "NT memset",
+	"template/NT", "template/temporal", "as tuned", "slow", "NT memset",
 	"temporal memset", "desc store",
 };
 #define NTEMPLATES 2	/* CASE_TEMPLATE_NT + store kind */
@@ -65,7 +65,10 @@ struct desc_bench {
 	line_fn store[2];		/* by enum memmig_desc_store */
 	const char *store_name[2];
 	struct memmig_tuning tuning;	/* as loaded: calibration, environment */
-	int used_store;			/* what the tuned init wrote with */
+	int used_store;			/* what the tuned init wrote most with */
+	/* Tuned inits of each thread count whose ranges probed both stores,
+	 * and of those, how many wrote most with NT stores. */
+	unsigned int probed[2], probed_nt[2];
 	struct memmig_desc line[2];	/* [0] zero, [1] a descriptor */
 	double alloc_s, first_touch_s;
 	/* seconds[threads][case][rep] */
@@ -229,7 +232,7 @@ static void line_store(struct desc_bench *b, line_fn fn, const void *line,
 		pthread_join(tids[k], NULL);
 }
 
-/* The template path with the stores of case c, whatever the tuning. */
+/* The template path with the stores of case c alone, whatever the tuning. */
 static int force_template(struct desc_bench *b, int c)
 {
 	struct memmig_tuning t = b->tuning;
@@ -237,7 +240,29 @@ static int force_template(struct desc_bench *b, int c)
 	t.desc_store = c == CASE_TEMPLATE_NT ? MEMMIG_DESC_STORE_NT :
 					       MEMMIG_DESC_STORE_TEMPORAL;
 	t.desc_slow = 0;
+	t.desc_probe_min = MEMMIG_SIZE_NEVER;
 	return memmig_ctx_set_tuning(b->ctx, &t);
+}
+
+/* Whether a tuned init on threads threads probes (desc-probe.h): each
+ * thread's share of the table reaches desc_probe_min. */
+static bool tuned_probes(const struct desc_bench *b, unsigned int threads)
+{
+	return !b->tuning.desc_slow && b->nbytes / threads >= b->tuning.desc_probe_min;
+}
+
+/* What the tuned init of case CASE_TUNED wrote most with. */
+static void note_tuned(struct desc_bench *b, int t)
+{
+	struct memmig_desc_table_info info = { .sz = sizeof(info) };
+
+	if (memmig_desc_table_get_info(b->table, &info) < 0)
+		return;
+	b->used_store = info.store;
+	if (tuned_probes(b, b->threads[t])) {
+		b->probed[t]++;
+		b->probed_nt[t] += info.store == MEMMIG_DESC_STORE_NT;
+	}
 }
 
 static int run_case(struct desc_bench *b, int c, unsigned int threads, double *s)
@@ -256,7 +281,7 @@ static int run_case(struct desc_bench *b, int c, unsigned int threads, double *s
 		line_store(b, b->store[c == CASE_MEMSET_TMP], &b->line[0], threads);
 		break;
 	case CASE_LINE:
-		line_store(b, b->store[b->tuning.desc_store], &b->line[1], threads);
+		line_store(b, b->store[b->used_store], &b->line[1], threads);
 		break;
 	default:
 		rc = memmig_desc_table_reset(b->table, threads,
@@ -366,18 +391,24 @@ static int measure(struct desc_bench *b)
 	int rc = 0;
 
 	/* Cases interleaved in each round: a slow moment of this shared
-	 * machine falls on every column alike.  Each round starts one case
-	 * later: the case after an NT one finds no dirty lines of the table
-	 * to write back (up to an L3's worth, ~2% of 1.6 GB), a head start
-	 * that a fixed order would give the same case every round. */
+	 * machine falls on every column alike.  Each round starts with
+	 * another case and steps through them by another stride (NCASES is
+	 * prime, so every stride visits all): a case inherits the dirty lines
+	 * its predecessor left, or none after NT stores, and a fixed order
+	 * would give each case the same predecessor every round (the tuned
+	 * init after the temporal one lost 15 % that way). */
+	_Static_assert(NCASES == 7, "a prime number of cases");
 	for (unsigned int r = 0; !rc && r < b->reps; r++)
 		for (int t = 0; !rc && t < 2; t++)
 			for (int j = 0; !rc && j < NCASES; j++) {
-				int c = (int)((r + (unsigned int)j) % NCASES);
+				unsigned int stride = 1 + r % (NCASES - 1);
+				int c = (int)((r + (unsigned int)j * stride) % NCASES);
 
 				bench_progress("bench desc: round %u/%u, %u thread(s), %s",
 					       r + 1, b->reps, b->threads[t], case_names[c]);
 				rc = run_case(b, c, b->threads[t], &b->seconds[t][c][r]);
+				if (!rc && c == CASE_TUNED)
+					note_tuned(b, t);
 			}
 	bench_progress_done();
 	for (int t = 0; !rc && t < 2; t++)
@@ -402,11 +433,24 @@ static const char *backing_name(int backing)
 	       backing == MEMMIG_DESC_BACKING_THP ? "THP (madvise)" : "4 KiB pages";
 }
 
-/* The template case the tuning picks, and the better memset of a run. */
+/* The case the tuning runs, and the better memset of a run. */
 static int tuned_case(const struct desc_bench *b)
 {
-	return b->tuning.desc_store == MEMMIG_DESC_STORE_TEMPORAL ? CASE_TEMPLATE_TMP :
-								    CASE_TEMPLATE_NT;
+	(void)b;
+	return CASE_TUNED;
+}
+
+/* How the tuned init chose its stores on threads[t]: "NT stores",
+ * "temporal stores", or "probing: NT in 3 of 5". */
+static const char *tuned_how(const struct desc_bench *b, int t, char *buf, size_t len)
+{
+	if (b->tuning.desc_slow)
+		snprintf(buf, len, "slow path");
+	else if (b->probed[t])
+		snprintf(buf, len, "probing: NT in %u of %u", b->probed_nt[t], b->probed[t]);
+	else
+		snprintf(buf, len, "%s stores", store_kind(b->tuning.desc_store));
+	return buf;
 }
 
 static int best_memset(const struct bench_stats *s)
@@ -428,10 +472,13 @@ static void print_text(const struct desc_bench *b)
 	printf("allocation %.2f ms; first touch (kernel zeroing + first init, %u threads) "
 	       "%.1f ms = %.2f GB/s\n", b->alloc_s * 1e3, b->threads[1],
 	       b->first_touch_s * 1e3, b->nbytes / b->first_touch_s / 1e9);
-	printf("init as tuned (calibration, environment): %s path, %s stores (%s)%s\n\n",
-	       b->info.path == MEMMIG_DESC_PATH_SLOW ? "slow" : "template",
-	       store_kind(b->used_store), b->store_name[b->used_store],
-	       b->tuning.desc_slow ? "; below, the template path is forced" : "");
+	printf("init as tuned (calibration, environment): %s path, %s stores first (%s);\n"
+	       "a thread's share of %s or more measures both stores as it writes%s\n\n",
+	       b->tuning.desc_slow ? "slow" : "template",
+	       store_kind(b->tuning.desc_store), b->store_name[b->tuning.desc_store],
+	       b->tuning.desc_probe_min == MEMMIG_SIZE_NEVER ? "(never)" :
+	       util_size_format(b->tuning.desc_probe_min, rs, sizeof(rs)),
+	       b->tuning.desc_slow ? "; the template rows are forced" : "");
 	printf("%-8s %-21s %8s %7s %6s %8s %9s %9s %8s\n", "threads", "path", "time ms",
 	       "GB/s", "+-SD%", "vs slow", "of NTmem", "of tmpmem", "of desc");
 	for (int t = 0; t < 2; t++)
@@ -440,13 +487,13 @@ static void print_text(const struct desc_bench *b)
 			char name[32];
 
 			snprintf(name, sizeof(name), "%s%s", c == CASE_LINE ?
-				 (b->tuning.desc_store == MEMMIG_DESC_STORE_TEMPORAL ?
+				 (b->used_store == MEMMIG_DESC_STORE_TEMPORAL ?
 				  "temporal " : "NT ") : "", case_names[c]);
 			if (c == tuned_case(b))
 				strcat(name, " *");
 			printf("%-8u %-21s %8.1f %7.2f %6.1f", b->threads[t], name,
 			       ms_of(s, b->nbytes), s->median, s->sd_pct);
-			if (c == CASE_TEMPLATE_NT || c == CASE_TEMPLATE_TMP)
+			if (c == CASE_TEMPLATE_NT || c == CASE_TEMPLATE_TMP || c == CASE_TUNED)
 				printf(" %7.2fx %8.1f%% %8.1f%% %7.1f%%\n",
 				       bench_paired_ratio(s, &b->stats[t][CASE_SLOW]),
 				       100 * bench_paired_ratio(s, &b->stats[t][CASE_MEMSET_NT]),
@@ -460,22 +507,26 @@ static void print_text(const struct desc_bench *b)
 		const struct bench_stats *s = b->stats[t];
 		int m = best_memset(s);
 
-		printf("%u thread(s): template with %s stores (as tuned) %.2fx the slow path, "
+		char how[48];
+
+		printf("%u thread(s): as tuned (%s) %.2fx the slow path, "
 		       "%.1f%% of the better memset (%s)\n", b->threads[t],
-		       store_kind(b->tuning.desc_store),
+		       tuned_how(b, t, how, sizeof(how)),
 		       bench_paired_ratio(&s[tuned_case(b)], &s[CASE_SLOW]),
 		       100 * bench_paired_ratio(&s[tuned_case(b)], &s[m]),
 		       m == CASE_MEMSET_TMP ? "temporal" : "NT");
 	}
-	printf("\n* the template stores the tuning picks (bench copy --calibrate measures\n"
-	       "them; MEMMIG_DESC_STORE overrides).  vs slow, of NTmem, of tmpmem, of\n"
-	       "desc: medians of the per-round ratios to the slow path, the NT memset,\n"
-	       "the temporal memset, the desc store.\n"
+	printf("\n* as tuned: the template stores the tuning picks (bench copy --calibrate\n"
+	       "measures them; MEMMIG_DESC_STORE overrides), both measured while writing\n"
+	       "a thread's share from desc_probe_min (MEMMIG_DESC_PROBE_MIN).  Template/NT\n"
+	       "and template/temporal: one store alone, whatever the tuning.\n"
+	       "vs slow, of NTmem, of tmpmem, of desc: medians of the per-round ratios\n"
+	       "to the slow path, the NT memset, the temporal memset, the desc store.\n"
 	       "NT memset, temporal memset: zeros over the table with %s and\n"
 	       "with %s, the ceilings; the better one is the peer.\n"
-	       "desc store: one descriptor over the table, unpatched, with the tuned\n"
-	       "stores: the ceiling for bytes like these (zero lines write faster on\n"
-	       "some machines).\n"
+	       "desc store: one descriptor over the table, unpatched, with the stores the\n"
+	       "tuned init wrote most with: the ceiling for bytes like these (zero\n"
+	       "lines write faster on some machines).\n"
 	       "The kernel's own, nd_pmem rebind of 100 GB (Li Zhe, \"mm: optimize\n"
 	       "zone-device memmap initialization\", linux-mm, 2026): %.2f ms -> %.2f ms.\n",
 	       b->store_name[MEMMIG_DESC_STORE_NT], b->store_name[MEMMIG_DESC_STORE_TEMPORAL],
@@ -508,10 +559,13 @@ static void print_json(const struct desc_bench *b)
 		int tc = tuned_case(b), m = best_memset(s);
 
 		json_object_object_add(r, "threads", json_object_new_int((int)b->threads[t]));
+		json_object_object_add(r, "tuned_probed", json_object_new_int((int)b->probed[t]));
+		json_object_object_add(r, "tuned_probed_nt", json_object_new_int((int)b->probed_nt[t]));
 		for (int c = 0; c < NCASES; c++) {
 			static const char *const keys[NCASES][2] = {
 				{ "template_nt_s", "template_nt_bytes_per_s" },
 				{ "template_temporal_s", "template_temporal_bytes_per_s" },
+				{ "tuned_s", "tuned_bytes_per_s" },
 				{ "slow_s", "slow_bytes_per_s" },
 				{ "memset_s", "memset_bytes_per_s" },
 				{ "memset_temporal_s", "memset_temporal_bytes_per_s" },
@@ -523,7 +577,7 @@ static void print_json(const struct desc_bench *b)
 			json_object_object_add(r, keys[c][1],
 					       bench_json_rate(s[c].median));
 		}
-		/* template_*, speedup_vs_slow, fraction_of_*: the tuned stores. */
+		/* template_*, speedup_vs_slow, fraction_of_*: the init as tuned. */
 		json_object_object_add(r, "template_s",
 				       json_object_new_double(ms_of(&s[tc], b->nbytes) / 1e3));
 		json_object_object_add(r, "template_bytes_per_s",

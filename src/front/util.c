@@ -223,10 +223,18 @@ const char *cli_desc_init(const struct memmig_tuning *t, char *buf, size_t len)
 {
 	const char *store = t->desc_store == MEMMIG_DESC_STORE_TEMPORAL ? "temporal" : "NT";
 
-	if (t->desc_slow)
-		snprintf(buf, len, "slow path (template stores: %s)", store);
+	char probe[48], sz[24];
+
+	/* A thread's share from desc_probe_min measures both stores. */
+	if (t->desc_probe_min == MEMMIG_SIZE_NEVER)
+		snprintf(probe, sizeof(probe), "never probed");
 	else
-		snprintf(buf, len, "template path, %s stores", store);
+		snprintf(probe, sizeof(probe), "probed from %s",
+			 util_size_format(t->desc_probe_min, sz, sizeof(sz)));
+	if (t->desc_slow)
+		snprintf(buf, len, "slow path (template stores: %s, %s)", store, probe);
+	else
+		snprintf(buf, len, "template path, %s stores first, %s", store, probe);
 	return buf;
 }
 
@@ -286,6 +294,7 @@ struct json_object *cli_json_tuning(const struct memmig_tuning *t)
 		t->desc_slow ? "slow" : "template"));
 	json_object_object_add(o, "pmem_nt_min", json_size(t->pmem_nt_min));
 	json_object_object_add(o, "nt_prefetch", json_object_new_int64((int64_t)t->nt_prefetch));
+	json_object_object_add(o, "desc_probe_min", json_size(t->desc_probe_min));
 	return o;
 }
 

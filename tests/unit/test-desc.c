@@ -273,6 +273,45 @@ static void test_stores_identical(void)
 	memmig_desc_table_unref(ref);
 }
 
+/*
+ * A range that probes both stores (desc_probe_min 0: every range) writes
+ * the slow path's bytes, its stores changing every few 8 MiB segments in
+ * the middle of a unit (an unaligned base), on one thread and on three.
+ */
+static void test_probing_identical(void)
+{
+	uint64_t base = 0x12345000, pages = 10 * (8UL << 20) / 64 + 3 * UNIT_PAGES + 77;
+	struct memmig_desc_table *ref = table_new(base, pages, 1, MEMMIG_DESC_SLOW);
+	struct memmig_tuning t = { .sz = sizeof(t) }, saved = { .sz = sizeof(saved) };
+	static const int stores[] = { MEMMIG_DESC_STORE_NT, MEMMIG_DESC_STORE_TEMPORAL };
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
+	CU_ASSERT_EQUAL_FATAL(memmig_ctx_get_tuning(ctx, &saved), 0);
+	for (size_t k = 0; k < 2; k++) {
+		t = saved;
+		t.desc_store = stores[k];
+		t.desc_slow = 0;
+		t.desc_probe_min = 0;
+		CU_ASSERT_EQUAL_FATAL(memmig_ctx_set_tuning(ctx, &t), 0);
+		for (unsigned int threads = 1; threads <= 3; threads += 2) {
+			struct memmig_desc_table *d = table_new(base, pages, threads, 0);
+			char what[64];
+
+			CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+			snprintf(what, sizeof(what), "probing from %s, %u thread(s)",
+				 stores[k] ? "temporal" : "NT", threads);
+			assert_same(d, ref, what);
+			/* Reset probes again over what is there. */
+			CU_ASSERT_EQUAL(memmig_desc_table_reset(d, threads, 0), 0);
+			assert_same(d, ref, what);
+			memmig_desc_table_unref(d);
+		}
+	}
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &saved), 0);
+	check_relations(ref, base);
+	memmig_desc_table_unref(ref);
+}
+
 static void test_threads_identical(void)
 {
 	/* An unaligned base: units straddle the threads' shares. */
@@ -606,6 +645,7 @@ static CU_TestInfo desc_tests[] = {
 	{ "template and slow paths identical, random regions", test_paths_identical },
 	{ "NT and temporal stores identical, tuned slow path", test_stores_identical },
 	{ "1..64 threads identical to one", test_threads_identical },
+	{ "stores probed while writing: identical bytes", test_probing_identical },
 	{ "lazy chunks from racing threads identical", test_lazy_identical },
 	{ "lazy: only the chunk used is initialized", test_lazy_one_chunk },
 	{ "state changes, generation, sticky poison, reset", test_state },

@@ -123,6 +123,8 @@ int memmig_tuning_default(const struct memmig_cpu_info *in,
 	 * stores win (AMD Zen 5: 0.8x), calibration says so. */
 	t.desc_store = MEMMIG_DESC_STORE_NT;
 	t.desc_slow = 0;
+	/* Probing pays on a range 8 times its four probe segments. */
+	t.desc_probe_min = 256 << 20;
 	/* pmem: the NT primitive at every length, which streams every whole
 	 * line, as libpmem's NT memcpy does; calibration measures where
 	 * temporal stores and flushes win instead. */

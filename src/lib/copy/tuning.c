@@ -59,6 +59,8 @@ static const struct key {
 	  offsetof(struct memmig_tuning, pmem_nt_min) },
 	{ "nt_prefetch", "MEMMIG_COPY_NT_PREFETCH", KIND_SIZE,
 	  offsetof(struct memmig_tuning, nt_prefetch) },
+	{ "desc_probe_min", "MEMMIG_DESC_PROBE_MIN", KIND_SIZE,
+	  offsetof(struct memmig_tuning, desc_probe_min) },
 };
 #define K_COUNT (sizeof(keys) / sizeof(keys[0]))
 

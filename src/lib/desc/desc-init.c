@@ -8,7 +8,9 @@
  *  - template: the first descriptor of each kind (single, head, tail) is
  *    built by the slow code and then stored whole, only the offset and
  *    head fields patched, one drain at the end; with NT stores or plain
- *    ones, whichever calibration found faster (memmig_tuning.desc_store).
+ *    ones, whichever calibration found faster (memmig_tuning.desc_store),
+ *    or, on a range of desc_probe_min bytes or more, whichever is faster
+ *    while it is written (desc-probe.h).
  */
 #include "config.h"	/* MEMMIG_DEBUG */
 
@@ -19,6 +21,7 @@
 #include "lib/copy/arch/arch.h"
 #include "lib/core/memmig-private.h"
 #include "lib/desc/desc-private.h"
+#include "lib/desc/desc-probe.h"
 
 
 #ifndef __has_feature
@@ -149,16 +152,50 @@ void memmig_desc_init_descs(struct memmig_desc *descs, const struct desc_geometr
 		init_template(descs, g, fill, first, last);
 }
 
+/*
+ * [first, last) in segments, each store's filler where desc-probe.h's
+ * schedule says (fill[] by enum memmig_desc_store); returns the store that
+ * wrote the most.
+ */
+static int init_probing(struct memmig_desc *descs, const struct desc_geometry *g,
+			memmig_desc_fill_fn fill[2], int tuned, uint64_t first,
+			uint64_t last)
+{
+	struct desc_probe p;
+
+	desc_probe_start(&p, tuned);
+	for (uint64_t i = first; i < last;) {
+		uint64_t end = last - i > DESC_PROBE_SEG_DESCS ? i + DESC_PROBE_SEG_DESCS : last;
+		bool timed;
+		int s = desc_probe_next(&p, &timed);
+		double t0 = memmig_now(), dt;
+
+		memmig_desc_init_descs(descs, g, fill[s], i, end);
+		dt = memmig_now() - t0;
+		desc_probe_record(&p, s, timed && end - i == DESC_PROBE_SEG_DESCS,
+				  dt > 0 ? (end - i) * sizeof(*descs) / dt / 1e9 : 0);
+		i = end;
+	}
+	return desc_probe_majority(&p);
+}
+
 int memmig_desc_init_range(struct memmig_desc_table *t, int path,
 			   uint64_t first, uint64_t last)
 {
 	const struct memmig_tuning *tu = &t->ctx->tuning;
 	int store = MEMMIG_DESC_STORE_TEMPORAL;	/* the slow path's */
-	memmig_desc_fill_fn fill = NULL;
+	memmig_desc_fill_fn fill = NULL, both[2];
+	int nt = MEMMIG_DESC_STORE_NT, tmp = MEMMIG_DESC_STORE_TEMPORAL;
 
 	if (path != MEMMIG_DESC_PATH_SLOW) {
 		store = tu->desc_store;
 		fill = memmig_desc_filler(&t->ctx->cpu, tu->nt_prim, &store);
+		/* Both stores, where this CPU has both (not the C filler). */
+		both[nt] = memmig_desc_filler(&t->ctx->cpu, tu->nt_prim, &nt);
+		both[tmp] = memmig_desc_filler(&t->ctx->cpu, tu->nt_prim, &tmp);
+		if (nt == MEMMIG_DESC_STORE_NT && both[nt] != both[tmp] &&
+		    (last - first) * sizeof(*t->descs) >= tu->desc_probe_min)
+			return init_probing(t->descs, &t->geo, both, store, first, last);
 	}
 	memmig_desc_init_descs(t->descs, &t->geo, fill, first, last);
 	return store;
