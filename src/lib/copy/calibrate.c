@@ -17,7 +17,7 @@
 #include "lib/desc/desc-private.h"
 
 #define CAL_POOL (256UL << 20)
-#define CAL_SAMPLE_S 0.002	/* one sample's length */
+#define CAL_SAMPLE_S 0.0005	/* one sample's length */
 #define PASSES 3		/* each ladder, per-size median of these */
 #define LADDER_MAX 24		/* rows of any ladder */
 
