@@ -27,6 +27,12 @@ static double host_tmp_fast(int store, unsigned int i)
 	return store == NT ? 22 : 30;	/* the same host an hour before */
 }
 
+static double host_intel(int store, unsigned int i)
+{
+	(void)i;
+	return store == NT ? 22 : 8.7;	/* bench desc on Emerald Rapids */
+}
+
 static double host_tie(int store, unsigned int i)
 {
 	return store == NT ? 30 : 30.5 + (i % 2) * 0.3;	/* within the margin */
@@ -102,31 +108,51 @@ static void test_picks_faster(void)
 }
 
 /* The host changes its ranking at segment 100: the schedule follows at
- * its next probe, within one backed-off interval (here the probe of
- * segments 102-103: 4 to start, then 32 and 64 steady ones). */
+ * its next probe (here the one of segments 146-147: 4 to start, then 142
+ * steady ones, NT being 1.7x ahead). */
 static void test_follows_flip(void)
 {
 	struct run r = simulate(host_flips, NT, 600);
 
 	CU_ASSERT_EQUAL(r.cur, TMP);
 	CU_ASSERT_EQUAL(r.bad_timing, 0);
-	if (r.cur_from < 100 || r.cur_from > 100 + DESC_PROBE_EVERY_MAX + 2)
+	if (r.cur_from < 100 || r.cur_from > 150)
 		CUNIT_FAILF("temporal stores steady from segment %d", r.cur_from);
 }
 
 /* A long stable range: the losing store writes its two probe segments
- * at the start and two per probe, the probes backing off to one every
- * DESC_PROBE_EVERY_MAX segments: under 2 % of 5000 segments (40 GB). */
+ * at the start and two per probe, the probes spaced so that each costs
+ * 1 % of the time between them: the slower the loser, the rarer. */
 static void test_small_share(void)
 {
+	static const struct {
+		host_fn host;
+		int start;
+		double slow_share;	/* at most, of 5000 segments */
+	} cases[] = {
+		{ host_nt_fast, TMP, 0.016 },	/* NT 1.7x ahead: every 142 */
+		{ host_tmp_fast, NT, 0.028 },	/* 1.36x: every 72 */
+		{ host_intel, NT, 0.008 },	/* 2.5x: every 300 */
+	};
 	struct run r = simulate(host_nt_fast, TMP, 5000);
 
-	CU_ASSERT_EQUAL(r.cur, NT);
-	if (r.segs[TMP] * 50 > 5000)
-		CUNIT_FAILF("%llu of 5000 segments on the slower store",
-			    (unsigned long long)r.segs[TMP]);
+	/* The majority: the store the table reports. */
 	CU_ASSERT_EQUAL(desc_probe_majority(&(struct desc_probe){
 		.segs = { [NT] = r.segs[NT], [TMP] = r.segs[TMP] } }), NT);
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct run q = simulate(cases[k].host, cases[k].start, 5000);
+		int fast = cases[k].host(NT, 0) > cases[k].host(TMP, 0) ? NT : TMP;
+
+		CU_ASSERT_EQUAL(q.cur, fast);
+		if (q.segs[!fast] > cases[k].slow_share * 5000)
+			CUNIT_FAILF("case %zu: %llu of 5000 segments on the slower store",
+				    k, (unsigned long long)q.segs[!fast]);
+	}
+	/* A 1.6 GB table on one thread (200 segments) where NT stores are
+	 * 2.5x ahead: the first probe's two temporal segments, no more
+	 * (backing off by doubling from 32 took six). */
+	r = simulate(host_intel, NT, 200);
+	CU_ASSERT_EQUAL(r.segs[TMP], 2);
 }
 
 static CU_TestInfo probe_tests[] = {

@@ -34,6 +34,7 @@ struct cal {
 	uint8_t *src, *dst;
 	size_t next;		/* the next cold place */
 	unsigned int flags;	/* each copy's, drained each: the pmem step's */
+	bool drain_each;	/* every copy drained, as one call is */
 };
 
 /*
@@ -58,7 +59,7 @@ static double time_copies(struct cal *c, int prim, size_t len, size_t iters,
 
 		memmig_copy_with(c->ctx, prim, c->dst + off, c->src + off, len,
 				 c->flags ? c->flags :
-				 i + 1 < iters ? MEMMIG_COPY_NODRAIN : 0);
+				 !c->drain_each && i + 1 < iters ? MEMMIG_COPY_NODRAIN : 0);
 	}
 	t0 = memmig_now() - t0;
 	c->next = at;
@@ -357,12 +358,17 @@ static void cal_nt_min(struct cal *c, struct memmig_tuning *t)
 /*
  * Cold copies (each at a new place, far from the last): from which size
  * NT stores, which need not read the lines they write, beat what a
- * temporal copy of that size gets.
+ * temporal copy of that size gets.  Each copy is drained, as a call of
+ * memmig_copy_run(MEMMIG_COPY_COLD) is: on an Intel Emerald Rapids host
+ * the sfence after a 64 B NT copy waited ~200 ns, and undrained copies had
+ * put the threshold at 64 B, where drained ones ran at 0.22x a temporal
+ * copy.
  */
 static void cal_nt_cold(struct cal *c, struct memmig_tuning *t)
 {
 	double v[2][LADDER_MAX];
 
+	c->drain_each = true;
 	for (size_t i = 0; i < N_SMALL; i++) {
 		int prims[] = { memmig_policy_choose(&c->cpu, t, ladder_small[i],
 						     MEMMIG_COPY_TEMPORAL),
@@ -374,6 +380,7 @@ static void cal_nt_cold(struct cal *c, struct memmig_tuning *t)
 		v[1][i] = r[1];
 		report(c, MEMMIG_CALIBRATE_NT_COLD, ladder_small[i], prims, 2, r);
 	}
+	c->drain_each = false;
 	t->nt_cold_min = crossover(ladder_small, N_SMALL, v[0], v[1], MEMMIG_SIZE_NEVER);
 }
 

@@ -27,12 +27,18 @@
 
 /* One segment: 8 MiB of descriptors (a multiple of a unit's 512). */
 #define DESC_PROBE_SEG_DESCS (8u << 20 >> 6)
-/* Steady segments before the first probe of the other store; each probe
- * that keeps the current store doubles the wait, up to DESC_PROBE_EVERY_MAX
- * (the losing store's share shrinks as the ranking holds), and a change
- * of store starts again from here. */
+/*
+ * Steady segments between two probes of the other store: as many as keep
+ * a probe's cost (its two segments' loss, (r - 1) each where the steady
+ * store is r times as fast) within 1 % of the time between probes, from
+ * DESC_PROBE_EVERY (a near tie costs nothing to probe) to
+ * DESC_PROBE_EVERY_MAX (8 GiB).  NT stores 2.5x ahead, as on an Intel
+ * Emerald Rapids host, probe every 300 segments; 1.7x ahead, as on the
+ * Zen 5 host in its NT-fast moments, every 140.
+ */
 #define DESC_PROBE_EVERY 32
-#define DESC_PROBE_EVERY_MAX 256
+#define DESC_PROBE_EVERY_MAX 1024
+#define DESC_PROBE_COST 0.01
 /* The other store must be ahead by this much to take over: one 8 MiB
  * segment's time wobbles by a few per cent. */
 #define DESC_PROBE_MARGIN 0.03
@@ -43,7 +49,7 @@ struct desc_probe {
 	int probe;		/* the store being probed, -1 none */
 	unsigned int probe_left;	/* its segments still to write */
 	unsigned int steady;	/* steady segments since the last probe */
-	unsigned int every;	/* steady segments between two probes */
+	unsigned int every;	/* steady segments before the next probe */
 	double rate[2];		/* GB/s of each store's last timed segment */
 	uint64_t segs[2];	/* segments written with each store */
 	unsigned int switches;	/* changes of cur after a probe */
@@ -71,18 +77,22 @@ static inline int desc_probe_next(const struct desc_probe *p, bool *timed)
 	return s;
 }
 
-/* After a probe: the faster store, the current one on a near tie. */
+/* After a probe: the faster store, the current one on a near tie, and
+ * the wait before the next probe. */
 static inline void desc_probe_decide(struct desc_probe *p)
 {
 	int o = desc_probe_other(p->cur);
+	double r, every;
 
 	if (p->rate[o] > p->rate[p->cur] * (1 + DESC_PROBE_MARGIN)) {
 		p->cur = o;
 		p->switches++;
-		p->every = DESC_PROBE_EVERY;
-	} else if (p->every < DESC_PROBE_EVERY_MAX) {
-		p->every *= 2;
+		o = desc_probe_other(o);
 	}
+	r = p->rate[o] > 0 ? p->rate[p->cur] / p->rate[o] : 1;
+	every = 2 * (r - 1) / DESC_PROBE_COST;
+	p->every = every < DESC_PROBE_EVERY ? DESC_PROBE_EVERY :
+		   every > DESC_PROBE_EVERY_MAX ? DESC_PROBE_EVERY_MAX : (unsigned int)every;
 }
 
 /* Records the segment desc_probe_next() gave: its store, whether it was
