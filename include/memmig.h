@@ -216,15 +216,6 @@ struct memmig_tuning {
 	 * keeps to the faster (desc_store first); smaller ones, or never,
 	 * write with desc_store alone.  A shared host's ranking changes. */
 	size_t desc_probe_min;
-	/* How an NT copy moves whole lines (enum memmig_nt_loop): each line
-	 * streamed right after its load, or a block of lines loaded before
-	 * it is streamed.  Host-dependent: calibration measures both. */
-	int nt_loop;
-};
-
-enum memmig_nt_loop {
-	MEMMIG_NT_LOOP_LINES = 0,
-	MEMMIG_NT_LOOP_BLOCKS,
 };
 
 /* The seed-derived defaults for a CPU: movsb_min 2048 on ERMS without FSRM,
@@ -276,7 +267,6 @@ enum memmig_calibrate_step {
 	MEMMIG_CALIBRATE_DESC,
 	MEMMIG_CALIBRATE_PMEM_NT,	/* cold pmem: temporal + flush against NT */
 	MEMMIG_CALIBRATE_NT_PREFETCH,	/* cold pmem NT: prefetch distances */
-	MEMMIG_CALIBRATE_NT_LOOP,	/* NT: line by line against blocks */
 };
 
 /* One size of a step, measured: median GB/s of each primitive. */

@@ -210,13 +210,12 @@ const char *cli_thresholds(struct memmig_ctx *ctx, const struct memmig_tuning *t
 	else
 		snprintf(v, sizeof(v), "no vector copy");
 	snprintf(buf, len, "%s, movsb from %s, movsq from %s, NT (%s) from %s, "
-		 "cold NT from %s, pmem NT from %s, NT prefetch %s, NT %s", v,
+		 "cold NT from %s, pmem NT from %s, NT prefetch %s", v,
 		 cli_size(t->movsb_min, b, sizeof(b)),
 		 cli_size(t->movsq_min, q, sizeof(q)), memmig_prim_name(t->nt_prim),
 		 cli_size(t->nt_min, n, sizeof(n)), cli_size(t->nt_cold_min, c, sizeof(c)),
 		 cli_size(t->pmem_nt_min, pm, sizeof(pm)),
-		 t->nt_prefetch ? util_size_format(t->nt_prefetch, pf, sizeof(pf)) : "none",
-		 t->nt_loop == MEMMIG_NT_LOOP_BLOCKS ? "by blocks" : "line by line");
+		 t->nt_prefetch ? util_size_format(t->nt_prefetch, pf, sizeof(pf)) : "none");
 	return buf;
 }
 
@@ -296,8 +295,6 @@ struct json_object *cli_json_tuning(const struct memmig_tuning *t)
 	json_object_object_add(o, "pmem_nt_min", json_size(t->pmem_nt_min));
 	json_object_object_add(o, "nt_prefetch", json_object_new_int64((int64_t)t->nt_prefetch));
 	json_object_object_add(o, "desc_probe_min", json_size(t->desc_probe_min));
-	json_object_object_add(o, "nt_loop", json_object_new_string(
-		t->nt_loop == MEMMIG_NT_LOOP_BLOCKS ? "blocks" : "lines"));
 	return o;
 }
 

@@ -25,7 +25,7 @@ static const char *const env_vars[] = {
 	"MEMMIG_COPY_VEC_WIDE_MIN", "MEMMIG_COPY_VEC_WIDE_PRIM",
 	"MEMMIG_DESC_STORE",	 "MEMMIG_DESC_PATH",
 	"MEMMIG_COPY_PMEM_NT_MIN", "MEMMIG_COPY_NT_PREFETCH",
-	"MEMMIG_DESC_PROBE_MIN", "MEMMIG_COPY_NT_LOOP",
+	"MEMMIG_DESC_PROBE_MIN",
 };
 
 static struct memmig_ctx *ctx;
@@ -439,8 +439,7 @@ static void test_prim_names(void)
 	  .vec_prim = MEMMIG_PRIM_VEC_AVX2, .nt_cold_min = 55,                 \
 	  .vec_wide_min = 66, .vec_wide_prim = MEMMIG_PRIM_VEC_AVX512,       \
 	  .desc_store = MEMMIG_DESC_STORE_TEMPORAL, .desc_slow = 1,          \
-	  .pmem_nt_min = 77, .nt_prefetch = 88, .desc_probe_min = 99,    \
-	  .nt_loop = MEMMIG_NT_LOOP_BLOCKS }
+	  .pmem_nt_min = 77, .nt_prefetch = 88, .desc_probe_min = 99 }
 
 static bool tuning_eq(const struct memmig_tuning *a,
 		      const struct memmig_tuning *b)
@@ -454,7 +453,7 @@ static bool tuning_eq(const struct memmig_tuning *a,
 	       a->desc_store == b->desc_store && a->desc_slow == b->desc_slow &&
 	       a->pmem_nt_min == b->pmem_nt_min &&
 	       a->nt_prefetch == b->nt_prefetch &&
-	       a->desc_probe_min == b->desc_probe_min && a->nt_loop == b->nt_loop;
+	       a->desc_probe_min == b->desc_probe_min;
 }
 
 static void test_save_load(void)
@@ -577,8 +576,6 @@ static void test_load_errors(void)
 		"desc_store = nt-avx512\n",
 		"desc_store = 1\n",
 		"desc_path = fast\n",
-		"nt_loop = temporal\n",
-		"desc_probe_min = 2T\n",
 	};
 	struct memmig_tuning u = SENTINEL_TUNING, want = SENTINEL_TUNING;
 	char text[512], missing[PATH_MAX + 64];

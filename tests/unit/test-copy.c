@@ -361,41 +361,6 @@ static void test_nt_flags(void)
 		CU_ASSERT(n >= 1);
 }
 
-/*
- * Both NT loops (the tuning's nt_loop: line by line, or blocks of lines
- * loaded first) with and without a prefetch distance, every NT primitive:
- * every length to 4160 and powers of two around the block sizes (512 B,
- * 1 KiB) up to BIG_MAX, at misaligned source and destination offsets.
- */
-static void test_nt_loops(void)
-{
-	static const int loops[] = { MEMMIG_NT_LOOP_LINES, MEMMIG_NT_LOOP_BLOCKS };
-	static const size_t pfs[] = { 0, 4096 };
-	struct memmig_tuning saved = { .sz = sizeof(saved) }, t;
-
-	CU_ASSERT_EQUAL_FATAL(memmig_ctx_get_tuning(ctx, &saved), 0);
-	for (size_t l = 0; l < 2; l++)
-		for (size_t p = 0; p < 2; p++) {
-			t = saved;
-			t.nt_loop = loops[l];
-			t.nt_prefetch = pfs[p];
-			CU_ASSERT_EQUAL_FATAL(memmig_ctx_set_tuning(ctx, &t), 0);
-			for (int v = 0; v < nvias; v++) {
-				if (!memmig_prim_is_nt(vias[v]) || vias[v] >= MEMMIG_PRIM_COUNT)
-					continue;
-				for (size_t len = 0; len <= 4160; len += 1 + len / 64)
-					check_copy(vias[v], 3, 5, len, MEMMIG_COPY_PMEM);
-				for (size_t len = 256; len <= BIG_MAX; len <<= 1) {
-					check_copy(vias[v], 0, 0, len, MEMMIG_COPY_NONTEMPORAL);
-					if (len < BIG_MAX)
-						check_copy(vias[v], 7, 1, len + 63,
-							   MEMMIG_COPY_PMEM);
-				}
-			}
-		}
-	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &saved), 0);
-}
-
 static void test_temporal_pmem(void)
 {
 	static const unsigned int flags[] = {
@@ -503,7 +468,6 @@ static CU_TestInfo copy_tests[] = {
 	{ "vector copies: every length to 4 KiB, every alignment pair",
 	  test_vec_exhaustive },
 	{ "NT primitives with pmem/nodrain/noflush", test_nt_flags },
-	{ "NT loops: line by line and by blocks, prefetching or not", test_nt_loops },
 	{ "temporal primitives with pmem (flush path)", test_temporal_pmem },
 	{ "copy_run and copy_units with flags", test_dispatched_flags },
 	{ "copy_units over several units", test_units },

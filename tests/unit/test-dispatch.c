@@ -642,12 +642,12 @@ static void test_prim_table(void)
 
 /* Calibration on this CPU: every step reports its rows, and what it finds
  * is a ladder size or never, with an NT primitive this CPU runs. */
-static unsigned int cal_rows[MEMMIG_CALIBRATE_NT_LOOP + 1];
+static unsigned int cal_rows[MEMMIG_CALIBRATE_NT_PREFETCH + 1];
 
 static void count_row(void *opaque, const struct memmig_calibrate_row *row)
 {
 	CU_ASSERT_PTR_EQUAL(opaque, cal_rows);
-	CU_ASSERT_FATAL(row->step >= 0 && row->step <= MEMMIG_CALIBRATE_NT_LOOP);
+	CU_ASSERT_FATAL(row->step >= 0 && row->step <= MEMMIG_CALIBRATE_NT_PREFETCH);
 	CU_ASSERT(row->n >= 1 && row->n <= 4);
 	for (unsigned int i = 0; i < row->n; i++)
 		CU_ASSERT(row->gbps[i] > 0);
@@ -710,10 +710,6 @@ static void test_calibrate(void)
 		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_NT_PREFETCH], 4);
 		CU_ASSERT(t.nt_prefetch == 0 || t.nt_prefetch == 1024 ||
 			  t.nt_prefetch == 4096);
-		/* The NT loop: line by line against blocks, 8 KiB to 2 MiB. */
-		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_NT_LOOP], 4);
-		CU_ASSERT(t.nt_loop == MEMMIG_NT_LOOP_LINES ||
-			  t.nt_loop == MEMMIG_NT_LOOP_BLOCKS);
 	}
 	printf("\n  movsb from %zu, movsq from %zu, %s from %zu, %s below %zu, "
 	       "cold NT from %zu ", t.movsb_min, t.movsq_min,

@@ -446,17 +446,23 @@ static void cal_pmem_nt(struct cal *c, struct memmig_tuning *t)
 }
 
 /*
- * Cold pmem copies (drained each, as the pmem step's) of each ladder size by
- * the NT primitive with each of nb flag-bit variants in the context's
- * nt_bits, samples round-robin, PASSES passes, the per-variant median into
- * v; the context's own bits are put back after.
+ * How far ahead the NT loops prefetch the source: cold pmem copies (as the
+ * previous step) from 8 KiB to 256 KiB by the NT primitive at each distance,
+ * samples round-robin, the distance with the least loss summed over the
+ * sizes.  Some hosts' prefetchers fetch ahead by themselves (then 0 wins and
+ * costs nothing); on an AMD family 1Ah host 4 KiB made 8-16 KiB copies
+ * 15-20% faster.  The context's own bits switch between the samples and are
+ * put back after.
  */
-static void measure_nt_bits(struct cal *c, int step, int prim, const size_t *ladder,
-			    size_t nl, const unsigned int *bits, unsigned int nb,
-			    double v[][LADDER_MAX])
+static void cal_nt_prefetch(struct cal *c, struct memmig_tuning *t)
 {
-	const unsigned int saved = c->ctx->nt_bits;
-	int prims[3] = { prim, prim, prim };
+	static const size_t ladder[] = { 8192, 16384, 65536, 262144 };
+	static const size_t dist[] = { 0, 1024, 4096 };
+	const size_t nl = sizeof(ladder) / sizeof(ladder[0]);
+	const unsigned int nd = sizeof(dist) / sizeof(dist[0]);
+	const unsigned int saved = c->ctx->nt_pf_bits;
+	double v[3][LADDER_MAX], best = 1e300;
+	int prims[3] = { t->nt_prim, t->nt_prim, t->nt_prim };
 
 	c->flags = MEMMIG_COPY_PMEM;
 	for (size_t i = 0; i < nl; i++) {
@@ -464,7 +470,7 @@ static void measure_nt_bits(struct cal *c, int step, int prim, const size_t *lad
 		size_t iters;
 
 		for (iters = 1;; iters *= 4) {
-			tm = time_copies(c, prim, ladder[i], iters, true);
+			tm = time_copies(c, t->nt_prim, ladder[i], iters, true);
 			if (tm >= CAL_SAMPLE_S / 4)
 				break;
 		}
@@ -472,86 +478,39 @@ static void measure_nt_bits(struct cal *c, int step, int prim, const size_t *lad
 			iters = (size_t)(iters * (CAL_SAMPLE_S / tm)) + 1;
 		for (int pass = 0; pass < PASSES; pass++) {
 			for (unsigned int s = 0; s < c->o.reps; s++)
-				for (unsigned int d = 0; d < nb; d++) {
-					c->ctx->nt_bits = bits[d];
-					tm = time_copies(c, prim, ladder[i], iters, true);
+				for (unsigned int d = 0; d < nd; d++) {
+					c->ctx->nt_pf_bits = memmig_prefetch_bits(dist[d]);
+					tm = time_copies(c, t->nt_prim, ladder[i], iters, true);
 					samples[d][s] = tm > 0 ? (double)ladder[i] * iters / tm / 1e9 : 0;
 				}
-			for (unsigned int d = 0; d < nb; d++) {
+			for (unsigned int d = 0; d < nd; d++) {
 				qsort(samples[d], c->o.reps, sizeof(double), cmp_double);
 				r[pass][d] = samples[d][c->o.reps / 2];
 			}
 		}
-		for (unsigned int d = 0; d < nb; d++)
+		for (unsigned int d = 0; d < nd; d++)
 			row[d] = v[d][i] = median3(r[0][d], r[1][d], r[2][d]);
-		report(c, step, ladder[i], prims, nb, row);
+		report(c, MEMMIG_CALIBRATE_NT_PREFETCH, ladder[i], prims, nd, row);
 	}
-	c->ctx->nt_bits = saved;
+	c->ctx->nt_pf_bits = saved;
 	c->flags = 0;
-}
-
-/* The variant with the least loss summed over the ladder; on a tie the
- * first (the default). */
-static unsigned int least_loss(double v[][LADDER_MAX], unsigned int nb, size_t nl)
-{
-	double best = 1e300;
-	unsigned int pick = 0;
-
-	for (unsigned int d = 0; d < nb; d++) {
+	for (unsigned int d = 0; d < nd; d++) {
 		double loss = 0;
 
 		for (size_t i = 0; i < nl; i++) {
 			double top = 0;
 
-			for (unsigned int e = 0; e < nb; e++)
+			for (unsigned int e = 0; e < nd; e++)
 				top = v[e][i] > top ? v[e][i] : top;
 			if (top > 0)
 				loss += (top - v[d][i]) / top;
 		}
+		/* Strictly less: on a tie no prefetch (the first) stays. */
 		if (loss < best - 1e-9) {
 			best = loss;
-			pick = d;
+			t->nt_prefetch = dist[d];
 		}
 	}
-	return pick;
-}
-
-/*
- * How far ahead the NT loops prefetch the source: cold pmem copies from
- * 8 KiB to 256 KiB by the NT primitive at each distance.  Some hosts'
- * prefetchers fetch ahead by themselves (then 0 wins and costs nothing); on
- * an AMD family 1Ah host 4 KiB made 8-16 KiB copies 15-20% faster.
- */
-static void cal_nt_prefetch(struct cal *c, struct memmig_tuning *t)
-{
-	static const size_t ladder[] = { 8192, 16384, 65536, 262144 };
-	static const size_t dist[] = { 0, 1024, 4096 };
-	const size_t nl = sizeof(ladder) / sizeof(ladder[0]);
-	unsigned int bits[3];
-	double v[3][LADDER_MAX];
-
-	for (unsigned int d = 0; d < 3; d++)
-		bits[d] = memmig_prefetch_bits(dist[d]);
-	measure_nt_bits(c, MEMMIG_CALIBRATE_NT_PREFETCH, t->nt_prim, ladder, nl,
-			bits, 3, v);
-	t->nt_prefetch = dist[least_loss(v, 3, nl)];
-}
-
-/*
- * The NT loop: each line streamed after its own load, or blocks of lines
- * loaded first (arch.h), cold pmem copies from 8 KiB to a 2 MiB unit with
- * the prefetch just chosen.  Line by line stays on a tie.
- */
-static void cal_nt_loop(struct cal *c, struct memmig_tuning *t)
-{
-	static const size_t ladder[] = { 8192, 65536, 262144, 2 << 20 };
-	const size_t nl = sizeof(ladder) / sizeof(ladder[0]);
-	unsigned int pf = memmig_prefetch_bits(t->nt_prefetch);
-	unsigned int bits[2] = { pf, pf | MEMMIG_COPY__NT_BLOCK };
-	double v[2][LADDER_MAX];
-
-	measure_nt_bits(c, MEMMIG_CALIBRATE_NT_LOOP, t->nt_prim, ladder, nl, bits, 2, v);
-	t->nt_loop = least_loss(v, 2, nl) ? MEMMIG_NT_LOOP_BLOCKS : MEMMIG_NT_LOOP_LINES;
 }
 
 int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrate_opts *opts,
@@ -587,7 +546,6 @@ int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrat
 	if (memmig_prim_is_nt(t.nt_prim)) {
 		cal_pmem_nt(&c, &t);
 		cal_nt_prefetch(&c, &t);
-		cal_nt_loop(&c, &t);
 	}
 	/* Last: its NT stores are the chosen NT primitive's. */
 	cal_desc(&c, &t);

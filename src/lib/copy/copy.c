@@ -157,7 +157,7 @@ copy_dispatch(struct memmig_ctx *ctx, int prim, void *dst,
 		flags |= (unsigned int)ctx->flush_kind << MEMMIG_COPY__FLUSH_SHIFT;
 	}
 	if (memmig_policy_is_nt(prim))
-		flags |= ctx->nt_bits;
+		flags |= ctx->nt_pf_bits;
 	prim_fn(prim)(dst, src, len, flags);
 }
 
@@ -245,7 +245,7 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 			if (rc || !len)
 				return len ? rc : 0;
 		}
-		ctx->pmem_fn(dst, src, len, MEMMIG_COPY_PMEM | ctx->nt_bits |
+		ctx->pmem_fn(dst, src, len, MEMMIG_COPY_PMEM | ctx->nt_pf_bits |
 			     (unsigned int)ctx->flush_kind << MEMMIG_COPY__FLUSH_SHIFT);
 		return 0;
 	}
@@ -353,7 +353,7 @@ memmig_prim_fn memmig_copy_direct(struct memmig_ctx *ctx, int prim,
 		*flags |= (unsigned int)ctx->flush_kind << MEMMIG_COPY__FLUSH_SHIFT;
 	}
 	if (memmig_policy_is_nt(prim))
-		*flags |= ctx->nt_bits;
+		*flags |= ctx->nt_pf_bits;
 	return prim_fn(prim);
 }
 
@@ -428,8 +428,7 @@ void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 	else
 		ctx->small_inline = memmig_policy_is_vec(small_prim) ? 64 : 0;
 	ctx->pmem_fn = memmig_policy_is_nt(pmem_prim) ? prim_fn(pmem_prim) : NULL;
-	ctx->nt_bits = memmig_prefetch_bits(t->nt_prefetch) |
-		       (t->nt_loop == MEMMIG_NT_LOOP_BLOCKS ? MEMMIG_COPY__NT_BLOCK : 0);
+	ctx->nt_pf_bits = memmig_prefetch_bits(t->nt_prefetch);
 	/* Inline is the first range's copy: not at or beyond its end. */
 	if (ctx->small_inline >= ctx->by_len[0].below)
 		ctx->small_inline = ctx->by_len[0].below - 1;

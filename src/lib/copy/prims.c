@@ -125,9 +125,6 @@ int memmig_tuning_default(const struct memmig_cpu_info *in,
 	t.desc_slow = 0;
 	/* Probing pays on a range 8 times its four probe segments. */
 	t.desc_probe_min = 256 << 20;
-	/* Each line streamed after its own load, unless calibration measured
-	 * blocks ahead. */
-	t.nt_loop = MEMMIG_NT_LOOP_LINES;
 	/* pmem: the NT primitive at every length, which streams every whole
 	 * line, as libpmem's NT memcpy does; calibration measures where
 	 * temporal stores and flushes win instead. */

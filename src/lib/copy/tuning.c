@@ -22,10 +22,10 @@
 /* Thresholds beyond this are typos, not tuning. */
 #define TUNING_SIZE_MAX (1ULL << 40)
 
-/* What a key's value is: a size, one kind of primitive, or one of the
- * names of desc_names (the descriptor keys' and nt_loop's). */
+/* What a key's value is: a size, one kind of primitive, or a name of
+ * the descriptor tables' own (desc_names). */
 enum key_kind { KIND_SIZE, KIND_NT_PRIM, KIND_VEC_PRIM, KIND_DESC_STORE,
-		KIND_DESC_PATH, KIND_NT_LOOP };
+		KIND_DESC_PATH };
 
 static const struct key {
 	const char *file_key;
@@ -61,8 +61,6 @@ static const struct key {
 	  offsetof(struct memmig_tuning, nt_prefetch) },
 	{ "desc_probe_min", "MEMMIG_DESC_PROBE_MIN", KIND_SIZE,
 	  offsetof(struct memmig_tuning, desc_probe_min) },
-	{ "nt_loop", "MEMMIG_COPY_NT_LOOP", KIND_NT_LOOP,
-	  offsetof(struct memmig_tuning, nt_loop) },
 };
 #define K_COUNT (sizeof(keys) / sizeof(keys[0]))
 
@@ -72,11 +70,10 @@ static const char *const kind_wants[] = {
 	[KIND_VEC_PRIM] = "vector primitive name (sse2, avx2, avx512)",
 	[KIND_DESC_STORE] = "descriptor store kind (nt, temporal)",
 	[KIND_DESC_PATH] = "descriptor init path (template, slow)",
-	[KIND_NT_LOOP] = "NT copy loop (lines, blocks)",
 };
 
-/* The values of the named keys, by kind: enum memmig_desc_store,
- * memmig_tuning.desc_slow, enum memmig_nt_loop. */
+/* The values of the descriptor keys, by kind: enum memmig_desc_store,
+ * memmig_tuning.desc_slow. */
 static const struct desc_name {
 	enum key_kind kind;
 	int value;
@@ -86,8 +83,6 @@ static const struct desc_name {
 	{ KIND_DESC_STORE, MEMMIG_DESC_STORE_TEMPORAL, "temporal" },
 	{ KIND_DESC_PATH, 0, "template" },
 	{ KIND_DESC_PATH, 1, "slow" },
-	{ KIND_NT_LOOP, MEMMIG_NT_LOOP_LINES, "lines" },
-	{ KIND_NT_LOOP, MEMMIG_NT_LOOP_BLOCKS, "blocks" },
 };
 #define D_COUNT (sizeof(desc_names) / sizeof(desc_names[0]))
 

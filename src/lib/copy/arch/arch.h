@@ -45,16 +45,6 @@ static inline size_t memmig_prefetch_of(unsigned int flags)
 	return k ? (size_t)256 << k : 0;
 }
 
-/*
- * Whether an NT primitive loads a block of lines (as many as its vector
- * registers hold: 16 with AVX-512, 8 with AVX2) before it streams them,
- * instead of streaming each line right after its load.  The tuning's
- * nt_loop, measured by calibration: the AMD family 1Ah host streamed
- * faster line by line, an Intel Emerald Rapids host's libpmem, which loads
- * 32 lines first, ran 7% ahead of the line-by-line loop there.
- */
-#define MEMMIG_COPY__NT_BLOCK (1u << 29)
-
 /* The bits for a distance in bytes: the nearest power of two of 512 B to
  * 32 KiB below it, 0 below 512 B. */
 static inline unsigned int memmig_prefetch_bits(size_t bytes)

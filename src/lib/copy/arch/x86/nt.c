@@ -19,17 +19,12 @@
 #define NT_SMALL 64
 
 /* Copies whole lines to a line-aligned dst, prefetching the source pf
- * bytes ahead (0: not) inside it, a block of lines loaded before it is
- * streamed when block; returns the bytes copied. */
-typedef size_t (*nt_lines_fn)(uint8_t *d, const uint8_t *s, size_t len, size_t pf,
-			      bool block);
+ * bytes ahead (0: not) inside it; returns the bytes copied. */
+typedef size_t (*nt_lines_fn)(uint8_t *d, const uint8_t *s, size_t len, size_t pf);
 
-static size_t lines_movnti(uint8_t *d, const uint8_t *s, size_t len, size_t pf,
-			   bool block)
+static size_t lines_movnti(uint8_t *d, const uint8_t *s, size_t len, size_t pf)
 {
 	size_t n = len & ~(size_t)(MEMMIG_X86_LINE - 1);
-
-	(void)block;	/* eight 8-byte stores a line: no registers to spare */
 
 	for (size_t i = 0; i < n; i += MEMMIG_X86_LINE) {
 		long long q[8];
@@ -80,32 +75,8 @@ static size_t lines_movnti(uint8_t *d, const uint8_t *s, size_t len, size_t pf,
 		}                                                             \
 	} while (0)
 
-/*
- * Blocks of B lines (B * 64 / W registers): every load of the block, then
- * every stream, pf bytes ahead prefetched first.  The stores then wait for
- * the block's slowest load; some hosts' memory keeps more loads in flight
- * that way (calibration: nt_loop).
- */
-#define NT_BLOCKS(T, W, LOAD, STREAM, B)                                      \
-	do {                                                                  \
-		for (; i + (B) * MEMMIG_X86_LINE <= n; i += (B) * MEMMIG_X86_LINE) { \
-			T v_[(B) * MEMMIG_X86_LINE / (W)];                    \
-                                                                              \
-			for (int k_ = 0; pf && k_ < (B); k_ += 4)             \
-				NT_PREFETCH4(i + k_ * MEMMIG_X86_LINE);       \
-			_Pragma("GCC unroll 32")                              \
-			for (int k_ = 0; k_ < (B) * MEMMIG_X86_LINE / (W); k_++) \
-				v_[k_] = LOAD((const void *)(s + i + (W) * k_)); \
-			_Pragma("GCC unroll 32")                              \
-			for (int k_ = 0; k_ < (B) * MEMMIG_X86_LINE / (W); k_++) \
-				STREAM((void *)(d + i + (W) * k_), v_[k_]);   \
-		}                                                             \
-	} while (0)
-
 #define NT_LINES(T, W, LOAD, STREAM)                                          \
 	do {                                                                  \
-		if (block)                                                    \
-			NT_BLOCKS(T, W, LOAD, STREAM, 16 * (W) / 64);         \
 		for (; i + 4 * MEMMIG_X86_LINE <= n; i += 4 * MEMMIG_X86_LINE) { \
 			NT_PREFETCH4(i);                                      \
 			NT_LINE(T, W, LOAD, STREAM, i);                       \
@@ -128,7 +99,7 @@ __attribute__((target("avx2"))) static inline void stream256(void *p, __m256i v)
 }
 
 __attribute__((target("avx2"))) static size_t
-lines_avx2(uint8_t *d, const uint8_t *s, size_t len, size_t pf, bool block)
+lines_avx2(uint8_t *d, const uint8_t *s, size_t len, size_t pf)
 {
 	size_t n = len & ~(size_t)(MEMMIG_X86_LINE - 1), i = 0;
 
@@ -147,7 +118,7 @@ __attribute__((target("avx512f"))) static inline void stream512(void *p, __m512i
 }
 
 __attribute__((target("avx512f"))) static size_t
-lines_avx512(uint8_t *d, const uint8_t *s, size_t len, size_t pf, bool block)
+lines_avx512(uint8_t *d, const uint8_t *s, size_t len, size_t pf)
 {
 	size_t n = len & ~(size_t)(MEMMIG_X86_LINE - 1), i = 0;
 
@@ -184,8 +155,7 @@ nt_copy(void *dst, const void *src, size_t len, unsigned int flags,
 		d += head;
 		s += head;
 		len -= head;
-		done = lines(d, s, len, memmig_prefetch_of(flags),
-			     flags & MEMMIG_COPY__NT_BLOCK);
+		done = lines(d, s, len, memmig_prefetch_of(flags));
 		temporal_part(d + done, s + done, len - done, flush);
 	}
 	/* NOFLUSH: the caller flushes, then drains once for everything. */
