@@ -576,6 +576,7 @@ static void test_load_errors(void)
 		"desc_store = nt-avx512\n",
 		"desc_store = 1\n",
 		"desc_path = fast\n",
+		"desc_probe_min = 2T\n",
 	};
 	struct memmig_tuning u = SENTINEL_TUNING, want = SENTINEL_TUNING;
 	char text[512], missing[PATH_MAX + 64];
