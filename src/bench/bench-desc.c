@@ -433,13 +433,7 @@ static const char *backing_name(int backing)
 	       backing == MEMMIG_DESC_BACKING_THP ? "THP (madvise)" : "4 KiB pages";
 }
 
-/* The case the tuning runs, and the better memset of a run. */
-static int tuned_case(const struct desc_bench *b)
-{
-	(void)b;
-	return CASE_TUNED;
-}
-
+/* The better memset of a run. */
 /* How the tuned init chose its stores on threads[t]: "NT stores",
  * "temporal stores", or "probing: NT in 3 of 5". */
 static const char *tuned_how(const struct desc_bench *b, int t, char *buf, size_t len)
@@ -461,7 +455,7 @@ static int best_memset(const struct bench_stats *s)
 
 static void print_text(const struct desc_bench *b)
 {
-	char rs[32], ts[32];
+	char rs[32], ts[80];
 
 	printf("memmig bench desc: %s region, %llu descriptors, %s table (%s),\n"
 	       "median of %u, GB/s of table written, from wall-clock time\n\n",
@@ -472,13 +466,16 @@ static void print_text(const struct desc_bench *b)
 	printf("allocation %.2f ms; first touch (kernel zeroing + first init, %u threads) "
 	       "%.1f ms = %.2f GB/s\n", b->alloc_s * 1e3, b->threads[1],
 	       b->first_touch_s * 1e3, b->nbytes / b->first_touch_s / 1e9);
+	if (b->tuning.desc_probe_min == MEMMIG_SIZE_NEVER)
+		snprintf(ts, sizeof(ts), "never measured as it writes");
+	else
+		snprintf(ts, sizeof(ts), "measured as it writes a thread's share from %s",
+			 util_size_format(b->tuning.desc_probe_min, rs, sizeof(rs)));
 	printf("init as tuned (calibration, environment): %s path, %s stores first (%s);\n"
-	       "a thread's share of %s or more measures both stores as it writes%s\n\n",
+	       "both stores %s%s\n\n",
 	       b->tuning.desc_slow ? "slow" : "template",
 	       store_kind(b->tuning.desc_store), b->store_name[b->tuning.desc_store],
-	       b->tuning.desc_probe_min == MEMMIG_SIZE_NEVER ? "(never)" :
-	       util_size_format(b->tuning.desc_probe_min, rs, sizeof(rs)),
-	       b->tuning.desc_slow ? "; the template rows are forced" : "");
+	       ts, b->tuning.desc_slow ? "; the template rows are forced" : "");
 	printf("%-8s %-21s %8s %7s %6s %8s %9s %9s %8s\n", "threads", "path", "time ms",
 	       "GB/s", "+-SD%", "vs slow", "of NTmem", "of tmpmem", "of desc");
 	for (int t = 0; t < 2; t++)
@@ -489,7 +486,7 @@ static void print_text(const struct desc_bench *b)
 			snprintf(name, sizeof(name), "%s%s", c == CASE_LINE ?
 				 (b->used_store == MEMMIG_DESC_STORE_TEMPORAL ?
 				  "temporal " : "NT ") : "", case_names[c]);
-			if (c == tuned_case(b))
+			if (c == CASE_TUNED)
 				strcat(name, " *");
 			printf("%-8u %-21s %8.1f %7.2f %6.1f", b->threads[t], name,
 			       ms_of(s, b->nbytes), s->median, s->sd_pct);
@@ -512,8 +509,8 @@ static void print_text(const struct desc_bench *b)
 		printf("%u thread(s): as tuned (%s) %.2fx the slow path, "
 		       "%.1f%% of the better memset (%s)\n", b->threads[t],
 		       tuned_how(b, t, how, sizeof(how)),
-		       bench_paired_ratio(&s[tuned_case(b)], &s[CASE_SLOW]),
-		       100 * bench_paired_ratio(&s[tuned_case(b)], &s[m]),
+		       bench_paired_ratio(&s[CASE_TUNED], &s[CASE_SLOW]),
+		       100 * bench_paired_ratio(&s[CASE_TUNED], &s[m]),
 		       m == CASE_MEMSET_TMP ? "temporal" : "NT");
 	}
 	printf("\n* as tuned: the template stores the tuning picks (bench copy --calibrate\n"
@@ -556,7 +553,7 @@ static void print_json(const struct desc_bench *b)
 	for (int t = 0; t < 2; t++) {
 		const struct bench_stats *s = b->stats[t];
 		struct json_object *r = json_object_new_object();
-		int tc = tuned_case(b), m = best_memset(s);
+		int tc = CASE_TUNED, m = best_memset(s);
 
 		json_object_object_add(r, "threads", json_object_new_int((int)b->threads[t]));
 		json_object_object_add(r, "tuned_probed", json_object_new_int((int)b->probed[t]));

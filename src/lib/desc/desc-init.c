@@ -190,10 +190,12 @@ int memmig_desc_init_range(struct memmig_desc_table *t, int path,
 	if (path != MEMMIG_DESC_PATH_SLOW) {
 		store = tu->desc_store;
 		fill = memmig_desc_filler(&t->ctx->cpu, tu->nt_prim, &store);
-		/* Both stores, where this CPU has both (not the C filler). */
-		both[nt] = memmig_desc_filler(&t->ctx->cpu, tu->nt_prim, &nt);
-		both[tmp] = memmig_desc_filler(&t->ctx->cpu, tu->nt_prim, &tmp);
-		if (nt == MEMMIG_DESC_STORE_NT && both[nt] != both[tmp] &&
+		/* Both stores, where this CPU has both (not the C filler, whose
+		 * NT request comes back temporal). */
+		both[MEMMIG_DESC_STORE_NT] = memmig_desc_filler(&t->ctx->cpu, tu->nt_prim, &nt);
+		both[MEMMIG_DESC_STORE_TEMPORAL] = memmig_desc_filler(&t->ctx->cpu, tu->nt_prim,
+								      &tmp);
+		if (nt == MEMMIG_DESC_STORE_NT && tmp == MEMMIG_DESC_STORE_TEMPORAL &&
 		    (last - first) * sizeof(*t->descs) >= tu->desc_probe_min)
 			return init_probing(t->descs, &t->geo, both, store, first, last);
 	}
