@@ -52,7 +52,6 @@ struct desc_probe {
 	unsigned int every;	/* steady segments before the next probe */
 	double rate[2];		/* GB/s of each store's last timed segment */
 	uint64_t segs[2];	/* segments written with each store */
-	unsigned int switches;	/* changes of cur after a probe */
 };
 
 static inline int desc_probe_other(int store)
@@ -86,7 +85,6 @@ static inline void desc_probe_decide(struct desc_probe *p)
 
 	if (p->rate[o] > p->rate[p->cur] * (1 + DESC_PROBE_MARGIN)) {
 		p->cur = o;
-		p->switches++;
 		o = desc_probe_other(o);
 	}
 	r = p->rate[o] > 0 ? p->rate[p->cur] / p->rate[o] : 1;
