@@ -724,12 +724,14 @@ static void *dirtier_run(void *arg)
 }
 
 /*
- * A guest whose memory is dirtied faster than it can be copied (the VMM
- * marks all of it dirty, always): pre-copy cannot converge at any budget.
- * It ends within the round limit and says why, with the rates.
- * MEMMIG_LIVE_FAIL_OVER_BUDGET refuses the long pause (-ETIMEDOUT, never
- * paused, the guest whole on its memory); without it the pause comes,
- * over budget, and nothing is lost.
+ * A guest whose memory is all dirty, always (the VMM marks all of it
+ * dirty), and a budget no machine meets: less than the copy of one 2 MiB
+ * unit, the smallest piece, at 100 GB/s.  (At 1 ms, pre-copy converged on
+ * a native Zen 3 host: the pieces cut an all-dirty guest into 2 MiB
+ * pauses of 0.3 ms.)  Pre-copy ends within the round limit and says why,
+ * with the rates.  MEMMIG_LIVE_FAIL_OVER_BUDGET refuses the pauses
+ * (-ETIMEDOUT, never paused, the guest whole on its memory); without it
+ * the pauses come, over budget, and nothing is lost.
  */
 /*
  * Pre-copy stopped because more rounds could not help: the dirty set
@@ -757,7 +759,7 @@ static void test_over_budget(void)
 	int rc;
 
 	o.flags = MEMMIG_LIVE_FAIL_OVER_BUDGET;
-	o.pause_budget_ns = 1000000;	/* less than one copy of the guest */
+	o.pause_budget_ns = 10000;	/* 2 MiB at 100 GB/s take 21 us */
 	if (guest_up(&g, sc.small, MINIVMM_BACKING_ANON, 0) != 0) {
 		guest_down(&g);
 		return;
@@ -767,7 +769,7 @@ static void test_over_budget(void)
 	rc = memmig_vm_migrate(g.vm, &o, &r);
 	printf("  refused: %d, %u rounds in %.1f ms, stopped %s with %llu bytes dirty, "
 	       "dirtied at %.3f GB/s, copied at %.3f GB/s, pause of %.1f ms expected for "
-	       "a budget of %.1f ms\n", rc, r.rounds, r.total_s * 1e3,
+	       "a budget of %.3f ms\n", rc, r.rounds, r.total_s * 1e3,
 	       memmig_live_stop_name(r.stop_reason), (unsigned long long)r.stop_dirty_bytes,
 	       r.dirty_gbps, r.copy_gbps, r.pause_expected_s * 1e3, r.pause_budget_s * 1e3);
 	CU_ASSERT_EQUAL(rc, -ETIMEDOUT);
@@ -783,12 +785,14 @@ static void test_over_budget(void)
 	check_guest_whole(&g, "after a refused pause");
 	o.flags = 0;
 	rc = memmig_vm_migrate(g.vm, &o, &r);
-	printf("  allowed: %d, %u rounds, stopped %s, pause %.1f ms (%llu KiB)\n", rc,
-	       r.rounds, memmig_live_stop_name(r.stop_reason), r.pause_s * 1e3,
-	       (unsigned long long)(r.pause_bytes >> 10));
+	printf("  allowed: %d, %u rounds, stopped %s, %u pauses, the longest %.2f ms "
+	       "(%llu KiB copied in all)\n", rc, r.rounds, memmig_live_stop_name(r.stop_reason),
+	       r.pauses, r.pause_s * 1e3, (unsigned long long)(r.pause_bytes >> 10));
 	CU_ASSERT_EQUAL(rc, 0);
 	CU_ASSERT(stopped_hopeless(&r));
-	CU_ASSERT_EQUAL(r.pause_bytes, sc.small);
+	CU_ASSERT_EQUAL(r.bytes_switched, sc.small);
+	CU_ASSERT(r.pause_bytes > 0 && r.pause_bytes <= sc.small);
+	CU_ASSERT(r.pause_s > r.pause_budget_s);
 	__atomic_store_n(&d.stop, true, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
 	check_guest_whole(&g, "after an over-budget pause");
