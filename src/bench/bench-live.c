@@ -353,21 +353,40 @@ static const char *stall_text(const struct live_case *c, char *buf, size_t len)
 	return buf;
 }
 
+/* A ratio in at most 4 characters, so that QEMU's row keeps within 100
+ * columns whatever the ratios: "6.3", "172", "1.1k", "43k" (with
+ * "%.1fx, %.0fx", "6.3x, 172x" took it to 100, and a TCG QEMU's total
+ * against memmig's is often over 10). */
+static const char *ratio_text(double x, char *buf, size_t len)
+{
+	if (x < 9.95)
+		snprintf(buf, len, "%.1f", x);
+	else if (x < 999.5)
+		snprintf(buf, len, "%.0f", x);
+	else if (x < 9950)
+		snprintf(buf, len, "%.1fk", x / 1e3);
+	else if (x < 999500)
+		snprintf(buf, len, "%.0fk", x / 1e3);
+	else
+		snprintf(buf, len, "%.0fM", x / 1e6);
+	return buf;
+}
+
 static void print_text(const struct live_bench *b, const struct live_case *cs, size_t n)
 {
 	printf("memmig bench live: median of %ld, pause budget %ld ms; memmig's guest: %s;\n"
 	       "QEMU: %s, downtime-limit %.0f ms (its default), unlimited bandwidth\n\n",
 	       b->reps, b->budget_ms, cs[0].kvm ? "KVM (minivmm)" : "a host thread",
 	       b->no_qemu ? "not run" : cs[0].kvm ? "KVM" : "TCG", cs[0].q_limit_s * 1e3);
-	printf("%-6s %-7s %-6s %8s %6s %6s %7s %6s %7s %5s %7s %6s  %s\n", "size",
+	printf("%-6s %-7s %-6s %8s %6s %6s %7s %6s %7s %5s %7s %5s %s\n", "size",
 	       "guest", "who", "total", "/raw", "rounds", "pause", "pauses", "sum",
 	       "piece", "stall", "conv", "check");
 	for (size_t i = 0; i < n; i++) {
 		const struct live_case *c = &cs[i];
-		char size[32], stall[32];
+		char size[32], stall[32], r_total[16], r_pause[16];
 
 		util_size_format(c->mem, size, sizeof(size));
-		printf("%-6s %-7s %-6s %8.1f %5.1fx %6.0f %7.3f %6.0f %7.3f %5.0f %7s %3u/%-2ld  "
+		printf("%-6s %-7s %-6s %8.1f %5.1fx %6.0f %7.3f %6.0f %7.3f %5.0f %7s %2u/%-2ld "
 		       "%u/%u %s\n", size, mode_names[c->mode], "memmig",
 		       c->total_s * 1e3, c->raw_s > 0 ? c->total_s / c->raw_s : 0, c->rounds,
 		       c->pause_s * 1e3, c->pauses, c->pause_total_s * 1e3, c->piece_bytes / 1048576,
@@ -377,12 +396,14 @@ static void print_text(const struct live_bench *b, const struct live_case *cs, s
 		 * not time its stalls. */
 		if (c->qemu_ran)
 			printf("%-6s %-7s %-6s %8.1f %5.1fx %6.0f %7.3f %6d %7.3f %5.0f %7s "
-			       "%3u/%-2ld  %.1fx, %.0fx\n", "", "", "QEMU",
+			       "%2u/%-2ld %sx, %sx\n", "", "", "QEMU",
 			       c->q_total_s * 1e3, c->raw_s > 0 ? c->q_total_s / c->raw_s : 0,
 			       c->q_rounds, c->q_downtime_s * 1e3, 1, c->q_downtime_s * 1e3,
 			       c->mem / 1048576.0, "-", c->q_converged, b->reps,
-			       c->total_s > 0 ? c->q_total_s / c->total_s : 0,
-			       c->pause_s > 0 ? c->q_downtime_s / c->pause_s : 0);
+			       ratio_text(c->total_s > 0 ? c->q_total_s / c->total_s : 0,
+					  r_total, sizeof(r_total)),
+			       ratio_text(c->pause_s > 0 ? c->q_downtime_s / c->pause_s : 0,
+					  r_pause, sizeof(r_pause)));
 		if (c->mode != GUEST_BUSY || i == 0)
 			continue;
 		printf("%-6s busy over writing: memmig's pause %.2fx, the guest's stall %.2fx",

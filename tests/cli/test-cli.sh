@@ -149,7 +149,7 @@ if command -v qemu-system-x86_64 >/dev/null; then
 	check "bench live qemu" exit_is 0 "$cli" bench live --sizes 64M --reps 1 --no-kvm --json
 	check "bench live qemu ran" test "$(jq '[.cases[].qemu | .accel == "tcg" and .converged == 1 and .elapsed_s > 0 and .downtime_s >= 0 and .rounds >= 1] | all' "$tmp/out")" = true
 	check "bench live qemu text" exit_is 0 "$cli" bench live --sizes 64M --reps 1 --no-kvm
-	check "bench live qemu row" grep -Eq '^ +QEMU +[0-9.]+ .* [0-9.]+x, [0-9]+x$' "$tmp/out"
+	check "bench live qemu row" grep -Eq '^ +QEMU +[0-9.]+ .* [0-9.]+[kM]?x, [0-9.]+[kM]?x$' "$tmp/out"
 	check "bench live qemu text within 100 columns" test -z "$(awk 'length($0) > 100' "$tmp/out")"
 	check "bench live qemu cleaned up" test -z "$(find /tmp -maxdepth 1 -name 'memmig-qemu-*' -newer "$tmp/err" 2>/dev/null)"
 fi
