@@ -80,14 +80,15 @@ static void measure(struct cal *c, const int *prims, unsigned int n, size_t len,
 		    bool cold, double *out)
 {
 	double samples[4][64], t = 0;
-	size_t iters[4], dst_off[4] = { 0 }, stride = (len + MEMMIG_PAGE_SIZE - 1) & ~(MEMMIG_PAGE_SIZE - 1);
+	size_t iters[4], dst_off[4] = { 0 };
+	size_t stride = (len + MEMMIG_PAGE_SIZE - 1) & ~(MEMMIG_PAGE_SIZE - 1);
 	unsigned int reps = c->o.reps;
 
 	/* A primitive's hot destination of its own, where the pool holds
 	 * them: NT stores evict the lines they write, so that a cached copy
 	 * sampled after them into the same destination paid for its misses
-	 * (at 1-2 MiB on an AMD Zen 3 host with a 32 MiB L3: 18.5 GB/s
-	 * instead of 31, and NT from 1 MiB). */
+	 * (at 1-2 MiB on an AMD Zen 3 host with a 32 MiB L3: 18.5 GB/s, 26-27
+	 * apart, and NT came out from 1 MiB instead of 8). */
 	for (unsigned int p = 0; c->dst_apart && p < n && stride * n <= CAL_POOL; p++)
 		dst_off[p] = p * stride;
 
