@@ -38,16 +38,23 @@ struct cal {
 	bool dst_apart;		/* hot: each primitive its own destination */
 };
 
+/* From one page-aligned place of the pool to the next, for len bytes. */
+static size_t page_stride(size_t len)
+{
+	return (len + MEMMIG_PAGE_SIZE - 1) & ~(MEMMIG_PAGE_SIZE - 1);
+}
+
 /*
  * iters copies of len bytes with prim, drained once at the end: hot, the
- * same buffers each time (from dst_off on); cold, each at a new
- * page-aligned place in the pool, in an order no prefetcher follows (an
- * odd multiplier modulo a power of two visits every slot).
+ * same buffers each time (the destination from dst_off; 0 when cold);
+ * cold, each at a new page-aligned place in the pool, in an order no
+ * prefetcher follows (an odd multiplier modulo a power of two visits
+ * every slot).
  */
 static double time_copies(struct cal *c, int prim, size_t len, size_t iters,
 			  bool cold, size_t dst_off)
 {
-	size_t stride = (len + MEMMIG_PAGE_SIZE - 1) & ~(MEMMIG_PAGE_SIZE - 1);
+	size_t stride = page_stride(len);
 	size_t mask = 1, at = c->next;
 	double t0;
 
@@ -58,7 +65,7 @@ static double time_copies(struct cal *c, int prim, size_t len, size_t iters,
 	for (size_t i = 0; i < iters; i++) {
 		size_t off = cold ? (at++ * 0x9e3779b1u & mask) * stride : 0;
 
-		memmig_copy_with(c->ctx, prim, c->dst + (cold ? off : dst_off), c->src + off, len,
+		memmig_copy_with(c->ctx, prim, c->dst + off + dst_off, c->src + off, len,
 				 c->flags ? c->flags :
 				 !c->drain_each && i + 1 < iters ? MEMMIG_COPY_NODRAIN : 0);
 	}
@@ -81,7 +88,6 @@ static void measure(struct cal *c, const int *prims, unsigned int n, size_t len,
 {
 	double samples[4][64], t = 0;
 	size_t iters[4], dst_off[4] = { 0 };
-	size_t stride = (len + MEMMIG_PAGE_SIZE - 1) & ~(MEMMIG_PAGE_SIZE - 1);
 	unsigned int reps = c->o.reps;
 
 	/* A primitive's hot destination of its own, where the pool holds
@@ -89,8 +95,9 @@ static void measure(struct cal *c, const int *prims, unsigned int n, size_t len,
 	 * sampled after them into the same destination paid for its misses
 	 * (at 1-2 MiB on an AMD Zen 3 host with a 32 MiB L3: 18.5 GB/s, 26-27
 	 * apart, and NT came out from 1 MiB instead of 8). */
-	for (unsigned int p = 0; c->dst_apart && p < n && stride * n <= CAL_POOL; p++)
-		dst_off[p] = p * stride;
+	for (unsigned int p = 0; c->dst_apart && !cold && p < n &&
+				 page_stride(len) * n <= CAL_POOL; p++)
+		dst_off[p] = p * page_stride(len);
 
 	for (unsigned int p = 0; p < n; p++) {
 		/* Warm-up, growing the count until a sample is long enough. */
