@@ -316,6 +316,44 @@ static void test_vec_exhaustive(void)
 		CU_ASSERT(n >= 1);	/* SSE2 at least */
 }
 
+/*
+ * Small unflagged copies where the tuning changes primitive early: a vector
+ * copy below vec_wide_min, another from it, rep movsb from movsb_min.  The
+ * inline path runs through the first vector ranges (copy.c's
+ * apply_inline()); every length across those bounds must copy right, at
+ * a matching and an odd alignment.
+ */
+static void test_inline_ranges(void)
+{
+	static const size_t wide_at[] = { 17, 32, 63, 64, 65, 100, 128, 129, 300 };
+	static const size_t movsb_at[] = { MEMMIG_SIZE_NEVER, 40, 200 };
+	struct memmig_tuning saved = { .sz = sizeof(saved) }, t;
+
+	CU_ASSERT_EQUAL_FATAL(memmig_ctx_get_tuning(ctx, &saved), 0);
+	for (int a = MEMMIG_PRIM_VEC_SSE2; a <= MEMMIG_PRIM_VEC_AVX512; a++)
+		for (int b = MEMMIG_PRIM_VEC_SSE2; b <= MEMMIG_PRIM_VEC_AVX512; b++) {
+			if (!memmig_prim_supported(&cpu, a) || !memmig_prim_supported(&cpu, b))
+				continue;
+			for (size_t w = 0; w < sizeof(wide_at) / sizeof(wide_at[0]); w++)
+				for (size_t m = 0; m < sizeof(movsb_at) / sizeof(movsb_at[0]); m++) {
+					t = saved;
+					t.vec_prim = a;
+					t.vec_wide_prim = b;
+					t.vec_wide_min = wide_at[w];
+					t.vec_max = MEMMIG_SIZE_NEVER;
+					t.movsb_min = movsb_at[m];
+					t.movsq_min = MEMMIG_SIZE_NEVER;
+					CU_ASSERT_EQUAL_FATAL(memmig_ctx_set_tuning(ctx, &t), 0);
+					for (size_t len = 0; len <= 600; len++)
+						if (!check_copy(VIA_RUN, 0, 0, len, 0) ||
+						    !check_copy(VIA_RUN, 13, 7, len, 0))
+							goto out;	/* the first says it */
+				}
+		}
+out:
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &saved), 0);
+}
+
 /* A copy with flags over lengths 0..600, the odd lengths at a few
  * alignments, and a few larger sizes. */
 static void check_flags(int via, unsigned int flags)
@@ -472,6 +510,7 @@ static CU_TestInfo copy_tests[] = {
 	{ "copy_run and copy_units with flags", test_dispatched_flags },
 	{ "copy_units over several units", test_units },
 	{ "MEMMIG_COPY_COLD around the cold threshold", test_cold_threshold },
+	{ "small copies across vector and movsb bounds", test_inline_ranges },
 	{ "copy_flush keeps the content", test_flush_keeps_content },
 	CU_TEST_INFO_NULL,
 };

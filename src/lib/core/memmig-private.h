@@ -53,14 +53,15 @@ struct memmig_ctx {
 	size_t small_below;	/* MEMMIG_SMALL_MAX */
 	size_t cold_below;	/* the same for MEMMIG_COPY_COLD copies: below
 				 * nt_cold_min they are unflagged ones */
-	/* Up to this many bytes of a vector copy are done inline (copy.c):
-	 * 128 for SSE2, whose moves those are, for the wider ones what the
-	 * arch code does inline (else 64: their two-vector case's bytes),
-	 * 0 for the others. */
+	/* Up to this many bytes of a vector copy are done inline, through
+	 * the first ranges of by_len that choose vector copies (copy.c's
+	 * apply_inline()): 128 for SSE2, whose moves those are, for the
+	 * wider ones what the arch code does inline (else 64: their
+	 * two-vector case's bytes), 0 where no vector copy comes first. */
 	size_t small_inline;
-	/* The first range's primitive: above 64 bytes the inline copy is
-	 * its moves where the arch code has them inline (arch inline.h),
-	 * up to small_inline. */
+	/* The primitive of the range that holds 65 bytes: above 64 bytes
+	 * the inline copy is its moves where the arch code has them inline
+	 * (arch inline.h), up to small_inline. */
 	int inline_prim;
 	/* MEMMIG_COPY_PMEM copies from pmem_nt_min: the NT primitive the
 	 * policy gives them, found without it; NULL where there is none. */
