@@ -116,9 +116,8 @@ static int run_mode(struct copy_bench *b, int m, const struct bench_pool *pool)
 			       util_size_format(len, sz, sizeof(sz)));
 		/* Hot copies reuse the pool's start: the same lines each time. */
 		if (m == 0)
-			rc = bench_measure_hot(b->copiers, b->ncopiers, pool->dst,
-					       pool->src, len, &b->opts,
-					       cell(b, m, si, 0));
+			rc = bench_measure_hot(b->copiers, b->ncopiers, pool, len,
+					       &b->opts, cell(b, m, si, 0));
 		else
 			rc = bench_measure_cold(b->copiers, b->ncopiers, pool, len,
 						&b->opts, cell(b, m, si, 0));

@@ -85,9 +85,8 @@ static int measure_all(struct pmem_bench *b)
 		bench_progress("bench copy --pmem: %s",
 			       util_size_format(len, sz, sizeof(sz)));
 		if (b->a->hot)
-			rc = bench_measure_hot(b->cs, b->ncols, b->pool.dst,
-					       b->pool.src, len, &b->a->opts,
-					       &b->st[si * COL_COUNT]);
+			rc = bench_measure_hot(b->cs, b->ncols, &b->pool, len,
+					       &b->a->opts, &b->st[si * COL_COUNT]);
 		else
 			rc = bench_measure_cold(b->cs, b->ncols, &b->pool, len,
 						&b->a->opts, &b->st[si * COL_COUNT]);

@@ -105,9 +105,9 @@ struct bench_opts {
  * Hot: the same buffers again and again, caches warm.  Cold: each copy at
  * another place of the pool, in shuffled order, caches cold.
  */
-int bench_measure_hot(const struct copier *cs, unsigned int n, void *dst,
-		      const void *src, size_t len, const struct bench_opts *o,
-		      struct bench_stats *out);
+int bench_measure_hot(const struct copier *cs, unsigned int n,
+		      const struct bench_pool *pool, size_t len,
+		      const struct bench_opts *o, struct bench_stats *out);
 int bench_measure_cold(const struct copier *cs, unsigned int n,
 		       const struct bench_pool *pool, size_t len,
 		       const struct bench_opts *o, struct bench_stats *out);

@@ -49,7 +49,13 @@ static size_t page_stride(size_t len)
  * same buffers each time (the destination from dst_off; 0 when cold);
  * cold, each at a new page-aligned place in the pool, in an order no
  * prefetcher follows (an odd multiplier modulo a power of two visits
- * every slot).
+ * every slot), the destination at the next slot's place.  Never at the
+ * source's own offset: the two halves of the pool are 256 MiB apart, and
+ * on AMD Zen lines whose addresses agree in bits 12-27 evict each other
+ * from L1 (its way predictor's tags hash those bits).  A hot 16 KiB copy
+ * so placed ran at 36 GB/s on a Zen 3 host, 96 GB/s pages apart, and the
+ * vector copies came out alike: a calibration chose SSE2, half AVX2's
+ * speed from 1 KiB elsewhere.
  */
 static double time_copies(struct cal *c, int prim, size_t len, size_t iters,
 			  bool cold, size_t dst_off)
@@ -63,9 +69,13 @@ static double time_copies(struct cal *c, int prim, size_t len, size_t iters,
 	mask--;
 	t0 = memmig_now();
 	for (size_t i = 0; i < iters; i++) {
-		size_t off = cold ? (at++ * 0x9e3779b1u & mask) * stride : 0;
+		uint8_t *d = c->dst + dst_off, *s = c->src;
 
-		memmig_copy_with(c->ctx, prim, c->dst + off + dst_off, c->src + off, len,
+		if (cold) {
+			s += (at * 0x9e3779b1u & mask) * stride;
+			d = c->dst + (++at * 0x9e3779b1u & mask) * stride;
+		}
+		memmig_copy_with(c->ctx, prim, d, s, len,
 				 c->flags ? c->flags :
 				 !c->drain_each && i + 1 < iters ? MEMMIG_COPY_NODRAIN : 0);
 	}
@@ -90,14 +100,15 @@ static void measure(struct cal *c, const int *prims, unsigned int n, size_t len,
 	size_t iters[4], dst_off[4] = { 0 };
 	unsigned int reps = c->o.reps;
 
-	/* A primitive's hot destination of its own, where the pool holds
-	 * them: NT stores evict the lines they write, so that a cached copy
-	 * sampled after them into the same destination paid for its misses
-	 * (at 1-2 MiB on an AMD Zen 3 host with a 32 MiB L3: 18.5 GB/s, 26-27
-	 * apart, and NT came out from 1 MiB instead of 8). */
-	for (unsigned int p = 0; c->dst_apart && !cold && p < n &&
-				 page_stride(len) * n <= CAL_POOL; p++)
-		dst_off[p] = p * page_stride(len);
+	/* Hot destinations a stride from the source's offset (time_copies()
+	 * says why), and where dst_apart asks, a primitive's own, where the
+	 * pool holds them: NT stores evict the lines they write, so that a
+	 * cached copy sampled after them into the same destination paid for
+	 * its misses (at 1-2 MiB on an AMD Zen 3 host with a 32 MiB L3: 18.5
+	 * GB/s, 26-27 apart, and NT came out from 1 MiB instead of 8). */
+	for (unsigned int p = 0; !cold && p < n &&
+				 page_stride(len) * (n + 1) <= CAL_POOL; p++)
+		dst_off[p] = (c->dst_apart ? p + 1 : 1) * page_stride(len);
 
 	for (unsigned int p = 0; p < n; p++) {
 		/* Warm-up, growing the count until a sample is long enough. */
