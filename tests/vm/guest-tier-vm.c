@@ -180,10 +180,21 @@ int main(int argc, char **argv)
 	      "slow share %.1f %% within 5 points of %.1f %% (second half of each phase)",
 	      r.slow_pct_mean, r.slow_target);
 	CHECK(st->bounce_pct <= 5, "bounces <= 5 %% of moves (%.1f %%)", st->bounce_pct);
-	/* What the guest felt of the moves: its own longest stall. */
-	CHECK(r.vs.stall_max_ns <= (uint64_t)o.pause_ms * 1000000,
-	      "the guest's longest stall inside the %u ms budget (%.1f ms; memmig's longest "
-	      "pause %.1f ms)", o.pause_ms, r.vs.stall_max_ns / 1e6, st->pause_max_s * 1e3);
+	/*
+	 * What the guest felt of the moves: the longest of its stalls that
+	 * held one of memmig's pauses (the writer thread's, from its last
+	 * write before the pause to its first after; the KVM guest's vCPU
+	 * parked).  Its longest stall of all is printed beside, not judged:
+	 * under TCG it holds whatever kept the writer or the vCPU off the
+	 * outer guest's two CPUs, which no budget of memmig's bounds (the
+	 * writer's: 403 ms once, memmig's longest pause 17.6 ms; the KVM
+	 * guest's: 297 ms once, memmig's longest pause 7.9 ms).
+	 */
+	CHECK(r.vs.stall_pause_max_ns <= (uint64_t)o.pause_ms * 1000000,
+	      "the guest's longest stall under a pause inside the %u ms budget (%.1f ms; "
+	      "memmig's longest pause %.1f ms; the guest's longest stall of all %.1f ms)",
+	      o.pause_ms, r.vs.stall_pause_max_ns / 1e6, st->pause_max_s * 1e3,
+	      r.vs.stall_max_ns / 1e6);
 done:
 	rc = fails ? 1 : 0;
 out:
