@@ -127,6 +127,9 @@ int minivmm_tier_run(struct memmig_ctx *ctx, struct memmig_vm *vm, struct minivm
 		snprintf(why, len, "the RAM live to node %d: %s", o->slow, strerror(-rc));
 		return rc;
 	}
+	/* The stalls judged are the tiering's, not this set-up move's: the
+	 * whole RAM's pause held the nested vCPU 231 ms under TCG. */
+	minivmm_stall_reset(vmm);
 	rc = o->observe ? 0 : tier_new(ctx, vm, o, 100 - o->hot_pct, &t, why, len);
 	if (rc)
 		return rc;
