@@ -237,6 +237,10 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 	}
 	for (unsigned int k = 0; k < NMED && c->ran; k++)
 		*med[k] = bench_median(v[k], c->ran);
+	if (c->ran)
+		bench_note("live: memmig, %zu MiB, %s: %u of %u verified, median pause %.3f ms, "
+			   "total %.1f ms", c->mem >> 20, mode_names[c->mode], c->verified,
+			   c->ran, c->pause_s * 1e3, c->total_s * 1e3);
 	return rc;
 }
 
@@ -269,6 +273,9 @@ static int run_qemu(struct live_bench *b, struct live_case *c)
 		c->q_total_s = bench_median(total, n);
 		c->q_downtime_s = bench_median(down, n);
 		c->q_rounds = bench_median(rounds, n);
+		bench_note("live: QEMU, %zu MiB, %s: %u of %u converged, median downtime "
+			   "%.3f ms, total %.1f ms", c->mem >> 20, mode_names[c->mode],
+			   c->q_converged, n, c->q_downtime_s * 1e3, c->q_total_s * 1e3);
 	}
 	return rc;
 }

@@ -565,6 +565,18 @@ void bench_progress_done(void)
 	progress_tty = false;
 }
 
+void bench_note(const char *format, ...)
+{
+	va_list ap;
+
+	bench_progress_done();
+	va_start(ap, format);
+	vfprintf(stderr, format, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+}
+
 /*
  * A guest's size at most from and to buffers of this size, reused: a full
  * source and destination beside the guest would hold three guests (an

@@ -133,6 +133,9 @@ void bench_plot_pause(struct plot *p, const struct memmig_live_report *const *r,
 /* A status line on stderr when it is a terminal. */
 void bench_progress(const char *format, ...) __attribute__((format(printf, 1, 2)));
 void bench_progress_done(void);
+/* A line on stderr, terminal or not, for a step of a long run that ended:
+ * a user who pipes or logs the output sees it going. */
+void bench_note(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 int bench_calibrate(struct memmig_ctx *ctx, const char *output, bool json);
 
