@@ -110,6 +110,8 @@ check "bench live bad size" exit_is 2 "$cli" bench live --sizes 1K
 check "bench live bad dirty" exit_is 2 "$cli" bench live --dirty bogus
 check "bench live bad reps" exit_is 2 "$cli" bench live --reps 0
 check "bench live memmig" exit_is 0 "$cli" bench live --sizes 64M --reps 2 --no-qemu --json
+check "bench live says each case as it ends, stderr not a terminal" \
+	test "$(grep -c '^live: memmig, 64 MiB, \(idle\|writing\): 2 of 2 verified' "$tmp/err")" -eq 2
 check "bench live cases" test "$(jq '[.cases[].guest] | join(",")' -r "$tmp/out")" = idle,writing
 check "bench live verified" test "$(jq '[.cases[].memmig | .verified == 2 and .runs == 2 and .elapsed_s > 0 and .pause_s > 0] | all' "$tmp/out")" = true
 check "bench live stall" test "$(jq '[.cases[] | .guest as $g | .memmig | if $g == "idle" then .stall_s == null else .stall_s > 0 and (.stall_source | type) == "string" end] | all' "$tmp/out")" = true
