@@ -284,7 +284,12 @@ remap_cost=${REMAP_COST:-tests/helpers/remap-cost}
 if [ "$thread_dirty" = uffd-wp ]; then
 	check "demo uffd-wp 512M" exit_is 0 "$cli" demo --dirty uffd-wp --mem 512M --migrations 3 --nodes-only --json
 	check "demo uffd-wp verified" test "$(jq '[.migrations[] | select(.verified and .lost_writes == 0)] | length' "$tmp/out")" -eq 3
-	check "demo uffd-wp in pieces" test "$(jq '[.migrations[] | select(.pauses >= 2 and .swap_total_s >= .pause.swap.s)] | length' "$tmp/out")" -eq 3
+	# Pieces as the host measures the swap: the first of a new guest is a
+	# small one that times it, so its first migration is in pieces
+	# anywhere; later ones may take the whole guest in one piece where the
+	# swap is fast (512 MiB in 0.26 ms on an AMD Zen 3 host: one pause in
+	# the third migration of one run in three).
+	check "demo uffd-wp in pieces" test "$(jq '.migrations[0].pauses >= 2 and ([.migrations[] | select(.pauses >= 1 and .swap_total_s >= .pause.swap.s and .piece_bytes <= 536870912 and (.pauses >= 2 or .piece_bytes == 536870912))] | length == 3)' "$tmp/out")" = true
 	swap_ms=$(jq '[.migrations[].swap_total_s * 1000] | min' "$tmp/out")
 	pieces=$(jq '[.migrations[] | [.swap_total_s, .pauses]] | min | .[1]' "$tmp/out")
 	pair_ms=$("$remap_cost" 512 7 "$pieces")
