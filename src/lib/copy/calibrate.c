@@ -53,9 +53,9 @@ static size_t page_stride(size_t len)
  * source's own offset: the two halves of the pool are 256 MiB apart, and
  * on AMD Zen lines whose addresses agree in bits 12-27 evict each other
  * from L1 (its way predictor's tags hash those bits).  A hot 16 KiB copy
- * so placed ran at 36 GB/s on a Zen 3 host, 96 GB/s pages apart, and the
- * vector copies came out alike: a calibration chose SSE2, half AVX2's
- * speed from 1 KiB elsewhere.
+ * so placed ran at 31-39 GB/s on a Zen 3 host whatever copied it, AVX2's
+ * at 93 GB/s pages apart; the vector copies came out alike, and a
+ * calibration chose SSE2, half AVX2's speed from 1 KiB once apart.
  */
 static double time_copies(struct cal *c, int prim, size_t len, size_t iters,
 			  bool cold, size_t dst_off)
