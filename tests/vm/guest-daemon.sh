@@ -201,7 +201,7 @@ nobody_moves() {
 	"$daemon" --foreground --socket "$nsock" --no-libvirt --config /dev/null \
 		2>>"$tmp/daemon-nobody.log" &
 	npid=$!
-	for _ in $(seq 100); do [ -S "$nsock" ] && break; sleep 0.1; done
+	for _ in $(seq 600); do [ -S "$nsock" ] && break; sleep 0.1; done
 	chgrp 65534 "$nsock"
 	# Not through the function: $! would be a subshell of root's.
 	setpriv.util-linux --reuid=65534 --regid=65534 --clear-groups "$memhog" 8 1 \
@@ -209,7 +209,7 @@ nobody_moves() {
 	h=$!
 	"$memhog" 1 1 >"$tmp/witness.out" &
 	w=$!
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do
 		grep -q '^ready' "$tmp/hog-nobody.out" && grep -q '^ready' "$tmp/witness.out" && break
 		sleep 0.1
 	done
@@ -249,16 +249,16 @@ cow_report() {
 	"$daemon" --foreground --socket "$nsock" --no-libvirt --config /dev/null \
 		2>>"$tmp/daemon-cow.log" &
 	npid=$!
-	for _ in $(seq 100); do [ -S "$nsock" ] && break; sleep 0.1; done
+	for _ in $(seq 600); do [ -S "$nsock" ] && break; sleep 0.1; done
 	chgrp 65534 "$nsock"
 	setpriv.util-linux --reuid=65534 --regid=65534 --clear-groups "$memhog" 64 1 cow \
 		>"$tmp/hog-cow.out" &
 	h=$!
-	for _ in $(seq 100); do grep -q '^ready' "$tmp/hog-cow.out" && break; sleep 0.1; done
+	for _ in $(seq 600); do grep -q '^ready' "$tmp/hog-cow.out" && break; sleep 0.1; done
 	read -r _ addr len < <(grep '^anon' "$tmp/hog-cow.out")
 	"$cli" --socket "$nsock" events --json >"$tmp/events-cow" 2>"$tmp/events-cow.err" &
 	ev=$!
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do
 		[ "$("$cli" --socket "$nsock" status --json 2>/dev/null | jq .subscribers)" = 1 ] && break
 		sleep 0.1
 	done
@@ -272,7 +272,7 @@ cow_report() {
 		--range "$addr-$(printf '0x%x' $((addr + len)))" --wait --json >"$tmp/out" 2>"$tmp/err"
 	id=$(jq '.id // 0' "$tmp/out")
 	# The subscriber's copy of the job's last event.
-	for _ in $(seq 50); do
+	for _ in $(seq 300); do
 		grep -q "\"id\":$id,.*\"state\":\"done\"" "$tmp/events-cow" && break
 		sleep 0.1
 	done
