@@ -438,8 +438,8 @@ int bench_measure_hot(const struct copier *cs, unsigned int n,
 		      const struct bench_pool *pool, size_t len,
 		      const struct bench_opts *o, struct bench_stats *out)
 {
-	size_t skew = 2 * slot_stride(len) <= pool->size ? slot_stride(len) : 0;
-	struct hot_place h = { pool->dst + skew, pool->src };
+	size_t stride = slot_stride(len);
+	struct hot_place h = { pool->dst + (2 * stride <= pool->size ? stride : 0), pool->src };
 
 	if (len > pool->size)
 		return -E2BIG;

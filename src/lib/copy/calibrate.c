@@ -97,7 +97,7 @@ static void measure(struct cal *c, const int *prims, unsigned int n, size_t len,
 		    bool cold, double *out)
 {
 	double samples[4][64], t = 0;
-	size_t iters[4], dst_off[4] = { 0 };
+	size_t iters[4], dst_off[4] = { 0 }, stride = page_stride(len);
 	unsigned int reps = c->o.reps;
 
 	/* Hot destinations a stride from the source's offset (time_copies()
@@ -106,9 +106,8 @@ static void measure(struct cal *c, const int *prims, unsigned int n, size_t len,
 	 * cached copy sampled after them into the same destination paid for
 	 * its misses (at 1-2 MiB on an AMD Zen 3 host with a 32 MiB L3: 18.5
 	 * GB/s, 26-27 apart, and NT came out from 1 MiB instead of 8). */
-	for (unsigned int p = 0; !cold && p < n &&
-				 page_stride(len) * (n + 1) <= CAL_POOL; p++)
-		dst_off[p] = (c->dst_apart ? p + 1 : 1) * page_stride(len);
+	for (unsigned int p = 0; !cold && p < n && stride * (n + 1) <= CAL_POOL; p++)
+		dst_off[p] = (c->dst_apart ? p + 1 : 1) * stride;
 
 	for (unsigned int p = 0; p < n; p++) {
 		/* Warm-up, growing the count until a sample is long enough. */

@@ -426,8 +426,7 @@ static void apply_inline(struct memmig_ctx *ctx)
 {
 	size_t start = 0;
 
-	ctx->small_inline = 0;
-	ctx->inline_prim = memmig_policy(&ctx->cpu, &ctx->tuning, 0, 0);
+	/* The first range (start 0, end >= 0) always sets both fields. */
 	for (const struct memmig_len_prim *r = ctx->by_len;; start = r++->below) {
 		int prim = memmig_policy(&ctx->cpu, &ctx->tuning, start, 0);
 		size_t cap = inline_cap(prim);
