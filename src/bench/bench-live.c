@@ -45,7 +45,8 @@ struct live_case {
 	int mode;			/* enum guest_mode */
 	bool kvm;			/* memmig's guest */
 	int method;			/* its tracking */
-	double raw_s;
+	double raw_s;			/* one raw copy, under the case's load */
+	double raw_stall_s;		/* the guest's longest stall beside it */
 	double total_s, pause_s, stop_s, rounds;	/* stop: the VMM's pause() */
 	double pauses, pause_total_s, piece_bytes;	/* pause_s: the longest */
 	double stall_s;			/* the guest's longest stall; not idle */
@@ -324,9 +325,12 @@ static int run_size(struct live_bench *b, size_t mem, struct live_case *cs)
 			  strerror(-rc));
 	for (int w = 0; w < modes && !rc; w++) {
 		cs[w] = (struct live_case){ .mem = mem, .mode = w, .kvm = !why };
-		cs[w].raw_s = bench_raw_copy_s(b->ctx, mem);
+		/* The raw copy under the same load as the migration: it is the
+		 * measure of both the total and the guest's stall. */
 		if (w == GUEST_BUSY)
 			busy_start(busy, nb);
+		cs[w].raw_s = bench_raw_copy_s(b->ctx, mem, w == GUEST_IDLE ? NULL : vmm,
+					       &cs[w].raw_stall_s);
 		rc = run_memmig(b, vmm, vm, &cs[w]);
 		if (w == GUEST_BUSY)
 			busy_stop(busy, nb);
@@ -411,6 +415,9 @@ static void print_text(const struct live_bench *b, const struct live_case *cs, s
 					  r_total, sizeof(r_total)),
 			       ratio_text(c->pause_s > 0 ? c->q_downtime_s / c->pause_s : 0,
 					  r_pause, sizeof(r_pause)));
+		if (c->mode != GUEST_IDLE)
+			printf("%-6s the guest's stall beside a raw copy, no migration: %.3f\n", "",
+			       c->raw_stall_s * 1e3);
 		if (c->mode != GUEST_BUSY || i == 0)
 			continue;
 		printf("%-6s busy over writing: memmig's pause %.2fx, the guest's stall %.2fx",
@@ -426,7 +433,8 @@ static void print_text(const struct live_bench *b, const struct live_case *cs, s
 	       "piece: the most memory (MiB) switched over under one pause.\n"
 	       "stall: the guest's longest stall, by its own clock: from one write to\n"
 	       "the next (a host thread), one page to the next (a KVM guest, by its TSC):\n"
-	       "memmig's pauses, exits, faults, the scheduler.\n"
+	       "memmig's pauses, exits, faults, the scheduler.  Beside a raw copy: the\n"
+	       "same guest while one plain copy of its size runs, under the same load.\n"
 	       "conv: migrations that converged (memmig: within the pause budget;\n"
 	       "QEMU: completed before the timeout; a pause of one that did not is 0).\n"
 	       "check: memmig's migrations whose every page was verified; on QEMU's\n"
@@ -443,6 +451,8 @@ static struct json_object *case_json(const struct live_case *c)
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)c->mem));
 	json_object_object_add(o, "guest", json_object_new_string(mode_names[c->mode]));
 	json_object_object_add(o, "raw_copy_s", json_object_new_double(c->raw_s));
+	json_object_object_add(o, "raw_copy_stall_s", c->mode == GUEST_IDLE ? NULL :
+			       json_object_new_double(c->raw_stall_s));
 	json_object_object_add(m, "guest", json_object_new_string(c->kvm ? "kvm" : "thread"));
 	json_object_object_add(m, "dirty_method",
 			       json_object_new_string(memmig_dirty_method_name(c->method)));

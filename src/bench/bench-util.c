@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "bench/bench.h"
+#include "minivmm/embed.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -587,20 +588,38 @@ void bench_note(const char *format, ...)
  */
 #define RAW_CHUNK_MAX (1ULL << 30)
 
-double bench_raw_copy_s(struct memmig_ctx *ctx, size_t len)
+/* The guest's longest stall since the reset, once it wrote again: a guest
+ * held for the whole copy has a stall as long as the copy. */
+static double raw_copy_stall_s(struct minivmm *vmm)
+{
+	struct minivmm_stats st;
+
+	minivmm_wait_progress(vmm, 10000);
+	minivmm_get_stats(vmm, &st);
+	return st.stall_max_ns * 1e-9;
+}
+
+double bench_raw_copy_s(struct memmig_ctx *ctx, size_t len, struct minivmm *vmm,
+			double *stall_s)
 {
 	size_t chunk = len < RAW_CHUNK_MAX ? len : RAW_CHUNK_MAX;
 	uint8_t *src = bench_alloc(chunk), *dst = bench_alloc(chunk);
-	double s[3] = { 0 }, t;
+	double s[3] = { 0 }, stall[3] = { 0 }, t;
 
 	for (int i = 0; i < 3 && src && dst; i++) {
 		memset(src, 0x5a + i, chunk);
+		if (vmm)
+			minivmm_stall_reset(vmm);
 		t = bench_now();
 		for (size_t off = 0; off < len; off += chunk)
 			memmig_copy_run(ctx, dst, src, len - off < chunk ? len - off : chunk, 0);
 		s[i] = bench_now() - t;
+		if (vmm)
+			stall[i] = raw_copy_stall_s(vmm);
 	}
 	bench_free(src, chunk);
 	bench_free(dst, chunk);
+	if (stall_s)
+		*stall_s = bench_median(stall, 3);
 	return bench_median(s, 3);
 }

@@ -78,8 +78,13 @@ void bench_free(void *p, size_t len);
 void bench_fill(void *p, size_t len, uint64_t seed);
 uint64_t bench_checksum(const void *p, size_t len);
 /* One cold copy of len bytes between prefaulted buffers of at most 1 GiB,
- * reused, the median of three: what a live migration is measured against. */
-double bench_raw_copy_s(struct memmig_ctx *ctx, size_t len);
+ * reused, the median of three: what a live migration is measured against.
+ * With a running guest (vmm), *stall_s is the median of its longest stall
+ * during each copy: what a plain copy beside it costs the guest, with no
+ * migration (the host's scheduler, its hypervisor, the memory bus). */
+struct minivmm;
+double bench_raw_copy_s(struct memmig_ctx *ctx, size_t len, struct minivmm *vmm,
+			double *stall_s);
 /* An executable prog in a directory of $PATH. */
 bool bench_on_path(const char *prog);
 /* Monotonic seconds. */

@@ -22,6 +22,7 @@ struct demo {
 	int nodes[2], nnodes;
 	int ranks[2];		/* enum demo_rank of each */
 	double raw_s;		/* one copy of mem bytes, for scale */
+	double raw_stall_s;	/* the guest's longest stall beside it */
 	bool kvm;
 	unsigned int tracked;	/* the tracking methods used, 1 << method */
 	struct plot_out plot;

@@ -114,6 +114,8 @@ check "bench live says each case as it ends, stderr not a terminal" \
 	test "$(grep -c '^live: memmig, 64 MiB, \(idle\|writing\): 2 of 2 verified' "$tmp/err")" -eq 2
 check "bench live cases" test "$(jq '[.cases[].guest] | join(",")' -r "$tmp/out")" = idle,writing
 check "bench live verified" test "$(jq '[.cases[].memmig | .verified == 2 and .runs == 2 and .elapsed_s > 0 and .pause_s > 0] | all' "$tmp/out")" = true
+# The peer's stall: the same guest beside a plain copy of its size.
+check "bench live stall beside a raw copy" test "$(jq '[.cases[] | if .guest == "idle" then .raw_copy_stall_s == null else .raw_copy_stall_s > 0 end] | all' "$tmp/out")" = true
 check "bench live stall" test "$(jq '[.cases[] | .guest as $g | .memmig | if $g == "idle" then .stall_s == null else .stall_s > 0 and (.stall_source | type) == "string" end] | all' "$tmp/out")" = true
 check "bench live pauses" test "$(jq '[.cases[] | .bytes as $b | .memmig | .pauses >= 1 and .pause_total_s >= .pause_s and .piece_bytes > 0 and .piece_bytes <= $b] | all' "$tmp/out")" = true
 check "bench live no peer" test "$(jq '[.cases[] | has("qemu")] | any' "$tmp/out")" = false
@@ -251,6 +253,7 @@ check "demo pauses" test "$(jq '[.migrations[] | .pauses >= 1 and .pause_bytes_m
 check "demo stall" test "$(jq '[.migrations[] | .stall_source == "writer" and .stall_s > 0 and .stall_s >= .pause_s / 2] | all' "$tmp/out")" = true
 # The longest stall that held a pause is one of them, and holds the
 # longest pause the same way.
+check "demo stall beside a raw copy" test "$(jq '.raw_copy_stall_s > 0' "$tmp/out")" = true
 check "demo stall around pauses" test "$(jq '[.migrations[] | .stall_pause_s <= .stall_s and .stall_pause_s >= .pause_s / 2] | all' "$tmp/out")" = true
 check "demo overrun named" test "$(jq '[.migrations[] | (.pause.overrun_by != null) == (.pause.over_budget and .converged)] | all' "$tmp/out")" = true
 check "demo bad dirty" exit_is 2 "$cli" demo --dirty bogus
