@@ -128,6 +128,8 @@ extern const struct memmig_strategy_ops memmig_strategy_copy;
 /* DAX sources to a node, and any source to a target_path: copy + swap. */
 extern const struct memmig_strategy_ops memmig_strategy_dax;
 
+struct memmig_thp_probe;
+
 struct memmig_job {
 	int refcount;
 	struct memmig_ctx *ctx;
@@ -163,6 +165,7 @@ struct memmig_job {
 	/* The move's frame ranges (env), or NULL: where the pagemap's frame
 	 * numbers say a page is, without the kernel's query. */
 	const struct memmig_frames *frames;
+	const struct memmig_thp_probe *probe;	/* the move's (env), or NULL */
 	/* before was asked already (memmig_job_query_before()); premoved:
 	 * a process-wide migrate_pages(2) ran since (walk.c), so the
 	 * workers settle what it moved and move only what it left. */
@@ -202,6 +205,13 @@ struct memmig_job_env {
 	 * procfd is the region's. */
 	int (*check)(void *opaque);
 	void *check_opaque;
+	/* The move's THP probe, open for as long as its jobs run, or NULL:
+	 * each job opens its own (a process is dozens of mappings, and the
+	 * two opens and closes of each job's three probes were most of a
+	 * small mapping's system calls). */
+	const struct memmig_thp_probe *probe;
+	/* The move checked the target node once for all its jobs. */
+	bool target_checked;
 };
 
 /*

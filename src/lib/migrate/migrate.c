@@ -126,6 +126,23 @@ static void pin_to_node(struct memmig_job *job)
 		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+/* The THP probe for a query: the move's, else one of the job's own
+ * (own), closed by probe_put(). */
+static const struct memmig_thp_probe *probe_get(struct memmig_job *job,
+						struct memmig_thp_probe *own)
+{
+	if (job->probe)
+		return job->probe;
+	memmig_thp_probe_open(job->ctx, job->pid, job->pin.procfd, own);
+	return own;
+}
+
+static void probe_put(struct memmig_job *job, struct memmig_thp_probe *own)
+{
+	if (!job->probe)
+		memmig_thp_probe_close(own);
+}
+
 /* Units [u, u + n) whose placement must be asked again after a walk:
  * those that went to move_pages(2) as well, in runs of neighbours. */
 static int query_requeried(struct memmig_job *job, const struct memmig_thp_probe *probe,
@@ -158,7 +175,8 @@ static void worker_run(void *arg)
 	struct memmig_worker *w = arg;
 	struct memmig_job *job = w->job;
 	struct memmig_unit *u = &job->units[w->first];
-	struct memmig_thp_probe probe;
+	struct memmig_thp_probe own;
+	const struct memmig_thp_probe *probe;
 	size_t n = w->last - w->first;
 	double t;
 	int rc = 0;
@@ -166,14 +184,14 @@ static void worker_run(void *arg)
 	if (!n)
 		return;
 	pin_to_node(job);
-	memmig_thp_probe_open(job->ctx, job->pid, job->pin.procfd, &probe);
+	probe = probe_get(job, &own);
 	t = memmig_now();
 	if (!job->before_known)
-		rc = memmig_placement_query_units(job, &probe, u, n, job->before, true);
+		rc = memmig_placement_query_units(job, probe, u, n, job->before, true);
 	if (!rc && job->premoved)
-		rc = memmig_placement_query_units(job, &probe, u, n, job->after, false);
+		rc = memmig_placement_query_units(job, probe, u, n, job->after, false);
 	w->query_s += memmig_now() - t;
-	memmig_thp_probe_close(&probe);
+	probe_put(job, &own);
 	if (!rc)
 		rc = job->ops->run(w);
 	if (rc < 0)
@@ -187,34 +205,35 @@ static void worker_after(void *arg)
 	struct memmig_worker *w = arg;
 	struct memmig_job *job = w->job;
 	struct memmig_unit *u = &job->units[w->first];
-	struct memmig_thp_probe probe;
+	struct memmig_thp_probe own;
+	const struct memmig_thp_probe *probe;
 	double t = memmig_now();
 
 	if (w->first >= w->last)
 		return;
 	pin_to_node(job);
-	memmig_thp_probe_open(job->ctx, job->pid, job->pin.procfd, &probe);
+	probe = probe_get(job, &own);
 	if (job->premoved)
-		query_requeried(job, &probe, u, w->last - w->first);
+		query_requeried(job, probe, u, w->last - w->first);
 	else
-		memmig_placement_query_units(job, &probe, u, w->last - w->first, job->after,
+		memmig_placement_query_units(job, probe, u, w->last - w->first, job->after,
 					     false);
 	w->query_s += memmig_now() - t;
 	if (job->ops->verify)
 		job->ops->verify(w);
-	memmig_thp_probe_close(&probe);
+	probe_put(job, &own);
 }
 
 int memmig_job_query_before(struct memmig_job *job)
 {
-	struct memmig_thp_probe probe;
+	struct memmig_thp_probe own;
+	const struct memmig_thp_probe *probe = probe_get(job, &own);
 	double t = memmig_now();
 	int rc;
 
-	memmig_thp_probe_open(job->ctx, job->pid, job->pin.procfd, &probe);
-	rc = memmig_placement_query_units(job, &probe, job->units, job->nunits, job->before,
+	rc = memmig_placement_query_units(job, probe, job->units, job->nunits, job->before,
 					  true);
-	memmig_thp_probe_close(&probe);
+	probe_put(job, &own);
 	job->before_known = rc == 0;
 	job->query_s += memmig_now() - t;
 	return rc;
@@ -304,7 +323,8 @@ static void *job_main(void *arg)
 
 /* The target: a node with memory, or a target_path for this process's
  * anonymous or DAX memory. */
-static int check_target(struct memmig_job *job, const struct memmig_migrate_opts *o)
+static int check_target(struct memmig_job *job, const struct memmig_migrate_opts *o,
+			const struct memmig_job_env *env)
 {
 	struct memmig_region *r = job->region;
 
@@ -318,7 +338,7 @@ static int check_target(struct memmig_job *job, const struct memmig_migrate_opts
 		}
 		return 0;
 	}
-	return memmig_node_check(r->ctx, o->target_node);
+	return env && env->target_checked ? 0 : memmig_node_check(r->ctx, o->target_node);
 }
 
 int memmig_strategy_check(struct memmig_ctx *ctx, int strategy, bool self, int backing,
@@ -413,7 +433,7 @@ static int job_configure(struct memmig_job *job, const struct memmig_migrate_opt
 		    (unsigned long long)o->offset, (unsigned long long)len);
 		return -EINVAL;
 	}
-	rc = check_target(job, o);
+	rc = check_target(job, o, env);
 	if (!rc)
 		rc = choose_strategy(job, o);
 	if (rc)
@@ -524,6 +544,7 @@ int memmig_job_create(struct memmig_region *r, const struct memmig_migrate_opts 
 	if (env) {
 		job->from_mask = env->from_mask;
 		job->frames = env->frames;
+		job->probe = env->probe;
 	}
 	/* A job of its own: threads of its own, besides the job thread. */
 	if (!rc && env && env->pool) {

@@ -29,6 +29,10 @@ struct memmig_move {
 	/* Which node a frame is on, or NULL (no CAP_SYS_ADMIN): the jobs'
 	 * placement from the pagemap, not the kernel's query. */
 	struct memmig_frames *frames;
+	/* The pagemap and kpageflags, opened once by the plan for every
+	 * job (probe_open): THP detection and placement by frame. */
+	struct memmig_thp_probe probe;
+	bool probe_open;
 	/* o.from_nodes as bits, or NULL: pages on any node move. */
 	uint64_t *from_mask;
 	/* o.procfd and o.check (MEMMIG_PIN_NONE without them): what the
@@ -208,6 +212,11 @@ static int do_plan(struct memmig_move *mv)
 		rc = memmig_topo_new(mv->ctx, &mv->topo);
 		if (!rc && memmig_frames_new(&mv->frames) < 0)
 			dbg(mv->ctx, "move: no frame numbers in the pagemap: placement by query\n");
+		/* As a job of the process would open it (pid 0: this one). */
+		if (!rc)
+			mv->probe_open = memmig_thp_probe_open(
+				mv->ctx, mv->o.pid == getpid() ? 0 : mv->o.pid,
+				mv->o.pid == getpid() ? -1 : mv->pin.procfd, &mv->probe) == 0;
 		if (!rc)
 			mv->report = memmig_report_new_empty(mv->o.pid, mv->o.target_node,
 							     mv->o.strategy);
@@ -289,7 +298,9 @@ static int job_for(struct memmig_move *mv, struct memmig_region *r, struct memmi
 	};
 	struct memmig_job_env env = { .topo = mv->topo, .pool = pool,
 				      .from_mask = mv->from_mask, .frames = mv->frames,
-				      .check = mv->pin.check, .check_opaque = mv->pin.opaque };
+				      .check = mv->pin.check, .check_opaque = mv->pin.opaque,
+				      .probe = mv->probe_open ? &mv->probe : NULL,
+				      .target_checked = true };
 
 	return memmig_job_create(r, &o, &env, job);
 }
@@ -641,6 +652,8 @@ void memmig_move_unref(struct memmig_move *mv)
 	memmig_report_unref(mv->report);
 	memmig_topo_unref(mv->topo);
 	memmig_frames_free(mv->frames);
+	if (mv->probe_open)
+		memmig_thp_probe_close(&mv->probe);
 	free((void *)mv->o.ranges);
 	free(mv->from_mask);
 	pthread_mutex_destroy(&mv->lock);
