@@ -264,11 +264,12 @@ memmig_part() {
 	# unit is not promoted to come back (before: 19 bounces in 42
 	# promotions on 6.12).  What can still bounce is a unit at either end
 	# of the hot set, which is one run of units: a DAMON region straddling
-	# the end marks it too, twice in a row around a change (DAMON's
-	# aggregations lag it).  The check allows two a change: 0 and 4 were
-	# counted in two runs with three changes.
-	check "memmig: no ping-pong ($(jq -r '"\(.bounces) bounces in \(.promotions) promotions"' "$show"), at most 2 a change of the hot set)" \
-		test "$(jq .bounces "$show")" -le $((2 * (phases - 1)))
+	# the end lent its accesses to the unit beside it, until a mark took
+	# half a unit's bytes (tier-damon.c).  Since, 0 bounces in every run
+	# of both boots (6 runs); the check is the issue's, as guest-tier-vm's
+	# and guest-tier-kvm's: at most 5 % of the moves.
+	check "memmig: no ping-pong ($(jq -r '"\(.bounces) bounces in \(.promotions + .demotions) moves, \(.bounce_pct) %"' "$show"), at most 5 %)" \
+		test "$(jq '.bounce_pct <= 5' "$show")" = true
 	# The pause the workload felt: its writer's longest stall (a write that
 	# waited for its page's migration), inside the budget.  The engine's own
 	# estimate (a unit's share of its batch) is printed beside it.
