@@ -251,9 +251,10 @@ check "demo pauses" test "$(jq '[.migrations[] | .pauses >= 1 and .pause_bytes_m
 # each, and the gaps on either side of its last look at the clock before
 # it noticed one cover it, so the longest is at least half of it.
 check "demo stall" test "$(jq '[.migrations[] | .stall_source == "writer" and .stall_s > 0 and .stall_s >= .pause_s / 2] | all' "$tmp/out")" = true
+# The peer's stall: the same guest beside a plain copy of its size.
+check "demo stall beside a raw copy" test "$(jq '.raw_copy_stall_s > 0' "$tmp/out")" = true
 # The longest stall that held a pause is one of them, and holds the
 # longest pause the same way.
-check "demo stall beside a raw copy" test "$(jq '.raw_copy_stall_s > 0' "$tmp/out")" = true
 check "demo stall around pauses" test "$(jq '[.migrations[] | .stall_pause_s <= .stall_s and .stall_pause_s >= .pause_s / 2] | all' "$tmp/out")" = true
 check "demo overrun named" test "$(jq '[.migrations[] | (.pause.overrun_by != null) == (.pause.over_budget and .converged)] | all' "$tmp/out")" = true
 check "demo bad dirty" exit_is 2 "$cli" demo --dirty bogus
