@@ -590,8 +590,9 @@ void bench_note(const char *format, ...)
 
 /* The guest's longest stall since the reset, once it wrote on: a guest
  * held for the whole copy has a stall as long as the copy.  Its first look
- * at the clock after the reset only takes the reset, so a guest that had
- * no CPU during the copy needs a second one to count (10 s at most). */
+ * at the clock after the reset only takes the reset (the stats say 0 until
+ * then), so a guest that had no CPU during the copy needs a second one to
+ * count (10 s at most). */
 static double raw_copy_stall_s(struct minivmm *vmm)
 {
 	struct minivmm_stats st = { 0 };

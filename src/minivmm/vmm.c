@@ -181,19 +181,25 @@ void minivmm_set_memory_error(struct minivmm *vmm, minivmm_memory_error_fn fn,
 
 void minivmm_get_stats(struct minivmm *vmm, struct minivmm_stats *out)
 {
+	/* A reset the guest has not taken yet: nothing since it. */
+	bool reset = atomic_load(&vmm->stall_reset);
+
 	*out = (struct minivmm_stats){
 		.passes = atomic_load(&vmm->passes),
 		.guest_errors = atomic_load(&vmm->guest_errors),
 		.last_error_page = atomic_load(&vmm->last_error_page),
 		.ring_full_exits = atomic_load(&vmm->ring_full_exits),
-		.stall_max_ns = atomic_load(&vmm->stall_max_ns),
-		.stall_pause_max_ns = atomic_load(&vmm->stall_park_max_ns),
+		.stall_max_ns = reset ? 0 : atomic_load(&vmm->stall_max_ns),
+		.stall_pause_max_ns = reset ? 0 : atomic_load(&vmm->stall_park_max_ns),
 		.stall_source = vmm->kind == MINIVMM_VCPU_THREAD ? "writer" : "vcpu-parked",
 	};
 	pthread_mutex_lock(&vmm->lock);
 	if (vmm->tsc_khz) {
-		out->stall_max_ns = __atomic_load_n(&minivmm_state_of(vmm)->stall_max,
-						    __ATOMIC_RELAXED) * 1000000 / vmm->tsc_khz;
+		const struct minivmm_state *st = minivmm_state_of(vmm);
+
+		out->stall_max_ns = __atomic_load_n(&st->stall_reset, __ATOMIC_ACQUIRE) ? 0 :
+				    __atomic_load_n(&st->stall_max, __ATOMIC_RELAXED) *
+					    1000000 / vmm->tsc_khz;
 		out->stall_source = "guest";
 	}
 	out->fatal = vmm->fatal;

@@ -150,7 +150,7 @@ struct minivmm_stats {
 	uint64_t mces;		/* machine checks the guest reported */
 	struct minivmm_mce last_mce;
 	/* The guest's longest stall since minivmm_stall_reset() (or its
-	 * start), as stall_source says: "writer", the host-thread writer's
+	 * start; 0 until the guest took the reset), as stall_source says: "writer", the host-thread writer's
 	 * longest time from one write to the next by its own clock, whatever
 	 * held it (a pause, a fault, the scheduler); "guest", the long-mode
 	 * KVM guest's own, from one page to the next by its TSC; "vcpu-parked"
