@@ -208,15 +208,16 @@ static int do_plan(struct memmig_move *mv)
 	}
 	if (!rc) {
 		unsigned int workers = mv->o.workers ? mv->o.workers : memmig_usable_cpus();
+		bool self = mv->o.pid == getpid();
 
 		rc = memmig_topo_new(mv->ctx, &mv->topo);
 		if (!rc && memmig_frames_new(&mv->frames) < 0)
 			dbg(mv->ctx, "move: no frame numbers in the pagemap: placement by query\n");
 		/* As a job of the process would open it (pid 0: this one). */
 		if (!rc)
-			mv->probe_open = memmig_thp_probe_open(
-				mv->ctx, mv->o.pid == getpid() ? 0 : mv->o.pid,
-				mv->o.pid == getpid() ? -1 : mv->pin.procfd, &mv->probe) == 0;
+			mv->probe_open = memmig_thp_probe_open(mv->ctx, self ? 0 : mv->o.pid,
+							       self ? -1 : mv->pin.procfd,
+							       &mv->probe) == 0;
 		if (!rc)
 			mv->report = memmig_report_new_empty(mv->o.pid, mv->o.target_node,
 							     mv->o.strategy);
