@@ -59,10 +59,14 @@ struct memmig_ctx {
 	 * wider ones what the arch code does inline (else 64: their
 	 * two-vector case's bytes), 0 where no vector copy comes first. */
 	size_t small_inline;
-	/* The primitive of the range that holds 65 bytes: above 64 bytes
-	 * the inline copy is its moves where the arch code has them inline
-	 * (arch inline.h), up to small_inline. */
+	/* The primitive of the range that holds 65 bytes: from
+	 * inline_wide_min the inline copy is its moves (arch inline.h), up
+	 * to small_inline. */
 	int inline_prim;
+	/* 65 where the arch code has inline_prim's moves inline, lower (33
+	 * at the least) where the lengths below 65 choose inline_prim too,
+	 * SIZE_MAX where it has none (copy.c's apply_inline()). */
+	size_t inline_wide_min;
 	/* MEMMIG_COPY_PMEM copies from pmem_nt_min: the NT primitive the
 	 * policy gives them, found without it; NULL where there is none. */
 	memmig_prim_fn pmem_fn;
