@@ -192,6 +192,61 @@ static void test_kernel_thp(void)
 	mt_mem_free(&m);
 }
 
+/* Whether a read fault on absent THP-enabled memory maps the huge zero
+ * page (one PMD-mapped page, which smaps does not count as AnonHugePages). */
+static bool huge_zero_page(void)
+{
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/use_zero_page", "re");
+	int on = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &on) != 1)
+			on = 0;
+		fclose(f);
+	}
+	return on == 1;
+}
+
+/*
+ * THP detection around holes: a THP split by zapping one of its pages, and
+ * a unit zapped whole (read again: the huge zero page, or 4 KiB zero
+ * pages), among THPs.  Each unit counts as a THP exactly when it is one
+ * PMD mapping, whichever probe found it (PAGEMAP_SCAN's walk, or the frames
+ * and kpageflags): smaps' AnonHugePages, and the huge zero page.
+ */
+static void test_kernel_thp_holes(void)
+{
+	struct memmig_migrate_opts o = mt_opts_of(MEMMIG_STRATEGY_KERNEL, 0, 1);
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	const char *what = "kernel THP with holes";
+	struct memmig_report *rep = NULL;
+	struct memmig_region *r = NULL;
+	struct mem m;
+	uint64_t sum, ahp;
+	bool exact;
+
+	CU_ASSERT_EQUAL_FATAL(mt_mem_new(&m, K_THP, 16 * MiB, true), 0);
+	CU_ASSERT_EQUAL(madvise(m.map + 2 * UNIT + 5 * PAGE, PAGE, MADV_DONTNEED), 0);
+	CU_ASSERT_EQUAL(madvise(m.map + 5 * UNIT, UNIT, MADV_DONTNEED), 0);
+	sum = mt_csum(m.map, m.len);	/* the zapped pages read as zeros */
+	ahp = mt_smaps_anon_huge(m.map, m.len, &exact);
+	printf("\n  AnonHugePages of the 16 MiB region with holes: %" PRIu64 " MiB%s ",
+	       ahp >> 20, exact ? "" : " (mapping merged with a neighbour)");
+	CU_ASSERT_EQUAL_FATAL(mt_region_of(ctx, 0, m.map, m.len, 0, &r), 0);
+	CU_ASSERT_EQUAL(memmig_migrate(r, &o, &rep), 0);
+	mt_mem_intact(&m, sum, what);
+	CU_ASSERT_EQUAL(memmig_report_get_summary(rep, &s), 0);
+	EXPECT_EQ(what, "units_total", s.units_total, 8);
+	if (pfn_ok && exact)
+		EXPECT_EQ(what, "units_thp", s.units_thp * UNIT,
+			  ahp + (huge_zero_page() ? UNIT : 0));
+	/* The split unit is no THP. */
+	CU_ASSERT(s.units_thp <= 7);
+	memmig_report_unref(rep);
+	memmig_region_unref(r);
+	mt_mem_free(&m);
+}
+
 static void test_kernel_half_present(void)
 {
 	struct memmig_migrate_opts o = mt_opts_of(MEMMIG_STRATEGY_KERNEL, 0, 0);
@@ -503,6 +558,7 @@ static CU_TestInfo move_tests[] = {
 	{ "copy+force of a sub-range", test_copy_subrange },
 	{ "copy+force of never touched memory", test_copy_untouched },
 	{ "kernel, anon THP: units_thp, 1 and 2 workers", test_kernel_thp },
+	{ "kernel, THP detection around a split THP and a hole", test_kernel_thp_holes },
 	{ "kernel, half the pages present", test_kernel_half_present },
 	{ "kernel, never touched: ENOENT, not failed", test_kernel_untouched },
 	{ "kernel, zero page: not failed", test_kernel_zero_page },

@@ -318,12 +318,14 @@ void memmig_report_set_end(struct memmig_report *rep, int result, uint64_t bytes
 
 const char *memmig_backing_name(int backing);
 /*
- * Which units are one PMD-mapped THP: the pagemap's frame numbers and
- * /proc/kpageflags, which need CAP_SYS_ADMIN.  Without them open fails and
- * every unit counts as 4 KiB pages: slower, the same result.
+ * Which units are one PMD-mapped THP: the pagemap's PAGEMAP_SCAN walk where
+ * the kernel has it, else its frame numbers and /proc/kpageflags, which
+ * need CAP_SYS_ADMIN.  With neither open fails and every unit counts as
+ * 4 KiB pages: slower, the same result.
  */
 struct memmig_thp_probe {
 	int pagemap, kflags;
+	bool scan;	/* the kernel answers PAGEMAP_SCAN */
 };
 int memmig_thp_probe_open(struct memmig_ctx *ctx, int pid, int procfd,
 			  struct memmig_thp_probe *p);
@@ -332,6 +334,11 @@ void memmig_thp_probe_close(struct memmig_thp_probe *p);
  * be read (no probe). */
 bool memmig_thp_probe_entries(const struct memmig_thp_probe *p, const struct memmig_unit *u,
 			      uint64_t *e);
+/* Which of units [u, u + n), in address order, are one PMD-mapped THP (or
+ * hugetlbfs page) each, into huge[], by one walk: false where the kernel
+ * cannot say so (memmig_thp_probe_is_thp() then decides). */
+bool memmig_thp_probe_scan(const struct memmig_thp_probe *p, const struct memmig_unit *u,
+			   size_t n, bool *huge);
 /* Whether a unit with those entries is one PMD-mapped THP. */
 bool memmig_thp_probe_is_thp(const struct memmig_thp_probe *p, const struct memmig_unit *u,
 			     const uint64_t *e);

@@ -136,14 +136,23 @@ int memmig_placement_query_units(struct memmig_job *job,
 	void **addr = malloc(max * sizeof(*addr));
 	uint64_t *ent = malloc(MEMMIG_UNIT_PAGES * sizeof(*ent));
 	int *st = malloc(max * sizeof(*st));
+	bool *scanned = malloc(n * sizeof(*scanned));
 	long rc = 0;
+	/* One walk for all the units where the kernel has it: the entries are
+	 * then read only for the frames of what is no THP (a THP takes one
+	 * query entry, cheaper than reading 512). */
+	bool scan = scanned && memmig_thp_probe_scan(probe, u, n, scanned);
 
-	if (!addr || !st || !ent)
+	if (!addr || !st || !ent || !scanned)
 		rc = -ENOMEM;
 	for (size_t i = 0; !rc && i < n; i++) {
 		size_t np = u[i].len / MEMMIG_PAGE_SIZE;
-		bool read = memmig_thp_probe_entries(probe, &u[i], ent);
-		bool huge = read && memmig_thp_probe_is_thp(probe, &u[i], ent);
+		bool huge = scan && scanned[i];
+		bool read = (!scan || (job->frames && !huge)) &&
+			    memmig_thp_probe_entries(probe, &u[i], ent);
+
+		if (!scan)
+			huge = read && memmig_thp_probe_is_thp(probe, &u[i], ent);
 
 		thp[i - first] = huge;
 		if (set_thp)
@@ -173,5 +182,6 @@ int memmig_placement_query_units(struct memmig_job *job,
 	free(addr);
 	free(st);
 	free(ent);
+	free(scanned);
 	return rc < 0 ? (int)rc : 0;
 }
