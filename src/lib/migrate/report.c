@@ -38,13 +38,13 @@ struct memmig_report {
 	size_t nerrs;
 };
 
-/* Appends a page to a coalesced range list. */
-static int range_add(struct range **list, size_t *n, uint64_t addr, int err)
+/* Appends len bytes at addr to a coalesced range list. */
+static int range_add(struct range **list, size_t *n, uint64_t addr, uint64_t len, int err)
 {
 	struct range *r = *n ? &(*list)[*n - 1] : NULL;
 
 	if (r && r->addr + r->len == addr && r->err == err) {
-		r->len += MEMMIG_PAGE_SIZE;
+		r->len += len;
 		return 0;
 	}
 	/* Grow by doubling: the count is a power of two or zero here. */
@@ -55,7 +55,7 @@ static int range_add(struct range **list, size_t *n, uint64_t addr, int err)
 			return -ENOMEM;
 		*list = nl;
 	}
-	(*list)[(*n)++] = (struct range){ addr, MEMMIG_PAGE_SIZE, err };
+	(*list)[(*n)++] = (struct range){ addr, len, err };
 	return 0;
 }
 
@@ -135,28 +135,38 @@ static bool page_moved(const struct memmig_job *job, size_t i)
 	return job->before[i] >= 0 && job->before[i] != job->target;
 }
 
-static int count_nodes(struct memmig_report *rep, const struct memmig_job *job,
-		       size_t npages)
+/* Room for node in both per-node counts, zeroed: max_node grows to it. */
+static int nodes_grow(struct memmig_report *rep, int node)
 {
-	rep->max_node = -1;
-	for (size_t i = 0; i < npages; i++) {
-		if (job->before[i] > rep->max_node)
-			rep->max_node = job->before[i];
-		if (job->after[i] > rep->max_node)
-			rep->max_node = job->after[i];
-	}
-	if (job->target > rep->max_node)
-		rep->max_node = job->target;
-	rep->before = calloc(rep->max_node + 1, sizeof(uint64_t));
-	rep->after = calloc(rep->max_node + 1, sizeof(uint64_t));
-	if (!rep->before || !rep->after)
+	uint64_t *b, *a;
+
+	if (node <= rep->max_node)
+		return 0;
+	b = realloc(rep->before, (node + 1) * sizeof(*b));
+	if (b)
+		rep->before = b;
+	a = realloc(rep->after, (node + 1) * sizeof(*a));
+	if (a)
+		rep->after = a;
+	if (!a || !b)
 		return -ENOMEM;
-	for (size_t i = 0; i < npages; i++) {
-		if (job->before[i] >= 0)
-			rep->before[job->before[i]]++;
-		if (job->after[i] >= 0)
-			rep->after[job->after[i]]++;
-	}
+	for (int i = rep->max_node + 1; i <= node; i++)
+		b[i] = a[i] = 0;
+	rep->max_node = node;
+	return 0;
+}
+
+/* n pages that were on node before and are on node after (< 0: none). */
+static int nodes_count(struct memmig_report *rep, int before, int after, uint64_t n)
+{
+	int rc = nodes_grow(rep, before > after ? before : after);
+
+	if (rc)
+		return rc;
+	if (before >= 0)
+		rep->before[before] += n;
+	if (after >= 0)
+		rep->after[after] += n;
 	return 0;
 }
 
@@ -199,36 +209,67 @@ static bool page_unmapped(struct holes *h, uint64_t addr)
 	return h->i == h->n || h->v[h->i].start > addr;
 }
 
+/* Pages [i, i + n) that failed with st, one hole or none (hole: gone
+ * from the address space, which is the job's failure too). */
+static int report_failed(struct memmig_report *rep, const struct memmig_job *job,
+			 size_t i, uint64_t n, int st, bool hole)
+{
+	/* Not present is nothing to move, not a failure. */
+	bool failed = hole || job->ops->status_not_queried || !memmig_status_nothing(st);
+	int rc = errno_add(rep, -st, n, failed ? n : 0);
+
+	if (!rc && failed) {
+		rep->sum.pages_failed += n;
+		rc = failed_add(rep, &(struct range){ job->addr + i * MEMMIG_PAGE_SIZE,
+						      n * MEMMIG_PAGE_SIZE, -st });
+	}
+	return rc;
+}
+
+/* How many pages from i on say the same in before, after and status: the
+ * report takes them at once (a THP unit's 512 always do). */
+static size_t run_len(const struct memmig_job *job, size_t i, size_t npages)
+{
+	size_t k = i + 1;
+
+	while (k < npages && job->status[k] == job->status[i] &&
+	       job->before[k] == job->before[i] && job->after[k] == job->after[i])
+		k++;
+	return k - i;
+}
+
 static int report_pages(struct memmig_report *rep, const struct memmig_job *job,
 			size_t npages, struct holes *h)
 {
 	struct memmig_report_summary *s = &rep->sum;
-	int rc = 0;
+	int rc = nodes_grow(rep, job->target);
 
-	for (size_t i = 0; !rc && i < npages; i++) {
+	for (size_t i = 0, n; !rc && i < npages; i += n) {
 		uint64_t addr = job->addr + i * MEMMIG_PAGE_SIZE;
 		int st = job->status[i];
 
+		n = run_len(job, i, npages);
+		rc = nodes_count(rep, job->before[i], job->after[i], n);
+		if (rc)
+			break;
 		if (page_moved(job, i)) {
-			s->bytes_moved += MEMMIG_PAGE_SIZE;
-			rc = range_add(&rep->moved, &rep->nmoved, addr, 0);
+			s->bytes_moved += n * MEMMIG_PAGE_SIZE;
+			rc = range_add(&rep->moved, &rep->nmoved, addr, n * MEMMIG_PAGE_SIZE, 0);
 		} else if (st == MEMMIG_STATUS_SKIPPED) {
-			s->pages_skipped++;
-		} else if (st < 0 && st != MEMMIG_STATUS_UNTOUCHED) {
-			bool hole = st == -EFAULT && page_unmapped(h, addr);
-			/* Not present is nothing to move, not a failure. */
-			bool failed = hole || job->ops->status_not_queried ||
-				      !memmig_status_nothing(st);
+			s->pages_skipped += n;
+		} else if (st == -EFAULT) {
+			/* A zero page, or a page unmapped meanwhile: each asked. */
+			for (size_t k = 0; !rc && k < n; k++) {
+				bool hole = page_unmapped(h, addr + k * MEMMIG_PAGE_SIZE);
 
-			h->pages += hole;
-			rc = errno_add(rep, -st, 1, failed);
-			if (!rc && failed) {
-				s->pages_failed++;
-				rc = failed_add(rep, &(struct range){ addr, MEMMIG_PAGE_SIZE, -st });
+				h->pages += hole;
+				rc = report_failed(rep, job, i + k, 1, st, hole);
 			}
+		} else if (st < 0 && st != MEMMIG_STATUS_UNTOUCHED) {
+			rc = report_failed(rep, job, i, n, st, false);
 		}
 		if (job->after[i] == memmig_job_target_status(job))
-			s->pages_verified_on_target++;
+			s->pages_verified_on_target += n;
 	}
 	return rc;
 }
@@ -260,9 +301,8 @@ int memmig_report_build(struct memmig_job *job)
 	s->copy_s = job->copy_s;
 	s->query_s = job->query_s;
 	s->total_s = job->total_s;
-	rc = count_nodes(rep, job, npages);
-	if (!rc)
-		rc = report_pages(rep, job, npages, &holes);
+	rep->max_node = -1;
+	rc = report_pages(rep, job, npages, &holes);
 	free(holes.v);
 	if (rc < 0) {
 		report_free(rep);
