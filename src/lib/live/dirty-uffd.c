@@ -31,26 +31,13 @@
 #include <unistd.h>
 
 #include "lib/live/live-private.h"
+#include "lib/mm/pagemap-scan.h"
 
 /* Linux 6.7 interfaces, for older headers. */
 #ifndef UFFD_FEATURE_WP_ASYNC
 #define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
 #define UFFD_FEATURE_WP_ASYNC (1 << 15)
 #endif
-#ifndef PAGEMAP_SCAN
-#define PAGE_IS_WRITTEN (1 << 1)
-#define PM_SCAN_WP_MATCHING (1 << 0)
-#define PM_SCAN_CHECK_WPASYNC (1 << 1)
-struct page_region {
-	uint64_t start, end, categories;
-};
-struct pm_scan_arg {
-	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
-#endif
-
 #define SCAN_REGIONS 256
 /* What the tracker asks of userfaultfd (supported() asks the same). */
 #define UFFD_FEATURES (UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED | \

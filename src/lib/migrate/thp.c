@@ -14,10 +14,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "lib/migrate/migrate-private.h"
+#include "lib/mm/pagemap-scan.h"
 #include "lib/mm/proc.h"
 
 #define PM_PRESENT (1ULL << 63)
@@ -51,35 +51,21 @@ static bool entries_are_thp(int kflags, const uint64_t *e)
 	       (flags & KPF_COMPOUND_HEAD);
 }
 
-/* PAGEMAP_SCAN's ABI (include/uapi/linux/fs.h, Linux 6.7), which the
- * build's headers may predate. */
-struct scan_region {
-	uint64_t start, end, categories;
-};
-
-struct scan_arg {
-	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-
-#define SCAN_IOCTL _IOWR('f', 16, struct scan_arg)
-#define SCAN_PRESENT (1ULL << 3)
-#define SCAN_HUGE (1ULL << 6)	/* PMD-mapped THP, or hugetlbfs */
 /* Regions a call returns: 1 GiB of THPs is one, a hole splits it. */
 #define SCAN_VEC 64
 
 /* The PMD-mapped regions of [start, end) into v, as far as *walked (the
  * walk stops early when v is full): how many, or -errno. */
-static long scan_call(int fd, uint64_t start, uint64_t end, struct scan_region *v,
+static long scan_call(int fd, uint64_t start, uint64_t end, struct page_region *v,
 		      uint64_t *walked)
 {
-	struct scan_arg a = {
+	struct pm_scan_arg a = {
 		.size = sizeof(a), .start = start, .end = end,
 		.vec = (uintptr_t)v, .vec_len = v ? SCAN_VEC : 0,
-		.category_anyof_mask = SCAN_HUGE,
-		.return_mask = SCAN_PRESENT | SCAN_HUGE,
+		.category_anyof_mask = PAGE_IS_HUGE,
+		.return_mask = PAGE_IS_PRESENT | PAGE_IS_HUGE,
 	};
-	long n = ioctl(fd, SCAN_IOCTL, &a);
+	long n = ioctl(fd, PAGEMAP_SCAN, &a);
 
 	*walked = a.walk_end;
 	return n < 0 ? -errno : n;
@@ -106,7 +92,7 @@ int memmig_thp_probe_open(struct memmig_ctx *ctx, int pid, int procfd,
 bool memmig_thp_probe_scan(const struct memmig_thp_probe *p, const struct memmig_unit *u,
 			   size_t n, bool *huge)
 {
-	struct scan_region v[SCAN_VEC];
+	struct page_region v[SCAN_VEC];
 	uint64_t at, end;
 	size_t i = 0;
 
@@ -128,7 +114,7 @@ bool memmig_thp_probe_scan(const struct memmig_thp_probe *p, const struct memmig
 				huge[i] = u[i].len == MEMMIG_UNIT_SIZE &&
 					  !(u[i].addr % MEMMIG_UNIT_SIZE) &&
 					  u[i].addr >= v[r].start &&
-					  (v[r].categories & SCAN_PRESENT);
+					  (v[r].categories & PAGE_IS_PRESENT);
 				i++;
 			}
 		}
