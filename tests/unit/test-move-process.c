@@ -231,6 +231,20 @@ static void test_from_nodes(void)
 	mt_mem_free(&m);
 }
 
+/* The report's 4 KiB pages on any node, before or after. */
+static uint64_t node_pages(const struct memmig_report *rep, bool before)
+{
+	uint64_t sum = 0;
+
+	for (int n = 0; n <= memmig_report_max_node(rep); n++) {
+		uint64_t b = 0, a = 0;
+
+		memmig_report_node_pages(rep, n, &b, &a);
+		sum += before ? b : a;
+	}
+	return sum;
+}
+
 /* Cancelled before it starts: nothing moves, the result says so. */
 static void test_cancel_first(void)
 {
@@ -251,10 +265,52 @@ static void test_cancel_first(void)
 	EXPECT_EQ("cancel", "result", s.result, -ECANCELED);
 	EXPECT_EQ("cancel", "bytes_moved", s.bytes_moved, 0);
 	EXPECT_EQ("cancel", "bytes_total", s.bytes_total, 8 * MiB);
+	/* The report still says where the pages are: they were asked. */
+	EXPECT_EQ("cancel", "pages before", node_pages(rep, true), 8 * MiB / PAGE);
+	EXPECT_EQ("cancel", "pages after", node_pages(rep, false), 8 * MiB / PAGE);
+	EXPECT_EQ("cancel", "regions", s.regions, 1);
 	memmig_report_unref(rep);
 	memmig_move_unref(mv);
 	mt_mem_intact(&a, sa, "cancelled");
 	mt_mem_free(&a);
+}
+
+/*
+ * A whole process (one walk of the kernel's) cancelled before it starts:
+ * nothing moves, and every region's pages are still reported where they
+ * are.  memmig-cli move's SIGTERM during the plan came to this and printed
+ * no node at all (guest-move-pid in the 6.1 tier).
+ */
+static pid_t child_with_maps(unsigned int maps, int *go);
+static void child_end(pid_t child, int go);
+
+static void test_cancel_first_process(void)
+{
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct memmig_report *rep = NULL;
+	struct memmig_move *mv = NULL;
+	int go;
+	pid_t child = child_with_maps(4, &go);
+
+	CU_ASSERT_FATAL(child > 0);
+	CU_ASSERT_EQUAL_FATAL(new_move(child, NULL, 0, 0, 0, &mv), 0);
+	CU_ASSERT_EQUAL_FATAL(memmig_move_plan(mv), 0);
+	memmig_move_cancel(mv);
+	CU_ASSERT_EQUAL(memmig_move_start(mv), 0);
+	CU_ASSERT_EQUAL(memmig_move_wait(mv, &rep), -ECANCELED);
+	CU_ASSERT_EQUAL_FATAL(memmig_report_get_summary(rep, &s), 0);
+	EXPECT_EQ("cancel process", "bytes_moved", s.bytes_moved, 0);
+	CU_ASSERT(s.regions >= 4);
+	/* The child's 32 MiB and its two writable 2 MiB mappings at least (the
+	 * read-only ones map the zero page, on no node), as many after. */
+	CU_ASSERT(node_pages(rep, true) >= 36 * MiB / PAGE);
+	EXPECT_EQ("cancel process", "pages after", node_pages(rep, false),
+		  node_pages(rep, true));
+	printf("\n  %u regions, %llu pages reported where they are ", s.regions,
+	       (unsigned long long)node_pages(rep, true));
+	memmig_report_unref(rep);
+	memmig_move_unref(mv);
+	child_end(child, go);
 }
 
 /* A child with `maps` separate 2 MiB mappings that checks its own bytes
@@ -736,6 +792,7 @@ static CU_TestInfo tests[] = {
 	{ "two ranges of this process", test_ranges },
 	{ "from_nodes: pages elsewhere left alone", test_from_nodes },
 	{ "cancelled before it starts", test_cancel_first },
+	{ "a whole process cancelled before it starts: still reported", test_cancel_first_process },
 	{ "every mapping of another process", test_child },
 	{ "40 mappings: one snapshot, threads by workers", test_many_maps },
 	{ "planned on its thread, then started", test_plan_start },

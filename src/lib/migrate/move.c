@@ -335,7 +335,12 @@ static void region_done(struct memmig_move *mv, uint64_t len)
 	mv->regions_done++;
 }
 
-/* One region's job on the move's pool, reachable by memmig_move_cancel(). */
+/*
+ * One region's job on the move's pool, reachable by memmig_move_cancel().
+ * After a cancel it still runs, cancelled: it moves nothing and only asks
+ * where its pages are, so that the report says where every region's are
+ * (-ECANCELED, as the job ends).
+ */
 static int move_region(struct memmig_move *mv, struct memmig_region *r,
 		       uint64_t len, struct memmig_pool *pool, struct memmig_job *job)
 {
@@ -345,14 +350,14 @@ static int move_region(struct memmig_move *mv, struct memmig_region *r,
 	int rc = memmig_pin_call_before(&mv->pin);
 
 	pthread_mutex_lock(&mv->lock);
-	if (!rc && mv->cancel)
-		rc = -ECANCELED;
-	else if (!rc && !job)
+	if (!rc && !job)
 		rc = job_for(mv, r, pool, &job);
 	if (rc < 0) {
 		region_done(mv, len);
 		memmig_job_unref(job);
 	} else {
+		if (mv->cancel)
+			memmig_job_cancel(job);
 		mv->job = job;
 	}
 	pthread_mutex_unlock(&mv->lock);
@@ -404,9 +409,8 @@ static int walk_regions(struct memmig_move *mv, struct memmig_pool *pool)
 			rc = 0;
 		}
 	}
-	if (!rc && move_cancelled(mv))
-		rc = -ECANCELED;
-	if (!rc) {
+	/* Cancelled before the walk: the regions' jobs run cancelled. */
+	if (!rc && !move_cancelled(mv)) {
 		int wrc = memmig_walk_run(jobs, mv->n, mv->o.pid, &mv->pin, mv->o.target_node,
 					  move_cancelled, mv, &walk_s);
 
@@ -424,7 +428,9 @@ static int walk_regions(struct memmig_move *mv, struct memmig_pool *pool)
 		uint64_t len = region_len(mv->list[i]);
 		int jrc;
 
-		if (!jobs || !jobs[i] || (rc && !walked)) {
+		/* An error ends the move (a cancel does not: what is left
+		 * still says where it is). */
+		if (!jobs || !jobs[i] || (rc && rc != -ECANCELED && !walked)) {
 			pthread_mutex_lock(&mv->lock);
 			region_done(mv, len);
 			pthread_mutex_unlock(&mv->lock);
@@ -458,11 +464,14 @@ static int run_regions(struct memmig_move *mv)
 	if (!rc && memmig_walk_wanted(&req)) {
 		rc = walk_regions(mv, pool);
 	} else {
-		for (unsigned int i = 0; i < mv->n && !rc; i++) {
-			rc = move_region(mv, mv->list[i], region_len(mv->list[i]), pool, NULL);
+		/* After a cancel, the regions left still say where they are. */
+		for (unsigned int i = 0; i < mv->n && (!rc || rc == -ECANCELED); i++) {
+			int jrc = move_region(mv, mv->list[i], region_len(mv->list[i]), pool,
+					      NULL);
+
 			/* A mapping that went away meanwhile is not an error of ours. */
-			if (rc == -EFAULT)
-				rc = 0;
+			if (!rc && jrc != -EFAULT)
+				rc = jrc;
 		}
 	}
 	memmig_pool_free(pool);
