@@ -342,7 +342,10 @@ static int copy_run_anon(struct memmig_worker *w)
 	 * worker, not once per unit.  Without it, each call makes them. */
 	bool batch = memmig_copy_mc_begin() == 0;
 
-	helper_start(w, &cw, &helper);
+	/* A job run cancelled (a move's region after a cancel) only asks
+	 * where its pages are: nothing to prepare ahead. */
+	if (!memmig_job_stopping(job))
+		helper_start(w, &cw, &helper);
 	for (size_t i = w->first; !rc && i < w->last && !memmig_job_stopping(job); i++) {
 		struct memmig_unit *u = &job->units[i];
 
