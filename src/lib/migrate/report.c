@@ -362,20 +362,9 @@ int memmig_report_add(struct memmig_report *to, const struct memmig_report *from
 	const struct memmig_report_summary *f = &from->sum;
 	int rc;
 
-	if (from->max_node > to->max_node) {
-		size_t n = (size_t)from->max_node + 1, had = (size_t)(to->max_node + 1);
-		uint64_t *b = realloc(to->before, n * sizeof(*b));
-		uint64_t *a = b ? realloc(to->after, n * sizeof(*a)) : NULL;
-
-		if (b)
-			to->before = b;
-		if (!a)
-			return -ENOMEM;
-		to->after = a;
-		memset(b + had, 0, (n - had) * sizeof(*b));
-		memset(a + had, 0, (n - had) * sizeof(*a));
-		to->max_node = from->max_node;
-	}
+	rc = nodes_grow(to, from->max_node);
+	if (rc)
+		return rc;
 	for (int i = 0; i <= from->max_node; i++) {
 		to->before[i] += from->before[i];
 		to->after[i] += from->after[i];
