@@ -150,12 +150,13 @@ struct minivmm_stats {
 	uint64_t mces;		/* machine checks the guest reported */
 	struct minivmm_mce last_mce;
 	/* The guest's longest stall since minivmm_stall_reset() (or its
-	 * start; 0 until the guest took the reset), as stall_source says: "writer", the host-thread writer's
-	 * longest time from one write to the next by its own clock, whatever
-	 * held it (a pause, a fault, the scheduler); "guest", the long-mode
-	 * KVM guest's own, from one page to the next by its TSC; "vcpu-parked"
-	 * (the machine-check guests, or no TSC rate), the longest time
-	 * minivmm held the vCPU parked (its exits and faults are not in it). */
+	 * start; 0 until the guest took the reset), as stall_source says:
+	 * "writer", the host-thread writer's longest time from one write to
+	 * the next by its own clock, whatever held it (a pause, a fault, the
+	 * scheduler); "guest", the long-mode KVM guest's own, from one page
+	 * to the next by its TSC; "vcpu-parked" (the machine-check guests, or
+	 * no TSC rate), the longest time minivmm held the vCPU parked (its
+	 * exits and faults are not in it). */
 	uint64_t stall_max_ns;
 	/* The longest of those that held a pause: memmig's pauses as the
 	 * guest saw them. */
