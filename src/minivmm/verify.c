@@ -79,12 +79,39 @@ static void check_page_hot(const uint8_t *ram, uint32_t i, uint32_t pos,
 	c->torn += torn;
 }
 
+/* Fills *out from the state block; -EPROTO where it is corrupt: before
+ * pass 1 nothing is written, in a pass pos is a data page. */
+static int state_read(const uint8_t *ram, uint32_t data0, uint64_t npages,
+		      struct minivmm_check *out)
+{
+	const struct minivmm_state *st = (const struct minivmm_state *)(ram + MINIVMM_STATE_OFFSET);
+
+	*out = (struct minivmm_check){
+		.pass = st->pass,
+		.pos = st->pos,
+		.guest_errors = st->errors,
+		.pages = npages - data0,
+	};
+	if (out->pass ? out->pos < data0 || out->pos >= npages : out->pos)
+		return -EPROTO;
+	return 0;
+}
+
+int minivmm_verify_hot_ram(const uint8_t *ram, uint64_t npages, struct minivmm_check *out)
+{
+	uint32_t data0 = minivmm_hot_data0(npages);
+	int rc = state_read(ram, data0, npages, out);
+
+	for (uint64_t i = data0; !rc && i < npages; i++)
+		check_page_hot(ram, (uint32_t)i, out->pass ? out->pos : 0, out);
+	return rc;
+}
+
 int minivmm_verify(struct minivmm *vmm, struct minivmm_check *out)
 {
-	const struct minivmm_state *st;
 	struct minivmm_slot slot;
 	const uint8_t *ram;
-	uint32_t i, data0, ndata;
+	uint32_t i, data0;
 	int rc;
 
 	rc = minivmm_pause(vmm);
@@ -92,25 +119,14 @@ int minivmm_verify(struct minivmm *vmm, struct minivmm_check *out)
 		return rc;
 	minivmm_get_slot(vmm, &slot);
 	ram = slot.hva;
-	st = (const struct minivmm_state *)(ram + MINIVMM_STATE_OFFSET);
-	*out = (struct minivmm_check){
-		.pass = st->pass,
-		.pos = st->pos,
-		.guest_errors = st->errors,
-	};
-	minivmm_data_pages(vmm, &data0, &ndata);
-	/* Before pass 1 nothing is written; in a pass pos is a data page. */
-	if (out->pass ? out->pos < data0 || out->pos >= vmm->npages : out->pos) {
-		rc = -EPROTO;
+	if (vmm->guest == MINIVMM_GUEST_HOTSET) {
+		rc = minivmm_verify_hot_ram(ram, vmm->npages, out);
 		goto out;
 	}
-	for (i = data0; i < vmm->npages; i++)
-		if (vmm->guest == MINIVMM_GUEST_HOTSET)
-			check_page_hot(ram, i, out->pass ? out->pos : 0, out);
-		else
-			check_page(ram + (uint64_t)i * MINIVMM_PAGE, i, out->pass,
-				   out->pos, out);
-	out->pages = ndata;
+	minivmm_data_pages(vmm, &data0, NULL);
+	rc = state_read(ram, data0, vmm->npages, out);
+	for (i = data0; !rc && i < vmm->npages; i++)
+		check_page(ram + (uint64_t)i * MINIVMM_PAGE, i, out->pass, out->pos, out);
 out:
 	minivmm_resume(vmm);
 	return rc;

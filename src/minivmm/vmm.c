@@ -210,12 +210,21 @@ void minivmm_get_stats(struct minivmm *vmm, struct minivmm_stats *out)
 	pthread_mutex_unlock(&vmm->lock);
 }
 
-void minivmm_data_pages(const struct minivmm *vmm, uint32_t *data0, uint32_t *ndata)
+uint32_t minivmm_hot_data0(uint64_t npages)
 {
 	/* guest-hot.S's layout: page 0, its table, then the data. */
-	uint32_t first = vmm->guest != MINIVMM_GUEST_HOTSET ? 1 :
-			 MINIVMM_HOT_TABLE + (uint32_t)(((uint64_t)vmm->npages * 4 +
-							 MINIVMM_PAGE - 1) / MINIVMM_PAGE);
+	return MINIVMM_HOT_TABLE + (uint32_t)((npages * 4 + MINIVMM_PAGE - 1) / MINIVMM_PAGE);
+}
+
+const void *minivmm_guest_hot_code(size_t *len)
+{
+	*len = (size_t)(minivmm_guest_hot_end - minivmm_guest_hot_start);
+	return minivmm_guest_hot_start;
+}
+
+void minivmm_data_pages(const struct minivmm *vmm, uint32_t *data0, uint32_t *ndata)
+{
+	uint32_t first = vmm->guest != MINIVMM_GUEST_HOTSET ? 1 : minivmm_hot_data0(vmm->npages);
 
 	if (data0)
 		*data0 = first;

@@ -48,6 +48,7 @@
 					 * vector */
 
 #ifndef __ASSEMBLER__
+#include <stddef.h>
 #include <stdint.h>
 #include <linux/kvm.h>
 
@@ -284,11 +285,23 @@ int minivmm_set_window(struct minivmm *vmm, uint32_t first, uint32_t pages);
 void minivmm_data_pages(const struct minivmm *vmm, uint32_t *data0, uint32_t *ndata);
 
 /*
+ * The hot-set guest for another VMM (a QEMU guest's firmware): its code,
+ * page 0's first *len bytes, to run in long mode from virtual address 0
+ * with the page count in rbx; and the first data page of a guest of
+ * npages pages (the table's pages come before it).
+ */
+const void *minivmm_guest_hot_code(size_t *len);
+uint32_t minivmm_hot_data0(uint64_t npages);
+
+/*
  * Pauses the guest, checks every data page against the state block, then
  * resumes it.  Not while a migration swaps the memory.  0 with the counts
  * in *out; -EPROTO when the state block itself is corrupt.
  */
 int minivmm_verify(struct minivmm *vmm, struct minivmm_check *out);
+/* The same check of the hot-set guest's RAM (npages pages from its page 0)
+ * that another VMM holds still and reads. */
+int minivmm_verify_hot_ram(const uint8_t *ram, uint64_t npages, struct minivmm_check *out);
 
 #endif /* __ASSEMBLER__ */
 #endif /* MINIVMM_VMM_H */
