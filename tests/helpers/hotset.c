@@ -14,7 +14,7 @@
  *
  *   hotset --size MIB --hot-pct PCT --phase-ms MS --phases N
  *          --interval-ms I --fast NODES --slow NODES [--start-node N]
- *          [--sample-ms S] [--ready FILE] [--go-signal]
+ *          [--sample-ms S] [--ready FILE] [--go-signal] [--qemu PATH]
  *
  * NODES: a list like 0,1 or 0-1.  I is the tiering's decision interval:
  * the summary reads the placement 1 and 2 intervals after each change of
@@ -47,6 +47,18 @@
  *          sampler_utime_s=<s> sampler_stime_s=<s>
  *          (the whole process; the process from the start of the phases on,
  *          which is what tiering costs it; the sampler thread's part)
+ *   GUEST passes=<n> errors=<n>  (--qemu, before VERIFY: the guest's passes
+ *          over its window during the phases, its failed checks)
+ * --qemu PATH: the workload is a QEMU/KVM guest (hotset-qemu.h), MIB MiB of
+ * RAM, the binary at PATH: a program inside the guest writes the hot set,
+ * which hotset moves through the guest's state block.  Unit 0 (the guest's
+ * code and its table of writes) is always hot, and the window takes the
+ * rest of the hot share, from unit 1 on, the next units each phase.  READY
+ * names QEMU's pid and where it holds the guest's RAM; stall_max_ms is the
+ * guest's own (its TSC, page to page); RUSAGE's process times are QEMU's
+ * (its sampler's: 0, it runs in hotset).  The guest counts its own failed
+ * checks, and every page is checked with QEMU stopped at the end: VERIFY's
+ * bad is the pages lost, plus those torn, plus the guest's failed checks.
  * Errors go to stderr with the errno name.
  * Exit: 0 every page verified, 1 a page was bad or an error, 2 usage.
  */
@@ -68,6 +80,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "hotset-qemu.h"
 
 #define PAGE		4096UL
 #define UNIT_PAGES	512UL		/* 2 MiB: the unit of the hot set */
@@ -94,11 +108,14 @@ struct opts {
 	struct nodeset fast, slow;
 	const char *ready;
 	bool go_signal;
+	const char *qemu;
 };
 
 /* The run: the region, the hot sets, what the sampler found. */
 static struct {
 	struct opts o;
+	struct hotset_qemu q;		/* with --qemu: the guest */
+	pid_t pid;			/* whose pages: 0 (ours) or QEMU's */
 	uint64_t *mem;
 	unsigned long npages, nunits, hot_units;
 	uint64_t *expected;		/* the counter each page should hold */
@@ -114,6 +131,7 @@ static struct {
 	struct rusage sampler_ru;
 	int sampler_err;
 	double stall_max_ms;		/* the writer's longest gap */
+	uint32_t guest_pass0;		/* --qemu: the guest's pass then */
 } run;
 
 static volatile sig_atomic_t stop_req;
@@ -140,7 +158,7 @@ static const char *errname(int e)
 static long sys_move_pages(unsigned long count, void **pages, const int *nodes,
 			   int *status, int flags)
 {
-	return syscall(SYS_move_pages, 0, count, pages, nodes, status, flags);
+	return syscall(SYS_move_pages, run.pid, count, pages, nodes, status, flags);
 }
 
 static double ms_since(const struct timespec *t)
@@ -231,7 +249,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: hotset --size MIB --hot-pct PCT --phase-ms MS --phases N\n"
 		"              --interval-ms I --fast NODES --slow NODES [--start-node N]\n"
-		"              [--sample-ms S] [--ready FILE] [--go-signal]\n");
+		"              [--sample-ms S] [--ready FILE] [--go-signal] [--qemu PATH]\n");
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -248,6 +266,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "sample-ms", required_argument, NULL, 'I' },
 		{ "ready", required_argument, NULL, 'r' },
 		{ "go-signal", no_argument, NULL, 'g' },
+		{ "qemu", required_argument, NULL, 'q' },
 		{ NULL, 0, NULL, 0 }
 	};
 	unsigned long v;
@@ -277,6 +296,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'r': o->ready = optarg; break;
 		case 'g': o->go_signal = true; break;
+		case 'q': o->qemu = optarg; break;
 		default: rc = -EINVAL;
 		}
 	}
@@ -297,21 +317,87 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-/* Maps and fills the region, and the bookkeeping; 0 or -errno. */
+/* The units the hot set moves through: with --qemu, unit 0 is hot anyway. */
+static unsigned long window_units(void)
+{
+	return run.o.qemu ? run.hot_units - 1 : run.hot_units;
+}
+
+static unsigned long hot_first_unit(unsigned long k)
+{
+	unsigned long w = window_units();
+
+	return run.o.qemu ? 1 + k * w % (run.nunits - w) : (k * run.hot_units) % run.nunits;
+}
+
+static bool page_hot(unsigned long p, unsigned long k)
+{
+	unsigned long u = p / UNIT_PAGES, first = hot_first_unit(k);
+
+	if (run.o.qemu)
+		return !u || (u >= first && u - first < window_units());
+	return (u + run.nunits - first) % run.nunits < run.hot_units;
+}
+
+/* The guest's window for phase k. */
+static int qemu_window(unsigned long k)
+{
+	return hotset_qemu_window(&run.q, (uint32_t)(hot_first_unit(k) * UNIT_PAGES - run.q.data0),
+				  (uint32_t)(window_units() * UNIT_PAGES));
+}
+
+static void qemu_end(void)
+{
+	hotset_qemu_stop(&run.q);
+}
+
+/* The QEMU guest, running, its window at phase 0's; 0 or -errno. */
+static int qemu_setup(void)
+{
+	char why[256];
+	int rc;
+
+	if (run.hot_units < 2 || run.hot_units >= run.nunits) {
+		fprintf(stderr, "hotset: --qemu: %lu units of 2 MiB: too few for %lu %% hot"
+			" besides unit 0\n", run.nunits, run.o.hot_pct);
+		return -EINVAL;
+	}
+	atexit(qemu_end);
+	rc = hotset_qemu_start(&run.q, run.o.qemu, run.o.size_mib, why, sizeof(why));
+	if (!rc)
+		rc = qemu_window(0);
+	if (rc)
+		fprintf(stderr, "hotset: --qemu %s: %s\n", run.o.qemu, why);
+	run.pid = run.q.pid;
+	return rc;
+}
+
+/* Maps and fills the region (or starts the QEMU guest), and the
+ * bookkeeping; 0 or -errno. */
 static int region_setup(void)
 {
 	size_t len = run.o.size_mib << 20, align = UNIT_PAGES * PAGE;
 	uint8_t *p;
+	int rc;
 
-	p = mmap(NULL, len + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	run.mem = (uint64_t *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
 	run.npages = len / PAGE;
 	run.nunits = run.npages / UNIT_PAGES;
 	run.hot_units = (run.nunits * run.o.hot_pct + 50) / 100;
 	if (!run.hot_units)
 		run.hot_units = 1;
+	if (run.o.qemu) {
+		rc = qemu_setup();
+		if (rc)
+			return rc;
+		p = (uint8_t *)(uintptr_t)run.q.hva;
+	} else {
+		p = mmap(NULL, len + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+		if (p == MAP_FAILED)
+			return -errno;
+		p = (uint8_t *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+		run.mem = (uint64_t *)p;
+	}
 	run.expected = malloc(run.npages * sizeof(*run.expected));
 	run.pages = malloc(run.npages * sizeof(*run.pages));
 	run.status = malloc(run.npages * sizeof(*run.status));
@@ -323,9 +409,11 @@ static int region_setup(void)
 	if (!run.expected || !run.pages || !run.status || !run.phase_t || !run.samples)
 		return -ENOMEM;
 	for (unsigned long i = 0; i < run.npages; i++) {
-		uint64_t *pg = run.mem + i * WORDS;
+		uint64_t *pg = (uint64_t *)(p + i * PAGE);
 
 		run.pages[i] = pg;
+		if (run.o.qemu)
+			continue;
 		run.expected[i] = pattern(i, 0);
 		for (unsigned long w = 0; w < WORDS; w++)
 			pg[w] = pattern(i, w);
@@ -396,18 +484,6 @@ static int region_move(int node)
 	return 0;
 }
 
-static unsigned long hot_first_unit(unsigned long k)
-{
-	return (k * run.hot_units) % run.nunits;
-}
-
-static bool page_hot(unsigned long p, unsigned long k)
-{
-	unsigned long u = p / UNIT_PAGES;
-
-	return (u + run.nunits - hot_first_unit(k)) % run.nunits < run.hot_units;
-}
-
 /* One look at where every page is. */
 static int sample_take(void)
 {
@@ -469,10 +545,27 @@ static void *sampler(void *arg)
 	return NULL;
 }
 
+/* Phase k of the QEMU guest: its window moved, then its time. */
+static void phase_run_qemu(unsigned long k, double end)
+{
+	int rc = qemu_window(k);
+
+	if (rc) {
+		fprintf(stderr, "hotset: the guest's window: %s\n", errname(-rc));
+		stop_req = 1;
+		return;
+	}
+	while (!stop_req && ms_since(&run.t0) < end) {
+		double d = end - ms_since(&run.t0);
+
+		usleep((useconds_t)((d > 100 ? 100 : d > 0 ? d : 0) * 1000));
+	}
+}
+
 /* Phase k: write every page of its hot set, over and over, until its end. */
 static void phase_run(unsigned long k)
 {
-	unsigned long first = hot_first_unit(k) * UNIT_PAGES, n = run.hot_units * UNIT_PAGES;
+	unsigned long first = hot_first_unit(k) * UNIT_PAGES, n = window_units() * UNIT_PAGES;
 	double end = (double)(k + 1) * run.o.phase_ms, last = 0;
 	struct timespec c0;
 
@@ -485,6 +578,10 @@ static void phase_run(unsigned long k)
 	atomic_store(&run.phase, (unsigned int)k);
 	printf("PHASE k=%lu t_ms=%u first_page=%lu pages=%lu\n", k, run.phase_t[k], first, n);
 	fflush(stdout);
+	if (run.o.qemu) {
+		phase_run_qemu(k, (double)(k + 1) * run.o.phase_ms);
+		return;
+	}
 	while (!stop_req) {
 		for (unsigned long j = 0; j < n; j++) {
 			unsigned long p = (first + j) % run.npages;
@@ -505,11 +602,40 @@ static void phase_run(unsigned long k)
 	}
 }
 
+/* The QEMU guest's pages, with QEMU stopped, and the guest's own checks;
+ * its longest stall.  Bad pages. */
+static unsigned long region_verify_qemu(void)
+{
+	struct minivmm_check c;
+	struct minivmm_state st;
+	unsigned long bad;
+	int rc = hotset_qemu_state(&run.q, &st);
+
+	if (!rc)
+		run.stall_max_ms = (double)st.stall_max / run.q.tsc_hz * 1e3;
+	if (!rc)
+		rc = hotset_qemu_verify(&run.q, &c);
+	if (!rc)
+		printf("GUEST passes=%u errors=%u\n", c.pass - run.guest_pass0, c.guest_errors);
+	if (rc) {
+		fprintf(stderr, "hotset: the guest's RAM: %s\n", errname(-rc));
+		return run.npages;
+	}
+	bad = c.lost + c.torn + c.guest_errors;
+	if (bad)
+		fprintf(stderr, "hotset: the guest: pages lost %llu, torn %llu, failed checks"
+			" of its own %u (pass %u, page %u)\n", (unsigned long long)c.lost,
+			(unsigned long long)c.torn, c.guest_errors, c.pass, c.pos);
+	return bad;
+}
+
 /* Every page, hot or cold: its counter and its pattern.  Bad pages. */
 static unsigned long region_verify(void)
 {
 	unsigned long bad = 0;
 
+	if (run.o.qemu)
+		return region_verify_qemu();
 	for (unsigned long p = 0; p < run.npages; p++) {
 		const uint64_t *pg = run.mem + p * WORDS;
 		unsigned long w = 1;
@@ -590,8 +716,8 @@ static int ready_announce(void)
 	char line[128], tmpname[PATH_MAX];
 	FILE *f;
 
-	snprintf(line, sizeof(line), "READY pid=%d addr=%p len=%lu\n", (int)getpid(),
-		 (void *)run.mem, run.npages * PAGE);
+	snprintf(line, sizeof(line), "READY pid=%d addr=%p len=%lu\n",
+		 run.pid ? (int)run.pid : (int)getpid(), run.pages[0], run.npages * PAGE);
 	fputs(line, stdout);
 	fflush(stdout);
 	if (!run.o.ready)
@@ -606,6 +732,35 @@ static int ready_announce(void)
 	if (fclose(f) || rename(tmpname, run.o.ready))
 		return -errno;
 	return 0;
+}
+
+/* The workload's process times: ours, or QEMU's from /proc. */
+static void usage_get(struct rusage *ru)
+{
+	unsigned long ut = 0, st = 0;
+	char path[32], buf[1024], *p = NULL;
+	long tck = sysconf(_SC_CLK_TCK);
+	FILE *f;
+
+	if (!run.o.qemu) {
+		getrusage(RUSAGE_SELF, ru);
+		return;
+	}
+	memset(ru, 0, sizeof(*ru));
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)run.pid);
+	f = fopen(path, "r");
+	if (f && fgets(buf, sizeof(buf), f))
+		p = strrchr(buf, ')');
+	/* After "pid (comm)": state is field 3, utime and stime 14 and 15. */
+	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
+			&st) == 2) {
+		ru->ru_utime.tv_sec = (time_t)(ut / tck);
+		ru->ru_utime.tv_usec = (suseconds_t)(ut % tck * 1000000 / tck);
+		ru->ru_stime.tv_sec = (time_t)(st / tck);
+		ru->ru_stime.tv_usec = (suseconds_t)(st % tck * 1000000 / tck);
+	}
+	if (f)
+		fclose(f);
 }
 
 static void go_wait(const sigset_t *usr1)
@@ -654,7 +809,19 @@ int main(int argc, char **argv)
 	if (run.o.go_signal)
 		go_wait(&usr1);
 
-	getrusage(RUSAGE_SELF, &run.start_ru);
+	if (run.o.qemu) {
+		struct minivmm_state st;
+
+		rc = hotset_qemu_stall_reset(&run.q);
+		if (!rc)
+			rc = hotset_qemu_state(&run.q, &st);
+		if (rc) {
+			fprintf(stderr, "hotset: the guest's state: %s\n", errname(-rc));
+			return 1;
+		}
+		run.guest_pass0 = st.pass;
+	}
+	usage_get(&run.start_ru);
 	clock_gettime(CLOCK_MONOTONIC, &run.t0);
 	/* The signals are the main thread's. */
 	sigfillset(&all);
@@ -675,7 +842,9 @@ int main(int argc, char **argv)
 	bad = region_verify();
 	printf("VERIFY pages=%lu bad=%lu\n", run.npages, bad);
 	summary_print(k);
-	getrusage(RUSAGE_SELF, &ru);
+	usage_get(&ru);
+	if (run.o.qemu)
+		memset(&run.sampler_ru, 0, sizeof(run.sampler_ru));
 	printf("RUSAGE utime_s=%.3f stime_s=%.3f phases_utime_s=%.3f phases_stime_s=%.3f"
 	       " sampler_utime_s=%.3f sampler_stime_s=%.3f\n",
 	       tv_s(&ru.ru_utime), tv_s(&ru.ru_stime),
