@@ -21,7 +21,12 @@
 #                     migrate_cold to node 2 for idle memory of node 0 (6.11)
 # Two tests of the tier run this script: guest-tier (memmig, and where the
 # kernel's tiering runs too, a run without any, name=none, for the floor)
-# and guest-tier-kernel (the kernel's two), in the same boot.  The
+# and guest-tier-kernel (the kernel's two), in the same boot.  Two more run
+# it on a QEMU/KVM guest (nested KVM) instead of a process, the same
+# judges, each name with -qemu: guest-tier-qemu and guest-tier-qemu-kernel.
+# There hotset --qemu starts QEMU, whose guest writes the hot set (hotset
+# steers it), memmigd tiers QEMU's process by its pid, and the guest's
+# longest stall is its own, timed by its TSC.  The
 # kernel's need node 2 in a lower memory tier than node 0 (6.12 with
 # run-vm-new.sh's HMAT); elsewhere guest-tier-kernel skips, saying why.
 # Each prints one line for the comparison:
@@ -41,6 +46,19 @@ set -u
 # shellcheck source=../testlib.sh
 . "$(dirname "$0")/../testlib.sh"
 hotset=${HOTSET:-/bin/hotset}
+# The workload: hotset's own memory, or with -qemu a QEMU guest's.
+sfx= wl_args= ready_s=120 wl=hotset wl_proc=hotset
+case ${0##*/} in
+*qemu*)
+	sfx=-qemu wl="hotset's QEMU/KVM guest" wl_proc=QEMU
+	qemu=${QEMU:-$(command -v qemu-system-x86_64)}
+	[ -c /dev/kvm ] || { echo "SKIP: no /dev/kvm in the guest (kvm-amd did not load)"; exit 77; }
+	[ -x "$qemu" ] || { echo "FAIL: qemu-system-x86_64 is not in the guest"; exit 1; }
+	wl_args="--qemu $qemu"
+	# QEMU's start and its guest's two passes over its RAM, nested.
+	ready_s=300
+	;;
+esac
 
 # The workload, the same for every mechanism.  The interval is TCG's: a
 # 2 MiB THP written while it moves took 60-520 ms to migrate in the 6.12
@@ -118,31 +136,33 @@ table=
 ran=0
 # measure NAME: runs hotset with mechanism NAME (NAME_on, NAME_off)
 measure() {
-	local name=$1 on=$2 off=$3 out=$tmp/$1.out pid rc why
+	local name=$1 on=$2 off=$3 out=$tmp/$1.out pid hpid rc why label=$1$sfx
 	local vm0=$tmp/$1.vmstat0 vm1=$tmp/$1.vmstat1 kt0 kt1 verify summary rus
 	local t_wait=$((phases * phase_ms / 1000 + 120))
 
-	echo "== $name: hotset --size $size_mib --hot-pct $hot_pct --phase-ms $phase_ms" \
+	echo "== $label: hotset --size $size_mib --hot-pct $hot_pct --phase-ms $phase_ms" \
 		"--phases $phases --interval-ms $interval_ms --fast $fast --slow $slow" \
 		"--start-node $start_node (pinned to CPU 0)"
 	rm -f "$tmp/ready"
 	taskset 1 "$hotset" --size "$size_mib" --hot-pct "$hot_pct" --phase-ms "$phase_ms" \
 		--phases "$phases" --interval-ms "$interval_ms" --fast "$fast" --slow "$slow" \
-		--start-node "$start_node" --ready "$tmp/ready" --go-signal \
+		--start-node "$start_node" --ready "$tmp/ready" --go-signal $wl_args \
 		>"$out" 2>"$tmp/$name.err" &
-	pid=$!
-	for _ in $(seq 1200); do
-		[ -e "$tmp/ready" ] || ! kill -0 "$pid" 2>/dev/null && break
+	hpid=$!
+	for _ in $(seq $((ready_s * 10))); do
+		[ -e "$tmp/ready" ] || ! kill -0 "$hpid" 2>/dev/null && break
 		sleep 0.1
 	done
 	if [ ! -e "$tmp/ready" ]; then
-		echo "FAIL: $name: hotset did not get ready"
-		kill "$pid" 2>/dev/null
+		echo "FAIL: $label: hotset did not get ready"
+		kill "$hpid" 2>/dev/null
 		cat "$out" "$tmp/$name.err"
 		fails=$((fails + 1))
 		return
 	fi
 	grep '^START' "$out" | sed 's/^/  /'
+	# The process tiered: hotset, or QEMU.
+	pid=$(sed -n 's/^READY pid=\([0-9]*\) .*/\1/p' "$tmp/ready")
 	echo "  THP $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null):" \
 		"$(grep AnonHugePages "/proc/$pid/smaps_rollup" 2>/dev/null | tr -s ' ')"
 	cp /proc/vmstat "$vm0"
@@ -156,43 +176,43 @@ measure() {
 	[ -n "$why" ] && echo "$why" | grep '^  '
 	if [ "$rc" -ne 0 ]; then
 		$off >/dev/null 2>&1
-		kill "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
+		kill "$hpid" 2>/dev/null
+		wait "$hpid" 2>/dev/null
 		why=$(echo "$why" | grep -v '^  ' | tail -n 1)
 		if [ "$rc" -eq 2 ]; then
-			echo "SKIP: $name: ${why:-the kernel does not have it}"
-			table="$table$(printf '\n  %-17s skipped: %s' "$name" "${why:-no support}")"
+			echo "SKIP: $label: ${why:-the kernel does not have it}"
+			table="$table$(printf '\n  %-17s skipped: %s' "$label" "${why:-no support}")"
 		else
-			echo "FAIL: $name: could not set it up${why:+: $why}"
+			echo "FAIL: $label: could not set it up${why:+: $why}"
 			fails=$((fails + 1))
 		fi
 		return
 	fi
-	kill -USR1 "$pid"
+	kill -USR1 "$hpid"
 	# What a mechanism looks at while the workload runs.
 	if type "${name}_during" >/dev/null 2>&1; then
 		"${name}_during"
 	fi
 	# Its end, bounded: the tier's timeout stops a hung guest anyway.
 	for _ in $(seq $((t_wait * 10))); do
-		kill -0 "$pid" 2>/dev/null || break
+		kill -0 "$hpid" 2>/dev/null || break
 		grep -q '^RUSAGE' "$out" && break
 		sleep 0.1
 	done
 	kt1=$(kthread_ticks)	# kdamond goes with its state: before _off
 	cp /proc/vmstat "$vm1"
 	$off
-	wait "$pid"
+	wait "$hpid"
 	rc=$?
 	ran=$((ran + 1))
 	sed -n 's/^SAMPLE/  SAMPLE/p' "$out" | awk 'NR % 4 == 1'	# every 4th
-	grep -E '^(PHASE|VERIFY|CHANGE|SUMMARY|RUSAGE)' "$out" | sed 's/^/  /'
+	grep -E '^(PHASE|GUEST|VERIFY|CHANGE|SUMMARY|RUSAGE)' "$out" | sed 's/^/  /'
 	[ -s "$tmp/$name.err" ] && sed 's/^/  hotset: /' "$tmp/$name.err"
 
 	verify=$(grep '^VERIFY' "$out") summary=$(grep '^SUMMARY' "$out") rus=$(grep '^RUSAGE' "$out")
-	check "$name: hotset exits 0 (exit $rc)" test "$rc" -eq 0
-	check "$name: every page verified ($verify)" test "$(field "$verify" bad)" = 0
-	check "$name: measured ($summary)" test -n "$summary" -a -n "$rus" \
+	check "$label: hotset exits 0 (exit $rc)" test "$rc" -eq 0
+	check "$label: every page verified ($verify)" test "$(field "$verify" bad)" = 0
+	check "$label: measured ($summary)" test -n "$summary" -a -n "$rus" \
 		-a "$(field "$summary" hot_fast_min_2i)" != na -a "$(field "$summary" slow_pct_mean)" != na
 
 	local promote demote migrated mfail numa bytes cpu kth
@@ -208,7 +228,7 @@ measure() {
 		-v k="$kth" -v m="$extra_cpu" 'BEGIN { printf "%.2f", s - ss + k + m }')
 	echo "  vmstat: pgpromote_success +$promote, pgdemote_* +$demote," \
 		"pgmigrate_success +$migrated, pgmigrate_fail +$mfail, numa_pages_migrated +$numa (pages)"
-	echo "  cpu: hotset during the phases user $(field "$rus" phases_utime_s) s," \
+	echo "  cpu: $wl_proc during the phases user $(field "$rus" phases_utime_s) s," \
 		"system $(field "$rus" phases_stime_s) s (its sampler's: $(field "$rus" sampler_stime_s) s);" \
 		"kdamond/kswapd $kth s"
 	local v=ok bounce=- react=-
@@ -220,10 +240,10 @@ measure() {
 		react=$(jq -r 'if .react_s == null then "-" else .react_s * 10 | round / 10 end' \
 			"$tmp/tier-show.json")
 	fi
-	echo "TIER name=$name hot_fast_min_2i=$(field "$summary" hot_fast_min_2i)" \
+	echo "TIER name=$label hot_fast_min_2i=$(field "$summary" hot_fast_min_2i)" \
 		"slow_pct_mean=$(field "$summary" slow_pct_mean) bytes_moved=$bytes cpu_s=$cpu" \
 		"stall_max_ms=$(field "$summary" stall_max_ms) bounce_pct=$bounce react_s=$react verify=$v"
-	table="$table$(printf '\n  %-17s %15s %13s %10s %7s %9s %6s' "$name" \
+	table="$table$(printf '\n  %-17s %15s %13s %10s %7s %9s %6s' "$label" \
 		"$(field "$summary" hot_fast_min_2i)" "$(field "$summary" slow_pct_mean)" \
 		"$((bytes >> 20))" "$cpu" "$(field "$summary" stall_max_ms)" "$v")"
 }
@@ -240,7 +260,7 @@ memmig_part() {
 	# memmig's goal, and what its tiering says of itself.
 	sum=$(grep '^SUMMARY' "$tmp/memmig.out")
 	hf=$(field "$sum" hot_fast_min_2i) sp=$(field "$sum" slow_pct_mean)
-	check "memmig: >= 95 % of the hot set on node $fast two intervals after each change ($hf %)" \
+	check "memmig$sfx: >= 95 % of the hot set on node $fast two intervals after each change ($hf %)" \
 		awk -v v="$hf" 'BEGIN { exit !(v + 0 >= 95) }'
 	# The share by design: the policy's 75 %, once the old hot set is down.
 	# A change is seen at the next interval's end (the new hot set is
@@ -252,13 +272,13 @@ memmig_part() {
 	# longest batches took 2.4-4 s in all.  An idle unit promoted by
 	# mistake costs 3.1 points for the intervals it stays: those are the
 	# bounces, checked below.
-	check "memmig: >= 70 % of the memory on node $slow ($sp %)" awk -v v="$sp" 'BEGIN { exit !(v + 0 >= 70) }'
+	check "memmig$sfx: >= 70 % of the memory on node $slow ($sp %)" awk -v v="$sp" 'BEGIN { exit !(v + 0 >= 70) }'
 	show=$tmp/tier-show.json
 	jq -c '{sources, damon, intervals, promotions, demotions, promoted_bytes, demoted_bytes, promoted_by,
 		bounces, bounce_pct, react_s, held, deferred, softdirty_resets, pages_failed, cpu_s,
 		cpu_pct_per_gib, pause_max_s, batch_max_s,
 		over_budget}' "$show" | sed 's/^/  tiering: /'
-	check "memmig: promoted and demoted" test "$(jq '.promoted_bytes > 0 and .demoted_bytes > 0' "$show")" = true
+	check "memmig$sfx: promoted and demoted" test "$(jq '.promoted_bytes > 0 and .demoted_bytes > 0' "$show")" = true
 	# No ping-pong: hotset's hot units are written, which soft-dirty sees
 	# exactly, and a DAMON mark counts only when it repeats, so an idle
 	# unit is not promoted to come back (before: 19 bounces in 42
@@ -268,7 +288,7 @@ memmig_part() {
 	# half a unit's bytes (tier-damon.c).  Since, 0 bounces in every run
 	# of both boots (6 runs); the check is the issue's, as guest-tier-vm's
 	# and guest-tier-kvm's: at most 5 % of the moves.
-	check "memmig: no ping-pong ($(jq -r '"\(.bounces) bounces in \(.promotions + .demotions) moves, \(.bounce_pct) %"' "$show"), at most 5 %)" \
+	check "memmig$sfx: no ping-pong ($(jq -r '"\(.bounces) bounces in \(.promotions + .demotions) moves, \(.bounce_pct) %"' "$show"), at most 5 %)" \
 		test "$(jq '.bounce_pct <= 5' "$show")" = true
 	# The pause the workload felt: its writer's longest stall (a write that
 	# waited for its page's migration), inside the budget.  The engine's own
@@ -276,26 +296,26 @@ memmig_part() {
 	stall=$(field "$sum" stall_max_ms)
 	echo "  the writer's longest stall $stall ms; the engine's estimate of a unit's pause" \
 		"$(jq .pause_max_s "$show") s, its longest batch $(jq .batch_max_s "$show") s"
-	check "memmig: the writer's longest stall inside the ${pause_ms} ms budget ($stall ms)" \
+	check "memmig$sfx: the writer's longest stall inside the ${pause_ms} ms budget ($stall ms)" \
 		test "${stall:-999999}" -le "$pause_ms"
-	check "memmig: no page failed to move" test "$(jq .pages_failed "$show")" = 0
-	check "memmig: writes from soft-dirty" test "$(jq '.sources | index("soft-dirty") != null' "$show")" = true
+	check "memmig$sfx: no page failed to move" test "$(jq .pages_failed "$show")" = 0
+	check "memmig$sfx: writes from soft-dirty" test "$(jq '.sources | index("soft-dirty") != null' "$show")" = true
 	if [ -d /sys/kernel/mm/damon/admin ]; then
-		check "memmig: reads from DAMON too ($(jq -r .damon "$show"))" \
+		check "memmig$sfx: reads from DAMON too ($(jq -r .damon "$show"))" \
 			test "$(jq '.sources | index("damon") != null' "$show")" = true
 	else
-		check "memmig: says why not DAMON ($(jq -r .damon "$show"))" test "$(jq -r .damon "$show")" != null
+		check "memmig$sfx: says why not DAMON ($(jq -r .damon "$show"))" test "$(jq -r .damon "$show")" != null
 	fi
 	echo "  a move while tiered: exit $move_tiered_rc, $(jq -r '.error + ": " + .message' "$tmp/move-tiered.json")"
-	check "memmig: a move while tiered is refused (EBUSY)" \
+	check "memmig$sfx: a move while tiered is refused (EBUSY)" \
 		test "$(jq -r .error "$tmp/move-tiered.json")" = EBUSY
-	check "memmig: ... naming the tiering" \
+	check "memmig$sfx: ... naming the tiering" \
 		grep -q "is tiered (tiering $tier_id)" "$tmp/move-tiered.json"
 	echo "  a memmig-cli -l move while tiered: exit $move_tiered_l_rc," \
 		"$(jq -r '.result + ", " + (.bytes_moved | tostring) + " bytes moved: " + .message' "$tmp/move-tiered-l.json")"
-	check "memmig: a memmig-cli -l move while tiered ends EBUSY, nothing moved" \
+	check "memmig$sfx: a memmig-cli -l move while tiered ends EBUSY, nothing moved" \
 		jq -e '.result == "EBUSY" and .bytes_moved == 0' "$tmp/move-tiered-l.json"
-	check "memmig: the metrics have the tiering" grep -q "^memmigd_tier_promoted_bytes_total{tier=\"$tier_id\"" \
+	check "memmig$sfx: the metrics have the tiering" grep -q "^memmigd_tier_promoted_bytes_total{tier=\"$tier_id\"" \
 		"$tmp/metrics.txt"
 	# hotset has exited: the tiering ends by itself within an interval or two.
 	for _ in $(seq 50); do
@@ -303,7 +323,7 @@ memmig_part() {
 		[ "$(jq -r .state "$show")" = ended ] && break
 		sleep 0.2
 	done
-	check "memmig: the tiering ended with the process ($(jq -r '.state + " " + (.result // "-")' "$show"))" \
+	check "memmig$sfx: the tiering ended with the process ($(jq -r '.state + " " + (.result // "-")' "$show"))" \
 		test "$(jq -r '.state + " " + .result' "$show")" = "ended ESRCH"
 }
 
@@ -326,7 +346,7 @@ case ${0##*/} in
 	;;
 esac
 
-echo "== tiering on hotset (hot set ${hot_pct}% of $size_mib MiB, moving every" \
+echo "== tiering on $wl (hot set ${hot_pct}% of $size_mib MiB, moving every" \
 	"$phase_ms ms; interval $interval_ms ms; all on node $slow at first)"
 printf '  %-17s %15s %13s %10s %7s %9s %6s' mechanism hot_fast_min_2i slow_pct_mean moved_MiB cpu_s stall_ms verify
 echo "$table"

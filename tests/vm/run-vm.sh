@@ -40,9 +40,9 @@ log=$vmdir/console$tag.log
 initrd=$vmdir/initramfs$tag.cpio.gz
 pmem=$vmdir/pmem0$tag.img
 timeout_s=${VM_TIMEOUT:-1200}
-all_tests="test-topology test-frames test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce test-minivmm-hot guest-demo test-tier test-tier-api guest-tier guest-tier-kvm guest-tier-vm guest-tier-users guest-tier-perm guest-bench-move"
+all_tests="test-topology test-frames test-multinode test-move-pid guest-move-pid guest-cpuset guest-daemon guest-hwpoison guest-dax test-live test-mce test-minivmm-hot guest-demo test-tier test-tier-api guest-tier guest-tier-kvm guest-tier-vm guest-tier-users guest-tier-perm guest-tier-qemu guest-bench-move"
 # Tests for a newer kernel only (run-vm-new.sh runs them).
-other_tests="guest-damon guest-tier-kernel guest-tier-kvm-kernel guest-restart"
+other_tests="guest-damon guest-tier-kernel guest-tier-kvm-kernel guest-tier-qemu-kernel guest-restart"
 tests=${VM_TESTS:-$all_tests}
 
 skip() {
@@ -154,6 +154,11 @@ cp -L "$libmemmig" "$root/lib/$(objdump -p "$libmemmig" | sed -n 's/^ *SONAME */
 for p in bash jq migratepages numactl cxl ndctl daxctl; do
 	b=$(command -v $p) && add_elf "$b" /usr/bin/$p
 done
+# The QEMU/KVM guest that memmigd tiers (guest-tier-qemu*): this QEMU,
+# nested; without it there the test fails, saying so.
+case " $tests " in
+*" guest-tier-qemu"*) add_elf "$qemu" /usr/bin/qemu-system-x86_64 || exit 1 ;;
+esac
 [ -e "$root/usr/bin/bash" ] && ln -s ../usr/bin/bash "$root/bin/bash"
 # util-linux's setpriv (busybox's cannot change uids): guest-daemon runs a
 # client as nobody.
@@ -186,7 +191,8 @@ for t in $tests; do
 	guest-restart) script=tests/vm/guest-restart.sh prog= ;;
 	guest-demo) script=tests/vm/guest-demo.sh prog= ;;
 	guest-bench-move) script=tests/vm/guest-bench-move.sh prog= ;;
-	guest-tier | guest-tier-kernel) script=tests/vm/guest-tier.sh prog= ;;
+	guest-tier | guest-tier-kernel | guest-tier-qemu | guest-tier-qemu-kernel)
+		script=tests/vm/guest-tier.sh prog= ;;
 	guest-tier-users) script=tests/vm/guest-tier-users.sh prog= ;;
 	guest-tier-perm) script=tests/vm/guest-tier-perm.sh prog= ;;
 	test-tier) prog=tests/unit/test-tier ;;
