@@ -114,6 +114,7 @@ int minivmm_tier_run(struct memmig_ctx *ctx, struct memmig_vm *vm, struct minivm
 	memset(out, 0, sizeof(*out));
 	out->st.sz = sizeof(out->st);
 	out->hot_fast_min_2i = 100;
+	out->slow_phase_min = 100;
 	out->slow_target = 100.0 - 100.0 * (hot_units + 1) / units;
 	/*
 	 * The first window before anything is measured: the guest wrote all
@@ -138,6 +139,8 @@ int minivmm_tier_run(struct memmig_ctx *ctx, struct memmig_vm *vm, struct minivm
 	for (unsigned int k = 0; k < o->phases; k++) {
 		/* hot_units whole units from unit 1 on, the next ones each
 		 * phase. */
+		double phase_sum = 0, phase_mean;
+		unsigned int phase_n = 0;
 		uint64_t lo = (1 + (uint64_t)k * hot_units % (units - hot_units)) * UNIT_PAGES;
 
 		minivmm_set_window(vmm, (uint32_t)(lo - data0), hot_units * UNIT_PAGES);
@@ -158,14 +161,21 @@ int minivmm_tier_run(struct memmig_ctx *ctx, struct memmig_vm *vm, struct minivm
 			if (i == 2 && hot_fast < out->hot_fast_min_2i)
 				out->hot_fast_min_2i = hot_fast;
 			if (i > per_phase / 2) {
-				slow_sum += slow;
-				slow_n++;
+				phase_sum += slow;
+				phase_n++;
 			}
 			/* A failed interval is the engine's to report; the
 			 * next may move. */
 			if (t)
 				memmig_tier_step(t);
 		}
+		phase_mean = phase_n ? phase_sum / phase_n : 0;
+		if (phase_mean < out->slow_phase_min)
+			out->slow_phase_min = phase_mean;
+		if (phase_mean > out->slow_phase_max)
+			out->slow_phase_max = phase_mean;
+		slow_sum += phase_sum;
+		slow_n += phase_n;
 	}
 	out->slow_pct_mean = slow_n ? slow_sum / slow_n : 0;
 out:

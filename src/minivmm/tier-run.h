@@ -33,6 +33,8 @@ struct minivmm_tier_result {
 					 * after each change: the least */
 	double slow_pct_mean;		/* % of the RAM on slow, the second half
 					 * of every phase */
+	double slow_phase_min;		/* the same mean of each phase alone: */
+	double slow_phase_max;		/* the lowest and the highest */
 	double slow_target;		/* what the hot share leaves for slow */
 	struct memmig_tier_stats st;
 	struct minivmm_stats vs;	/* the guest's errors and stalls */

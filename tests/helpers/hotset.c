@@ -38,7 +38,8 @@
  *          plus 1 and 2 intervals)
  *   SUMMARY hot_fast_min_2i=<the least at_2i; na if a change has none>
  *          slow_pct_mean=<mean slow_pct of the samples in the second half
- *          of every phase> samples=<n> stall_max_ms=<the longest the
+ *          of every phase> slow_phase_min=<the lowest such mean of one
+ *          phase> slow_phase_max=<the highest> samples=<n> stall_max_ms=<the longest the
  *          writer went between two looks at the clock, 64 page writes
  *          apart: a write that waited for a page being migrated shows
  *          here, and so does the vCPU being scheduled out; the coarse
@@ -673,8 +674,9 @@ static void pct_print(const char *name, const struct sample *s, bool last)
 
 static void summary_print(unsigned long phases_done)
 {
-	double min2 = 101, slow_sum = 0;
-	unsigned long slow_n = 0;
+	double min2 = 101, slow_sum = 0, ph_min = 101, ph_max = -1;
+	double *phase_sum = calloc(phases_done + 1, sizeof(*phase_sum));
+	unsigned long slow_n = 0, *phase_n = calloc(phases_done + 1, sizeof(*phase_n));
 	bool min2_na = phases_done < 2;
 
 	for (unsigned long k = 1; k < phases_done; k++) {
@@ -696,7 +698,19 @@ static void summary_print(unsigned long phases_done)
 		    s->t_ms >= run.phase_t[s->phase] + run.o.phase_ms / 2) {
 			slow_sum += s->slow_pct;
 			slow_n++;
+			if (phase_sum && phase_n) {
+				phase_sum[s->phase] += s->slow_pct;
+				phase_n[s->phase]++;
+			}
 		}
+	}
+	for (unsigned long k = 0; phase_sum && phase_n && k < phases_done; k++) {
+		double m = phase_n[k] ? phase_sum[k] / phase_n[k] : 0;
+
+		if (!phase_n[k])
+			ph_max = 101;	/* a phase without a sample: na */
+		ph_min = m < ph_min ? m : ph_min;
+		ph_max = m > ph_max ? m : ph_max;
 	}
 	printf("SUMMARY hot_fast_min_2i=");
 	if (min2_na)
@@ -708,7 +722,13 @@ static void summary_print(unsigned long phases_done)
 		printf("%.1f", slow_sum / slow_n);
 	else
 		printf("na");
+	if (!phase_sum || !phase_n || ph_max > 100 || !phases_done)
+		printf(" slow_phase_min=na slow_phase_max=na");
+	else
+		printf(" slow_phase_min=%.1f slow_phase_max=%.1f", ph_min, ph_max);
 	printf(" samples=%lu stall_max_ms=%.0f\n", run.nsamples, run.stall_max_ms);
+	free(phase_sum);
+	free(phase_n);
 }
 
 static int ready_announce(void)

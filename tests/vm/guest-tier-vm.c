@@ -150,8 +150,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)r.check.lost, (unsigned long long)r.check.torn,
 	       r.check.guest_errors, (unsigned long long)r.vs.guest_errors,
 	       r.vs.stall_source, r.vs.stall_max_ns / 1e6);
-	printf("SUMMARY name=%s hot_fast_min_2i=%.1f slow_pct_mean=%.1f slow_target=%.1f "
-	       "stall_max_ms=%.0f verify=%s\n", name, r.hot_fast_min_2i, r.slow_pct_mean,
+	printf("SUMMARY name=%s hot_fast_min_2i=%.1f slow_pct_mean=%.1f slow_phase_min=%.1f "
+	       "slow_phase_max=%.1f slow_target=%.1f stall_max_ms=%.0f verify=%s\n", name,
+	       r.hot_fast_min_2i, r.slow_pct_mean, r.slow_phase_min, r.slow_phase_max,
 	       r.slow_target, r.vs.stall_max_ns / 1e6, minivmm_tier_intact(&r) ? "ok" : "bad");
 	CHECK(minivmm_tier_intact(&r), "every page intact, no guest error");
 	/* Another mechanism need not meet memmig's goal: its script says. */
@@ -176,9 +177,10 @@ int main(int argc, char **argv)
 	      (unsigned long long)st->promoted_dirtylog, (unsigned long long)st->promotions);
 	CHECK(r.hot_fast_min_2i >= 95, ">= 95 %% of the hot set on node %d two intervals after "
 	      "each change (%.1f %%)", o.fast, r.hot_fast_min_2i);
-	CHECK(r.slow_pct_mean >= r.slow_target - 5 && r.slow_pct_mean <= r.slow_target + 5,
-	      "slow share %.1f %% within 5 points of %.1f %% (second half of each phase)",
-	      r.slow_pct_mean, r.slow_target);
+	CHECK(r.slow_phase_min >= r.slow_target - 5 && r.slow_phase_max <= r.slow_target + 5,
+	      "slow share within 5 points of %.1f %% in the second half of every phase "
+	      "(%.1f to %.1f %%, %.1f %% in all)", r.slow_target, r.slow_phase_min,
+	      r.slow_phase_max, r.slow_pct_mean);
 	CHECK(st->bounce_pct <= 5, "bounces <= 5 %% of moves (%.1f %%)", st->bounce_pct);
 	/*
 	 * What the guest felt of the moves: the longest of its stalls that
