@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -75,6 +76,10 @@ static int bios_write(const char *file, uint32_t npages)
 static void qemu_exec(const char *path, const char *dir, unsigned long size_mib)
 {
 	char mem[32], bios[96], mon[112];
+
+	/* Not left running if hotset is killed. */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() == 1)
+		_exit(127);
 
 	/* 2 MiB below the guest's RAM: the page tables, and the BIOS's
 	 * second mapping in the low MiB. */

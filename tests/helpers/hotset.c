@@ -39,11 +39,11 @@
  *   SUMMARY hot_fast_min_2i=<the least at_2i; na if a change has none>
  *          slow_pct_mean=<mean slow_pct of the samples in the second half
  *          of every phase> slow_phase_min=<the lowest such mean of one
- *          phase> slow_phase_max=<the highest> samples=<n> stall_max_ms=<the longest the
- *          writer went between two looks at the clock, 64 page writes
- *          apart: a write that waited for a page being migrated shows
- *          here, and so does the vCPU being scheduled out; the coarse
- *          clock's tick, a few ms, is its resolution>
+ *          phase> slow_phase_max=<the highest> samples=<n>
+ *          stall_max_ms=<the longest the writer went between two looks at
+ *          the clock, 64 page writes apart: a write that waited for a page
+ *          being migrated shows here, and so does the vCPU being scheduled
+ *          out; the coarse clock's tick, a few ms, is its resolution>
  *   RUSAGE utime_s=<s> stime_s=<s> phases_utime_s=<s> phases_stime_s=<s>
  *          sampler_utime_s=<s> sampler_stime_s=<s>
  *          (the whole process; the process from the start of the phases on,
@@ -355,7 +355,7 @@ static void qemu_end(void)
 /* The QEMU guest, running, its window at phase 0's; 0 or -errno. */
 static int qemu_setup(void)
 {
-	char why[256];
+	char why[256] = "";
 	int rc;
 
 	if (run.hot_units < 2 || run.hot_units >= run.nunits) {
@@ -365,8 +365,8 @@ static int qemu_setup(void)
 	}
 	atexit(qemu_end);
 	rc = hotset_qemu_start(&run.q, run.o.qemu, run.o.size_mib, why, sizeof(why));
-	if (!rc)
-		rc = qemu_window(0);
+	if (!rc && (rc = qemu_window(0)))
+		snprintf(why, sizeof(why), "the guest's window: %s", errname(-rc));
 	if (rc)
 		fprintf(stderr, "hotset: --qemu %s: %s\n", run.o.qemu, why);
 	run.pid = run.q.pid;
