@@ -302,6 +302,11 @@ memmig_part() {
 		test "${stall:-999999}" -le "$pause_ms"
 	check "memmig$sfx: no page failed to move" test "$(jq .pages_failed "$show")" = 0
 	check "memmig$sfx: writes from soft-dirty" test "$(jq '.sources | index("soft-dirty") != null' "$show")" = true
+	# ... which sees them: the workload's writes, a nested KVM guest's too
+	# (clear_refs zaps KVM's mappings; the guest's next write faults on the
+	# page table entry soft-dirty write-protected).
+	check "memmig$sfx: units promoted on the writes soft-dirty saw ($(jq -r '"\(.promoted_by["soft-dirty"]) of \(.promotions)"' "$show"))" \
+		test "$(jq '.promoted_by["soft-dirty"] > 0' "$show")" = true
 	if [ -d /sys/kernel/mm/damon/admin ]; then
 		check "memmig$sfx: reads from DAMON too ($(jq -r .damon "$show"))" \
 			test "$(jq '.sources | index("damon") != null' "$show")" = true
