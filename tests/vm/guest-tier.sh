@@ -11,8 +11,8 @@
 #                     the kernel strategy.  Must meet the goal: >= 95 % of
 #                     the hot set on node 0 two intervals after each change,
 #                     75 % of the memory on node 2, within 5 points, in
-#                     the second half of every phase, every page intact, every batch of moves
-#                     inside the pause budget.
+#                     the second half of every phase, every page intact,
+#                     every batch of moves inside the pause budget.
 #   numa_balancing_2  NUMA balancing's memory tiering (kernel.numa_balancing
 #                     =2): hint faults promote hot pages of the slow tier;
 #                     demotion (demotion_enabled) only on reclaim
