@@ -675,9 +675,8 @@ static void pct_print(const char *name, const struct sample *s, bool last)
 static void summary_print(unsigned long phases_done)
 {
 	double min2 = 101, slow_sum = 0, ph_min = 101, ph_max = -1;
-	double *phase_sum = calloc(phases_done + 1, sizeof(*phase_sum));
-	unsigned long slow_n = 0, *phase_n = calloc(phases_done + 1, sizeof(*phase_n));
-	bool min2_na = phases_done < 2;
+	unsigned long slow_n = 0;
+	bool min2_na = phases_done < 2, phase_na = !phases_done;
 
 	for (unsigned long k = 1; k < phases_done; k++) {
 		const struct sample *s1 = sample_at(k, run.phase_t[k] + (double)run.o.interval_ms);
@@ -691,24 +690,26 @@ static void summary_print(unsigned long phases_done)
 		else if (s2->hot_fast_pct < min2)
 			min2 = s2->hot_fast_pct;
 	}
-	for (unsigned long i = 0; i < run.nsamples; i++) {
-		const struct sample *s = &run.samples[i];
+	/* The slow share in the second half of each phase, and of all. */
+	for (unsigned long k = 0; k < phases_done; k++) {
+		double sum = 0, m;
+		unsigned long n = 0;
 
-		if (s->phase < phases_done &&
-		    s->t_ms >= run.phase_t[s->phase] + run.o.phase_ms / 2) {
-			slow_sum += s->slow_pct;
-			slow_n++;
-			if (phase_sum && phase_n) {
-				phase_sum[s->phase] += s->slow_pct;
-				phase_n[s->phase]++;
+		for (unsigned long i = 0; i < run.nsamples; i++) {
+			const struct sample *s = &run.samples[i];
+
+			if (s->phase == k && s->t_ms >= run.phase_t[k] + run.o.phase_ms / 2) {
+				sum += s->slow_pct;
+				n++;
 			}
 		}
-	}
-	for (unsigned long k = 0; phase_sum && phase_n && k < phases_done; k++) {
-		double m = phase_n[k] ? phase_sum[k] / phase_n[k] : 0;
-
-		if (!phase_n[k])
-			ph_max = 101;	/* a phase without a sample: na */
+		if (!n) {
+			phase_na = true;
+			continue;
+		}
+		slow_sum += sum;
+		slow_n += n;
+		m = sum / n;
 		ph_min = m < ph_min ? m : ph_min;
 		ph_max = m > ph_max ? m : ph_max;
 	}
@@ -722,13 +723,11 @@ static void summary_print(unsigned long phases_done)
 		printf("%.1f", slow_sum / slow_n);
 	else
 		printf("na");
-	if (!phase_sum || !phase_n || ph_max > 100 || !phases_done)
+	if (phase_na)
 		printf(" slow_phase_min=na slow_phase_max=na");
 	else
 		printf(" slow_phase_min=%.1f slow_phase_max=%.1f", ph_min, ph_max);
 	printf(" samples=%lu stall_max_ms=%.0f\n", run.nsamples, run.stall_max_ms);
-	free(phase_sum);
-	free(phase_n);
 }
 
 static int ready_announce(void)
