@@ -12,9 +12,10 @@
 #include "lib/copy/copy-private.h"
 #include "lib/copy/policy.h"
 
-static void copy_generic(void *d, const void *s, size_t n, unsigned int f)
+static int copy_generic(void *d, const void *s, size_t n, unsigned int f)
 {
 	memcpy(d, s, n);
+	return 0;
 }
 
 static memmig_prim_fn prim_fn(int prim)
@@ -185,17 +186,16 @@ int memmig_copy_query(struct memmig_ctx *ctx, size_t len, unsigned int flags)
 }
 
 /* An unflagged copy from the first threshold: the primitive cached for
- * its length range.  Out of line, and called last, so that the inline
- * copies keep no frame and no moved arguments. */
+ * its length range, tail-called (it returns 0).  Out of line, and called
+ * last, so that the inline copies keep no frame and no moved arguments. */
 static __attribute__((noinline)) int
 copy_by_len(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
 {
 	const struct memmig_len_prim *r = ctx->by_len;
 
-	while (len >= r->below)
+	while (__builtin_expect(len >= r->below, 0))
 		r++;
-	r->fn(dst, src, len, 0);
-	return 0;
+	return r->fn(dst, src, len, 0);
 }
 
 static int copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Temporal copy primitives, System V ABI:
- *   void fn(void *dst (rdi), const void *src (rsi), size_t len (rdx),
+ * Temporal copy primitives, System V ABI, returning 0 (eax):
+ *   int fn(void *dst (rdi), const void *src (rsi), size_t len (rdx),
  *           unsigned int flags (ecx, ignored))
  * Written in assembly so that the compiler cannot turn them into a call to
  * memcpy or vectorize them: each must be exactly the instruction sequence the
@@ -47,6 +47,7 @@ memmig_x86_copy_movq:
 	mov	%rcx, 8(%r9)
 	mov	%r10, 16(%r9)
 	mov	%r11, 24(%r9)
+	xor	%eax, %eax
 	ret
 .Lmovq_small:			/* 0..31 bytes */
 	cmp	$16, %edx
@@ -59,6 +60,7 @@ memmig_x86_copy_movq:
 	mov	%rcx, 8(%rdi)
 	mov	%r10, -16(%rdi,%rdx)
 	mov	%r11, -8(%rdi,%rdx)
+	xor	%eax, %eax
 	ret
 	.cfi_endproc
 	.size	memmig_x86_copy_movq, .-memmig_x86_copy_movq
@@ -79,6 +81,7 @@ memmig_x86_copy_lt16:
 	mov	-8(%rsi,%rdx), %rcx
 	mov	%rax, 0(%rdi)
 	mov	%rcx, -8(%rdi,%rdx)
+	xor	%eax, %eax
 	ret
 .Lmovq_lt8:
 	cmp	$4, %edx
@@ -87,6 +90,7 @@ memmig_x86_copy_lt16:
 	mov	-4(%rsi,%rdx), %ecx
 	mov	%eax, 0(%rdi)
 	mov	%ecx, -4(%rdi,%rdx)
+	xor	%eax, %eax
 	ret
 .Lmovq_lt4:
 	test	%edx, %edx
@@ -100,6 +104,7 @@ memmig_x86_copy_lt16:
 	mov	%r10b, (%rdi,%r8)
 	mov	%cl, -1(%rdi,%rdx)
 .Lmovq_done:
+	xor	%eax, %eax
 	ret
 	.cfi_endproc
 	.size	memmig_x86_copy_lt16, .-memmig_x86_copy_lt16
@@ -117,6 +122,7 @@ memmig_x86_copy_movsq:
 	mov	%edx, %ecx
 	and	$7, %ecx
 	rep movsb
+	xor	%eax, %eax
 	ret
 	.cfi_endproc
 	.size	memmig_x86_copy_movsq, .-memmig_x86_copy_movsq
@@ -130,6 +136,7 @@ memmig_x86_copy_movsb:
 	.cfi_startproc
 	mov	%rdx, %rcx
 	rep movsb
+	xor	%eax, %eax
 	ret
 	.cfi_endproc
 	.size	memmig_x86_copy_movsb, .-memmig_x86_copy_movsb

@@ -163,20 +163,23 @@ nt_copy(void *dst, const void *src, size_t len, unsigned int flags,
 		memmig_arch_drain();
 }
 
-void memmig_x86_nt_movnti(void *dst, const void *src, size_t len,
-			  unsigned int flags)
+int memmig_x86_nt_movnti(void *dst, const void *src, size_t len,
+			 unsigned int flags)
 {
 	nt_copy(dst, src, len, flags, lines_movnti);
+	return 0;
 }
 
-void memmig_x86_nt_avx2(void *dst, const void *src, size_t len,
-			unsigned int flags)
+int memmig_x86_nt_avx2(void *dst, const void *src, size_t len,
+		       unsigned int flags)
 {
 	nt_copy(dst, src, len, flags, lines_avx2);
+	return 0;
 }
 
-void memmig_x86_nt_avx512(void *dst, const void *src, size_t len,
-			  unsigned int flags)
+int memmig_x86_nt_avx512(void *dst, const void *src, size_t len,
+			 unsigned int flags)
 {
 	nt_copy(dst, src, len, flags, lines_avx512);
+	return 0;
 }

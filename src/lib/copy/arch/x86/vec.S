@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Temporal vector copies, one vector width each: SSE2 (16 bytes), AVX2
- * (32) and AVX-512F (64).  Same ABI as copy.S:
- *   void fn(void *dst (rdi), const void *src (rsi), size_t len (rdx),
+ * (32) and AVX-512F (64).  Same ABI as copy.S, returning 0 (eax):
+ *   int fn(void *dst (rdi), const void *src (rsi), size_t len (rdx),
  *           unsigned int flags (ecx, ignored))
  * The buffers do not overlap (copy.c checks), so loads and stores need no
  * ordering between them.  For a vector of V bytes:
@@ -32,6 +32,7 @@
 	.if \vz
 	vzeroupper
 	.endif
+	xor	%eax, %eax
 	ret
 .endm
 
@@ -140,6 +141,10 @@
 	.p2align 5
 \name:
 	.cfi_startproc
+	/* The loop's lengths first: behind the four tests of the shorter
+	 * ones, a 520 B AVX2 copy took 1 ns more (AMD Zen 3; taken branches). */
+	cmp	$16*\V, %rdx
+	ja	3f
 	cmp	$\V, %rdx
 	jb	\narrower
 	cmp	$2*\V, %rdx
@@ -154,9 +159,7 @@
 	ja	5f
 	ENDS8	\V, \LDU, \STU, \r0, \r1, \r2, \r3, \r4, \r5, \r6, \r7
 	VRET	\vz
-5:	cmp	$16*\V, %rdx
-	ja	3f
-	ENDS16	\V, \LDU, \STU, \r0, \r1, \r2, \r3, \r4, \r5, \r6, \r7, \r8, \r9, \r10, \r11, \r12, \r13, \r14, \r15
+5:	ENDS16	\V, \LDU, \STU, \r0, \r1, \r2, \r3, \r4, \r5, \r6, \r7, \r8, \r9, \r10, \r11, \r12, \r13, \r14, \r15
 	VRET	\vz
 3:	mov	%edi, %ecx
 	sub	%esi, %ecx

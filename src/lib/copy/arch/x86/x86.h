@@ -7,28 +7,28 @@
 
 #define MEMMIG_X86_LINE 64
 
-/* copy.S: memmig_prim_fn signature, the flags argument is ignored */
-void memmig_x86_copy_movq(void *dst, const void *src, size_t len,
+/* copy.S: memmig_prim_fn signature (returns 0), the flags argument is ignored */
+int memmig_x86_copy_movq(void *dst, const void *src, size_t len,
+			 unsigned int flags);
+int memmig_x86_copy_movsq(void *dst, const void *src, size_t len,
 			  unsigned int flags);
-void memmig_x86_copy_movsq(void *dst, const void *src, size_t len,
-			   unsigned int flags);
-void memmig_x86_copy_movsb(void *dst, const void *src, size_t len,
-			   unsigned int flags);
+int memmig_x86_copy_movsb(void *dst, const void *src, size_t len,
+			  unsigned int flags);
 
 /* vec.S: temporal vector copies; copy.S: below 16 bytes, for them */
-void memmig_x86_copy_sse2(void *dst, const void *src, size_t len,
-			  unsigned int flags);
-void memmig_x86_copy_avx2(void *dst, const void *src, size_t len,
-			  unsigned int flags);
-void memmig_x86_copy_avx512(void *dst, const void *src, size_t len,
-			    unsigned int flags);
+int memmig_x86_copy_sse2(void *dst, const void *src, size_t len,
+			 unsigned int flags);
+int memmig_x86_copy_avx2(void *dst, const void *src, size_t len,
+			 unsigned int flags);
+int memmig_x86_copy_avx512(void *dst, const void *src, size_t len,
+			   unsigned int flags);
 
 /* nt.c */
-void memmig_x86_nt_movnti(void *dst, const void *src, size_t len,
-			  unsigned int flags);
-void memmig_x86_nt_avx2(void *dst, const void *src, size_t len,
-			unsigned int flags);
-void memmig_x86_nt_avx512(void *dst, const void *src, size_t len,
-			  unsigned int flags);
+int memmig_x86_nt_movnti(void *dst, const void *src, size_t len,
+			 unsigned int flags);
+int memmig_x86_nt_avx2(void *dst, const void *src, size_t len,
+		       unsigned int flags);
+int memmig_x86_nt_avx512(void *dst, const void *src, size_t len,
+			 unsigned int flags);
 
 #endif
