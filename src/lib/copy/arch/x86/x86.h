@@ -7,7 +7,8 @@
 
 #define MEMMIG_X86_LINE 64
 
-/* copy.S: memmig_prim_fn signature (returns 0), the flags argument is ignored */
+/* copy.S: memmig_prim_fn signature (they return 0), the flags argument is
+ * ignored */
 int memmig_x86_copy_movq(void *dst, const void *src, size_t len,
 			 unsigned int flags);
 int memmig_x86_copy_movsq(void *dst, const void *src, size_t len,
