@@ -245,24 +245,18 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 			if (rc || !len)
 				return len ? rc : 0;
 		}
-		ctx->pmem_fn(dst, src, len, MEMMIG_COPY_PMEM | ctx->nt_pf_bits |
-			     (unsigned int)ctx->flush_kind << MEMMIG_COPY__FLUSH_SHIFT);
-		return 0;
+		return ctx->pmem_fn(dst, src, len, MEMMIG_COPY_PMEM |
+				    ctx->nt_pf_bits | (unsigned int)ctx->flush_kind <<
+				    MEMMIG_COPY__FLUSH_SHIFT);
 	}
 	/* Unflagged: the choice for this length, found without the policy. */
 	if (!flags) {
-		const struct memmig_len_prim *r = ctx->by_len;
 		int rc;
 
 		if (!len)
 			return 0;	/* as copy_checked(): no primitive, no drain */
 		rc = copy_check(dst, src, len);
-		if (rc)
-			return rc;
-		while (len >= r->below)
-			r++;
-		r->fn(dst, src, len, 0);
-		return 0;
+		return rc ? rc : copy_by_len(ctx, dst, src, len);
 	}
 	prim = memmig_policy(&ctx->cpu, &ctx->tuning, len, flags);
 	if (prim < 0)
