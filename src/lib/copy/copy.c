@@ -215,10 +215,9 @@ copy_small_slow(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
 	rc = copy_check(dst, src, len);
 	if (rc)
 		return rc;
-	if (len <= ctx->small_inline)
-		copy_inline_any(ctx, dst, src, len);
-	else
-		copy_by_len(ctx, dst, src, len);
+	if (len > ctx->small_inline)
+		return copy_by_len(ctx, dst, src, len);
+	copy_inline_any(ctx, dst, src, len);
 	return 0;
 }
 
