@@ -159,15 +159,17 @@ int memmig_sysfs_read_list(struct memmig_ctx *ctx, const char *path,
 	return rc;
 }
 
-/* The set bits of a bitmap as an ascending array (NULL when empty). */
+/* The set bits of a bitmap as an ascending array (NULL when empty).  A
+ * word at a time: the CPU bitmaps are 65536 bits, with a handful set. */
 int memmig_bitmap_to_array(const unsigned long *bits, unsigned int limit,
 			   int **out, unsigned int *count)
 {
-	unsigned int n = 0, k = 0;
+	unsigned int n = 0, k = 0, words = BITMAP_LONGS(limit);
+	unsigned long last = limit % LONG_BITS ? (1UL << (limit % LONG_BITS)) - 1 : ~0UL;
 	int *v;
 
-	for (unsigned int i = 0; i < limit; i++)
-		n += memmig_bit_test(bits, i);
+	for (unsigned int w = 0; w < words; w++)
+		n += (unsigned int)__builtin_popcountl(bits[w] & (w + 1 < words ? ~0UL : last));
 	*out = NULL;
 	*count = n;
 	if (!n)
@@ -175,9 +177,12 @@ int memmig_bitmap_to_array(const unsigned long *bits, unsigned int limit,
 	v = malloc(n * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	for (unsigned int i = 0; i < limit; i++)
-		if (memmig_bit_test(bits, i))
-			v[k++] = (int)i;
+	for (unsigned int w = 0; w < words; w++) {
+		unsigned long b = bits[w] & (w + 1 < words ? ~0UL : last);
+
+		for (; b; b &= b - 1)
+			v[k++] = (int)(w * LONG_BITS + (unsigned int)__builtin_ctzl(b));
+	}
 	*out = v;
 	return 0;
 }
