@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -56,26 +57,44 @@ void cli_conn_close(struct cli_conn *c)
 	free(c);
 }
 
+/* The name /etc/group gives gid (a new string), or NULL: read as a file,
+ * as a statically linked program can (getgrgid() would load NSS modules). */
+static char *group_name(gid_t gid)
+{
+	FILE *f = fopen("/etc/group", "re");
+	struct group *gr;
+	char *name = NULL;
+
+	while (f && !name && (gr = fgetgrent(f)))
+		if (gr->gr_gid == gid)
+			name = strdup(gr->gr_name);
+	if (f)
+		fclose(f);
+	return name;
+}
+
 /*
  * Why the socket did not answer, for people: a refused connection is
  * memmigd's --group at work (memmigd(8)), which names what to ask for.
  */
 static const char *conn_why(int rc, char *buf, size_t len)
 {
-	struct group *gr;
+	char *group = NULL;
 	struct stat st;
 
 	if (rc != -EACCES)
 		return strerror(-rc);
-	gr = stat(cli_global.socket, &st) == 0 && st.st_gid ? getgrgid(st.st_gid) : NULL;
-	if (gr)
+	if (stat(cli_global.socket, &st) == 0 && st.st_gid)
+		group = group_name(st.st_gid);
+	if (group)
 		snprintf(buf, len, "permission denied on %s: it is for the group %s: ask "
 			 "the administrator to add you to %s (memmigd --group, see "
-			 "memmigd(8))", cli_global.socket, gr->gr_name, gr->gr_name);
+			 "memmigd(8))", cli_global.socket, group, group);
 	else
 		snprintf(buf, len, "permission denied on %s: ask the administrator to "
 			 "start memmigd with --group G and add you to G (see memmigd(8))",
 			 cli_global.socket);
+	free(group);
 	return buf;
 }
 
