@@ -62,6 +62,13 @@ if [ -n "${MEMMIG_CXL_NODE:-}" ]; then
 	check "nodes --json: node $far is CXL memory from a device DAX" \
 		test "$(jq -r --argjson n "$far" '.nodes[] | select(.id == $n) |
 			"\(.cxl) \(.dax // "" | startswith("dax"))"' "$tmp/out")" = "true true"
+	# memmig-cli is linked statically where it can be: its DAX devices
+	# come from sysfs then, not libdaxctl; daxctl's own list is the check.
+	dax_fields='[(if type == "array" then .[] else . end) |
+		[.dev // .chardev, .size, .align, .target_node, .mode]] | sort'
+	check "nodes --json: the DAX devices daxctl lists, field by field" \
+		test "$(jq -c ".dax | $dax_fields" "$tmp/out")" = \
+			"$(daxctl list -D | jq -c "$dax_fields")"
 	check "memmig-cli nodes (table)" exit_is 0 "$cli" nodes
 	grep -Eq "^ +$far .*CXL, device DAX dax" "$tmp/out" ||
 		{ echo "FAIL: no CXL line for node $far in:"; cat "$tmp/out"; fails=$((fails + 1)); }

@@ -3,7 +3,8 @@
  * DAX devices for the topology snapshot, through libdaxctl, loaded when a
  * host has DAX devices at all: linked, it brought eight libraries (libkmod,
  * libudev, libcrypto, ...) into every process of ours, and their loading
- * was most of what starting memmig-cli cost in a guest.
+ * was most of what starting memmig-cli cost in a guest.  Where it cannot
+ * be loaded, sysfs says the same (topology-dax-sysfs.c).
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <daxctl/libdaxctl.h>
@@ -41,9 +43,14 @@ static struct {
 	__typeof__(daxctl_dev_get_memory) *memory;
 } dx;
 
+/*
+ * Not in a process without a program interpreter (AT_BASE 0): a statically
+ * linked one (memmig-cli), where glibc's dlopen would bring a second libc
+ * in.  sysfs lists the devices there.
+ */
 static void dx_load(void)
 {
-	void *h = dlopen("libdaxctl.so.1", RTLD_NOW | RTLD_LOCAL);
+	void *h = getauxval(AT_BASE) ? dlopen("libdaxctl.so.1", RTLD_NOW | RTLD_LOCAL) : NULL;
 	bool ok = h != NULL;
 
 #define SYM(field, name) (ok = ok && (*(void **)&dx.field = dlsym(h, #name)) != NULL)
@@ -98,7 +105,7 @@ dax_log(struct daxctl_ctx *dctx, int priority, const char *file, int line,
  * above it (the CXL root, the nvdimm bridge of a CXL pmem region) is on
  * the kernel's CXL bus.
  */
-static bool dax_on_cxl(const char *name)
+bool memmig_topo_dax_on_cxl(const char *name)
 {
 	char path[PATH_MAX], link[PATH_MAX], *real, *slash;
 	bool cxl = false;
@@ -142,7 +149,7 @@ static void dax_info_fill(struct memmig_ctx *ctx, struct daxctl_region *region,
 	/* A memory object exists only while the kmem driver owns the device. */
 	d->mode = dx.memory(dev) ? 1 : 0;
 	d->region_id = dx.region_id(region);
-	d->flags = name && dax_on_cxl(name) ? MEMMIG_DAX_F_CXL : 0;
+	d->flags = name && memmig_topo_dax_on_cxl(name) ? MEMMIG_DAX_F_CXL : 0;
 }
 
 /* Appends one device, growing the array geometrically. */
@@ -179,16 +186,15 @@ int memmig_topo_dax_scan(struct memmig_ctx *ctx, struct memmig_dax_info **out,
 		return 0;
 	pthread_once(&once, dx_load);
 	if (!dx.ok) {
-		warn(ctx, "libdaxctl.so.1 cannot be loaded (%s): no DAX devices listed\n",
-		     dlerror());
-		return 0;
+		dbg(ctx, "libdaxctl.so.1 cannot be loaded (%s): DAX devices from sysfs\n",
+		    getauxval(AT_BASE) ? dlerror() : "statically linked");
+		return memmig_topo_dax_scan_sysfs(ctx, out, count);
 	}
 	rc = dx.new_(&dctx);
 	if (rc < 0 || !dctx) {
 		/* e.g. no kernel modules directory in a container */
-		warn(ctx, "libdaxctl unavailable (%d): no DAX devices listed\n",
-		     rc);
-		return 0;
+		dbg(ctx, "libdaxctl unavailable (%d): DAX devices from sysfs\n", rc);
+		return memmig_topo_dax_scan_sysfs(ctx, out, count);
 	}
 	dx.set_userdata(dctx, ctx);
 	dx.set_log_fn(dctx, dax_log);

@@ -7,11 +7,16 @@
 
 /*
  * Lists the DAX devices libdaxctl sees into a new array (*out, to be freed
- * with free(); NULL when *count is 0).  DAX is optional: a machine without
- * DAX devices, or a libdaxctl that cannot start, gives 0 devices and 0.
- * Only our own allocation failure is an error (-ENOMEM).
+ * with free(); NULL when *count is 0), sysfs's where libdaxctl cannot be
+ * loaded or started.  DAX is optional: a machine without DAX devices gives
+ * 0 devices and 0.  Only our own allocation failure is an error (-ENOMEM).
  */
 int memmig_topo_dax_scan(struct memmig_ctx *ctx, struct memmig_dax_info **out,
 			 unsigned int *count);
+/* The same from sysfs alone (topology-dax-sysfs.c). */
+int memmig_topo_dax_scan_sysfs(struct memmig_ctx *ctx, struct memmig_dax_info **out,
+			       unsigned int *count);
+/* Whether the named DAX device sits under the kernel's CXL bus. */
+bool memmig_topo_dax_on_cxl(const char *name);
 
 #endif
