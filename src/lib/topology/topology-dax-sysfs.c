@@ -122,7 +122,7 @@ int memmig_topo_dax_scan_sysfs(struct memmig_ctx *ctx, struct memmig_dax_info **
 		free(v);
 		return rc;
 	}
-	/* libdaxctl's order: by region, then instance. */
+	/* In name order, region then instance (readdir's is the directory's). */
 	if (n)
 		qsort(v, n, sizeof(*v), by_name);
 	*out = n ? v : NULL;

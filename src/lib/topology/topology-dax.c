@@ -186,8 +186,10 @@ int memmig_topo_dax_scan(struct memmig_ctx *ctx, struct memmig_dax_info **out,
 		return 0;
 	pthread_once(&once, dx_load);
 	if (!dx.ok) {
+		const char *why = getauxval(AT_BASE) ? dlerror() : "statically linked";
+
 		dbg(ctx, "libdaxctl.so.1 cannot be loaded (%s): DAX devices from sysfs\n",
-		    getauxval(AT_BASE) ? dlerror() : "statically linked");
+		    why ? why : "not found");
 		return memmig_topo_dax_scan_sysfs(ctx, out, count);
 	}
 	rc = dx.new_(&dctx);
