@@ -57,7 +57,7 @@ static void dev_fill(const char *name, struct memmig_dax_info *d)
 {
 	char dir[PATH_MAX], region[PATH_MAX];
 	const char *dot = strchr(name, '.');
-	long long id;
+	long long id, align;
 
 	memset(d, 0, sizeof(*d));
 	d->sz = sizeof(*d);
@@ -68,7 +68,9 @@ static void dev_fill(const char *name, struct memmig_dax_info *d)
 	    (size_t)snprintf(region, sizeof(region), "%s/../dax_region", dir) >= sizeof(region))
 		return;
 	d->size = (uint64_t)attr_num(dir, "size", 0);
-	d->align = (uint64_t)attr_num(dir, "align", attr_num(region, "align", 0));
+	/* Kernels before the device's own align: its region's. */
+	align = attr_num(dir, "align", -1);
+	d->align = (uint64_t)(align >= 0 ? align : attr_num(region, "align", 0));
 	d->target_node = (int)attr_num(dir, "target_node", -1);
 	if (d->target_node < 0)
 		d->target_node = -1;
@@ -98,23 +100,12 @@ int memmig_topo_dax_scan_sysfs(struct memmig_ctx *ctx, struct memmig_dax_info **
 	*out = NULL;
 	*count = 0;
 	while (dir && !rc && (e = readdir(dir))) {
+		struct memmig_dax_info d;
+
 		if (e->d_name[0] == '.')
 			continue;
-		if (n == cap) {
-			struct memmig_dax_info *nv = realloc(v, (cap = cap ? cap * 2 : 8) * sizeof(*v));
-
-			if (!nv) {
-				rc = -ENOMEM;
-				break;
-			}
-			v = nv;
-		}
-		dev_fill(e->d_name, &v[n]);
-		dbg(ctx, "%s (sysfs): region %d size %llu align %llu node %d mode %d%s\n",
-		    v[n].dev, v[n].region_id, (unsigned long long)v[n].size,
-		    (unsigned long long)v[n].align, v[n].target_node, v[n].mode,
-		    v[n].flags & MEMMIG_DAX_F_CXL ? " cxl" : "");
-		n++;
+		dev_fill(e->d_name, &d);
+		rc = memmig_topo_dax_push(ctx, &v, &n, &cap, &d);
 	}
 	if (dir)
 		closedir(dir);
@@ -125,9 +116,7 @@ int memmig_topo_dax_scan_sysfs(struct memmig_ctx *ctx, struct memmig_dax_info **
 	/* In name order, region then instance (readdir's is the directory's). */
 	if (n)
 		qsort(v, n, sizeof(*v), by_name);
-	*out = n ? v : NULL;
-	if (!n)
-		free(v);
+	*out = v;	/* NULL when none was pushed */
 	*count = n;
 	return 0;
 }

@@ -41,6 +41,7 @@ static struct {
 	__typeof__(daxctl_dev_get_align) *align;
 	__typeof__(daxctl_dev_get_target_node) *target_node;
 	__typeof__(daxctl_dev_get_memory) *memory;
+	const char *why;	/* not ok: why, said where it failed */
 } dx;
 
 /*
@@ -72,6 +73,9 @@ static void dx_load(void)
 	SYM(memory, daxctl_dev_get_memory);
 #undef SYM
 	dx.ok = ok;
+	/* dlerror() is the loading thread's: read here, not by a later scan. */
+	if (!ok)
+		dx.why = !getauxval(AT_BASE) ? "statically linked" : dlerror();
 }
 
 /* Whether the kernel lists any DAX device: none, no libdaxctl needed. */
@@ -152,10 +156,14 @@ static void dax_info_fill(struct memmig_ctx *ctx, struct daxctl_region *region,
 	d->flags = name && memmig_topo_dax_on_cxl(name) ? MEMMIG_DAX_F_CXL : 0;
 }
 
-/* Appends one device, growing the array geometrically. */
-static int dax_push(struct memmig_dax_info **v, unsigned int *n,
-		    unsigned int *cap, const struct memmig_dax_info *d)
+/* Appends one device, growing the array geometrically (both lists'). */
+int memmig_topo_dax_push(struct memmig_ctx *ctx, struct memmig_dax_info **v, unsigned int *n,
+			 unsigned int *cap, const struct memmig_dax_info *d)
 {
+	dbg(ctx, "%s: region %d size %llu align %llu node %d mode %d%s\n",
+	    d->dev, d->region_id, (unsigned long long)d->size,
+	    (unsigned long long)d->align, d->target_node, d->mode,
+	    d->flags & MEMMIG_DAX_F_CXL ? " cxl" : "");
 	if (*n == *cap) {
 		unsigned int ncap = *cap ? *cap * 2 : 8;
 		struct memmig_dax_info *nv = realloc(*v, ncap * sizeof(**v));
@@ -186,10 +194,8 @@ int memmig_topo_dax_scan(struct memmig_ctx *ctx, struct memmig_dax_info **out,
 		return 0;
 	pthread_once(&once, dx_load);
 	if (!dx.ok) {
-		const char *why = getauxval(AT_BASE) ? dlerror() : "statically linked";
-
 		dbg(ctx, "libdaxctl.so.1 cannot be loaded (%s): DAX devices from sysfs\n",
-		    why ? why : "not found");
+		    dx.why ? dx.why : "not found");
 		return memmig_topo_dax_scan_sysfs(ctx, out, count);
 	}
 	rc = dx.new_(&dctx);
@@ -206,11 +212,7 @@ int memmig_topo_dax_scan(struct memmig_ctx *ctx, struct memmig_dax_info **out,
 	for (region = dx.region_first(dctx); region; region = dx.region_next(region)) {
 		for (dev = dx.dev_first(region); dev; dev = dx.dev_next(dev)) {
 			dax_info_fill(ctx, region, dev, &d);
-			dbg(ctx, "%s: region %d size %llu align %llu node %d mode %d%s\n",
-			    d.dev, d.region_id, (unsigned long long)d.size,
-			    (unsigned long long)d.align, d.target_node, d.mode,
-			    d.flags & MEMMIG_DAX_F_CXL ? " cxl" : "");
-			rc = dax_push(&v, &n, &cap, &d);
+			rc = memmig_topo_dax_push(ctx, &v, &n, &cap, &d);
 			if (rc < 0)
 				goto out;
 		}

@@ -16,6 +16,10 @@ int memmig_topo_dax_scan(struct memmig_ctx *ctx, struct memmig_dax_info **out,
 /* The same from sysfs alone (topology-dax-sysfs.c). */
 int memmig_topo_dax_scan_sysfs(struct memmig_ctx *ctx, struct memmig_dax_info **out,
 			       unsigned int *count);
+/* Appends *d to the array *v of *n (room for *cap), said in the debug log:
+ * 0 or -ENOMEM. */
+int memmig_topo_dax_push(struct memmig_ctx *ctx, struct memmig_dax_info **v, unsigned int *n,
+			 unsigned int *cap, const struct memmig_dax_info *d);
 /* Whether the named DAX device sits under the kernel's CXL bus. */
 bool memmig_topo_dax_on_cxl(const char *name);
 
