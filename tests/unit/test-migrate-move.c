@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/kernel-page-flags.h>
 
 #include "migrate-util.h"
 
@@ -197,9 +198,9 @@ static void test_kernel_thp(void)
  * Whether the unit at addr is mapped by the huge zero page: 1, 0, or -1
  * when kpageflags cannot say.  Asked of the frames, not of use_zero_page:
  * a kernel may say 1 there and still give a read fault a zeroed THP of its
- * own (the AMD Zen 5 host's, booted with pvm_no_zero_page=1).  Its frames
- * are flagged KPF_ZERO_PAGE and run on, where 4 KiB zero pages all map the
- * same frame.  Needs pfn_ok.
+ * own (the AMD Zen 5 host's, booted with pvm_no_zero_page=1).  The huge
+ * zero page's frames are flagged KPF_ZERO_PAGE and run on, where 4 KiB
+ * zero pages all map one frame.  Needs pfn_ok.
  */
 static int huge_zero_page_at(const void *addr)
 {
@@ -208,7 +209,7 @@ static int huge_zero_page_at(const void *addr)
 
 	if (pfn && pfn[0] && fd >= 0 &&
 	    pread(fd, &flags, sizeof(flags), (off_t)(pfn[0] * sizeof(flags))) == sizeof(flags))
-		zero = (flags & (1ULL << 24)) && pfn[1] == pfn[0] + 1;
+		zero = (flags & (1ULL << KPF_ZERO_PAGE)) && pfn[1] == pfn[0] + 1;
 	if (fd >= 0)
 		close(fd);
 	free(pfn);
@@ -243,10 +244,10 @@ static void test_kernel_thp_holes(void)
 	if (pfn_ok)
 		zero = huge_zero_page_at(m.map + 5 * UNIT);
 	printf("\n  AnonHugePages of the 16 MiB region with holes: %" PRIu64 " MiB%s; "
-	       "the unit zapped whole read as %s ", ahp >> 20,
+	       "the unit zapped whole read back as %s ", ahp >> 20,
 	       exact ? "" : " (mapping merged with a neighbour)",
 	       zero > 0 ? "the huge zero page" : !zero ? "pages of its own or 4 KiB zero pages" :
-	       "(no page frames or kpageflags: not checked)");
+	       "what no page frame or kpageflags tells (units_thp not checked)");
 	CU_ASSERT_EQUAL_FATAL(mt_region_of(ctx, 0, m.map, m.len, 0, &r), 0);
 	CU_ASSERT_EQUAL(memmig_migrate(r, &o, &rep), 0);
 	mt_mem_intact(&m, sum, what);
