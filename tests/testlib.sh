@@ -179,6 +179,20 @@ absent_node() {
 # as_nobody COMMAND...: the command as user nobody, group nogroup
 as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 
+# wait_runs_as PID UID COMM: until PID has exec'd COMM as UID, without
+# capabilities; 10 s at most.  A process started through setpriv (or
+# taskset) is root until it execs: a request for it made sooner is refused
+# ("pid N holds capabilities"), seen once in guest-tier-perm.
+wait_runs_as() {
+	for _ in $(seq 500); do
+		[ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$3" ] &&
+			[ "$(awk '/^Uid:/ { print $2 } /^CapEff:/ { print $2 }' "/proc/$1/status" 2>/dev/null |
+				tr '\n' ' ')" = "$2 0000000000000000 " ] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
 # The closing line, and the exit status: 0 when nothing failed.
 summary() {
 	echo "$passes passed, $fails failed"

@@ -107,11 +107,7 @@ fi
 setpriv --reuid="$uid" --regid="$gid" --clear-groups sleep 600 >/dev/null 2>&1 &
 pid=$!
 # Moved once it runs as the user (setpriv is root until it execs).
-for _ in $(seq 50); do
-	[ "$(stat -c %u "/proc/$pid" 2>/dev/null)" = "$uid" ] &&
-		[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = sleep ] && break
-	sleep 0.1
-done
+wait_runs_as "$pid" "$uid" sleep
 # The user moves it (v1); v2 wants write access to the common ancestor
 # of both cgroups too, here root's: root moves it there.
 as_user sh -c "echo $pid >'$own/cgroup.procs'" 2>/dev/null || echo "$pid" >"$own/cgroup.procs" ||

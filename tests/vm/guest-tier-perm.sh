@@ -36,16 +36,7 @@ taskset 1 setpriv.util-linux --reuid=65534 --regid=65534 --clear-groups "$bash_b
 	'read -r _ <"$1"; exec "$2" -p -c "s=\$(printf %25165824s x); echo \${#s} >$3/ready; read -r _ <$3/stay"' \
 	- "$dir/go" "$dir/bash-suid" "$dir" &
 pid=$!
-# Asked before setpriv has dropped root, memmigd rightly refuses (seen once:
-# "pid N holds capabilities (0x1ffffffffff)"): wait for nobody's own shell,
-# exec'd and without capabilities.
-bash_real=$(readlink -f "$bash_bin")
-for _ in $(seq 1 500); do
-	[ "$(readlink -f "/proc/$pid/exe")" = "$bash_real" ] &&
-		[ "$(awk '/^Uid:/ { print $2 } /^CapEff:/ { print $2 }' "/proc/$pid/status" 2>/dev/null |
-			tr '\n' ' ')" = "65534 0000000000000000 " ] && break
-	sleep 0.02
-done
+wait_runs_as "$pid" 65534 "${bash_bin##*/}"
 asnobody "$cli" --socket "$sock" tier --pid "$pid" --fast "$fast" --slow "$slow" \
 	--slow-share 75 --interval "${interval_ms}ms" --cold 1 --json >"$tmp/set.json" 2>"$tmp/set.err"
 id=$(jq -r .id "$tmp/set.json" 2>/dev/null)

@@ -51,8 +51,9 @@ mc_as() {
 	shift
 	if [ "$u" = 0 ]; then mc "$@"; else as "$u" "$cli" --socket "$sock" "$@"; fi
 }
-# spawn UID: an idle process of UID's (root: 0), its pid in $spawned.  Not
-# through as(): $! would be a subshell of root's.
+# spawn UID: an idle process of UID's (root: 0), its pid in $spawned, once
+# it runs as UID (wait_runs_as).  Not through as(): $! would be a subshell
+# of root's.
 spawn() {
 	if [ "$1" = 0 ]; then
 		sleep 1000 &
@@ -60,6 +61,7 @@ spawn() {
 		setpriv.util-linux --reuid="$1" --regid="$NOBODY" --clear-groups sleep 1000 &
 	fi
 	spawned=$!
+	[ "$1" = 0 ] || wait_runs_as "$spawned" "$1" sleep
 	pids+=("$spawned")
 }
 # tier_as UID PID: tiers PID as UID; the reply's (or the error's) JSON in
