@@ -101,6 +101,7 @@ enum memmig_cpu_feature {
 	MEMMIG_CPU_CLFLUSHOPT = 1u << 11,
 	MEMMIG_CPU_CLWB = 1u << 12,
 	MEMMIG_CPU_MOVDIR64B = 1u << 13,
+	MEMMIG_CPU_AVX512VL = 1u << 14,	 /* 32- and 16-byte EVEX moves (ymm16-31) */
 };
 
 struct memmig_cpu_info {

@@ -15,7 +15,7 @@
 #include "memmig.h"
 #include "cunit-main.h"
 
-#define NFEATURES 14	/* bits 0..13 of enum memmig_cpu_feature */
+#define NFEATURES 15	/* bits 0..14 of enum memmig_cpu_feature */
 
 /* The first processor's entry of /proc/cpuinfo. */
 static struct {
@@ -116,7 +116,7 @@ static void test_identity(void)
 /* Flags that every kernel we run on knows by these names. */
 static const uint64_t exact[] = {
 	MEMMIG_CPU_SSE2, MEMMIG_CPU_REP_GOOD, MEMMIG_CPU_ERMS, MEMMIG_CPU_FSRM,
-	MEMMIG_CPU_AVX2, MEMMIG_CPU_AVX512F, MEMMIG_CPU_AVX512BW,
+	MEMMIG_CPU_AVX2, MEMMIG_CPU_AVX512F, MEMMIG_CPU_AVX512BW, MEMMIG_CPU_AVX512VL,
 	MEMMIG_CPU_CLWB, MEMMIG_CPU_CLFLUSHOPT, MEMMIG_CPU_CLFLUSH,
 };
 /* Newer names an older kernel may not print. */
@@ -256,10 +256,10 @@ static void test_feature_names(void)
 	static const char *const names[NFEATURES] = {
 		"sse2", "rep_good", "erms", "fsrm", "fzrm", "fsrs", "fsrc",
 		"avx2", "avx512f", "avx512bw", "clflush", "clflushopt", "clwb",
-		"movdir64b",
+		"movdir64b", "avx512vl",
 	};
 
-	CU_ASSERT_EQUAL(MEMMIG_CPU_MOVDIR64B, 1u << (NFEATURES - 1));
+	CU_ASSERT_EQUAL(MEMMIG_CPU_AVX512VL, 1u << (NFEATURES - 1));
 	for (unsigned int i = 0; i < 64; i++) {
 		uint64_t bit = 1ULL << i;
 		const char *name = memmig_cpu_feature_name(bit);

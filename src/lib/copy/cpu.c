@@ -19,6 +19,7 @@ static const struct {
 	{ MEMMIG_CPU_AVX512F, "avx512f" },   { MEMMIG_CPU_AVX512BW, "avx512bw" },
 	{ MEMMIG_CPU_CLFLUSH, "clflush" },   { MEMMIG_CPU_CLFLUSHOPT, "clflushopt" },
 	{ MEMMIG_CPU_CLWB, "clwb" },	     { MEMMIG_CPU_MOVDIR64B, "movdir64b" },
+	{ MEMMIG_CPU_AVX512VL, "avx512vl" },
 };
 
 const char *memmig_cpu_feature_name(uint64_t feature)

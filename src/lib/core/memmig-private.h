@@ -67,6 +67,13 @@ struct memmig_ctx {
 	 * at the least) where the lengths below 65 choose inline_prim too,
 	 * SIZE_MAX where it has none (copy.c's apply_inline()). */
 	size_t inline_wide_min;
+	/* Lengths widest_min to widest_min + widest_span - 1 go first, in
+	 * one compare, to the arch's widest inline moves
+	 * (memmig_arch_inline_widest()): the lengths from there up to
+	 * small_inline that choose their primitive, none (span 0) where
+	 * inline_prim is another. */
+	size_t widest_min;
+	size_t widest_span;
 	/* MEMMIG_COPY_PMEM copies from pmem_nt_min: the NT primitive the
 	 * policy gives them, found without it; NULL where there is none. */
 	memmig_prim_fn pmem_fn;

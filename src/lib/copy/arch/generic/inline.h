@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "memmig.h"
+
 static inline size_t memmig_arch_inline_max(int prim)
 {
 	return 0;
@@ -12,6 +14,19 @@ static inline size_t memmig_arch_inline_max(int prim)
 
 static inline void memmig_arch_inline_copy(int prim, unsigned char *d,
 					   const unsigned char *s, size_t n)
+{
+}
+
+/* No primitive: copy.c never calls the widest moves. */
+#define MEMMIG_ARCH_INLINE_WIDEST (-1)
+
+static inline size_t memmig_arch_inline_widest_min(const struct memmig_cpu_info *cpu)
+{
+	return 65;
+}
+
+static inline void memmig_arch_inline_widest(unsigned char *d, const unsigned char *s,
+					     size_t n)
 {
 }
 

@@ -12,6 +12,7 @@
 #define L7_EBX_CLFLUSHOPT (1u << 23)
 #define L7_EBX_CLWB (1u << 24)
 #define L7_EBX_AVX512BW (1u << 30)
+#define L7_EBX_AVX512VL (1u << 31)
 #define L7_ECX_MOVDIR64B (1u << 28)
 #define L7_EDX_FSRM (1u << 4)
 /* CPUID.(EAX=7,ECX=1) */
@@ -146,6 +147,8 @@ void memmig_arch_cpu_detect(struct memmig_cpu_info *cpu)
 				f |= MEMMIG_CPU_AVX512F;
 			if (b & L7_EBX_AVX512BW)
 				f |= MEMMIG_CPU_AVX512BW;
+			if (b & L7_EBX_AVX512VL)
+				f |= MEMMIG_CPU_AVX512VL;
 		}
 		if (max7 >= 1) {
 			__cpuid_count(7, 1, a, b, c, d);
