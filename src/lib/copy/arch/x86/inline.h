@@ -42,9 +42,25 @@ static inline size_t memmig_arch_inline_max(int prim)
 	return 0;
 }
 
-/* One 64-byte load from off(base) into zmm<r>, and one store back. */
-#define X86_ZLD(off, base, r) "vmovdqu64 " #off "(%[" #base "]), %%zmm" #r "\n\t"
-#define X86_ZST(off, base, r) "vmovdqu64 %%zmm" #r ", " #off "(%[" #base "])\n\t"
+/* With ins, the k-th w-byte vector from base (k < 0: from the end) into
+ * reg, and back: the assembler computes k * w. */
+#define X86_VLD(ins, w, k, base, reg) ins " " #k "*" #w "(%[" #base "]), %%" #reg "\n\t"
+#define X86_VST(ins, w, k, base, reg) ins " %%" #reg ", " #k "*" #w "(%[" #base "])\n\t"
+/* Eight w-byte vectors from each end of s, then stored at d's: sixteen
+ * registers, every load before the first store. */
+#define X86_ENDS16(ins, w, r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15) \
+	X86_VLD(ins, w, 0, s, r0) X86_VLD(ins, w, 1, s, r1) X86_VLD(ins, w, 2, s, r2)          \
+	X86_VLD(ins, w, 3, s, r3) X86_VLD(ins, w, 4, s, r4) X86_VLD(ins, w, 5, s, r5)          \
+	X86_VLD(ins, w, 6, s, r6) X86_VLD(ins, w, 7, s, r7) X86_VLD(ins, w, -8, se, r8)        \
+	X86_VLD(ins, w, -7, se, r9) X86_VLD(ins, w, -6, se, r10) X86_VLD(ins, w, -5, se, r11)  \
+	X86_VLD(ins, w, -4, se, r12) X86_VLD(ins, w, -3, se, r13) X86_VLD(ins, w, -2, se, r14) \
+	X86_VLD(ins, w, -1, se, r15)                                                            \
+	X86_VST(ins, w, 0, d, r0) X86_VST(ins, w, 1, d, r1) X86_VST(ins, w, 2, d, r2)          \
+	X86_VST(ins, w, 3, d, r3) X86_VST(ins, w, 4, d, r4) X86_VST(ins, w, 5, d, r5)          \
+	X86_VST(ins, w, 6, d, r6) X86_VST(ins, w, 7, d, r7) X86_VST(ins, w, -8, de, r8)        \
+	X86_VST(ins, w, -7, de, r9) X86_VST(ins, w, -6, de, r10) X86_VST(ins, w, -5, de, r11)  \
+	X86_VST(ins, w, -4, de, r12) X86_VST(ins, w, -3, de, r13) X86_VST(ins, w, -2, de, r14) \
+	X86_VST(ins, w, -1, de, r15)
 
 static inline __attribute__((always_inline)) void x86_inline_zmm(unsigned char *d, const unsigned char *s, size_t n)
 {
@@ -93,16 +109,9 @@ static inline __attribute__((always_inline)) void x86_inline_zmm(unsigned char *
 			: "memory" X86_ZCLOB);
 	else
 		__asm__ volatile(
-			X86_ZLD(0, s, 16) X86_ZLD(64, s, 17) X86_ZLD(128, s, 18) X86_ZLD(192, s, 19)
-			X86_ZLD(256, s, 20) X86_ZLD(320, s, 21) X86_ZLD(384, s, 22) X86_ZLD(448, s, 23)
-			X86_ZLD(-512, se, 24) X86_ZLD(-448, se, 25) X86_ZLD(-384, se, 26)
-			X86_ZLD(-320, se, 27) X86_ZLD(-256, se, 28) X86_ZLD(-192, se, 29)
-			X86_ZLD(-128, se, 30) X86_ZLD(-64, se, 31)
-			X86_ZST(0, d, 16) X86_ZST(64, d, 17) X86_ZST(128, d, 18) X86_ZST(192, d, 19)
-			X86_ZST(256, d, 20) X86_ZST(320, d, 21) X86_ZST(384, d, 22) X86_ZST(448, d, 23)
-			X86_ZST(-512, de, 24) X86_ZST(-448, de, 25) X86_ZST(-384, de, 26)
-			X86_ZST(-320, de, 27) X86_ZST(-256, de, 28) X86_ZST(-192, de, 29)
-			X86_ZST(-128, de, 30) X86_ZST(-64, de, 31)
+			X86_ENDS16("vmovdqu64", 64, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21,
+				   zmm22, zmm23, zmm24, zmm25, zmm26, zmm27, zmm28, zmm29,
+				   zmm30, zmm31)
 			: : [d] "r"(d), [s] "r"(s), [de] "r"(de), [se] "r"(se)
 			: "memory" X86_ZCLOB);
 }
@@ -172,16 +181,8 @@ static inline __attribute__((always_inline)) void
 x86_inline_ymm16(unsigned char *d, const unsigned char *s, size_t n)
 {
 	__asm__ volatile(
-		X86_YLD(0, s, 0) X86_YLD(32, s, 1) X86_YLD(64, s, 2) X86_YLD(96, s, 3)
-		X86_YLD(128, s, 4) X86_YLD(160, s, 5) X86_YLD(192, s, 6) X86_YLD(224, s, 7)
-		X86_YLD(-256, se, 8) X86_YLD(-224, se, 9) X86_YLD(-192, se, 10)
-		X86_YLD(-160, se, 11) X86_YLD(-128, se, 12) X86_YLD(-96, se, 13)
-		X86_YLD(-64, se, 14) X86_YLD(-32, se, 15)
-		X86_YST(0, d, 0) X86_YST(32, d, 1) X86_YST(64, d, 2) X86_YST(96, d, 3)
-		X86_YST(128, d, 4) X86_YST(160, d, 5) X86_YST(192, d, 6) X86_YST(224, d, 7)
-		X86_YST(-256, de, 8) X86_YST(-224, de, 9) X86_YST(-192, de, 10)
-		X86_YST(-160, de, 11) X86_YST(-128, de, 12) X86_YST(-96, de, 13)
-		X86_YST(-64, de, 14) X86_YST(-32, de, 15)
+		X86_ENDS16("vmovdqu", 32, ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7,
+			   ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14, ymm15)
 		"vzeroupper"
 		: : X86_YOPS : "memory" X86_YCLOB);
 }
