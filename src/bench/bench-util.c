@@ -297,8 +297,8 @@ static void place_hot(const void *arg, size_t i, uint8_t **d, const uint8_t **s)
  * on the stack and loaded them again for every copy (COPIED()'s clobber);
  * a stack slot whose offset in its page fell among the bytes just copied
  * then waited on those stores (4 KiB aliasing), so each run's stack address
- * decided the result: on an AMD Zen 5 host memmig measured 0.50x to 1.84x
- * glibc on a hot 64 B copy in six runs of one build.
+ * decided the result: on an AMD Zen 5 host memmig measured 0.56x to 1.17x
+ * glibc on a hot 64 B copy in eight runs of one build.
  */
 static __attribute__((noinline)) void hot_glibc(uint8_t *d, const uint8_t *s,
 						 size_t len, size_t n)
