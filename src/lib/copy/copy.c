@@ -204,7 +204,8 @@ copy_by_len(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
  * (above 64 bytes copy_inline_any() makes the same moves after them); then
  * the other inline copies; then the primitive cached for the length.  In
  * memmig-bench on an AMD Zen 5 host, hot 168-512 B copies went from
- * 0.71-0.93x glibc's speed to 0.81-1.00x (medians of eight runs).
+ * 0.76-0.86x glibc's speed to 0.94-0.96x (medians of eight runs,
+ * docs/copy-engine.md).
  */
 static inline __attribute__((always_inline)) int
 copy_unflagged(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
@@ -247,9 +248,6 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 				    ctx->nt_pf_bits | (unsigned int)ctx->flush_kind <<
 				    MEMMIG_COPY__FLUSH_SHIFT);
 	}
-	/* Below the cold threshold a cold copy is what an unflagged one is. */
-	if (flags == MEMMIG_COPY_COLD && len < ctx->cold_below)
-		flags = 0;
 	/* Unflagged: the choice for this length, found without the policy. */
 	if (!flags) {
 		if (!len)
