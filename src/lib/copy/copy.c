@@ -115,14 +115,15 @@ copy_inline(unsigned char *d, const unsigned char *s, size_t n)
 	}
 }
 
-/* Up to ctx->small_inline bytes: from inline_wide_min inline_prim's own
- * moves (arch inline.h), else copy_inline()'s. */
+/* Up to ctx->small_inline bytes that the widest moves do not take
+ * (copy_unflagged()): from inline_wide_min the wide moves of the
+ * primitive chosen there (arch inline.h), else copy_inline()'s. */
 static inline __attribute__((always_inline)) void
 copy_inline_any(const struct memmig_ctx *ctx, unsigned char *d,
 		const unsigned char *s, size_t len)
 {
 	if (len >= ctx->inline_wide_min)
-		memmig_arch_inline_copy(ctx->inline_prim, d, s, len);
+		memmig_arch_inline_copy(d, s, len);
 	else
 		copy_inline(d, s, len);
 }
@@ -200,9 +201,10 @@ copy_by_len(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
 
 /*
  * An unflagged copy whose checks passed, of any length: first the widest
- * inline moves' lengths, in one compare where the small path asks three
- * (above 64 bytes copy_inline_any() makes the same moves after them); then
- * the other inline copies; then the primitive cached for the length.  In
+ * inline moves' lengths, in one compare where the small path asks two
+ * (above 64 bytes the only way to them: apply_inline() gives them every
+ * such length of their primitive); then the other inline copies; then the
+ * primitive cached for the length.  In
  * memmig-bench on an AMD Zen 5 host, hot 168-512 B copies went from
  * 0.76-0.86x glibc's speed to 0.94-0.96x (medians of eight runs,
  * docs/copy-engine.md).
@@ -412,8 +414,9 @@ static size_t inline_cap(int prim)
 static void apply_inline(struct memmig_ctx *ctx)
 {
 	size_t start = 0;
+	int wide = MEMMIG_PRIM_GENERIC;	/* the primitive whose moves go above 64 */
 
-	/* The first range (start 0, end >= 0) always sets both fields. */
+	/* The first range (start 0, end >= 0) always sets both. */
 	for (const struct memmig_len_prim *r = ctx->by_len;; start = r++->below) {
 		int prim = memmig_policy(&ctx->cpu, &ctx->tuning, start, 0);
 		size_t cap = inline_cap(prim);
@@ -422,7 +425,7 @@ static void apply_inline(struct memmig_ctx *ctx)
 		if (end < start)	/* no vector copy, or not inline here */
 			break;
 		ctx->small_inline = end;
-		ctx->inline_prim = prim;
+		wide = prim;
 		/* Above 64 bytes, one primitive's moves; or its range goes on. */
 		if (end > 64 || end < r->below - 1)
 			break;
@@ -435,18 +438,17 @@ static void apply_inline(struct memmig_ctx *ctx)
 	 */
 	ctx->widest_span = 0;
 	ctx->inline_wide_min = SIZE_MAX;
-	if (!memmig_arch_inline_max(ctx->inline_prim))
+	if (!memmig_arch_inline_max(wide))
 		return;
 	ctx->inline_wide_min = 65;
 	while (ctx->inline_wide_min > 33 &&
-	       memmig_policy(&ctx->cpu, &ctx->tuning, ctx->inline_wide_min - 1, 0) ==
-		       ctx->inline_prim)
+	       memmig_policy(&ctx->cpu, &ctx->tuning, ctx->inline_wide_min - 1, 0) == wide)
 		ctx->inline_wide_min--;
 	/* The widest moves from as low as both they and the lengths allow. */
 	ctx->widest_min = memmig_arch_inline_widest_min(&ctx->cpu);
 	if (ctx->widest_min < ctx->inline_wide_min)
 		ctx->widest_min = ctx->inline_wide_min;
-	if (ctx->inline_prim == MEMMIG_ARCH_INLINE_WIDEST && ctx->small_inline >= ctx->widest_min)
+	if (wide == MEMMIG_ARCH_INLINE_WIDEST && ctx->small_inline >= ctx->widest_min)
 		ctx->widest_span = ctx->small_inline - ctx->widest_min + 1;
 }
 

@@ -59,19 +59,17 @@ struct memmig_ctx {
 	 * wider ones what the arch code does inline (else 64: their
 	 * two-vector case's bytes), 0 where no vector copy comes first. */
 	size_t small_inline;
-	/* The primitive of the range that holds 65 bytes: from
-	 * inline_wide_min the inline copy is its moves (arch inline.h), up
-	 * to small_inline. */
-	int inline_prim;
-	/* 65 where the arch code has inline_prim's moves inline, lower (33
-	 * at the least) where the lengths below 65 choose inline_prim too,
-	 * SIZE_MAX where it has none (copy.c's apply_inline()). */
+	/* From here up to small_inline the inline copy is the arch's wide
+	 * moves (arch inline.h) of the primitive of the range that holds 65
+	 * bytes: 65 where the arch has them, lower (33 at the least) where
+	 * the lengths below 65 choose that primitive too, SIZE_MAX where it
+	 * has none (copy.c's apply_inline()). */
 	size_t inline_wide_min;
 	/* Lengths widest_min to widest_min + widest_span - 1 go first, in
 	 * one compare, to the arch's widest inline moves
 	 * (memmig_arch_inline_widest()): the lengths from there up to
 	 * small_inline that choose their primitive, none (span 0) where
-	 * inline_prim is another. */
+	 * that primitive is another. */
 	size_t widest_min;
 	size_t widest_span;
 	/* MEMMIG_COPY_PMEM copies from pmem_nt_min: the NT primitive the

@@ -12,7 +12,7 @@ static inline size_t memmig_arch_inline_max(int prim)
 	return 0;
 }
 
-static inline void memmig_arch_inline_copy(int prim, unsigned char *d,
+static inline void memmig_arch_inline_copy(unsigned char *d,
 					   const unsigned char *s, size_t n)
 {
 }

@@ -215,15 +215,14 @@ static inline __attribute__((always_inline)) void x86_inline_ymm2(unsigned char 
 		: "memory" X86_YCLOB);
 }
 
-/* n bytes, 33..memmig_arch_inline_max(prim), with the moves of prim (up to
- * 64 bytes, two 32-byte ones for either). */
-static inline __attribute__((always_inline)) void memmig_arch_inline_copy(int prim, unsigned char *d,
+/* n bytes, 33..512, of a wide copy that memmig_arch_inline_widest() does
+ * not make: AVX2's, and AVX-512's 33-64 B without AVX512VL (copy.c's
+ * apply_inline() sends all of AVX-512's longer ones there). */
+static inline __attribute__((always_inline)) void memmig_arch_inline_copy(unsigned char *d,
 					   const unsigned char *s, size_t n)
 {
 	if (__builtin_expect(n <= 64, 1))
 		x86_inline_ymm2(d, s, n);
-	else if (prim == MEMMIG_PRIM_VEC_AVX512)
-		x86_inline_zmm(d, s, n);
 	else
 		x86_inline_ymm(d, s, n);
 }
