@@ -286,6 +286,18 @@ typedef void (*place_fn)(const void *arg, size_t i, uint8_t **d,
 			 const uint8_t **s);
 
 static void place_hot(const void *arg, size_t i, uint8_t **d, const uint8_t **s);
+static void place_cold(const void *arg, size_t i, uint8_t **d, const uint8_t **s);
+
+/* The i-th cold copy's destination and source. */
+struct cold_pair {
+	uint8_t *d;
+	const uint8_t *s;
+};
+
+struct cold_place {
+	size_t nslots;
+	struct cold_pair *pairs;	/* per slot, walked in a shuffled order */
+};
 
 /* Keeps a copy whose bytes nothing reads from being left out. */
 #define COPIED(d) __asm__ volatile("" : : "r"(d) : "memory")
@@ -342,6 +354,62 @@ static __attribute__((noinline)) void hot_pmem(uint8_t *d, const uint8_t *s,
 	}
 }
 
+/* Both kinds of machine-check-safe copy: in the batch or not. */
+static __attribute__((noinline)) void hot_mc(const struct copier *c, uint8_t *d,
+					      const uint8_t *s, size_t len, size_t n)
+{
+	struct memmig_ctx *ctx = c->ctx;
+	const struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1, .flags = c->flags };
+
+	mc_batch_set(c->kind == COPIER_MC_BATCH);
+	while (n--) {
+		memmig_copy_mc(ctx, d, s, len, &o);
+		COPIED(d);
+	}
+}
+
+/*
+ * Each copier's cold loop too, over copies [q, end) of the walk through
+ * the shuffled slots (bench_measure_cold()).  A cold copy waits on its
+ * misses, and the copies whose misses overlap are those that fit the
+ * CPU's instruction window, so every instruction of the loop counts as in
+ * a hot one: through the shared loop (place() called through a pointer,
+ * then copier_run()'s switch) every copier but glibc's measured 0.8x of it
+ * at 16-64 B on an AMD Zen 5 host, the bare primitives as much as memmig's
+ * dispatch.  After the call, the setup: the copier's values in locals;
+ * with the walk's three they fit the callee-saved registers.
+ */
+#define COLD_LOOP(name, call, ...)                                             \
+	static __attribute__((noinline)) void cold_##name(                     \
+		const struct copier *c, const struct cold_pair *q,             \
+		const struct cold_pair *end, size_t len)                       \
+	{                                                                      \
+		__VA_ARGS__;                                                   \
+		for (; q < end; q++) {                                         \
+			uint8_t *d = q->d;                                     \
+			const uint8_t *s = q->s;                               \
+                                                                               \
+			call;                                                  \
+			COPIED(d);                                             \
+		}                                                              \
+	}
+
+COLD_LOOP(glibc, memcpy(d, s, len), (void)c)
+COLD_LOOP(memmig, memmig_copy_run(ctx, d, s, len, flags),
+	  struct memmig_ctx *ctx = c->ctx; unsigned int flags = c->flags)
+/* The primitive and flags in one register, as hot_prim() has them. */
+COLD_LOOP(prim,
+	  __asm__("" : "+r"(pf));
+	  memmig_copy_with(ctx, (int)(pf & 0xff), d, s, len, (unsigned int)(pf >> 8)),
+	  struct memmig_ctx *ctx = c->ctx;
+	  uint64_t pf = (uint64_t)c->flags << 8 | (uint8_t)c->prim)
+COLD_LOOP(pmem, bench_pmem_memcpy(d, s, len, true), (void)c)
+/* Both kinds of machine-check-safe copy: in the batch or not. */
+COLD_LOOP(mc, memmig_copy_mc(ctx, d, s, len, &o),
+	  struct memmig_ctx *ctx = c->ctx;
+	  const struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1, .flags = c->flags };
+	  mc_batch_set(c->kind == COPIER_MC_BATCH))
+
 /*
  * Hot copies of up to a unit, as a caller makes them: each copier's own call
  * in a loop of its own.  A hot 64-byte copy takes about 2 ns; the shared
@@ -368,8 +436,54 @@ static bool time_hot_direct(const struct copier *c, uint8_t *d, const uint8_t *s
 	case COPIER_PMEM:
 		hot_pmem(d, s, len, iters);
 		break;
+	case COPIER_MC:
+	case COPIER_MC_BATCH:
+		hot_mc(c, d, s, len, iters);
+		break;
 	default:
 		return false;
+	}
+	*t = bench_now() - t0;
+	return true;
+}
+
+/* The same for cold copies, through the walk from its copy first. */
+static bool time_cold_direct(const struct copier *c, const struct cold_place *p,
+			     size_t len, size_t first, size_t iters, double *t)
+{
+	void (*loop)(const struct copier *, const struct cold_pair *,
+		     const struct cold_pair *, size_t);
+	size_t at = first % p->nslots;
+	double t0;
+
+	switch (c->kind) {
+	case COPIER_GLIBC:
+		loop = cold_glibc;
+		break;
+	case COPIER_MEMMIG:
+		loop = cold_memmig;
+		break;
+	case COPIER_PRIM:
+		loop = cold_prim;
+		break;
+	case COPIER_PMEM:
+		loop = cold_pmem;
+		break;
+	case COPIER_MC:
+	case COPIER_MC_BATCH:
+		loop = cold_mc;
+		break;
+	default:
+		return false;
+	}
+	t0 = bench_now();
+	/* The walk wraps around: runs to the end of the slots. */
+	while (iters) {
+		size_t run = p->nslots - at < iters ? p->nslots - at : iters;
+
+		loop(c, &p->pairs[at], &p->pairs[at + run], len);
+		iters -= run;
+		at = 0;
 	}
 	*t = bench_now() - t0;
 	return true;
@@ -388,6 +502,12 @@ static double time_copies(const struct copier *c, place_fn place,
 
 		place(arg, first, &d, &s);
 		if (time_hot_direct(c, d, s, len, iters, &t))
+			return t;
+	}
+	if (place == place_cold && len <= MEMMIG_UNIT_SIZE) {
+		double t;
+
+		if (time_cold_direct(c, arg, len, first, iters, &t))
 			return t;
 	}
 
@@ -487,39 +607,36 @@ int bench_measure_hot(const struct copier *cs, unsigned int n,
 	return measure(cs, n, place_hot, &h, len, SIZE_MAX, o, out);
 }
 
-struct cold_place {
-	const struct bench_pool *pool;
-	size_t stride, nslots;
-	uint32_t *order;	/* a shuffled permutation of the slots */
-};
-
 static void place_cold(const void *arg, size_t i, uint8_t **d, const uint8_t **s)
 {
 	const struct cold_place *p = arg;
-	/* The destination at the next slot's place (bench_measure_hot()). */
-	*d = p->pool->dst + (size_t)p->order[(i + 1) % p->nslots] * p->stride;
-	*s = p->pool->src + (size_t)p->order[i % p->nslots] * p->stride;
+	const struct cold_pair *q = &p->pairs[i % p->nslots];
+
+	*d = q->d;
+	*s = q->s;
 }
 
 int bench_measure_cold(const struct copier *cs, unsigned int n,
 		       const struct bench_pool *pool, size_t len,
 		       const struct bench_opts *o, struct bench_stats *out)
 {
-	struct cold_place p = { .pool = pool };
+	struct cold_place p;
 	uint64_t x = 0x9e3779b97f4a7c15ULL;
-	int rc;
+	size_t stride = slot_stride(len);
+	uint32_t *order;
+	int rc = -ENOMEM;
 
 	if (len > pool->size)
 		return -E2BIG;
-	p.stride = slot_stride(len);
-	p.nslots = pool->size / p.stride;
+	p.nslots = pool->size / stride;
 	if (p.nslots > UINT32_MAX)
 		p.nslots = UINT32_MAX;
-	p.order = malloc(p.nslots * sizeof(*p.order));
-	if (!p.order)
-		return -ENOMEM;
+	order = malloc(p.nslots * sizeof(*order));
+	p.pairs = malloc(p.nslots * sizeof(*p.pairs));
+	if (!order || !p.pairs)
+		goto out;
 	for (size_t i = 0; i < p.nslots; i++)
-		p.order[i] = (uint32_t)i;
+		order[i] = (uint32_t)i;
 	for (size_t i = p.nslots - 1; i > 0; i--) {
 		size_t j;
 		uint32_t tmp;
@@ -528,14 +645,22 @@ int bench_measure_cold(const struct copier *cs, unsigned int n,
 		x ^= x >> 7;
 		x ^= x << 17;
 		j = x % (i + 1);
-		tmp = p.order[i];
-		p.order[i] = p.order[j];
-		p.order[j] = tmp;
+		tmp = order[i];
+		order[i] = order[j];
+		order[j] = tmp;
 	}
 	/* Consecutive copies walk the shuffled slots: none is reused while
-	 * its lines could still be cached. */
+	 * its lines could still be cached.  The destination at the next
+	 * slot's place (bench_measure_hot()). */
+	for (size_t i = 0; i < p.nslots; i++)
+		p.pairs[i] = (struct cold_pair){
+			.d = pool->dst + (size_t)order[(i + 1) % p.nslots] * stride,
+			.s = pool->src + (size_t)order[i] * stride,
+		};
 	rc = measure(cs, n, place_cold, &p, len, p.nslots, o, out);
-	free(p.order);
+out:
+	free(order);
+	free(p.pairs);
 	return rc;
 }
 
