@@ -16,6 +16,7 @@
 #include "lib/mm/nodemem.h"
 #include "lib/migrate/placement.h"
 #include "lib/migrate/pool.h"
+#include "lib/topology/topology-private.h"
 
 void memmig_job_fail(struct memmig_job *job, int err)
 {
@@ -397,7 +398,7 @@ static int find_pin_node(struct memmig_job *job, const struct memmig_job_env *en
 	if (env && env->topo) {
 		job->topo = memmig_topo_ref(env->topo);
 	} else {
-		rc = memmig_topo_new(job->ctx, &job->topo);
+		rc = memmig_topo_new_nodes(job->ctx, &job->topo);
 		if (rc < 0)
 			return rc;
 	}

@@ -20,6 +20,7 @@
 #include "lib/mm/proc.h"
 #include "lib/migrate/pool.h"
 #include "lib/migrate/walk.h"
+#include "lib/topology/topology-private.h"
 
 struct memmig_move {
 	int refcount;
@@ -210,7 +211,7 @@ static int do_plan(struct memmig_move *mv)
 		unsigned int workers = mv->o.workers ? mv->o.workers : memmig_usable_cpus();
 		bool self = mv->o.pid == getpid();
 
-		rc = memmig_topo_new(mv->ctx, &mv->topo);
+		rc = memmig_topo_new_nodes(mv->ctx, &mv->topo);
 		if (!rc && memmig_frames_new(&mv->frames) < 0)
 			dbg(mv->ctx, "move: no frame numbers in the pagemap: placement by query\n");
 		/* As a job of the process would open it (pid 0: this one). */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Internal to libmemmig: what topology.c needs from topology-dax.c. */
+/* Internal to libmemmig: what topology.c needs from topology-dax.c, and
+ * the lighter snapshot a move takes. */
 #ifndef MEMMIG_TOPOLOGY_PRIVATE_H
 #define MEMMIG_TOPOLOGY_PRIVATE_H
 
@@ -22,5 +23,13 @@ int memmig_topo_dax_push(struct memmig_ctx *ctx, struct memmig_dax_info **v, uns
 			 unsigned int *cap, const struct memmig_dax_info *d);
 /* Whether the named DAX device sits under the kernel's CXL bus. */
 bool memmig_topo_dax_on_cxl(const char *name);
+
+/*
+ * memmig_topo_new() without the memory tiers and the DAX devices: the
+ * nodes, their CPUs and distances, which is what a move places its threads
+ * by.  The DAX scan starts libdaxctl and walks sysfs per device, some
+ * 5 ms a plan under TCG, for nothing a move reads.
+ */
+int memmig_topo_new_nodes(struct memmig_ctx *ctx, struct memmig_topo **out);
 
 #endif

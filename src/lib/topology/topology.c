@@ -348,7 +348,8 @@ static void topo_free(struct memmig_topo *topo)
 	free(topo);
 }
 
-int memmig_topo_new(struct memmig_ctx *ctx, struct memmig_topo **out)
+/* devices: the memory tiers and the DAX devices too. */
+static int topo_new(struct memmig_ctx *ctx, bool devices, struct memmig_topo **out)
 {
 	struct memmig_topo *topo;
 	int rc;
@@ -367,12 +368,15 @@ int memmig_topo_new(struct memmig_ctx *ctx, struct memmig_topo **out)
 		rc = topo_scan_numa(topo);
 	if (rc < 0)
 		goto fail;
-	topo_read_memory_tiers(topo);
+	if (devices)
+		topo_read_memory_tiers(topo);
 	topo_link_nearest(topo);
-	rc = memmig_topo_dax_scan(ctx, &topo->dax, &topo->ndax);
-	if (rc < 0)
-		goto fail;
-	topo_link_dax(topo);
+	if (devices) {
+		rc = memmig_topo_dax_scan(ctx, &topo->dax, &topo->ndax);
+		if (rc < 0)
+			goto fail;
+		topo_link_dax(topo);
+	}
 	for (unsigned int i = 0; i < topo->nnodes; i++) {
 		const struct memmig_node_info *info = &topo->nodes[i].info;
 
@@ -387,6 +391,16 @@ int memmig_topo_new(struct memmig_ctx *ctx, struct memmig_topo **out)
 fail:
 	topo_free(topo);
 	return rc;
+}
+
+int memmig_topo_new(struct memmig_ctx *ctx, struct memmig_topo **out)
+{
+	return topo_new(ctx, true, out);
+}
+
+int memmig_topo_new_nodes(struct memmig_ctx *ctx, struct memmig_topo **out)
+{
+	return topo_new(ctx, false, out);
 }
 
 struct memmig_topo *memmig_topo_ref(struct memmig_topo *topo)
