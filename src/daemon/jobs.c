@@ -283,8 +283,10 @@ int jobs_submit(struct jobs *j, struct memmig_move *mv, const struct job_spec *s
 	j->active++;
 	if (j->metrics)
 		metrics_job_created(j->metrics);
+	state_hold(j->state);
 	job_event(j, job);
 	promote(j);
+	state_release(j->state);
 	util_log(LOG_INFO, "job %llu: pid %d%s%s to node %d for uid %u: %s",
 	     (unsigned long long)job->id, job->pid, job->domain[0] ? " domain " : "",
 	     job->domain, job->to_node, job->uid, job_state_name(job->state));
@@ -467,12 +469,14 @@ void jobs_reap(struct jobs *j)
 	bool idle;
 
 	pthread_mutex_lock(&j->lock);
+	state_hold(j->state);
 	for (struct job *job = j->head; job; job = job->next)
 		if (job->state == JOB_RUNNING && move_ended(job->mv))
 			job_finish(j, job);
 	/* Slots freed, and processes no longer moved (a cancelled queued
 	 * job let the next of its process go too). */
 	promote(j);
+	state_release(j->state);
 	pthread_mutex_unlock(&j->lock);
 	/* libvirt hears what the report says moved. */
 	while (take_notify(j, &done))

@@ -44,6 +44,8 @@ struct state {
 	} rb[STATE_REBALANCE_MAX];
 	unsigned int nrb;
 	bool warned;
+	unsigned int held;		/* state_hold()s not yet released */
+	bool dirty;			/* changed while held */
 };
 
 void state_path_for(const char *socket, char *buf, size_t len)
@@ -159,6 +161,10 @@ static void save(struct state *st)
 	FILE *f = NULL;
 	int fd, rc = 0;
 
+	if (st->held) {
+		st->dirty = true;
+		return;
+	}
 	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", st->path);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0 || !(f = fdopen(fd, "w"))) {
@@ -218,6 +224,27 @@ int state_open(const char *path, struct state **out)
 	pthread_mutex_unlock(&st->lock);
 	*out = st;
 	return 0;
+}
+
+void state_hold(struct state *st)
+{
+	if (!st)
+		return;
+	pthread_mutex_lock(&st->lock);
+	st->held++;
+	pthread_mutex_unlock(&st->lock);
+}
+
+void state_release(struct state *st)
+{
+	if (!st)
+		return;
+	pthread_mutex_lock(&st->lock);
+	if (st->held && !--st->held && st->dirty) {
+		st->dirty = false;
+		save(st);
+	}
+	pthread_mutex_unlock(&st->lock);
 }
 
 void state_free(struct state *st)

@@ -44,6 +44,12 @@ void state_path_for(const char *socket, char *buf, size_t len);
 int state_open(const char *path, struct state **out);
 void state_free(struct state *st);
 
+/* The changes between a hold and its release are written once, at the
+ * release: a job queued and started in one pass rewrites the file once,
+ * not twice.  Holds nest; st may be NULL. */
+void state_hold(struct state *st);
+void state_release(struct state *st);
+
 /* The first job id of this memmigd: past every id the last one gave. */
 uint64_t state_next_job_id(const struct state *st);
 /* A job queued (running false) or started, and ended.  st may be NULL. */
