@@ -22,10 +22,18 @@
 /* A move is checked (every mapping listed) before its reply comes. */
 #define REPLY_TIMEOUT_S 60
 
+/* Events set aside while a reply was awaited, beyond which the rest are
+ * dropped (and the follower told: it polls then). */
+#define STASH_MAX 1024
+
 struct cli_conn {
 	int fd;
 	char *buf;		/* bytes read past the last reply */
 	size_t len, cap;
+	bool ack_pending;	/* "subscribe" sent, its reply not yet read */
+	bool subscribed;	/* events come between the replies */
+	bool dropped;		/* events beyond STASH_MAX were lost */
+	struct json_object *stash;	/* events read while awaiting a reply */
 };
 
 static int conn_open(const char *path, struct cli_conn **out)
@@ -54,6 +62,7 @@ void cli_conn_close(struct cli_conn *c)
 		return;
 	close(c->fd);
 	free(c->buf);
+	json_object_put(c->stash);
 	free(c);
 }
 
@@ -275,24 +284,8 @@ static int read_object(struct cli_conn *c, struct json_object **out)
 	return 0;
 }
 
-int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
-	     struct json_object **reply)
-{
-	int rc = send_request(c, req);
-
-	*reply = NULL;
-	if (rc < 0) {
-		cli_json_error_errno(rc);
-		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket, strerror(-rc));
-		return rc;
-	}
-	rc = cli_read_line(c, cmd, reply);
-	if (rc == -ETIMEDOUT)
-		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket, strerror(-rc));
-	return rc ? rc : reply_errno(*reply);
-}
-
-int cli_read_line(struct cli_conn *c, const char *cmd, struct json_object **out)
+/* The next line off the socket (cli_read_line() without the stash). */
+static int read_said(struct cli_conn *c, const char *cmd, struct json_object **out)
 {
 	int rc = read_object(c, out);
 
@@ -305,12 +298,79 @@ int cli_read_line(struct cli_conn *c, const char *cmd, struct json_object **out)
 	return rc;
 }
 
+/* Keeps an event that came before a reply, for cli_read_line(). */
+static void stash(struct cli_conn *c, struct json_object *event)
+{
+	if (!c->stash)
+		c->stash = json_object_new_array();
+	if (c->stash && json_object_array_length(c->stash) < STASH_MAX &&
+	    !json_object_array_add(c->stash, event))
+		return;
+	json_object_put(event);
+	c->dropped = true;
+}
+
+/* The next reply, the events before it set aside. */
+static int read_reply(struct cli_conn *c, const char *cmd, struct json_object **reply)
+{
+	for (;;) {
+		struct json_object *ev;
+		int rc = read_said(c, cmd, reply);
+
+		if (rc || !c->subscribed || !json_object_object_get_ex(*reply, "event", &ev))
+			return rc;
+		stash(c, *reply);
+		*reply = NULL;
+	}
+}
+
+int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
+	     struct json_object **reply)
+{
+	int rc = send_request(c, req);
+
+	*reply = NULL;
+	if (rc < 0) {
+		cli_json_error_errno(rc);
+		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket, strerror(-rc));
+		return rc;
+	}
+	/* The subscription's answer comes first: replies keep their order. */
+	if (c->ack_pending) {
+		c->ack_pending = false;
+		rc = read_said(c, cmd, reply);
+		c->subscribed = !rc && !reply_errno(*reply);
+		json_object_put(*reply);
+		*reply = NULL;
+	}
+	if (!rc)
+		rc = read_reply(c, cmd, reply);
+	if (rc == -ETIMEDOUT)
+		cli_error("%s: memmigd at %s: %s\n", cmd, cli_global.socket, strerror(-rc));
+	return rc ? rc : reply_errno(*reply);
+}
+
+int cli_read_line(struct cli_conn *c, const char *cmd, struct json_object **out)
+{
+	if (c->stash && json_object_array_length(c->stash)) {
+		*out = json_object_get(json_object_array_get_idx(c->stash, 0));
+		json_object_array_del_idx(c->stash, 0, 1);
+		return 0;
+	}
+	if (c->dropped) {
+		c->dropped = false;
+		return -ENOBUFS;
+	}
+	return read_said(c, cmd, out);
+}
+
 int cli_conn_wait(struct cli_conn *c, int timeout_ms)
 {
 	struct pollfd p = { .fd = c->fd, .events = POLLIN };
 	int rc;
 
-	if (c->len && memchr(c->buf, '\n', c->len))
+	if ((c->stash && json_object_array_length(c->stash)) || c->dropped ||
+	    (c->len && memchr(c->buf, '\n', c->len)))
 		return 1;
 	rc = poll(&p, 1, timeout_ms);
 	if (rc < 0)
@@ -318,24 +378,20 @@ int cli_conn_wait(struct cli_conn *c, int timeout_ms)
 	return rc > 0;
 }
 
-int cli_subscribe(struct cli_conn **out)
+int cli_conn_subscribe(struct cli_conn *c)
 {
-	struct json_object *reply = NULL;
-	int rc = conn_open(cli_global.socket, out);
+	int rc = 0;
 
-	/* Quiet: the caller polls instead when memmigd has no room. */
-	if (!rc)
-		rc = send_request(*out, cli_request("subscribe"));
-	if (!rc)
-		rc = read_object(*out, &reply);
-	if (!rc)
-		rc = reply_errno(reply);
-	json_object_put(reply);
-	if (rc && *out) {
-		cli_conn_close(*out);
-		*out = NULL;
+	if (!c->subscribed && !c->ack_pending) {
+		rc = send_request(c, cli_request("subscribe"));
+		c->ack_pending = !rc;
 	}
 	return rc;
+}
+
+bool cli_conn_subscribed(const struct cli_conn *c)
+{
+	return c->subscribed;
 }
 
 void cli_print_reply_error(const char *cmd, struct json_object *reply)

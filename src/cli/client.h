@@ -40,20 +40,29 @@ int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
  * reply: CLI_EXIT_OK with *reply, or an exit code with the error printed. */
 int cli_daemon_call(const char *cmd, struct json_object *req,
 		    struct json_object **reply);
-/* The next line memmigd sends (an event after "subscribe") as a JSON
- * object: 0, or -errno (printed, except -ETIMEDOUT: nothing came for a
- * minute, which a follower may wait through). */
+/* The next line memmigd sends (an event after "subscribe", those set
+ * aside first) as a JSON object: 0, or -errno (printed, except
+ * -ETIMEDOUT: nothing came for a minute, which a follower may wait
+ * through, and -ENOBUFS: events were dropped while awaiting a reply). */
 int cli_read_line(struct cli_conn *c, const char *cmd, struct json_object **out);
 /* Whether a line can be read from c within timeout_ms: 1, 0 when none
  * came (or a signal came), -errno. */
 int cli_conn_wait(struct cli_conn *c, int timeout_ms);
-/* A second connection, subscribed to events: 0, or -errno, said to
- * nobody (memmigd may have no room for one more subscriber). */
-int cli_subscribe(struct cli_conn **out);
+/*
+ * Subscribes c to events without waiting for memmigd's answer, which the
+ * next cli_call() on c reads before its own reply (replies keep their
+ * order); from then on cli_call() sets aside the events that come before
+ * its reply, for cli_read_line().  So a request can follow at once, on the
+ * same connection, as one round trip.  0 once sent (or already
+ * subscribed), else -errno, said to nobody.  Whether memmigd had room for
+ * one more subscriber: cli_conn_subscribed(), after that call.
+ */
+int cli_conn_subscribe(struct cli_conn *c);
+bool cli_conn_subscribed(const struct cli_conn *c);
 /*
  * Follows memmigd's job id to its end into *job (new reference): its
- * events on ev (subscribed before the job was asked for) say when it ends
- * at once; without them (ev NULL) the job is polled.  The job op also
+ * events on ev (c itself, subscribed before the job was asked for) say
+ * when it ends at once; without them (ev NULL) the job is polled.  The job op also
  * feeds the progress bar.  When *stop becomes non-zero (Ctrl-C), memmigd
  * is asked once to cancel the job.  0, or -errno (said).
  */

@@ -442,19 +442,19 @@ static struct json_object *move_request(const struct move_args *a)
 static int move_daemon(struct cli_conn *c, struct move_args *a)
 {
 	struct json_object *reply, *job = NULL;
-	struct cli_conn *ev = NULL;
 	int64_t id;
 	int rc;
 
-	/* Subscribed before the job exists: its last event cannot be missed. */
+	/* Subscribed before the job exists: its last event cannot be missed.
+	 * Unanswered yet: the move's reply comes after the subscription's,
+	 * on the same connection. */
 	if (a->wait)
-		cli_subscribe(&ev);
+		cli_conn_subscribe(c);
 	rc = cli_call(c, "move", move_request(a), &reply);
 	if (rc < 0) {
 		if (reply)
 			cli_print_reply_error("move", reply);
 		json_object_put(reply);
-		cli_conn_close(ev);
 		return CLI_EXIT_FAIL;
 	}
 	json_object_object_get_ex(reply, "job", &job);
@@ -470,8 +470,7 @@ static int move_daemon(struct cli_conn *c, struct move_args *a)
 	}
 	json_object_put(reply);
 	catch_stop();
-	rc = cli_job_follow(c, ev, id, &stop_requested, &job);
-	cli_conn_close(ev);
+	rc = cli_job_follow(c, cli_conn_subscribed(c) ? c : NULL, id, &stop_requested, &job);
 	if (rc < 0)
 		return CLI_EXIT_FAIL;
 	/* The nodeset's narrow follows the job. */

@@ -61,6 +61,32 @@ check "the held job ends cancelled" wait_state "$run" cancelled
 check "status JOB: the job's message" exit_is 0 mc status "$run"
 check "status JOB: no raw byte counts" not grep -Eq '[0-9]{5,} (bytes|KiB)' "$tmp/out"
 
+# move --wait and Ctrl-C: memmigd is asked to cancel on the one connection
+# that also brings the job's events, and the job ends cancelled
+"$cli" --socket "$sock" move --pid "$hog" --to-node 0 --wait --json >"$tmp/int.out" \
+	2>"$tmp/int.err" &
+mpid=$!
+# Running, and the client has its handler: memmigd starts the job before
+# the client reads its reply, and a background job ignores SIGINT until
+# then.
+sigint_caught() {
+	local m
+
+	[ "$(cat "/proc/$1/comm" 2>/dev/null)" = memmig-cli ] || return 1
+	m=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
+	[ -n "$m" ] && (((0x$m >> 1) & 1))
+}
+for _ in $(seq 100); do
+	mc jobs --json 2>/dev/null | jq -e '[.[] | select(.state == "running")] | length == 1' \
+		>/dev/null && sigint_caught "$mpid" && break
+	sleep 0.1
+done
+kill -INT "$mpid"
+wait "$mpid"
+check "move --wait, SIGINT: exit 1" test $? -eq 1
+check "SIGINT: the job ended cancelled" test "$(jq -r .state "$tmp/int.out")" = cancelled
+check "SIGINT: says what stays where" grep -q "cancelled: what moved stays moved" "$tmp/int.err"
+
 # tables: a long domain name is cut with "...", the columns stay aligned
 rm -f "$hold"
 long=a-domain-with-a-name-longer-than-any-column-should-be-$RANDOM
