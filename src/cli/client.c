@@ -314,10 +314,9 @@ static void stash(struct cli_conn *c, struct json_object *event)
 static int read_reply(struct cli_conn *c, const char *cmd, struct json_object **reply)
 {
 	for (;;) {
-		struct json_object *ev;
 		int rc = read_said(c, cmd, reply);
 
-		if (rc || !c->subscribed || !json_object_object_get_ex(*reply, "event", &ev))
+		if (rc || !c->subscribed || !json_object_object_get_ex(*reply, "event", NULL))
 			return rc;
 		stash(c, *reply);
 		*reply = NULL;

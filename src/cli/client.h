@@ -62,9 +62,9 @@ bool cli_conn_subscribed(const struct cli_conn *c);
 /*
  * Follows memmigd's job id to its end into *job (new reference): its
  * events on ev (c itself, subscribed before the job was asked for) say
- * when it ends at once; without them (ev NULL) the job is polled.  The job op also
- * feeds the progress bar.  When *stop becomes non-zero (Ctrl-C), memmigd
- * is asked once to cancel the job.  0, or -errno (said).
+ * when it ends at once; without them (ev NULL) the job is polled.  The
+ * job op also feeds the progress bar.  When *stop becomes non-zero
+ * (Ctrl-C), memmigd is asked once to cancel the job.  0, or -errno (said).
  */
 int cli_job_follow(struct cli_conn *c, struct cli_conn *ev, int64_t id,
 		   volatile sig_atomic_t *stop, struct json_object **job);
