@@ -95,29 +95,31 @@ void memmig_fault_swap_delay(struct memmig_ctx *ctx, uint64_t len)
  * its first region for as long as PATH exists (or until it is cancelled):
  * a test holds a job running -- its node's slot taken, the process's next
  * job queued -- for exactly as long as it needs, and lets it go by
- * removing the file.
+ * removing the file.  MEMMIG_PLAN_HOLD=PATH: the same at the end of a
+ * move's plan, where memmigd has not yet answered the move's request.
  */
-static int move_hold_from_env(struct memmig_ctx *ctx)
+static int hold_from_env(struct memmig_ctx *ctx, const char *name, char *path, size_t len)
 {
-	const char *env = getenv("MEMMIG_MOVE_HOLD");
+	const char *env = getenv(name);
 
 	if (!env || !*env)
 		return 0;
-	if (env[0] != '/' || strlen(env) >= sizeof(ctx->move_hold)) {
-		err(ctx, "MEMMIG_MOVE_HOLD=\"%s\": expected an absolute path\n", env);
+	if (env[0] != '/' || strlen(env) >= len) {
+		err(ctx, "%s=\"%s\": expected an absolute path\n", name, env);
 		return -EINVAL;
 	}
-	strcpy(ctx->move_hold, env);
+	strcpy(path, env);
 	return 0;
 }
 
-void memmig_fault_move_hold(struct memmig_ctx *ctx, bool (*stop)(void *arg), void *arg)
+void memmig_fault_hold(struct memmig_ctx *ctx, const char *path, bool (*stop)(void *arg),
+		       void *arg)
 {
 	bool said = false;
 
-	while (ctx->move_hold[0] && !access(ctx->move_hold, F_OK) && !stop(arg)) {
+	while (path[0] && !access(path, F_OK) && !stop(arg)) {
 		if (!said)
-			dbg(ctx, "move held while %s exists\n", ctx->move_hold);
+			dbg(ctx, "move held while %s exists\n", path);
 		said = true;
 		usleep(10000);
 	}
@@ -131,7 +133,9 @@ int memmig_fault_from_env(struct memmig_ctx *ctx)
 	unsigned int nth;
 	int p = -1, err = 0;
 
-	if (swap_delay_from_env(ctx) || move_hold_from_env(ctx))
+	if (swap_delay_from_env(ctx) ||
+	    hold_from_env(ctx, "MEMMIG_MOVE_HOLD", ctx->move_hold, sizeof(ctx->move_hold)) ||
+	    hold_from_env(ctx, "MEMMIG_PLAN_HOLD", ctx->plan_hold, sizeof(ctx->plan_hold)))
 		return -EINVAL;
 	if (!env || !*env)
 		return 0;

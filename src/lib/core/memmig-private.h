@@ -90,9 +90,10 @@ struct memmig_ctx {
 	/* $MEMMIG_SWAP_DELAY: seconds a live swap spins per byte it moved,
 	 * to play a host whose page-table moves cost more. */
 	double swap_delay_s_per_byte;
-	/* $MEMMIG_MOVE_HOLD: a file whose existence holds each whole-process
-	 * move before its first region ("": none). */
-	char move_hold[256];
+	/* $MEMMIG_MOVE_HOLD, $MEMMIG_PLAN_HOLD: files whose existence holds
+	 * each whole-process move before its first region, and at the end of
+	 * its plan ("": none). */
+	char move_hold[256], plan_hold[256];
 	struct memmig_reserve_pool *pools;
 	size_t npools;
 };
@@ -104,7 +105,8 @@ int memmig_fault_from_env(struct memmig_ctx *ctx);
 void memmig_fault_swap_delay(struct memmig_ctx *ctx, uint64_t len);
 /* Waits while $MEMMIG_MOVE_HOLD's file exists, until stop(arg) says to
  * stop: at once when there is no such variable. */
-void memmig_fault_move_hold(struct memmig_ctx *ctx, bool (*stop)(void *arg), void *arg);
+void memmig_fault_hold(struct memmig_ctx *ctx, const char *path, bool (*stop)(void *arg),
+		       void *arg);
 /* The ctx's reserve pools, filled and freed by the migration engine
  * (migrate/reserve.c). */
 void memmig_reserve_free_all(struct memmig_ctx *ctx);

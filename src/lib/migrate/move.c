@@ -193,6 +193,17 @@ static int list_ranges(struct memmig_move *mv)
 
 /* Lists and checks the regions; the state is PLANNING, owned by the
  * caller.  Ends in PLANNED, or DONE with the error. */
+static bool move_cancelled(void *arg)
+{
+	struct memmig_move *mv = arg;
+	bool c;
+
+	pthread_mutex_lock(&mv->lock);
+	c = mv->cancel;
+	pthread_mutex_unlock(&mv->lock);
+	return c;
+}
+
 static int do_plan(struct memmig_move *mv)
 {
 	double t = memmig_now();
@@ -230,6 +241,7 @@ static int do_plan(struct memmig_move *mv)
 	 * (smaps cut short: -EIO or -EINVAL, move_pages: -EINVAL) says so. */
 	rc = memmig_proc_err_at(mv->o.pid, mv->pin.procfd, rc);
 	mv->plan_s = memmig_now() - t;
+	memmig_fault_hold(mv->ctx, mv->ctx->plan_hold, move_cancelled, mv);
 	pthread_mutex_lock(&mv->lock);
 	if (rc) {
 		mv->result = rc;
@@ -373,17 +385,6 @@ static uint64_t region_len(const struct memmig_region *r)
 	return d.len;
 }
 
-static bool move_cancelled(void *arg)
-{
-	struct memmig_move *mv = arg;
-	bool c;
-
-	pthread_mutex_lock(&mv->lock);
-	c = mv->cancel;
-	pthread_mutex_unlock(&mv->lock);
-	return c;
-}
-
 /*
  * The whole process in one walk (walk.c): every region's job asks where
  * its pages are, migrate_pages(2) moves them a source node at a time, and
@@ -517,7 +518,7 @@ static void *run_thread(void *arg)
 				dbg(mv->ctx, "move of pid %d: no move lock (%s): not serialized "
 				    "with other moves\n", mv->o.pid, strerror(-lock));
 		}
-		memmig_fault_move_hold(mv->ctx, move_cancelled, mv);
+		memmig_fault_hold(mv->ctx, mv->ctx->move_hold, move_cancelled, mv);
 		rc = lock == -EBUSY ? -EBUSY : run_regions(mv);
 		if (lock >= 0)
 			close(lock);
