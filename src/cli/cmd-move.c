@@ -51,7 +51,7 @@ static void move_usage(FILE *f)
 		"node (or, like migratepages, nodes to nodes): every mapping, or the\n"
 		"ranges given.  Through memmigd when it runs, else in-process.  Ctrl-C\n"
 		"cancels (with --wait): what moved stays moved, the rest stays where it\n"
-		"was.\n\n"
+		"was; a second Ctrl-C leaves at once.\n\n"
 		"  -p, --pid PID          the process\n"
 		"  -d, --domain NAME      a libvirt domain known to memmigd\n"
 		"  -n, --to-node NODES    the target node (required); several, with as\n"
@@ -258,9 +258,11 @@ static int move_parse(int argc, char **argv, struct move_args *a)
 	return CLI_EXIT_OK;
 }
 
+/* Ctrl-C asks for a cancel; a second one ends the command at once (the
+ * default action again), for a memmigd that does not answer. */
 static void catch_stop(void)
 {
-	struct sigaction sa = { .sa_handler = on_stop };
+	struct sigaction sa = { .sa_handler = on_stop, .sa_flags = SA_RESETHAND };
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -447,9 +449,12 @@ static int move_daemon(struct cli_conn *c, struct move_args *a)
 
 	/* Subscribed before the job exists: its last event cannot be missed.
 	 * Unanswered yet: the move's reply comes after the subscription's,
-	 * on the same connection. */
-	if (a->wait)
+	 * on the same connection.  Ctrl-C from the request on cancels: memmigd
+	 * may start the job before its answer comes. */
+	if (a->wait) {
 		cli_conn_subscribe(c);
+		catch_stop();
+	}
 	rc = cli_call(c, "move", move_request(a), &reply);
 	if (rc < 0) {
 		if (reply)
@@ -469,7 +474,6 @@ static int move_daemon(struct cli_conn *c, struct move_args *a)
 		return CLI_EXIT_OK;
 	}
 	json_object_put(reply);
-	catch_stop();
 	rc = cli_job_follow(c, cli_conn_subscribed(c) ? c : NULL, id, &stop_requested, &job);
 	if (rc < 0)
 		return CLI_EXIT_FAIL;

@@ -16,8 +16,9 @@ not() { ! "$@"; }
 
 sock=$tmp/memmigd.sock
 hold=$tmp/hold
+planhold=$tmp/plan-hold
 touch "$hold"
-MEMMIG_MOVE_HOLD=$hold memmigd_start "$sock" --max-jobs-per-node 1
+MEMMIG_MOVE_HOLD=$hold MEMMIG_PLAN_HOLD=$planhold memmigd_start "$sock" --max-jobs-per-node 1
 mc() { "$cli" --socket "$sock" "$@"; }
 memhog_start 64 16
 
@@ -86,6 +87,29 @@ wait "$mpid"
 check "move --wait, SIGINT: exit 1" test $? -eq 1
 check "SIGINT: the job ended cancelled" test "$(jq -r .state "$tmp/int.out")" = cancelled
 check "SIGINT: says what stays where" grep -q "cancelled: what moved stays moved" "$tmp/int.err"
+
+# ... and before memmigd answered: the job it starts then is cancelled too
+# (memmigd held at the plan's end; the client used to catch SIGINT only
+# once the answer came, and a Ctrl-C in between was lost or ended it)
+touch "$planhold"
+"$cli" --socket "$sock" move --pid "$hog" --to-node 0 --wait --json >"$tmp/int2.out" \
+	2>"$tmp/int2.err" &
+mpid=$!
+for _ in $(seq 100); do
+	sigint_caught "$mpid" && break
+	sleep 0.1
+done
+kill -INT "$mpid"
+rm -f "$planhold"
+for _ in $(seq 100); do
+	kill -0 "$mpid" 2>/dev/null || break
+	sleep 0.1
+done
+kill -KILL "$mpid" 2>/dev/null	# still following: the Ctrl-C was lost
+wait "$mpid"
+check "SIGINT before the answer: exit 1" test $? -eq 1
+check "SIGINT before the answer: the job ended cancelled" \
+	test "$(jq -r .state "$tmp/int2.out")" = cancelled
 
 # tables: a long domain name is cut with "...", the columns stay aligned
 rm -f "$hold"
