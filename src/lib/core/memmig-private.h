@@ -103,8 +103,9 @@ int memmig_fault_hit(struct memmig_ctx *ctx, int point);
 int memmig_fault_from_env(struct memmig_ctx *ctx);
 /* Spins as long as $MEMMIG_SWAP_DELAY says a swap of len bytes costs more. */
 void memmig_fault_swap_delay(struct memmig_ctx *ctx, uint64_t len);
-/* Waits while $MEMMIG_MOVE_HOLD's file exists, until stop(arg) says to
- * stop: at once when there is no such variable. */
+/* Waits while the file at path exists ($MEMMIG_MOVE_HOLD's or
+ * $MEMMIG_PLAN_HOLD's), until stop(arg) says to stop: at once when path
+ * is "" (no such variable). */
 void memmig_fault_hold(struct memmig_ctx *ctx, const char *path, bool (*stop)(void *arg),
 		       void *arg);
 /* The ctx's reserve pools, filled and freed by the migration engine

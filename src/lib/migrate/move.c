@@ -191,8 +191,6 @@ static int list_ranges(struct memmig_move *mv)
 					mv->o.nranges, mv->list, &mv->n);
 }
 
-/* Lists and checks the regions; the state is PLANNING, owned by the
- * caller.  Ends in PLANNED, or DONE with the error. */
 static bool move_cancelled(void *arg)
 {
 	struct memmig_move *mv = arg;
@@ -204,6 +202,8 @@ static bool move_cancelled(void *arg)
 	return c;
 }
 
+/* Lists and checks the regions; the state is PLANNING, owned by the
+ * caller.  Ends in PLANNED, or DONE with the error. */
 static int do_plan(struct memmig_move *mv)
 {
 	double t = memmig_now();
