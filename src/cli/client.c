@@ -298,6 +298,12 @@ static int read_said(struct cli_conn *c, const char *cmd, struct json_object **o
 	return rc;
 }
 
+/* Whether events set aside wait for cli_read_line(). */
+static bool stashed(const struct cli_conn *c)
+{
+	return c->stash && json_object_array_length(c->stash);
+}
+
 /* Keeps an event that came before a reply, for cli_read_line(). */
 static void stash(struct cli_conn *c, struct json_object *event)
 {
@@ -351,7 +357,7 @@ int cli_call(struct cli_conn *c, const char *cmd, struct json_object *req,
 
 int cli_read_line(struct cli_conn *c, const char *cmd, struct json_object **out)
 {
-	if (c->stash && json_object_array_length(c->stash)) {
+	if (stashed(c)) {
 		*out = json_object_get(json_object_array_get_idx(c->stash, 0));
 		json_object_array_del_idx(c->stash, 0, 1);
 		return 0;
@@ -368,7 +374,7 @@ int cli_conn_wait(struct cli_conn *c, int timeout_ms)
 	struct pollfd p = { .fd = c->fd, .events = POLLIN };
 	int rc;
 
-	if ((c->stash && json_object_array_length(c->stash)) || c->dropped ||
+	if (stashed(c) || c->dropped ||
 	    (c->len && memchr(c->buf, '\n', c->len)))
 		return 1;
 	rc = poll(&p, 1, timeout_ms);

@@ -67,9 +67,8 @@ check "status JOB: no raw byte counts" not grep -Eq '[0-9]{5,} (bytes|KiB)' "$tm
 "$cli" --socket "$sock" move --pid "$hog" --to-node 0 --wait --json >"$tmp/int.out" \
 	2>"$tmp/int.err" &
 mpid=$!
-# Running, and the client has its handler: memmigd starts the job before
-# the client reads its reply, and a background job ignores SIGINT until
-# then.
+# Running, and the client has its handler: a background job ignores
+# SIGINT until memmig-cli sets one.
 sigint_caught() {
 	local m
 
