@@ -384,6 +384,13 @@ bool tc_hog_stop(struct tc_hog *h)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+int tc_touch(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+
+	return fd < 0 ? -1 : close(fd);
+}
+
 int tc_copy_setuid(const char *from, const char *to)
 {
 	int in = open(from, O_RDONLY | O_CLOEXEC), out;

@@ -92,6 +92,8 @@ pid_t tc_child_ready(int (*prepare)(void *arg), void *arg);
 
 /* Field n (1: real, 2: effective) of pid's uids, or -1. */
 long tc_proc_uid(pid_t pid, int n);
+/* Creates path (empty, 0600) if it is not there: 0 or -1. */
+int tc_touch(const char *path);
 /* A copy of from at to, setuid (04755, the caller's owner): 0 or -1. */
 int tc_copy_setuid(const char *from, const char *to);
 
