@@ -95,8 +95,10 @@ static void retention(struct tc_daemon *d)
 	CHECK(tc_hog_stop(&hog) && tc_hog_stop(&root_hog), "memhogs exit clean");
 }
 
-/* $MEMMIG_MOVE_HOLD's file: while it exists, memmigd's running moves wait. */
-static char hold_file[64];
+/* $MEMMIG_MOVE_HOLD's file: while it exists, memmigd's running moves wait.
+ * In a directory of its own, as test-daemon-perm's: nothing planted in
+ * /tmp can hold or release them. */
+static char hold_dir[] = "/tmp/memmig-limits.XXXXXX", hold_file[64];
 
 /* nobody pipelines 8 moves at once; it gets 2 (a quarter of 8), and root
  * still gets one in.  nobody's first job is held running meanwhile: on one
@@ -521,7 +523,11 @@ int main(void)
 		printf("SKIP: needs root, to be root and to become other users\n");
 		return TC_SKIP;
 	}
-	snprintf(hold_file, sizeof(hold_file), "/tmp/memmig-limits-hold.%d", (int)getpid());
+	if (!mkdtemp(hold_dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(hold_file, sizeof(hold_file), "%s/hold", hold_dir);
 	setenv("MEMMIG_MOVE_HOLD", hold_file, 1);
 	if (tc_daemon_start(&d, opts))
 		return 1;
@@ -531,6 +537,7 @@ int main(void)
 	conn_shares(&d);
 	sub_shares(&d);
 	CHECK(tc_daemon_stop(&d) == 0, "memmigd exit status");
+	rmdir(hold_dir);
 	idle();
 	fd_exhaustion();
 	memory_back();
