@@ -87,6 +87,13 @@ static void units_on(struct tier_unit *u, size_t n, bool fast)
 	}
 }
 
+/* A unit soft-dirty saw written, in the intervals hist has set. */
+static void written(struct tier_unit *u, uint8_t hist)
+{
+	u->hist = hist;
+	u->src = TIER_SRC_SOFTDIRTY;
+}
+
 static bool has(const size_t *v, size_t n, size_t x)
 {
 	for (size_t i = 0; i < n; i++)
@@ -102,8 +109,8 @@ static void test_plan_promote(void)
 	struct tier_plan plan;
 
 	units_on(u, 8, false);
-	u[3].hist = 1;
-	u[6].hist = 0x7;	/* hot for three intervals: first */
+	written(&u[3], 1);
+	written(&u[6], 0x7);	/* hot for three intervals: first */
 	CU_ASSERT_EQUAL(tier_plan_make(u, 8, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.npromote, 2);
 	CU_ASSERT_EQUAL(plan.promote[0], 6);
@@ -115,28 +122,39 @@ static void test_plan_promote(void)
 }
 
 /* DAMON's mark counts once it repeats: a single one promotes nothing and
- * keeps nothing from going cold; two in a row are a touch. */
+ * keeps nothing from going cold; two in a row are a touch, which keeps a
+ * unit warm; three in a row promote it, as a write does at once. */
 static void test_damon_confirm(void)
 {
 	struct tier_policy p = policy();
-	struct tier_unit u[4];
+	struct tier_unit u[5];
 	struct tier_plan plan;
 
-	units_on(u, 4, false);
+	units_on(u, 5, false);
 	u[0].damon_hist = 1;		/* marked now, not before */
 	u[1].damon_hist = 3;		/* marked now and before */
 	u[2].damon_hist = 2;		/* marked before, not now */
-	u[3].hist = 1;			/* written: sure at once */
-	u[3].src = TIER_SRC_SOFTDIRTY;
-	for (int i = 0; i < 4; i++)
+	written(&u[3], 1);		/* written: sure at once */
+	u[4].damon_hist = 7;		/* marked three intervals running */
+	for (int i = 0; i < 5; i++)
 		tier_unit_confirm(&u[i]);
 	CU_ASSERT_EQUAL(u[0].hist, 0);
 	CU_ASSERT_EQUAL(u[1].hist, 1);
 	CU_ASSERT_EQUAL(u[2].hist, 0);
 	CU_ASSERT_EQUAL(u[3].hist, 1);
-	CU_ASSERT_EQUAL(tier_plan_make(u, 4, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(u[4].hist, 1);
+	CU_ASSERT(!tier_unit_promotable(&u[1]) && tier_unit_promotable(&u[4]));
+	CU_ASSERT_EQUAL(tier_plan_make(u, 5, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.npromote, 2);
-	CU_ASSERT(has(plan.promote, plan.npromote, 1) && has(plan.promote, plan.npromote, 3));
+	CU_ASSERT(has(plan.promote, plan.npromote, 3) && has(plan.promote, plan.npromote, 4));
+	tier_plan_free(&plan);
+
+	/* Two marks keep a unit on fast from going cold: not demoted. */
+	units_on(u, 5, true);
+	u[1].damon_hist = 3;
+	tier_unit_confirm(&u[1]);
+	CU_ASSERT_EQUAL(tier_plan_make(u, 5, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT(plan.ndemote > 0 && !has(plan.demote, plan.ndemote, 1));
 	tier_plan_free(&plan);
 }
 
@@ -179,11 +197,11 @@ static void test_plan_hysteresis(void)
 
 	units_on(u, 4, false);
 	/* Demoted last interval, written now: min_stay (2) keeps it down. */
-	u[1].hist = 1;
+	written(&u[1], 1);
 	u[1].last_dir = -1;
 	u[1].moved_at = 10;
 	/* Demoted two intervals ago: free to come back. */
-	u[2].hist = 1;
+	written(&u[2], 1);
 	u[2].last_dir = -1;
 	u[2].moved_at = 9;
 	CU_ASSERT_EQUAL(tier_plan_make(u, 4, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
@@ -201,7 +219,7 @@ static void test_plan_rate(void)
 
 	units_on(u, 10, false);
 	for (int i = 0; i < 4; i++)
-		u[i].hist = 1;
+		written(&u[i], 1);
 	/* 3 units a second, 1 s intervals: 3 of the 4 promotions. */
 	p.interval_ms = 1000;
 	p.rate = 3 * TIER_UNIT;
@@ -214,7 +232,8 @@ static void test_plan_rate(void)
 	units_on(u, 10, true);
 	for (int i = 0; i < 10; i++)
 		u[i].on_fast = i < 2 ? 0 : TIER_SAMPLES, u[i].on_slow = TIER_SAMPLES - u[i].on_fast;
-	u[0].hist = u[1].hist = 1;
+	written(&u[0], 1);
+	written(&u[1], 1);
 	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.npromote, 2);
 	CU_ASSERT_EQUAL(plan.ndemote, 1);
@@ -239,7 +258,7 @@ static void test_plan_watermark(void)
 	/* Hot units on slow with no room and nothing cold: they wait. */
 	units_on(u, 8, false);
 	for (int i = 0; i < 8; i++)
-		u[i].hist = 1;
+		written(&u[i], 1);
 	CU_ASSERT_EQUAL(tier_plan_make(u, 8, &(struct tier_plan_in){ &p, 11, 12 * MB }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.npromote, 2);	/* 12 - 8 = 4 MiB of room */
 	CU_ASSERT_EQUAL(plan.deferred, 6);

@@ -82,7 +82,8 @@ case ${0##*/} in
 	;;
 *)
 	[ "$kernel_tiers" = 1 ] && numab_off
-	run memmig-kvm
+	# libmemmig's info lines: a bounce names its unit and what moved it.
+	MEMMIG_LOG=info run memmig-kvm
 	rc=$?
 	check "memmig-kvm: memmig's goal, as guest-tier-vm judged it above (exit $rc)" test "$rc" = 0
 	[ "$kernel_tiers" = 1 ] || echo "  (the kernel's tiering: $no_tiers)"

@@ -72,7 +72,7 @@ int tier_plan_make(const struct tier_unit *u, size_t n, const struct tier_plan_i
 		slow += tier_unit_on_slow(x);
 		if (!x->sampled)
 			continue;
-		if (tier_unit_hot(x) && x->on_fast < x->sampled) {
+		if (tier_unit_promotable(x) && x->on_fast < x->sampled) {
 			if (!settled(x, in)) {
 				out->held++;
 				continue;

@@ -45,6 +45,23 @@ static inline bool tier_unit_hot(const struct tier_unit *u)
 	return u->hist & 1;
 }
 
+/*
+ * Whether the unit goes to the fast nodes if it is not there: a write
+ * seen this interval (soft-dirty, a dirty log), or DAMON's marks three
+ * intervals running.  A move costs a copy and a pause, and one made on an
+ * estimate comes back: the tier's runs that failed their bounce or
+ * hot-set check had promoted units DAMON alone saw (3 in 32 promotions, 4
+ * bounces; 1 in 30, 2 bounces and a hot unit not yet on fast two
+ * intervals after its change), the runs that passed none.  Two marks in a
+ * row still keep a unit from going cold; a unit only read is promoted one
+ * interval later than one written.
+ */
+static inline bool tier_unit_promotable(const struct tier_unit *u)
+{
+	return (u->hist & 1) && ((u->src & (TIER_SRC_SOFTDIRTY | TIER_SRC_DIRTYLOG)) ||
+				 (u->damon_hist & 7) == 7);
+}
+
 /* Whether the unit counts as cold: untouched for cold_intervals, and
  * known that long (a unit first seen has no history yet). */
 static inline bool tier_unit_cold(const struct tier_unit *u, unsigned int cold_intervals,

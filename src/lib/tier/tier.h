@@ -32,7 +32,7 @@ enum tier_source {
  * call, and bit 0 of hist where the touch is sure: a write the kernel
  * recorded.  DAMON's marks are estimates (a region's accesses spread over
  * the units it covers): they go to damon_hist, and a unit DAMON marks two
- * intervals in a row counts as touched.  tier_step shifts both histories
+ * intervals in a row counts as touched (promoted at three: tier-plan.h).  tier_step shifts both histories
  * once per interval.
  */
 struct tier_unit {
