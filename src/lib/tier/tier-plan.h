@@ -53,8 +53,8 @@ static inline bool tier_unit_hot(const struct tier_unit *u)
  * hot-set check had promoted units DAMON alone saw (3 in 32 promotions, 4
  * bounces; 1 in 30, 2 bounces and a hot unit not yet on fast two
  * intervals after its change), the runs that passed none.  Two marks in a
- * row still keep a unit from going cold; a unit only read is promoted one
- * interval later than one written.
+ * row still keep a unit from going cold; a unit only read is promoted two
+ * intervals after a written one would be (one more than before).
  */
 static inline bool tier_unit_promotable(const struct tier_unit *u)
 {

@@ -32,8 +32,8 @@ enum tier_source {
  * call, and bit 0 of hist where the touch is sure: a write the kernel
  * recorded.  DAMON's marks are estimates (a region's accesses spread over
  * the units it covers): they go to damon_hist, and a unit DAMON marks two
- * intervals in a row counts as touched (promoted at three: tier-plan.h).  tier_step shifts both histories
- * once per interval.
+ * intervals in a row counts as touched (and is promoted at three:
+ * tier-plan.h).  tier_step shifts both histories once per interval.
  */
 struct tier_unit {
 	uint64_t addr;		/* start, in the process */
