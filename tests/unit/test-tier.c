@@ -476,6 +476,9 @@ static void test_softdirty_child(void)
 	for (int i = 0; i < 9; i++)
 		if ((u[f + i].hist & 1) != (i == 7))
 			CUNIT_FAILF("after the merge, unit %d: marked %d", i, u[f + i].hist & 1);
+	/* ... and what it carries is a write, which promotes. */
+	CU_ASSERT_EQUAL(u[f + 7].src, TIER_SRC_SOFTDIRTY);
+	CU_ASSERT(tier_unit_promotable(&u[f + 7]) && !tier_unit_promotable(&u[f + 3]));
 	CU_ASSERT_EQUAL(tier_softdirty_vma_resets(sd), 1);
 	/* And the next interval reads true again: nothing written. */
 	for (size_t i = 0; i < n; i++)

@@ -126,8 +126,12 @@ static void drop_vma_marks(struct tier_softdirty *sd, struct tier_unit *u, size_
 		for (size_t k = i; k < j; k++) {
 			if (seen[k] != 2)
 				continue;
-			/* DAMON marks after this: only soft-dirty's to undo. */
+			/* DAMON marks after this: only soft-dirty's to undo.
+			 * The answer carried is soft-dirty's still: a write,
+			 * which promotes (tier_unit_promotable()). */
 			u[k].hist = (uint8_t)((u[k].hist & ~1u) | ((u[k].hist >> 1) & 1));
+			if (u[k].hist & 1)
+				continue;
 			u[k].src &= (uint8_t)~TIER_SRC_SOFTDIRTY;
 			(*count)--;
 		}
