@@ -699,7 +699,7 @@ static void test_calibrate(void)
 		 * two; against the string copies over the whole ladder. */
 		CU_ASSERT(memmig_prim_supported(&cpu, t.vec_prim));
 		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_VEC_PRIM],
-				memmig_prim_supported(&cpu, MEMMIG_PRIM_VEC_AVX2) ? 7 : 0);
+				memmig_prim_supported(&cpu, MEMMIG_PRIM_VEC_AVX2) ? 10 : 0);
 		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_SMALL], 21);
 		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_NT_COLD], 21);
 		/* pmem, cold: temporal + flush against NT, 64 B to 4 KiB. */

@@ -228,7 +228,7 @@ static size_t crossover(const size_t *ladder, size_t n, const double *base,
  */
 static void cal_vec_prim(struct cal *c, struct memmig_tuning *t)
 {
-	static const size_t ladder[] = { 16, 64, 256, 1024, 4096, 16384, 65536 };
+	static const size_t ladder[] = { 16, 64, 128, 256, 512, 1024, 2048, 4096, 16384, 65536 };
 	const size_t nl = sizeof(ladder) / sizeof(ladder[0]);
 	double v[4][LADDER_MAX], top[LADDER_MAX], best = 1e300;
 	int prims[4];
