@@ -111,7 +111,7 @@ static void test_plan_promote(void)
 	units_on(u, 8, false);
 	written(&u[3], 1);
 	written(&u[6], 0x7);	/* hot for three intervals: first */
-	CU_ASSERT_EQUAL(tier_plan_make(u, 8, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(tier_plan_make(u, 8, &(struct tier_plan_in){ &p, 11, 0, 0 }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.npromote, 2);
 	CU_ASSERT_EQUAL(plan.promote[0], 6);
 	CU_ASSERT_EQUAL(plan.promote[1], 3);
@@ -144,7 +144,7 @@ static void test_damon_confirm(void)
 	CU_ASSERT_EQUAL(u[3].hist, 1);
 	CU_ASSERT_EQUAL(u[4].hist, 1);
 	CU_ASSERT(!tier_unit_promotable(&u[1]) && tier_unit_promotable(&u[4]));
-	CU_ASSERT_EQUAL(tier_plan_make(u, 5, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(tier_plan_make(u, 5, &(struct tier_plan_in){ &p, 11, 0, 0 }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.npromote, 2);
 	CU_ASSERT(has(plan.promote, plan.npromote, 3) && has(plan.promote, plan.npromote, 4));
 	tier_plan_free(&plan);
@@ -153,7 +153,7 @@ static void test_damon_confirm(void)
 	units_on(u, 5, true);
 	u[1].damon_hist = 3;
 	tier_unit_confirm(&u[1]);
-	CU_ASSERT_EQUAL(tier_plan_make(u, 5, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(tier_plan_make(u, 5, &(struct tier_plan_in){ &p, 11, 0, 0 }, &plan), 0);
 	CU_ASSERT(plan.ndemote > 0 && !has(plan.demote, plan.ndemote, 1));
 	tier_plan_free(&plan);
 }
@@ -168,7 +168,7 @@ static void test_plan_demote_share(void)
 	u[0].hist = u[1].hist = 1;
 	u[4].cold_since = 9;	/* touched two intervals ago: cold, but less */
 	u[5].cold_since = 11;	/* first seen now: no history, stays */
-	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 11, 0, 0 }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.npromote, 0);
 	/* 70 % of 10 units: 7 demoted, of the 7 cold ones known long enough
 	 * (2,3,4,6,7,8,9), the least recently touched first. */
@@ -179,11 +179,25 @@ static void test_plan_demote_share(void)
 	CU_ASSERT_EQUAL(plan.demote_bytes, 7 * TIER_UNIT);
 	tier_plan_free(&plan);
 
+	/* Nothing is cold until every source has watched cold_intervals:
+	 * DAMON's marks count from interval 3, untouched units first seen at
+	 * 1 are cold at 5, not at 3 (a unit only read has no mark before). */
+	units_on(u, 10, true);	/* first seen at 1 */
+	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 3, 0, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(plan.ndemote, 7);
+	tier_plan_free(&plan);
+	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 4, 0, 3 }, &plan), 0);
+	CU_ASSERT_EQUAL(plan.ndemote, 0);
+	tier_plan_free(&plan);
+	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 5, 0, 3 }, &plan), 0);
+	CU_ASSERT_EQUAL(plan.ndemote, 7);
+	tier_plan_free(&plan);
+
 	/* A unit touched in the last cold_intervals is not cold. */
 	units_on(u, 10, true);
 	for (int i = 0; i < 10; i++)
 		u[i].hist = 2;	/* touched one interval ago */
-	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 11, 0, 0 }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.ndemote, 0);
 	CU_ASSERT_EQUAL(plan.npromote, 0);
 	tier_plan_free(&plan);
@@ -204,7 +218,7 @@ static void test_plan_hysteresis(void)
 	written(&u[2], 1);
 	u[2].last_dir = -1;
 	u[2].moved_at = 9;
-	CU_ASSERT_EQUAL(tier_plan_make(u, 4, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(tier_plan_make(u, 4, &(struct tier_plan_in){ &p, 11, 0, 0 }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.npromote, 1);
 	CU_ASSERT_EQUAL(plan.promote[0], 2);
 	CU_ASSERT_EQUAL(plan.held, 1);
@@ -223,7 +237,7 @@ static void test_plan_rate(void)
 	/* 3 units a second, 1 s intervals: 3 of the 4 promotions. */
 	p.interval_ms = 1000;
 	p.rate = 3 * TIER_UNIT;
-	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 11, 0, 0 }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.npromote, 3);
 	CU_ASSERT_EQUAL(plan.deferred, 1);
 	tier_plan_free(&plan);
@@ -234,7 +248,7 @@ static void test_plan_rate(void)
 		u[i].on_fast = i < 2 ? 0 : TIER_SAMPLES, u[i].on_slow = TIER_SAMPLES - u[i].on_fast;
 	written(&u[0], 1);
 	written(&u[1], 1);
-	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 11, 0 }, &plan), 0);
+	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 11, 0, 0 }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.npromote, 2);
 	CU_ASSERT_EQUAL(plan.ndemote, 1);
 	CU_ASSERT(plan.promote_bytes + plan.demote_bytes <= p.rate);
@@ -251,7 +265,7 @@ static void test_plan_watermark(void)
 	p.fast_free = 8 * MB;
 	units_on(u, 8, true);
 	/* 2 MiB free, 8 wanted: three cold units go down. */
-	CU_ASSERT_EQUAL(tier_plan_make(u, 8, &(struct tier_plan_in){ &p, 11, 2 * MB }, &plan), 0);
+	CU_ASSERT_EQUAL(tier_plan_make(u, 8, &(struct tier_plan_in){ &p, 11, 2 * MB, 0 }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.ndemote, 3);
 	tier_plan_free(&plan);
 
@@ -259,7 +273,7 @@ static void test_plan_watermark(void)
 	units_on(u, 8, false);
 	for (int i = 0; i < 8; i++)
 		written(&u[i], 1);
-	CU_ASSERT_EQUAL(tier_plan_make(u, 8, &(struct tier_plan_in){ &p, 11, 12 * MB }, &plan), 0);
+	CU_ASSERT_EQUAL(tier_plan_make(u, 8, &(struct tier_plan_in){ &p, 11, 12 * MB, 0 }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.npromote, 2);	/* 12 - 8 = 4 MiB of room */
 	CU_ASSERT_EQUAL(plan.deferred, 6);
 	tier_plan_free(&plan);

@@ -80,7 +80,7 @@ int tier_plan_make(const struct tier_unit *u, size_t n, const struct tier_plan_i
 			/* Touched in more of the last intervals goes first. */
 			up[nup++] = (struct cand){ i, res - tier_unit_on_fast(x),
 						   TIER_HIST_BITS - __builtin_popcount(x->hist) };
-		} else if (tier_unit_cold(x, p->cold_intervals, in->now) && x->on_fast) {
+		} else if (tier_unit_cold(x, p->cold_intervals, in->now, in->watched_from) && x->on_fast) {
 			if (!settled(x, in)) {
 				out->held++;
 				continue;

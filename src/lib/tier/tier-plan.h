@@ -14,6 +14,8 @@ struct tier_plan_in {
 	const struct tier_policy *policy;
 	uint32_t now;			/* this interval's number, from 1 */
 	uint64_t fast_free;		/* bytes free on the fast nodes now */
+	uint32_t watched_from;		/* the first interval every source
+					 * saw: DAMON's warm-up (tier.c) */
 };
 
 struct tier_plan {
@@ -62,12 +64,20 @@ static inline bool tier_unit_promotable(const struct tier_unit *u)
 				 (u->damon_hist & 7) == 7);
 }
 
-/* Whether the unit counts as cold: untouched for cold_intervals, and
- * known that long (a unit first seen has no history yet). */
+/*
+ * Whether the unit counts as cold: untouched for cold_intervals, and
+ * watched that long by every source (a unit first seen has no history
+ * yet; before DAMON's warm-up ends, a unit only read looks untouched).  In
+ * the tier, memmig-qemu's one bounce in 55 moves was a unit of QEMU's
+ * heap demoted in DAMON's warm-up and promoted on its marks three
+ * intervals later.
+ */
 static inline bool tier_unit_cold(const struct tier_unit *u, unsigned int cold_intervals,
-				  uint32_t now)
+				  uint32_t now, uint32_t watched_from)
 {
-	return !(u->hist & ((1u << cold_intervals) - 1)) && now - u->cold_since >= cold_intervals;
+	uint32_t since = u->cold_since > watched_from ? u->cold_since : watched_from;
+
+	return !(u->hist & ((1u << cold_intervals) - 1)) && now - since >= cold_intervals;
 }
 
 /* 0 or -ENOMEM; free the plan with tier_plan_free(). */

@@ -292,6 +292,12 @@ static int damon_mark(struct tier *t, struct tier_unit *units, size_t n, uint32_
 	return rc < 0 ? rc : 0;
 }
 
+/* The first interval whose marks every source read counts from. */
+static uint32_t watched_from(const struct tier *t)
+{
+	return t->st.sources & TIER_SRC_DAMON ? t->damon_since + TIER_DAMON_WARMUP - 1 : 1;
+}
+
 static int read_sources(struct tier *t, uint32_t now)
 {
 	struct tier_unit *units = NULL;
@@ -382,7 +388,8 @@ int tier_step(struct tier *t)
 		goto out;
 	}
 	rc = tier_plan_make(t->units, t->nunits,
-			    &(struct tier_plan_in){ &t->p, now, fast_free }, &plan);
+			    &(struct tier_plan_in){ &t->p, now, fast_free, watched_from(t) },
+			    &plan);
 	if (rc)
 		goto out;
 	t->st.held += plan.held;
