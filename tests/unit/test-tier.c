@@ -181,14 +181,18 @@ static void test_plan_demote_share(void)
 
 	/* Nothing is cold until every source has watched cold_intervals:
 	 * DAMON's marks count from interval 3, untouched units first seen at
-	 * 1 are cold at 5, not at 3 (a unit only read has no mark before). */
+	 * 1 are cold at 5, not at 3 (a unit only read has no mark before),
+	 * nor in the warm-up itself. */
 	units_on(u, 10, true);	/* first seen at 1 */
 	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 3, 0, 0 }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.ndemote, 7);
 	tier_plan_free(&plan);
-	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 4, 0, 3 }, &plan), 0);
-	CU_ASSERT_EQUAL(plan.ndemote, 0);
-	tier_plan_free(&plan);
+	for (uint32_t now = 1; now <= 4; now++) {
+		CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, now, 0, 3 },
+					       &plan), 0);
+		CU_ASSERT_EQUAL(plan.ndemote, 0);
+		tier_plan_free(&plan);
+	}
 	CU_ASSERT_EQUAL(tier_plan_make(u, 10, &(struct tier_plan_in){ &p, 5, 0, 3 }, &plan), 0);
 	CU_ASSERT_EQUAL(plan.ndemote, 7);
 	tier_plan_free(&plan);
