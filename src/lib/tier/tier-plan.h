@@ -68,7 +68,7 @@ static inline bool tier_unit_promotable(const struct tier_unit *u)
  * Whether the unit counts as cold: untouched for cold_intervals, and
  * watched that long by every source (a unit first seen has no history
  * yet; before DAMON's warm-up ends, a unit only read looks untouched).  In
- * the tier, memmig-qemu's one bounce in 55 moves was a unit of QEMU's
+ * the tier, memmig-qemu's one bounce in 56 moves was a unit of QEMU's
  * heap demoted in DAMON's warm-up and promoted on its marks three
  * intervals later.
  */
