@@ -77,8 +77,7 @@ static inline bool tier_unit_cold(const struct tier_unit *u, unsigned int cold_i
 {
 	uint32_t since = u->cold_since > watched_from ? u->cold_since : watched_from;
 
-	return !(u->hist & ((1u << cold_intervals) - 1)) && now >= since &&
-	       now - since >= cold_intervals;
+	return !(u->hist & ((1u << cold_intervals) - 1)) && now >= since + cold_intervals;
 }
 
 /* 0 or -ENOMEM; free the plan with tier_plan_free(). */

@@ -276,12 +276,18 @@ static void take_stock(struct tier *t, double now_s, struct tier_sample *s)
  */
 #define TIER_DAMON_WARMUP	3
 
+/* The first interval whose marks every source read counts from. */
+static uint32_t watched_from(const struct tier *t)
+{
+	return t->st.sources & TIER_SRC_DAMON ? t->damon_since + TIER_DAMON_WARMUP - 1 : 1;
+}
+
 static int damon_mark(struct tier *t, struct tier_unit *units, size_t n, uint32_t now)
 {
 	struct tier_unit *scratch;
 	int rc;
 
-	if (now - t->damon_since >= TIER_DAMON_WARMUP - 1)
+	if (now >= watched_from(t))
 		return tier_damon_mark(t->damon, units, n);
 	scratch = malloc((n ? n : 1) * sizeof(*scratch));
 	if (!scratch)
@@ -290,12 +296,6 @@ static int damon_mark(struct tier *t, struct tier_unit *units, size_t n, uint32_
 	rc = tier_damon_mark(t->damon, scratch, n);
 	free(scratch);
 	return rc < 0 ? rc : 0;
-}
-
-/* The first interval whose marks every source read counts from. */
-static uint32_t watched_from(const struct tier *t)
-{
-	return t->st.sources & TIER_SRC_DAMON ? t->damon_since + TIER_DAMON_WARMUP - 1 : 1;
 }
 
 static int read_sources(struct tier *t, uint32_t now)
