@@ -654,9 +654,9 @@ int bench_measure_cold(const struct copier *cs, unsigned int n,
 	 * slot's place (bench_measure_hot()), and up to half a page, in the
 	 * other half of its page: at one page offset, each copy's loads wait
 	 * on the last copy's stores (4K aliasing), and the fewer
-	 * instructions a copy takes, the more: on an Intel Emerald Rapids
-	 * host glibc's cold 64 B copy ran at 1.16 GB/s so, at 2.35 with the
-	 * destination 64 B on, and memmig's at 1.33 and 2.48. */
+	 * instructions a copy takes, the more.  On an Intel Emerald Rapids
+	 * host glibc's cold 64 B copy ran at 1.16 GB/s and memmig's at 1.33
+	 * that way, at 2.35 and 2.48 with the destination 64 B on. */
 	for (size_t i = 0; i < p.nslots; i++)
 		p.pairs[i] = (struct cold_pair){
 			.d = pool->dst + (size_t)order[(i + 1) % p.nslots] * stride +
