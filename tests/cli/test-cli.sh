@@ -281,22 +281,22 @@ fi
 check "demo --file-tier" exit_is 2 "$cli" demo --file-tier
 # Userfaultfd write protection: the swap moves each piece of the tracked
 # range aside by whole page tables (UFFD_FEATURE_EVENT_REMAP), not one
-# entry at a time as Linux 6.13 on does for a tracked range without it.  The swaps are two mremaps of the
-# guest's RAM, a piece at a time, in a process with threads, and what
-# those cost is the host's: 0.3 ms a GiB on one host, 3.3 ms on another,
-# and in a loaded VM the TLB flushes on the other CPU cost more than the
-# moves.  So every piece's swap, summed, is judged beside the same two
-# mremaps a piece of as much THP-advised memory in as many pieces (as many
-# system calls and flushes), without userfaultfd, by a process with a
-# thread on another CPU (tests/helpers/remap-cost), measured here in the
-# same run: the fastest sum against the pairs' median.  Whole tables
-# in one piece took 1.1x that pair on an AMD Zen 5 host (3.2 ms against
-# 3.0), and 1.4-2.3x while a QEMU and a build ran beside it (21-30 ms
-# against 13-15); entry by entry, on THPs split to 4 KiB, a move costs 7x
-# (23 ms against 3.3 ms a GiB there) to 15x (4.4 against 0.3 on an Intel
-# host) what whole tables do.  5x lies between; the pieces' system calls
-# and flushes are in the pairs too, and their remap events (one a piece,
-# 3-7 pieces here) fit in it.
+# entry at a time as Linux 6.13 on does for a tracked range without it.
+# What either costs is the host's (whole tables of a GiB: 0.3 ms on one
+# host, 3.3 ms on another), and how the two compare is too: entry by entry
+# took 7x the whole tables on an AMD Zen 5 host (23 ms against 3.3 a GiB)
+# and 11-17x on an Intel Emerald Rapids one, where memmig's swap in pieces,
+# with its remap events, took 3-6x two plain mremaps, so that no one
+# multiple of the plain move holds on both.  So the peer, measured here in
+# the same run (tests/helpers/remap-cost --entries), is the move memmig
+# avoids: the same two mremaps a piece of as much memory in as many pieces,
+# each piece tracked by userfaultfd without the remap event and its THPs
+# split by writes, as the guest's are.  memmig's swaps, summed, at their
+# fastest, must take less than half that median.  On the Intel host they
+# took 0.16-0.36 of it, and a memmig built without the remap event 0.5-0.9
+# (1.05-1.87 ms against 1.8-2.2: the writer had not split every THP): the
+# check catches that build there only at the edge, but it no longer fails
+# a good one, as 5x the plain pair did one run in two.
 remap_cost=${REMAP_COST:-tests/helpers/remap-cost}
 if [ "$thread_dirty" = uffd-wp ]; then
 	check "demo uffd-wp 512M" exit_is 0 "$cli" demo --dirty uffd-wp --mem 512M --migrations 3 --nodes-only --json
@@ -310,9 +310,11 @@ if [ "$thread_dirty" = uffd-wp ]; then
 	swap_ms=$(jq '[.migrations[].swap_total_s * 1000] | min' "$tmp/out")
 	pieces=$(jq '[.migrations[] | [.swap_total_s, .pauses]] | min | .[1]' "$tmp/out")
 	pair_ms=$("$remap_cost" 512 7 "$pieces")
-	echo "demo uffd-wp 512M: every piece's swap $swap_ms ms at its fastest ($pieces pieces); two plain mremaps a piece $pair_ms ms (median)"
-	check "demo uffd-wp swap by page tables ($swap_ms ms in $pieces pieces; two plain mremaps of 512 MiB in as many: $pair_ms ms)" \
-		awk -v s="$swap_ms" -v p="$pair_ms" 'BEGIN { exit !(p > 0 && s < 5 * p) }'
+	entries_ms=$("$remap_cost" --entries 512 7 "$pieces")
+	echo "demo uffd-wp 512M: every piece's swap $swap_ms ms at its fastest ($pieces pieces);" \
+		"two mremaps a piece: $pair_ms ms plain, $entries_ms ms tracked and split (medians)"
+	check "demo uffd-wp swap by page tables ($swap_ms ms in $pieces pieces; the same moves entry by entry: $entries_ms ms)" \
+		awk -v s="$swap_ms" -v e="$entries_ms" 'BEGIN { exit !(e > 0 && s < e / 2) }'
 fi
 if [ -w /dev/kvm ]; then
 	check "demo kvm" exit_is 0 "$cli" demo --mem 32M --migrations 2

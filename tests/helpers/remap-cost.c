@@ -12,15 +12,27 @@
  *   remap-cost LEN_MIB [REPS [PIECES]]   prints the median, in ms
  * PIECES: the pair per piece of LEN / PIECES (in 2 MiB units), as a live
  * switchover in pieces makes them: as many system calls and flushes.
+ *   remap-cost --entries LEN_MIB [REPS [PIECES]]
+ * the same pair where each piece is first registered with userfaultfd for
+ * asynchronous write protection without UFFD_FEATURE_EVENT_REMAP, protected
+ * and written page by page (its THPs split, as memmig's tracked writer
+ * splits them): the kernel then moves it aside one entry at a time, the
+ * move memmig's tracker avoids.  Exit 77 where userfaultfd cannot do it.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,16 +98,62 @@ static uint8_t *reserve(size_t len, uint8_t **aside)
 	return at;
 }
 
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
+#define UFFD_FEATURE_WP_ASYNC (1 << 15)
+#endif
+
+/* A userfaultfd for asynchronous write protection, without the remap
+ * event; -1 where this kernel or this user cannot have one. */
+static int uffd_open(void)
+{
+	struct uffdio_api api = { .api = UFFD_API,
+				  .features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED };
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	if (fd >= 0 && ioctl(fd, UFFDIO_API, &api)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* [p, p + l) registered, protected, and written page by page: each write
+ * takes the page's protection off, splitting its THP.  0 or -1. */
+static int track_and_split(int uffd, uint8_t *p, size_t l)
+{
+	struct uffdio_register reg = { .range = { (uintptr_t)p, l },
+				       .mode = UFFDIO_REGISTER_MODE_WP };
+	struct uffdio_writeprotect wp = { .range = { (uintptr_t)p, l },
+					  .mode = UFFDIO_WRITEPROTECT_MODE_WP };
+
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg) || ioctl(uffd, UFFDIO_WRITEPROTECT, &wp))
+		return -1;
+	for (size_t o = 0; o < l; o += 4096)
+		p[o] = 0x5a;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	size_t len = argc > 1 ? strtoul(argv[1], NULL, 0) << 20 : 0;
-	int reps = argc > 2 ? atoi(argv[2]) : 5;
-	size_t pieces = argc > 3 ? strtoul(argv[3], NULL, 0) : 1, step;
+	bool entries = argc > 1 && !strcmp(argv[1], "--entries");
+	size_t len = argc > 1 + entries ? strtoul(argv[1 + entries], NULL, 0) << 20 : 0;
+	int reps = argc > 2 + entries ? atoi(argv[2 + entries]) : 5;
+	size_t pieces = argc > 3 + entries ? strtoul(argv[3 + entries], NULL, 0) : 1, step;
 	uint8_t *at, *aside;
 	double t[64];
+	int uffd = -1;
 
+	if (entries) {
+		uffd = uffd_open();
+		if (uffd < 0) {
+			fprintf(stderr, "remap-cost: no userfaultfd write protection here (%s)\n",
+				strerror(errno));
+			return 77;
+		}
+	}
 	if (!len || reps < 1 || reps > 64 || pieces < 1 || pieces > len / HUGE) {
-		fprintf(stderr, "usage: remap-cost LEN_MIB [REPS [PIECES]]\n");
+		fprintf(stderr, "usage: remap-cost [--entries] LEN_MIB [REPS [PIECES]]\n");
 		return 2;
 	}
 	at = reserve(len, &aside);
@@ -108,10 +166,16 @@ int main(int argc, char **argv)
 	ticker_start();
 	for (int i = 0; i < reps; i++) {
 		step = (len / pieces + HUGE - 1) & ~(HUGE - 1);
-		t[i] = now_ms();
+		t[i] = 0;
 		for (size_t o = 0; o < len; o += step) {
 			size_t l = len - o < step ? len - o : step;
+			double t0;
 
+			if (uffd >= 0 && track_and_split(uffd, at + o, l)) {
+				fprintf(stderr, "remap-cost: userfaultfd: %s\n", strerror(errno));
+				return 77;
+			}
+			t0 = now_ms();
 			if (mremap(at + o, l, l, MREMAP_MAYMOVE | MREMAP_FIXED, aside + o) ==
 				    MAP_FAILED ||
 			    mremap(aside + o, l, l, MREMAP_MAYMOVE | MREMAP_FIXED, at + o) ==
@@ -119,8 +183,8 @@ int main(int argc, char **argv)
 				perror("mremap");
 				return 1;
 			}
+			t[i] += now_ms() - t0;
 		}
-		t[i] = now_ms() - t[i];
 	}
 	/* The memory came back whole: the test measures the real thing. */
 	for (size_t o = 0; o < len; o += 4096)
