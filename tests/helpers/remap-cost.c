@@ -144,6 +144,10 @@ int main(int argc, char **argv)
 	double t[64];
 	int uffd = -1;
 
+	if (!len || reps < 1 || reps > 64 || pieces < 1 || pieces > len / HUGE) {
+		fprintf(stderr, "usage: remap-cost [--entries] LEN_MIB [REPS [PIECES]]\n");
+		return 2;
+	}
 	if (entries) {
 		uffd = uffd_open();
 		if (uffd < 0) {
@@ -151,10 +155,6 @@ int main(int argc, char **argv)
 				strerror(errno));
 			return 77;
 		}
-	}
-	if (!len || reps < 1 || reps > 64 || pieces < 1 || pieces > len / HUGE) {
-		fprintf(stderr, "usage: remap-cost [--entries] LEN_MIB [REPS [PIECES]]\n");
-		return 2;
 	}
 	at = reserve(len, &aside);
 	if (!at) {
