@@ -217,6 +217,12 @@ struct memmig_tuning {
 	 * keeps to the faster (desc_store first); smaller ones, or never,
 	 * write with desc_store alone.  A shared host's ranking changes. */
 	size_t desc_probe_min;
+	/* Non-zero: NT copies of a page or more load a block of lines (as
+	 * many as the primitive's registers hold: 1 KiB with AVX-512, 512 B
+	 * with AVX2) before they stream it, without prefetching; 0: line by
+	 * line, prefetching nt_prefetch ahead.  Host-dependent: calibration
+	 * measures it on cold pmem copies beside the prefetch distances. */
+	size_t nt_block;
 };
 
 /* The seed-derived defaults for a CPU: movsb_min 2048 on ERMS without FSRM,
@@ -267,7 +273,8 @@ enum memmig_calibrate_step {
 	 * an NT primitive, a MEMMIG_PRIM_VEC_* of the same width. */
 	MEMMIG_CALIBRATE_DESC,
 	MEMMIG_CALIBRATE_PMEM_NT,	/* cold pmem: temporal + flush against NT */
-	MEMMIG_CALIBRATE_NT_PREFETCH,	/* cold pmem NT: prefetch distances */
+	MEMMIG_CALIBRATE_NT_PREFETCH,	/* cold pmem NT: prefetch distances and
+					 * blocks (runs before NT_PRIM) */
 };
 
 /* One size of a step, measured: median GB/s of each primitive. */

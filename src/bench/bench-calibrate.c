@@ -35,10 +35,13 @@ static void print_row(void *opaque, const struct memmig_calibrate_row *row)
 		[MEMMIG_CALIBRATE_DESC] = "descriptor table init, 1 thread, beyond the "
 					  "cache, GB/s",
 		[MEMMIG_CALIBRATE_PMEM_NT] = "cold pmem copies (MEMMIG_COPY_PMEM), temporal + flush against NT, GB/s",
-		[MEMMIG_CALIBRATE_NT_PREFETCH] = "cold pmem NT copies prefetching the source 0, 1 KiB, 4 KiB ahead, GB/s",
+		[MEMMIG_CALIBRATE_NT_PREFETCH] = "cold pmem NT copies prefetching the source 0, 1 KiB, 4 KiB ahead, and by blocks, GB/s",
 	};
 	/* The descriptor step's columns are paths; its prims, their stores. */
 	static const char *const desc_cols[] = { "slow", "template/NT", "template/tmp" };
+	/* The fetch step's columns are the ways of one primitive. */
+	static const char *const fetch_cols[] = { "no prefetch", "1 KiB ahead", "4 KiB ahead",
+						  "blocks" };
 	struct cal_print *last = opaque;
 	char sz[32];
 
@@ -48,8 +51,9 @@ static void print_row(void *opaque, const struct memmig_calibrate_row *row)
 			printf("%s\n", titles[row->step]);
 		printf("%10s", "size");
 		for (unsigned int c = 0; c < row->n; c++)
-			printf(" %12s", row->step == MEMMIG_CALIBRATE_DESC && c < 3 ?
-			       desc_cols[c] : memmig_prim_name(row->prims[c]));
+			printf(" %12s", row->step == MEMMIG_CALIBRATE_DESC && c < 3 ? desc_cols[c] :
+			       row->step == MEMMIG_CALIBRATE_NT_PREFETCH && c < 4 ?
+			       fetch_cols[c] : memmig_prim_name(row->prims[c]));
 		printf("\n");
 		last->step = row->step;
 		last->n = row->n;

@@ -188,11 +188,26 @@ static const char *vec_name(const struct memmig_cpu_info *cpu, int prim,
 	return buf;
 }
 
+/* How the NT loops read their source: by blocks, prefetching, or neither. */
+static const char *nt_source(const struct memmig_tuning *t, char *buf, size_t len)
+{
+	char n[24];
+
+	if (t->nt_block)
+		snprintf(buf, len, "by %s blocks", util_size_format(t->nt_block, n, sizeof(n)));
+	else if (t->nt_prefetch)
+		snprintf(buf, len, "prefetched %s ahead",
+			 util_size_format(t->nt_prefetch, n, sizeof(n)));
+	else
+		snprintf(buf, len, "line by line");
+	return buf;
+}
+
 const char *cli_thresholds(struct memmig_ctx *ctx, const struct memmig_tuning *t,
 			   char *buf, size_t len)
 {
 	struct memmig_cpu_info cpu = { .sz = sizeof(cpu) };
-	char v[160], w[80], b[32], q[32], n[32], c[32], pm[32], pf[32], p1[48], p2[48];
+	char v[160], w[80], b[32], q[32], n[32], c[32], pm[32], pf[48], p1[48], p2[48];
 
 	memmig_ctx_get_cpu(ctx, &cpu);
 	w[0] = '\0';
@@ -210,12 +225,12 @@ const char *cli_thresholds(struct memmig_ctx *ctx, const struct memmig_tuning *t
 	else
 		snprintf(v, sizeof(v), "no vector copy");
 	snprintf(buf, len, "%s, movsb from %s, movsq from %s, NT (%s) from %s, "
-		 "cold NT from %s, pmem NT from %s, NT prefetch %s", v,
+		 "cold NT from %s, pmem NT from %s, NT source %s", v,
 		 cli_size(t->movsb_min, b, sizeof(b)),
 		 cli_size(t->movsq_min, q, sizeof(q)), memmig_prim_name(t->nt_prim),
 		 cli_size(t->nt_min, n, sizeof(n)), cli_size(t->nt_cold_min, c, sizeof(c)),
 		 cli_size(t->pmem_nt_min, pm, sizeof(pm)),
-		 t->nt_prefetch ? util_size_format(t->nt_prefetch, pf, sizeof(pf)) : "none");
+		 nt_source(t, pf, sizeof(pf)));
 	return buf;
 }
 
@@ -294,6 +309,7 @@ struct json_object *cli_json_tuning(const struct memmig_tuning *t)
 		t->desc_slow ? "slow" : "template"));
 	json_object_object_add(o, "pmem_nt_min", json_size(t->pmem_nt_min));
 	json_object_object_add(o, "nt_prefetch", json_object_new_int64((int64_t)t->nt_prefetch));
+	json_object_object_add(o, "nt_block", json_object_new_int64((int64_t)t->nt_block));
 	json_object_object_add(o, "desc_probe_min", json_size(t->desc_probe_min));
 	return o;
 }

@@ -25,7 +25,7 @@ static const char *const env_vars[] = {
 	"MEMMIG_COPY_VEC_WIDE_MIN", "MEMMIG_COPY_VEC_WIDE_PRIM",
 	"MEMMIG_DESC_STORE",	 "MEMMIG_DESC_PATH",
 	"MEMMIG_COPY_PMEM_NT_MIN", "MEMMIG_COPY_NT_PREFETCH",
-	"MEMMIG_DESC_PROBE_MIN",
+	"MEMMIG_DESC_PROBE_MIN", "MEMMIG_COPY_NT_BLOCK",
 };
 
 static struct memmig_ctx *ctx;
@@ -439,7 +439,8 @@ static void test_prim_names(void)
 	  .vec_prim = MEMMIG_PRIM_VEC_AVX2, .nt_cold_min = 55,                 \
 	  .vec_wide_min = 66, .vec_wide_prim = MEMMIG_PRIM_VEC_AVX512,       \
 	  .desc_store = MEMMIG_DESC_STORE_TEMPORAL, .desc_slow = 1,          \
-	  .pmem_nt_min = 77, .nt_prefetch = 88, .desc_probe_min = 99 }
+	  .pmem_nt_min = 77, .nt_prefetch = 88, .desc_probe_min = 99,        \
+	  .nt_block = 111 }
 
 static bool tuning_eq(const struct memmig_tuning *a,
 		      const struct memmig_tuning *b)
@@ -453,7 +454,8 @@ static bool tuning_eq(const struct memmig_tuning *a,
 	       a->desc_store == b->desc_store && a->desc_slow == b->desc_slow &&
 	       a->pmem_nt_min == b->pmem_nt_min &&
 	       a->nt_prefetch == b->nt_prefetch &&
-	       a->desc_probe_min == b->desc_probe_min;
+	       a->desc_probe_min == b->desc_probe_min &&
+	       a->nt_block == b->nt_block;
 }
 
 static void test_save_load(void)
@@ -464,7 +466,8 @@ static void test_save_load(void)
 				   .vec_prim = MEMMIG_PRIM_VEC_SSE2,
 				   .nt_cold_min = 1024, .vec_wide_min = 4096,
 				   .vec_wide_prim = MEMMIG_PRIM_VEC_AVX2,
-				   .pmem_nt_min = 512, .nt_prefetch = 4096 };
+				   .pmem_nt_min = 512, .nt_prefetch = 4096,
+				   .nt_block = 1024 };
 	struct memmig_tuning u = SENTINEL_TUNING;
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 64];
 
@@ -720,11 +723,14 @@ static void test_env_overrides(void)
 	CU_ASSERT_EQUAL(new_ctx(&c), -EINVAL);
 	unset_env();
 
-	/* NT copies prefetching their source ahead copy what they did. */
+	/* NT copies prefetching their source ahead, or by blocks, copy what
+	 * they did. */
 	setenv("MEMMIG_COPY_NT_PREFETCH", "4K", 1);
+	setenv("MEMMIG_COPY_NT_BLOCK", "1K", 1);
 	CU_ASSERT_EQUAL_FATAL(new_ctx(&c), 0);
 	CU_ASSERT_EQUAL(memmig_ctx_get_tuning(c, &t), 0);
 	CU_ASSERT_EQUAL(t.nt_prefetch, 4096);
+	CU_ASSERT_EQUAL(t.nt_block, 1024);
 	{
 		static const size_t lens[] = { 64, 4095, 4096 + 256, 8191, 20000, 65536 + 65 };
 		unsigned char *s = malloc(70000), *d = malloc(70000);

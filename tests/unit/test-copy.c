@@ -399,6 +399,44 @@ static void test_nt_flags(void)
 		CU_ASSERT(n >= 1);
 }
 
+/*
+ * The NT loops' ways of reading the source (the tuning's nt_prefetch and
+ * nt_block): every length across the first blocks' ends and a line's
+ * offsets, and the powers of two, each way set on the context.
+ */
+static void test_nt_ways(void)
+{
+	static const struct { size_t pf, block; } way[] = {
+		{ 0, 0 }, { 1024, 0 }, { 4096, 0 }, { 0, 1024 }, { 4096, 512 },
+	};
+	struct memmig_tuning saved = { .sz = sizeof(saved) }, t;
+	int n = 0;
+
+	CU_ASSERT_EQUAL_FATAL(memmig_ctx_get_tuning(ctx, &saved), 0);
+	for (size_t w = 0; w < sizeof(way) / sizeof(way[0]); w++) {
+		t = saved;
+		t.nt_prefetch = way[w].pf;
+		t.nt_block = way[w].block;
+		CU_ASSERT_EQUAL_FATAL(memmig_ctx_set_tuning(ctx, &t), 0);
+		for (int v = 0; v < nvias; v++) {
+			if (!memmig_prim_is_nt(vias[v]))
+				continue;
+			n++;
+			for (size_t len = 8000; len <= 9300; len++)
+				if (!check_copy(vias[v], len % 61, len % 67, len,
+						MEMMIG_COPY_PMEM))
+					break;
+			for (size_t len = 4096; len <= BIG_MAX; len <<= 2) {
+				check_copy(vias[v], 0, 0, len, 0);
+				check_copy(vias[v], 5, 3, len + 1, MEMMIG_COPY_PMEM);
+			}
+		}
+	}
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &saved), 0);
+	if (memmig_test_x86_build())
+		CU_ASSERT(n >= 5);
+}
+
 static void test_temporal_pmem(void)
 {
 	static const unsigned int flags[] = {
@@ -506,6 +544,7 @@ static CU_TestInfo copy_tests[] = {
 	{ "vector copies: every length to 4 KiB, every alignment pair",
 	  test_vec_exhaustive },
 	{ "NT primitives with pmem/nodrain/noflush", test_nt_flags },
+	{ "NT primitives prefetching and by blocks", test_nt_ways },
 	{ "temporal primitives with pmem (flush path)", test_temporal_pmem },
 	{ "copy_run and copy_units with flags", test_dispatched_flags },
 	{ "copy_units over several units", test_units },

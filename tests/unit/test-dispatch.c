@@ -166,7 +166,7 @@ static void test_defaults(void)
 		else if (t.vec_max != c->vec_max || t.vec_prim != c->vec_prim ||
 			 t.nt_cold_min != 4 * KiB || t.vec_wide_min != NEVER ||
 			 t.vec_wide_prim != c->vec_prim || t.pmem_nt_min != 0 ||
-			 t.nt_prefetch != 0)
+			 t.nt_prefetch != 0 || t.nt_block != 0)
 			CUNIT_FAILF("%s: defaults vec_max %zu %s nt_cold_min %zu, "
 				    "want %zu %s 4096", c->name, t.vec_max,
 				    pname(t.vec_prim), t.nt_cold_min, c->vec_max,
@@ -706,10 +706,14 @@ static void test_calibrate(void)
 		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_PMEM_NT], 7);
 		CU_ASSERT(t.pmem_nt_min == 0 || (t.pmem_nt_min >= 128 &&
 						 t.pmem_nt_min <= 8192));
-		/* The NT loops' prefetch: none, 1 KiB or 4 KiB ahead. */
-		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_NT_PREFETCH], 4);
+		/* The NT loops' fetch, 8 KiB to 2 MiB: prefetching none,
+		 * 1 KiB or 4 KiB ahead, or by the primitive's blocks. */
+		CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_NT_PREFETCH], 5);
 		CU_ASSERT(t.nt_prefetch == 0 || t.nt_prefetch == 1024 ||
 			  t.nt_prefetch == 4096);
+		CU_ASSERT(t.nt_block == 0 ||
+			  (t.nt_prefetch == 0 &&
+			   t.nt_block == (t.nt_prim == MEMMIG_PRIM_NT_AVX512 ? 1024u : 512u)));
 	}
 	printf("\n  movsb from %zu, movsq from %zu, %s from %zu, %s below %zu, "
 	       "cold NT from %zu ", t.movsb_min, t.movsq_min,

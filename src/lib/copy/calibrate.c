@@ -495,27 +495,34 @@ static void cal_pmem_nt(struct cal *c, struct memmig_tuning *t)
 }
 
 /*
- * How far ahead the NT loops prefetch the source: cold pmem copies (as the
- * previous step) from 8 KiB to 256 KiB by the NT primitive at each distance,
- * samples round-robin, the distance with the least loss summed over the
- * sizes.  Some hosts' prefetchers fetch ahead by themselves (then 0 wins and
- * costs nothing); on an AMD family 1Ah host 4 KiB made 8-16 KiB copies
- * 15-20% faster.  The context's own bits switch between the samples and are
- * put back after.
+ * How the NT loops fetch the source: cold pmem copies (each drained, as a
+ * MEMMIG_COPY_PMEM call is) from 8 KiB to 2 MiB by the widest NT primitive,
+ * prefetching 0, 1 KiB or 4 KiB ahead, and by loads-first blocks (nt.c),
+ * samples round-robin, the way with the least loss summed over the sizes.  Some
+ * hosts' prefetchers fetch ahead by themselves (then 0 wins and costs
+ * nothing); on an AMD family 1Ah host 4 KiB made 8-16 KiB copies 15-20%
+ * faster, on an Intel Emerald Rapids host the blocks were 3-5% ahead of the
+ * rest from 64 KiB.  It runs before the NT primitives are compared, which
+ * then run the way found: the context's bits are left so (the caller puts
+ * them back).
  */
-static void cal_nt_prefetch(struct cal *c, struct memmig_tuning *t)
+static void cal_nt_fetch(struct cal *c, struct memmig_tuning *t)
 {
-	static const size_t ladder[] = { 8192, 16384, 65536, 262144 };
-	static const size_t dist[] = { 0, 1024, 4096 };
+	static const size_t ladder[] = { 8192, 16384, 65536, 262144, 2097152 };
+	static const struct { size_t pf; bool block; } way[] = {
+		{ 0, false }, { 1024, false }, { 4096, false }, { 0, true },
+	};
 	const size_t nl = sizeof(ladder) / sizeof(ladder[0]);
-	const unsigned int nd = sizeof(dist) / sizeof(dist[0]);
-	const unsigned int saved = c->ctx->nt_pf_bits;
-	double v[3][LADDER_MAX], best = 1e300;
-	int prims[3] = { t->nt_prim, t->nt_prim, t->nt_prim };
+	const unsigned int nd = sizeof(way) / sizeof(way[0]);
+	double v[4][LADDER_MAX], best = 1e300;
+	int prims[4] = { t->nt_prim, t->nt_prim, t->nt_prim, t->nt_prim };
+	unsigned int bits[4];
 
+	for (unsigned int d = 0; d < nd; d++)
+		bits[d] = memmig_prefetch_bits(way[d].pf) | (way[d].block ? MEMMIG_COPY__BLOCK : 0);
 	c->flags = MEMMIG_COPY_PMEM;
 	for (size_t i = 0; i < nl; i++) {
-		double r[PASSES][3], samples[3][64], row[3], tm = 0;
+		double r[PASSES][4], samples[4][64], row[4], tm = 0;
 		size_t iters;
 
 		for (iters = 1;; iters *= 4) {
@@ -528,7 +535,7 @@ static void cal_nt_prefetch(struct cal *c, struct memmig_tuning *t)
 		for (int pass = 0; pass < PASSES; pass++) {
 			for (unsigned int s = 0; s < c->o.reps; s++)
 				for (unsigned int d = 0; d < nd; d++) {
-					c->ctx->nt_pf_bits = memmig_prefetch_bits(dist[d]);
+					c->ctx->nt_bits = bits[d];
 					tm = time_copies(c, t->nt_prim, ladder[i], iters, true, 0);
 					samples[d][s] = tm > 0 ? (double)ladder[i] * iters / tm / 1e9 : 0;
 				}
@@ -541,7 +548,6 @@ static void cal_nt_prefetch(struct cal *c, struct memmig_tuning *t)
 			row[d] = v[d][i] = median3(r[0][d], r[1][d], r[2][d]);
 		report(c, MEMMIG_CALIBRATE_NT_PREFETCH, ladder[i], prims, nd, row);
 	}
-	c->ctx->nt_pf_bits = saved;
 	c->flags = 0;
 	for (unsigned int d = 0; d < nd; d++) {
 		double loss = 0;
@@ -557,9 +563,17 @@ static void cal_nt_prefetch(struct cal *c, struct memmig_tuning *t)
 		/* Strictly less: on a tie no prefetch (the first) stays. */
 		if (loss < best - 1e-9) {
 			best = loss;
-			t->nt_prefetch = dist[d];
+			t->nt_prefetch = way[d].pf;
+			t->nt_block = way[d].block;	/* in bytes: nt_block_bytes() */
+			c->ctx->nt_bits = bits[d];
 		}
 	}
+}
+
+/* The bytes of a block the NT primitive loads (nt.c); 0: it has none. */
+static size_t nt_block_bytes(int prim)
+{
+	return prim == MEMMIG_PRIM_NT_AVX512 ? 1024 : prim == MEMMIG_PRIM_NT_AVX2 ? 512 : 0;
 }
 
 int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrate_opts *opts,
@@ -567,6 +581,7 @@ int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrat
 {
 	struct memmig_tuning t = { .sz = sizeof(t) };
 	struct cal c = { .ctx = ctx };
+	unsigned int saved_bits;
 
 	c.cpu.sz = sizeof(c.cpu);
 	c.o.sz = sizeof(c.o);
@@ -587,17 +602,24 @@ int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrat
 	c.dst = c.src + CAL_POOL;
 	memset(c.src, 0x5a, CAL_POOL);
 	memset(c.dst, 0, CAL_POOL);
+	/* Every NT copy below runs as the steps have found so far, not as
+	 * this context was tuned before. */
+	saved_bits = ctx->nt_bits;
+	ctx->nt_bits = 0;
 	cal_vec_prim(&c, &t);
 	cal_small(&c, &t);
+	if (memmig_prim_is_nt(t.nt_prim))	/* the default: the widest */
+		cal_nt_fetch(&c, &t);
 	cal_nt_prim(&c, &t);
+	if (t.nt_block)
+		t.nt_block = nt_block_bytes(t.nt_prim);
 	cal_nt_min(&c, &t);
 	cal_nt_cold(&c, &t);
-	if (memmig_prim_is_nt(t.nt_prim)) {
+	if (memmig_prim_is_nt(t.nt_prim))
 		cal_pmem_nt(&c, &t);
-		cal_nt_prefetch(&c, &t);
-	}
 	/* Last: its NT stores are the chosen NT primitive's. */
 	cal_desc(&c, &t);
+	ctx->nt_bits = saved_bits;
 	munmap(c.src, 2 * CAL_POOL);
 	return memmig_struct_out(out, &t, sizeof(t));
 }

@@ -159,7 +159,7 @@ copy_dispatch(struct memmig_ctx *ctx, int prim, void *dst,
 		flags |= (unsigned int)ctx->flush_kind << MEMMIG_COPY__FLUSH_SHIFT;
 	}
 	if (memmig_policy_is_nt(prim))
-		flags |= ctx->nt_pf_bits;
+		flags |= ctx->nt_bits;
 	prim_fn(prim)(dst, src, len, flags);
 }
 
@@ -247,7 +247,7 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 				return len ? rc : 0;
 		}
 		return ctx->pmem_fn(dst, src, len, MEMMIG_COPY_PMEM |
-				    ctx->nt_pf_bits | (unsigned int)ctx->flush_kind <<
+				    ctx->nt_bits | (unsigned int)ctx->flush_kind <<
 				    MEMMIG_COPY__FLUSH_SHIFT);
 	}
 	/* Unflagged: the choice for this length, found without the policy. */
@@ -342,7 +342,7 @@ memmig_prim_fn memmig_copy_direct(struct memmig_ctx *ctx, int prim,
 		*flags |= (unsigned int)ctx->flush_kind << MEMMIG_COPY__FLUSH_SHIFT;
 	}
 	if (memmig_policy_is_nt(prim))
-		*flags |= ctx->nt_pf_bits;
+		*flags |= ctx->nt_bits;
 	return prim_fn(prim);
 }
 
@@ -472,5 +472,6 @@ void memmig_ctx_apply_tuning(struct memmig_ctx *ctx,
 							       ctx->small_below;
 	apply_inline(ctx);
 	ctx->pmem_fn = memmig_policy_is_nt(pmem_prim) ? prim_fn(pmem_prim) : NULL;
-	ctx->nt_pf_bits = memmig_prefetch_bits(t->nt_prefetch);
+	ctx->nt_bits = memmig_prefetch_bits(t->nt_prefetch) |
+		       (t->nt_block ? MEMMIG_COPY__BLOCK : 0);
 }

@@ -131,6 +131,7 @@ int memmig_tuning_default(const struct memmig_cpu_info *in,
 	t.pmem_nt_min = 0;
 	/* No software prefetch unless calibration measured it ahead. */
 	t.nt_prefetch = 0;
+	t.nt_block = 0;
 	return memmig_struct_out(out, &t, sizeof(t));
 }
 

@@ -61,6 +61,8 @@ static const struct key {
 	  offsetof(struct memmig_tuning, nt_prefetch) },
 	{ "desc_probe_min", "MEMMIG_DESC_PROBE_MIN", KIND_SIZE,
 	  offsetof(struct memmig_tuning, desc_probe_min) },
+	{ "nt_block", "MEMMIG_COPY_NT_BLOCK", KIND_SIZE,
+	  offsetof(struct memmig_tuning, nt_block) },
 };
 #define K_COUNT (sizeof(keys) / sizeof(keys[0]))
 

@@ -75,8 +75,8 @@ struct memmig_ctx {
 	/* MEMMIG_COPY_PMEM copies from pmem_nt_min: the NT primitive the
 	 * policy gives them, found without it; NULL where there is none. */
 	memmig_prim_fn pmem_fn;
-	/* nt_prefetch as the NT primitives' flag bits (arch.h). */
-	unsigned int nt_pf_bits;
+	/* nt_prefetch and nt_block as the NT primitives' flag bits (arch.h). */
+	unsigned int nt_bits;
 	/* The unflagged choice by length, beyond small_below too: the
 	 * primitive for lengths below each bound, the last one unbounded
 	 * (memmig_ctx_apply_tuning()). */

@@ -45,6 +45,13 @@ static inline size_t memmig_prefetch_of(unsigned int flags)
 	return k ? (size_t)256 << k : 0;
 }
 
+/*
+ * Loads-first blocks in the NT loops, from a page: the tuning's nt_block,
+ * measured by calibration.  A block is as many lines as the primitive's
+ * registers hold (nt.c).
+ */
+#define MEMMIG_COPY__BLOCK (1u << 29)
+
 /* The bits for a distance in bytes: the nearest power of two of 512 B to
  * 32 KiB below it, 0 below 512 B. */
 static inline unsigned int memmig_prefetch_bits(size_t bytes)
