@@ -183,6 +183,38 @@ static void test_truncated_flags(void)
 	holed_free(&h);
 }
 
+/* The NT loops' ways of reading the source (nt_prefetch, nt_block), each
+ * set on the context: a fault in a block loaded before it is stored loses
+ * nothing and makes nothing up either. */
+static void test_truncated_nt_ways(void)
+{
+	static const struct { size_t pf, block; } way[] = {
+		{ 0, 0 }, { 4096, 0 }, { 0, 1024 }, { 0, 512 },
+	};
+	static const unsigned int flags[] = { MEMMIG_COPY_NONTEMPORAL, MEMMIG_COPY_PMEM };
+	struct memmig_tuning saved = { .sz = sizeof(saved) }, t;
+	struct holed h;
+
+	CU_ASSERT_EQUAL_FATAL(memmig_ctx_get_tuning(ctx, &saved), 0);
+	CU_ASSERT_EQUAL_FATAL(holed_make(&h), 0);
+	for (size_t w = 0; w < sizeof(way) / sizeof(way[0]); w++) {
+		t = saved;
+		t.nt_prefetch = way[w].pf;
+		t.nt_block = way[w].block;
+		CU_ASSERT_EQUAL_FATAL(memmig_ctx_set_tuning(ctx, &t), 0);
+		for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+			struct bad_log b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+			struct memmig_mc_opts o = { .sz = sizeof(o), .flags = flags[i],
+						    .src_fd = -1, .bad = on_bad, .opaque = &b };
+
+			memset(h.dst, DST_FILL, SRC_LEN);
+			check_holed_copy(&h, memmig_copy_mc(ctx, h.dst, h.src, SRC_LEN, &o), &b);
+		}
+	}
+	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &saved), 0);
+	holed_free(&h);
+}
+
 struct thread_arg {
 	struct holed h;
 	ssize_t left;
@@ -844,6 +876,7 @@ static void test_vec_exact(void)
 static CU_TestInfo mc_tests[] = {
 	{ "truncated window: exact count, both sides", test_truncated_window },
 	{ "truncated window under each flag", test_truncated_flags },
+	{ "truncated window, NT copies prefetching and by blocks", test_truncated_nt_ways },
 	{ "vector copies report exactly what they did not copy", test_vec_exact },
 	{ "two threads, two guards", test_threads },
 	{ "poison markers, kernel read", test_poison_kernel_read },
