@@ -217,7 +217,7 @@ struct memmig_tuning {
 	 * keeps to the faster (desc_store first); smaller ones, or never,
 	 * write with desc_store alone.  A shared host's ranking changes. */
 	size_t desc_probe_min;
-	/* Non-zero: NT copies of a page or more load a block of lines (as
+	/* Non-zero: NT copies of 8 KiB or more load a block of lines (as
 	 * many as the primitive's registers hold: 1 KiB with AVX-512, 512 B
 	 * with AVX2) before they stream it, without prefetching; 0: line by
 	 * line, prefetching nt_prefetch ahead.  Host-dependent: calibration

@@ -46,7 +46,7 @@ static inline size_t memmig_prefetch_of(unsigned int flags)
 }
 
 /*
- * Loads-first blocks in the NT loops, from a page: the tuning's nt_block,
+ * Loads-first blocks in the NT loops, from 8 KiB: the tuning's nt_block,
  * measured by calibration.  A block is as many lines as the primitive's
  * registers hold (nt.c).
  */
