@@ -145,15 +145,23 @@ static void check_holed_copy(struct holed *h, ssize_t left, const struct bad_log
 		}
 }
 
-static void test_truncated_window(void)
+/* The whole source copied over a refilled destination with flags, checked. */
+static void holed_copy_flags(struct holed *h, unsigned int flags)
 {
 	struct bad_log b = { .lock = PTHREAD_MUTEX_INITIALIZER };
-	struct memmig_mc_opts o = { .sz = sizeof(o), .src_fd = -1, .bad = on_bad,
-				    .opaque = &b };
+	struct memmig_mc_opts o = { .sz = sizeof(o), .flags = flags,
+				    .src_fd = -1, .bad = on_bad, .opaque = &b };
+
+	memset(h->dst, DST_FILL, SRC_LEN);
+	check_holed_copy(h, memmig_copy_mc(ctx, h->dst, h->src, SRC_LEN, &o), &b);
+}
+
+static void test_truncated_window(void)
+{
 	struct holed h;
 
 	CU_ASSERT_EQUAL_FATAL(holed_make(&h), 0);
-	check_holed_copy(&h, memmig_copy_mc(ctx, h.dst, h.src, SRC_LEN, &o), &b);
+	holed_copy_flags(&h, 0);
 	holed_free(&h);
 }
 
@@ -167,14 +175,8 @@ static void test_truncated_flags(void)
 	struct holed h;
 
 	CU_ASSERT_EQUAL_FATAL(holed_make(&h), 0);
-	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
-		struct bad_log b = { .lock = PTHREAD_MUTEX_INITIALIZER };
-		struct memmig_mc_opts o = { .sz = sizeof(o), .flags = flags[i],
-					    .src_fd = -1, .bad = on_bad, .opaque = &b };
-
-		memset(h.dst, DST_FILL, SRC_LEN);
-		check_holed_copy(&h, memmig_copy_mc(ctx, h.dst, h.src, SRC_LEN, &o), &b);
-	}
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		holed_copy_flags(&h, flags[i]);
 	memset(h.dst, DST_FILL, SRC_LEN);
 	CU_ASSERT_EQUAL(memmig_copy_mc(ctx, h.dst, h.src, SRC_LEN, NULL), HOLE_LEN);
 	/* Unaligned edges: one byte into the hole's first page. */
@@ -202,14 +204,8 @@ static void test_truncated_nt_ways(void)
 		t.nt_prefetch = way[w].pf;
 		t.nt_block = way[w].block;
 		CU_ASSERT_EQUAL_FATAL(memmig_ctx_set_tuning(ctx, &t), 0);
-		for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
-			struct bad_log b = { .lock = PTHREAD_MUTEX_INITIALIZER };
-			struct memmig_mc_opts o = { .sz = sizeof(o), .flags = flags[i],
-						    .src_fd = -1, .bad = on_bad, .opaque = &b };
-
-			memset(h.dst, DST_FILL, SRC_LEN);
-			check_holed_copy(&h, memmig_copy_mc(ctx, h.dst, h.src, SRC_LEN, &o), &b);
-		}
+		for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+			holed_copy_flags(&h, flags[i]);
 	}
 	CU_ASSERT_EQUAL(memmig_ctx_set_tuning(ctx, &saved), 0);
 	holed_free(&h);

@@ -564,7 +564,6 @@ static void cal_nt_fetch(struct cal *c, struct memmig_tuning *t)
 		if (loss < best - 1e-9) {
 			best = loss;
 			t->nt_prefetch = way[d].pf;
-			t->nt_block = way[d].block;	/* in bytes: nt_block_bytes() */
 			c->ctx->nt_bits = bits[d];
 		}
 	}
@@ -611,8 +610,8 @@ int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrat
 	if (memmig_prim_is_nt(t.nt_prim))	/* the default: the widest */
 		cal_nt_fetch(&c, &t);
 	cal_nt_prim(&c, &t);
-	if (t.nt_block)
-		t.nt_block = nt_block_bytes(t.nt_prim);
+	/* The way found is in the context's bits; the block, the primitive's. */
+	t.nt_block = ctx->nt_bits & MEMMIG_COPY__BLOCK ? nt_block_bytes(t.nt_prim) : 0;
 	cal_nt_min(&c, &t);
 	cal_nt_cold(&c, &t);
 	if (memmig_prim_is_nt(t.nt_prim))
