@@ -37,6 +37,13 @@ static inline bool memmig_copy_fast_ok(const void *dst, const void *src, size_t 
 	return d - s + len - 1 >= 2 * len - 1;
 }
 
+/* memmig_copy_run()'s C parts, for an arch that writes its entry
+ * (MEMMIG_ARCH_COPY_ENTRY): an unflagged copy whose checks passed, of a
+ * length the arch's widest moves do not take; and the rest, unchecked,
+ * flags 0 where memmig_copy_fast_ok() failed. */
+int memmig_copy_run_rest(struct memmig_ctx *ctx, void *dst, const void *src, size_t len);
+int memmig_copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
+			   unsigned int flags);
 /* The function of a valid primitive (enum memmig_prim). */
 memmig_prim_fn memmig_copy_prim_fn(int prim);
 /* 0 if [dst, dst+len) and [src, src+len) are usable for a copy, else

@@ -2,6 +2,7 @@
 /* The checked copy entry points: validate, dispatch, flush, drain. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,22 +201,13 @@ copy_by_len(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
 }
 
 /*
- * An unflagged copy whose checks passed, of any length: first the widest
- * inline moves' lengths, in one compare where the small path asks two
- * (above 64 bytes the only way to them: apply_inline() gives them every
- * such length of their primitive); then the other inline copies; then the
- * primitive cached for the length.  In
- * memmig-bench on an AMD Zen 5 host, hot 168-512 B copies went from
- * 0.76-0.86x glibc's speed to 0.94-0.96x (medians of eight runs,
- * docs/copy-engine.md).
+ * An unflagged copy whose checks passed, of a length the arch's widest
+ * moves do not take (the arch entry did those): the other inline copies,
+ * else the primitive cached for the length.
  */
 static inline __attribute__((always_inline)) int
-copy_unflagged(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
+copy_narrow(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
 {
-	if (len - ctx->widest_min < ctx->widest_span) {
-		memmig_arch_inline_widest(dst, src, len);
-		return 0;
-	}
 	if (len <= ctx->small_inline) {
 		copy_inline_any(ctx, dst, src, len);
 		return 0;
@@ -223,11 +215,15 @@ copy_unflagged(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
 	return copy_by_len(ctx, dst, src, len);
 }
 
+int memmig_copy_run_rest(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
+{
+	return copy_narrow(ctx, dst, src, len);
+}
+
 /* memmig_copy_run() beyond its small unflagged copies, and those whose
  * one-branch check failed (flags 0). */
-static __attribute__((noinline)) int
-copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
-		unsigned int flags)
+int memmig_copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
+			   unsigned int flags)
 {
 	int prim, rc;
 
@@ -250,12 +246,13 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 				    ctx->nt_bits | (unsigned int)ctx->flush_kind <<
 				    MEMMIG_COPY__FLUSH_SHIFT);
 	}
-	/* Unflagged: the choice for this length, found without the policy. */
+	/* Unflagged, and not memmig_copy_fast_ok(): the primitive for this
+	 * length, found without the policy (any length: no inline moves). */
 	if (!flags) {
 		if (!len)
 			return 0;	/* as copy_checked(): no primitive, no drain */
 		rc = copy_check(dst, src, len);
-		return rc ? rc : copy_unflagged(ctx, dst, src, len);
+		return rc ? rc : copy_by_len(ctx, dst, src, len);
 	}
 	prim = memmig_policy(&ctx->cpu, &ctx->tuning, len, flags);
 	if (prim < 0)
@@ -263,6 +260,20 @@ copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 	return copy_checked(ctx, prim, dst, src, len, flags);
 }
 
+#ifdef MEMMIG_ARCH_COPY_ENTRY
+/* What the arch's memmig_copy_run() reads, where it reads it. */
+_Static_assert(offsetof(struct memmig_ctx, cold_below) == MEMMIG_ARCH_CTX_COLD_BELOW,
+	       "entry: cold_below");
+_Static_assert(offsetof(struct memmig_ctx, small_inline) == MEMMIG_ARCH_CTX_SMALL_INLINE,
+	       "entry: small_inline");
+_Static_assert(offsetof(struct memmig_ctx, widest_min) == MEMMIG_ARCH_CTX_WIDEST_MIN,
+	       "entry: widest_min");
+_Static_assert(offsetof(struct memmig_ctx, widest_span) == MEMMIG_ARCH_CTX_WIDEST_SPAN,
+	       "entry: widest_span");
+_Static_assert(MEMMIG_ARCH_COPY_COLD == MEMMIG_COPY_COLD, "entry: MEMMIG_COPY_COLD");
+_Static_assert(MEMMIG_ARCH_FAST_LO == MEMMIG_FAST_LO && MEMMIG_ARCH_FAST_SHIFT == MEMMIG_FAST_SHIFT,
+	       "entry: memmig_copy_fast_ok()");
+#else
 /*
  * Small unflagged copies, the common case, take a few nanoseconds, with no
  * frame of this function's own: everything but the inline copies is out
@@ -275,11 +286,12 @@ int memmig_copy_run(struct memmig_ctx *ctx, void *dst, const void *src,
 {
 	if (__builtin_expect(!ctx || (flags && (flags != MEMMIG_COPY_COLD ||
 						len >= ctx->cold_below)), 0))
-		return copy_run_policy(ctx, dst, src, len, flags);
+		return memmig_copy_run_policy(ctx, dst, src, len, flags);
 	if (__builtin_expect(!memmig_copy_fast_ok(dst, src, len), 0))
-		return copy_run_policy(ctx, dst, src, len, 0);
-	return copy_unflagged(ctx, dst, src, len);
+		return memmig_copy_run_policy(ctx, dst, src, len, 0);
+	return copy_narrow(ctx, dst, src, len);
 }
+#endif
 
 int memmig_copy_with(struct memmig_ctx *ctx, int prim, void *dst,
 		     const void *src, size_t len, unsigned int flags)

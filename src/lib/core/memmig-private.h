@@ -39,14 +39,11 @@ struct memmig_reserve_pool {
 };
 
 struct memmig_ctx {
-	int refcount;
-	memmig_log_fn log_fn;
-	void *log_data;
-	int log_priority;
-	struct memmig_cpu_info cpu;
-	struct memmig_tuning tuning;
-	enum memmig_flush_kind flush_kind;
-	unsigned int prims_ok;	/* bit per primitive this CPU can run */
+	/*
+	 * What memmig_copy_run() reads, first: on x86 it is written in
+	 * assembly (arch/x86/entry.S), which finds them at the offsets
+	 * arch/x86/entry.h gives and copy.c asserts.
+	 */
 	/* Unflagged copies below small_below find their primitive in by_len
 	 * without the policy: small copies cannot afford the whole policy
 	 * (memmig_ctx_apply_tuning()). */
@@ -66,12 +63,21 @@ struct memmig_ctx {
 	 * has none (copy.c's apply_inline()). */
 	size_t inline_wide_min;
 	/* Lengths widest_min to widest_min + widest_span - 1 go first, in
-	 * one compare, to the arch's widest inline moves
-	 * (memmig_arch_inline_widest()): the lengths from there up to
-	 * small_inline that choose their primitive, none (span 0) where
-	 * that primitive is another. */
+	 * one compare, to the arch's widest moves (x86: AVX-512's, in
+	 * entry.S): from the shortest the arch moves that way up to
+	 * small_inline, where the primitive that holds 65 bytes is the
+	 * arch's widest; none (span 0) where it is another. */
 	size_t widest_min;
 	size_t widest_span;
+
+	int refcount;
+	memmig_log_fn log_fn;
+	void *log_data;
+	int log_priority;
+	struct memmig_cpu_info cpu;
+	struct memmig_tuning tuning;
+	enum memmig_flush_kind flush_kind;
+	unsigned int prims_ok;	/* bit per primitive this CPU can run */
 	/* MEMMIG_COPY_PMEM copies from pmem_nt_min: the NT primitive the
 	 * policy gives them, found without it; NULL where there is none. */
 	memmig_prim_fn pmem_fn;

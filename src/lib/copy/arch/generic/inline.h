@@ -25,9 +25,4 @@ static inline size_t memmig_arch_inline_widest_min(const struct memmig_cpu_info 
 	return 65;
 }
 
-static inline void memmig_arch_inline_widest(unsigned char *d, const unsigned char *s,
-					     size_t n)
-{
-}
-
 #endif

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Wide vector copies of 33..512 bytes inline in memmig_copy_run(), AVX-512
- * ones to 1 KiB: one, two, four, eight or sixteen overlapping vectors from
- * each end, every load before the first store (as vec.S does, so that a
- * cold source's misses overlap).  A call through the cached primitive
- * pointer cost more than these copies (hot 256 B: 4.5 ns against glibc's
- * 2.3; hot 1 KiB on an AMD Zen 5 host 0.92x glibc's speed, inline 1.11x).
+ * Wide vector copies of 33..512 bytes inline in memmig_copy_run()'s C
+ * part: two, four, eight or sixteen overlapping vectors from each end,
+ * every load before the first store (as vec.S does, so that a cold
+ * source's misses overlap).  A call through the cached primitive pointer
+ * cost more than these copies (hot 256 B: 4.5 ns against glibc's 2.3).
+ * AVX-512's, to 1 KiB, are entry.S's, which is memmig_copy_run() itself.
  * The library is built for baseline x86-64, so the moves are inline
  * assembly, run only where the context chose that vector copy from CPUID
  * and the tuning.
@@ -16,18 +16,8 @@
 #include <stddef.h>
 
 #include "memmig.h"
+#include "lib/copy/arch/x86/entry.h"
 
-/*
- * zmm16-31 leave no dirty upper state (no vzeroupper after them, as
- * vec.S's AVX-512 copy).  A compiler targeting baseline x86-64 cannot
- * allocate them, and refuses them as clobbers: listed only where it can.
- */
-#ifdef __AVX512F__
-#define X86_ZCLOB , "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", \
-	"xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31"
-#else
-#define X86_ZCLOB
-#endif
 /* vzeroupper clears the upper half of every ymm: all sixteen clobbered. */
 #define X86_YCLOB , "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", \
 	"xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15"
@@ -62,88 +52,18 @@ static inline size_t memmig_arch_inline_max(int prim)
 	X86_VST(ins, w, -4, de, r12) X86_VST(ins, w, -3, de, r13) X86_VST(ins, w, -2, de, r14) \
 	X86_VST(ins, w, -1, de, r15)
 
-static inline __attribute__((always_inline)) void x86_inline_zmm(unsigned char *d, const unsigned char *s, size_t n)
-{
-	unsigned char *de = d + n;
-	const unsigned char *se = s + n;
-
-	if (n <= 128)
-		__asm__ volatile(
-			"vmovdqu64 (%[s]), %%zmm16\n\t"
-			"vmovdqu64 -64(%[se]), %%zmm17\n\t"
-			"vmovdqu64 %%zmm16, (%[d])\n\t"
-			"vmovdqu64 %%zmm17, -64(%[de])"
-			: : [d] "r"(d), [s] "r"(s), [de] "r"(de), [se] "r"(se)
-			: "memory" X86_ZCLOB);
-	else if (n <= 256)
-		__asm__ volatile(
-			"vmovdqu64 (%[s]), %%zmm16\n\t"
-			"vmovdqu64 64(%[s]), %%zmm17\n\t"
-			"vmovdqu64 -128(%[se]), %%zmm18\n\t"
-			"vmovdqu64 -64(%[se]), %%zmm19\n\t"
-			"vmovdqu64 %%zmm16, (%[d])\n\t"
-			"vmovdqu64 %%zmm17, 64(%[d])\n\t"
-			"vmovdqu64 %%zmm18, -128(%[de])\n\t"
-			"vmovdqu64 %%zmm19, -64(%[de])"
-			: : [d] "r"(d), [s] "r"(s), [de] "r"(de), [se] "r"(se)
-			: "memory" X86_ZCLOB);
-	else if (n <= 512)
-		__asm__ volatile(
-			"vmovdqu64 (%[s]), %%zmm16\n\t"
-			"vmovdqu64 64(%[s]), %%zmm17\n\t"
-			"vmovdqu64 128(%[s]), %%zmm18\n\t"
-			"vmovdqu64 192(%[s]), %%zmm19\n\t"
-			"vmovdqu64 -256(%[se]), %%zmm20\n\t"
-			"vmovdqu64 -192(%[se]), %%zmm21\n\t"
-			"vmovdqu64 -128(%[se]), %%zmm22\n\t"
-			"vmovdqu64 -64(%[se]), %%zmm23\n\t"
-			"vmovdqu64 %%zmm16, (%[d])\n\t"
-			"vmovdqu64 %%zmm17, 64(%[d])\n\t"
-			"vmovdqu64 %%zmm18, 128(%[d])\n\t"
-			"vmovdqu64 %%zmm19, 192(%[d])\n\t"
-			"vmovdqu64 %%zmm20, -256(%[de])\n\t"
-			"vmovdqu64 %%zmm21, -192(%[de])\n\t"
-			"vmovdqu64 %%zmm22, -128(%[de])\n\t"
-			"vmovdqu64 %%zmm23, -64(%[de])"
-			: : [d] "r"(d), [s] "r"(s), [de] "r"(de), [se] "r"(se)
-			: "memory" X86_ZCLOB);
-	else
-		__asm__ volatile(
-			X86_ENDS16("vmovdqu64", 64, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21,
-				   zmm22, zmm23, zmm24, zmm25, zmm26, zmm27, zmm28, zmm29,
-				   zmm30, zmm31)
-			: : [d] "r"(d), [s] "r"(s), [de] "r"(de), [se] "r"(se)
-			: "memory" X86_ZCLOB);
-}
-
 /*
- * The primitive memmig_arch_inline_widest() copies as, and the shortest
- * length it copies on cpu: 33 with AVX512VL, whose 32-byte moves into
- * ymm16-31 need no vzeroupper after them, else 65.  On an AMD Zen 5 host a
- * hot 64 B copy took a cycle more with vzeroupper, on a busy core 0.6 ns.
+ * The primitive whose moves entry.S makes (the widest), and the shortest
+ * length it makes them for on cpu: 33 with AVX512VL, whose 32-byte moves
+ * into ymm16-31 need no vzeroupper after them, else 65.  On an AMD Zen 5
+ * host a hot 64 B copy took a cycle more with vzeroupper, on a busy core
+ * 0.6 ns.
  */
 #define MEMMIG_ARCH_INLINE_WIDEST MEMMIG_PRIM_VEC_AVX512
 
 static inline size_t memmig_arch_inline_widest_min(const struct memmig_cpu_info *cpu)
 {
 	return cpu->features & MEMMIG_CPU_AVX512VL ? 33 : 65;
-}
-
-/* n bytes, from memmig_arch_inline_widest_min() to 1 KiB. */
-static inline __attribute__((always_inline)) void
-memmig_arch_inline_widest(unsigned char *d, const unsigned char *s, size_t n)
-{
-	if (n > 64) {
-		x86_inline_zmm(d, s, n);
-		return;
-	}
-	__asm__ volatile(
-		"vmovdqu64 (%[s]), %%ymm16\n\t"
-		"vmovdqu64 -32(%[s],%[n]), %%ymm17\n\t"
-		"vmovdqu64 %%ymm16, (%[d])\n\t"
-		"vmovdqu64 %%ymm17, -32(%[d],%[n])"
-		: : [d] "r"(d), [s] "r"(s), [n] "r"(n)
-		: "memory" X86_ZCLOB);
 }
 
 /* One 32-byte load from off(base) into ymm<r>, and one store back. */
@@ -215,9 +135,9 @@ static inline __attribute__((always_inline)) void x86_inline_ymm2(unsigned char 
 		: "memory" X86_YCLOB);
 }
 
-/* n bytes, 33..512, of a wide copy that memmig_arch_inline_widest() does
- * not make: AVX2's, and AVX-512's 33-64 B without AVX512VL (copy.c's
- * apply_inline() sends all of AVX-512's longer ones there). */
+/* n bytes, 33..512, of a wide copy that entry.S does not make: AVX2's,
+ * and AVX-512's 33-64 B without AVX512VL (copy.c's apply_inline() sends
+ * all of AVX-512's longer ones there). */
 static inline __attribute__((always_inline)) void memmig_arch_inline_copy(unsigned char *d,
 					   const unsigned char *s, size_t n)
 {
