@@ -7,12 +7,13 @@
  * a taken branch cost about 0.6 ns here, and GCC laid the C out with
  * three or four of them before a 128 B copy (hot 100-128 B 0.73-0.77x
  * glibc's speed on an Intel Emerald Rapids host, 512 B 0.79-0.85x).  Each
- * length takes at most one taken branch to its moves, and returns there.
+ * length it copies takes at most one taken branch to its moves, and
+ * returns there.
  *
- * The moves are the C's were: AVX-512's widest, where ctx->widest_span
- * says the context chose them (AVX512VL for the 32-byte ones), from each
- * end, every load before the first store, in zmm16-31 and ymm16-31,
- * which leave no dirty upper state (no vzeroupper).
+ * The moves are AVX-512's, where ctx->widest_span says the context chose
+ * them (AVX512VL for the 32-byte ones), from each end, every load before
+ * the first store (from 513 B, but for the two ends), in zmm16-31 and
+ * ymm16-31, which leave no dirty upper state (no vzeroupper).
  */
 #include "lib/copy/arch/x86/entry.h"
 
@@ -60,7 +61,7 @@ memmig_copy_run:
 	 * no room for that, against the start or the end).  Eight vectors
 	 * from each end store across lines wherever the destination is not
 	 * aligned or the length not a multiple of 64: hot 520-1000 B went at
-	 * 0.57-0.94x glibc's speed on an Intel Emerald Rapids host, whose
+	 * 0.56-0.94x glibc's speed on an Intel Emerald Rapids host, whose
 	 * split stores cost.
 	 */
 	mov	%rsi, %r10
