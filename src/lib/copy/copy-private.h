@@ -38,10 +38,12 @@ static inline bool memmig_copy_fast_ok(const void *dst, const void *src, size_t 
 }
 
 /* memmig_copy_run()'s C parts, for an arch that writes its entry
- * (MEMMIG_ARCH_COPY_ENTRY): an unflagged copy whose checks passed, of a
- * length the arch's widest moves do not take; and the rest, unchecked,
- * flags 0 where memmig_copy_fast_ok() failed. */
-int memmig_copy_run_rest(struct memmig_ctx *ctx, void *dst, const void *src, size_t len);
+ * (MEMMIG_ARCH_COPY_ENTRY).  Unflagged copies whose checks passed, of a
+ * length the arch's widest moves do not take: up to ctx->small_inline
+ * the inline copies, beyond it the primitive of the length's range.  The
+ * rest, unchecked, flags 0 where memmig_copy_fast_ok() failed. */
+int memmig_copy_run_inline(struct memmig_ctx *ctx, void *dst, const void *src, size_t len);
+int memmig_copy_run_by_len(struct memmig_ctx *ctx, void *dst, const void *src, size_t len);
 int memmig_copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
 			   unsigned int flags);
 /* The function of a valid primitive (enum memmig_prim). */

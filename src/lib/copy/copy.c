@@ -190,8 +190,8 @@ int memmig_copy_query(struct memmig_ctx *ctx, size_t len, unsigned int flags)
 /* An unflagged copy from the first threshold: the primitive cached for
  * its length range, tail-called (it returns 0).  Out of line, and called
  * last, so that the inline copies keep no frame and no moved arguments. */
-static __attribute__((noinline)) int
-copy_by_len(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
+__attribute__((noinline)) int
+memmig_copy_run_by_len(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
 {
 	const struct memmig_len_prim *r = ctx->by_len;
 
@@ -212,13 +212,15 @@ copy_narrow(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
 		copy_inline_any(ctx, dst, src, len);
 		return 0;
 	}
-	return copy_by_len(ctx, dst, src, len);
+	return memmig_copy_run_by_len(ctx, dst, src, len);
 }
 
-int memmig_copy_run_rest(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
+int memmig_copy_run_inline(struct memmig_ctx *ctx, void *dst, const void *src, size_t len)
 {
-	return copy_narrow(ctx, dst, src, len);
+	copy_inline_any(ctx, dst, src, len);
+	return 0;
 }
+
 
 /* memmig_copy_run() beyond its small unflagged copies, and those whose
  * one-branch check failed (flags 0). */
@@ -252,7 +254,7 @@ int memmig_copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, s
 		if (!len)
 			return 0;	/* as copy_checked(): no primitive, no drain */
 		rc = copy_check(dst, src, len);
-		return rc ? rc : copy_by_len(ctx, dst, src, len);
+		return rc ? rc : memmig_copy_run_by_len(ctx, dst, src, len);
 	}
 	prim = memmig_policy(&ctx->cpu, &ctx->tuning, len, flags);
 	if (prim < 0)

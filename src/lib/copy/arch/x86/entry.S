@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * memmig_copy_run(ctx (rdi), dst (rsi), src (rdx), len (rcx), flags (r8d)):
- * the checks of copy.c's C entry, then the copies of 16 to 1024 bytes
- * done here, the rest in C (memmig_copy_run_rest(), checks passed, and
- * memmig_copy_run_policy()).  In assembly for the order of its branches:
+ * the checks of copy.c's C entry, then the copies of 1 to 32 bytes and
+ * AVX-512's of 33 to 1024 bytes done here, the rest in C: checks passed,
+ * memmig_copy_run_inline() and memmig_copy_run_by_len(); else
+ * memmig_copy_run_policy().  In assembly for the order of its branches:
  * a taken branch cost about 0.6 ns here, and GCC laid the C out with
  * three or four of them before a 128 B copy (hot 100-128 B 0.73-0.77x
  * glibc's speed on an Intel Emerald Rapids host, 512 B 0.79-0.85x).  Each
@@ -166,21 +167,50 @@ memmig_copy_run:
 	xor	%eax, %eax
 	ret
 .Lrun_narrow:
-	/* 16..32 bytes where the inline copies reach them: one 16-byte
-	 * vector from each end, as copy.c's copy_inline(). */
-	lea	-16(%rcx), %rax
-	cmp	$16, %rax
-	ja	.Lrun_rest
+	/* Beyond the inline copies: the primitive of the length's range. */
 	cmp	MEMMIG_ARCH_CTX_SMALL_INLINE(%rdi), %rcx
-	ja	.Lrun_rest
+	ja	memmig_copy_run_by_len
+	/* 1..32 bytes as copy.c's copy_inline() makes them, overlapping
+	 * moves from each end; the other inline copies in C. */
+	cmp	$16, %rcx
+	jb	.Lrun_below16
+	cmp	$32, %rcx
+	ja	memmig_copy_run_inline
 	movdqu	(%rdx), %xmm0
 	movdqu	-16(%rdx,%rcx), %xmm1
 	movdqu	%xmm0, (%rsi)
 	movdqu	%xmm1, -16(%rsi,%rcx)
 	xor	%eax, %eax
 	ret
-.Lrun_rest:
-	jmp	memmig_copy_run_rest
+.Lrun_below16:
+	cmp	$8, %rcx
+	jb	.Lrun_below8
+	mov	(%rdx), %rax
+	mov	-8(%rdx,%rcx), %r8
+	mov	%rax, (%rsi)
+	mov	%r8, -8(%rsi,%rcx)
+	xor	%eax, %eax
+	ret
+.Lrun_below8:
+	cmp	$4, %rcx
+	jb	.Lrun_below4
+	mov	(%rdx), %eax
+	mov	-4(%rdx,%rcx), %r8d
+	mov	%eax, (%rsi)
+	mov	%r8d, -4(%rsi,%rcx)
+	xor	%eax, %eax
+	ret
+.Lrun_below4:	/* 1..3 (0 failed the checks): first, middle and last byte */
+	movzbl	(%rdx), %eax
+	movzbl	-1(%rdx,%rcx), %r8d
+	mov	%rcx, %r9
+	shr	%r9
+	movzbl	(%rdx,%r9), %r10d
+	mov	%al, (%rsi)
+	mov	%r10b, (%rsi,%r9)
+	mov	%r8b, -1(%rsi,%rcx)
+	xor	%eax, %eax
+	ret
 .Lrun_flagged:
 	/* A cold copy below cold_below is an unflagged one. */
 	cmp	$MEMMIG_ARCH_COPY_COLD, %r8d
