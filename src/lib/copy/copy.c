@@ -221,7 +221,6 @@ int memmig_copy_run_inline(struct memmig_ctx *ctx, void *dst, const void *src, s
 	return 0;
 }
 
-
 /* memmig_copy_run() beyond its small unflagged copies, and those whose
  * one-branch check failed (flags 0). */
 int memmig_copy_run_policy(struct memmig_ctx *ctx, void *dst, const void *src, size_t len,
