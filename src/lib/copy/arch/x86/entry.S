@@ -18,6 +18,17 @@
  */
 #include "lib/copy/arch/x86/entry.h"
 
+/* len (rcx) bytes of 1 to 2 w-byte moves' span: one w-byte move from
+ * each end of src (rdx) into a and b, stored at dst's (rsi); returns 0. */
+.macro	ENDS2 mov, w, a, b
+	\mov	(%rdx), \a
+	\mov	-\w(%rdx,%rcx), \b
+	\mov	\a, (%rsi)
+	\mov	\b, -\w(%rsi,%rcx)
+	xor	%eax, %eax
+	ret
+.endm
+
 	.text
 	.globl	memmig_copy_run
 	.type	memmig_copy_run, @function
@@ -119,21 +130,11 @@ memmig_copy_run:
 	xor	%eax, %eax
 	ret
 	.p2align 5
-.Lrun_ymm2:	/* 33..64: one 32-byte vector from each end */
-	vmovdqu64	(%rdx), %ymm16
-	vmovdqu64	-32(%rdx,%rcx), %ymm17
-	vmovdqu64	%ymm16, (%rsi)
-	vmovdqu64	%ymm17, -32(%rsi,%rcx)
-	xor	%eax, %eax
-	ret
+.Lrun_ymm2:	/* 33..64 */
+	ENDS2	vmovdqu64, 32, %ymm16, %ymm17
 	.p2align 5
 .Lrun_zmm2:	/* 65..128 */
-	vmovdqu64	(%rdx), %zmm16
-	vmovdqu64	-64(%rdx,%rcx), %zmm17
-	vmovdqu64	%zmm16, (%rsi)
-	vmovdqu64	%zmm17, -64(%rsi,%rcx)
-	xor	%eax, %eax
-	ret
+	ENDS2	vmovdqu64, 64, %zmm16, %zmm17
 	.p2align 5
 .Lrun_zmm4:	/* 129..256 */
 	vmovdqu64	(%rdx), %zmm16
@@ -176,30 +177,15 @@ memmig_copy_run:
 	jb	.Lrun_below16
 	cmp	$32, %rcx
 	ja	memmig_copy_run_inline
-	movdqu	(%rdx), %xmm0
-	movdqu	-16(%rdx,%rcx), %xmm1
-	movdqu	%xmm0, (%rsi)
-	movdqu	%xmm1, -16(%rsi,%rcx)
-	xor	%eax, %eax
-	ret
+	ENDS2	movdqu, 16, %xmm0, %xmm1
 .Lrun_below16:
 	cmp	$8, %rcx
 	jb	.Lrun_below8
-	mov	(%rdx), %rax
-	mov	-8(%rdx,%rcx), %r8
-	mov	%rax, (%rsi)
-	mov	%r8, -8(%rsi,%rcx)
-	xor	%eax, %eax
-	ret
+	ENDS2	mov, 8, %rax, %r8
 .Lrun_below8:
 	cmp	$4, %rcx
 	jb	.Lrun_below4
-	mov	(%rdx), %eax
-	mov	-4(%rdx,%rcx), %r8d
-	mov	%eax, (%rsi)
-	mov	%r8d, -4(%rsi,%rcx)
-	xor	%eax, %eax
-	ret
+	ENDS2	mov, 4, %eax, %r8d
 .Lrun_below4:	/* 1..3 (0 failed the checks): first, middle and last byte */
 	movzbl	(%rdx), %eax
 	movzbl	-1(%rdx,%rcx), %r8d
