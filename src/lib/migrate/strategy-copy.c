@@ -198,26 +198,40 @@ static void copy_teardown(struct memmig_job *job)
 	job->priv = NULL;
 }
 
-/* The unit's slice of the area, populated: 0 or -errno. */
-static int area_prepare(struct memmig_job *job, struct copy_worker *cw,
-			const struct memmig_unit *u)
+/* The unit's slice of the area, claimed: an injected failure, and the
+ * target's room for it.  0 or -errno. */
+static int area_claim(struct memmig_job *job, struct copy_worker *cw,
+		      const struct memmig_unit *u)
 {
-	struct copy_job *cj = job->priv;
-	uint8_t *dst = cj->area + (u->addr - cj->from);
 	int rc = memmig_fault_hit(job->ctx, MEMMIG_FAULT_DEST_ALLOC);
 
 	if (rc)
 		return rc;
-	if (!node_room(job, cw, u->len))
-		return -ENOMEM;
-	rc = memmig_swap_account(&cj->src, dst, u->addr, u->len, cj->noreserve, job->target);
+	return node_room(job, cw, u->len) ? 0 : -ENOMEM;
+}
+
+/* The claimed slice, given the source's commit charge and populated. */
+static int area_fill(struct memmig_job *job, const struct memmig_unit *u)
+{
+	struct copy_job *cj = job->priv;
+	uint8_t *dst = cj->area + (u->addr - cj->from);
+	int rc = memmig_swap_account(&cj->src, dst, u->addr, u->len, cj->noreserve, job->target);
+
 	return rc ? rc : memmig_populate(dst, u->len);
+}
+
+static int area_prepare(struct memmig_job *job, struct copy_worker *cw,
+			const struct memmig_unit *u)
+{
+	int rc = area_claim(job, cw, u);
+
+	return rc ? rc : area_fill(job, u);
 }
 
 /* What the prepare-ahead helper of a worker works with (prep.h). */
 struct copy_helper {
 	struct memmig_job *job;
-	struct copy_worker cw;	/* its own view of the target's room */
+	struct copy_worker cw;	/* the view of the target's room, claims' */
 };
 
 static bool unit_skipped(const struct memmig_job *job, const struct memmig_unit *u)
@@ -225,12 +239,20 @@ static bool unit_skipped(const struct memmig_job *job, const struct memmig_unit 
 	return !(job->flags & MEMMIG_MIGRATE_FORCE) && memmig_job_unit_on_target(job, u);
 }
 
-static int helper_prepare(void *arg, size_t i)
+static int helper_claim(void *arg, size_t i)
 {
 	struct copy_helper *h = arg;
 	const struct memmig_unit *u = &h->job->units[i];
 
-	return unit_skipped(h->job, u) ? 0 : area_prepare(h->job, &h->cw, u);
+	return unit_skipped(h->job, u) ? 0 : area_claim(h->job, &h->cw, u);
+}
+
+static int helper_fill(void *arg, size_t i)
+{
+	struct copy_helper *h = arg;
+	const struct memmig_unit *u = &h->job->units[i];
+
+	return unit_skipped(h->job, u) ? 0 : area_fill(h->job, u);
 }
 
 /*
@@ -249,7 +271,8 @@ static void helper_start(struct memmig_worker *w, struct copy_worker *cw,
 	if (memmig_ctx_reserved(job->ctx, job->target) ||
 	    2 * job->nworkers > memmig_usable_cpus())
 		return;
-	memmig_prep_start(w->first, w->last, PREP_WINDOW, helper_prepare, h, &cw->prep);
+	memmig_prep_start(w->first, w->last, PREP_WINDOW, helper_claim, helper_fill, h,
+			  &cw->prep);
 }
 
 /* A destination for the unit: the helper's, the node's reserve, else the
