@@ -271,6 +271,8 @@ _Static_assert(offsetof(struct memmig_ctx, widest_min) == MEMMIG_ARCH_CTX_WIDEST
 	       "entry: widest_min");
 _Static_assert(offsetof(struct memmig_ctx, widest_span) == MEMMIG_ARCH_CTX_WIDEST_SPAN,
 	       "entry: widest_span");
+_Static_assert(offsetof(struct memmig_ctx, widest_loop_below) ==
+	       MEMMIG_ARCH_CTX_WIDEST_LOOP_BELOW, "entry: widest_loop_below");
 _Static_assert(MEMMIG_ARCH_COPY_COLD == MEMMIG_COPY_COLD, "entry: MEMMIG_COPY_COLD");
 _Static_assert(MEMMIG_ARCH_FAST_LO == MEMMIG_FAST_LO && MEMMIG_ARCH_FAST_SHIFT == MEMMIG_FAST_SHIFT,
 	       "entry: memmig_copy_fast_ok()");
@@ -417,6 +419,27 @@ static size_t inline_cap(int prim)
 }
 
 /*
+ * Where the range of by_len past small_inline ends, when its primitive is
+ * the arch's widest and small_inline reaches its loop's lengths: copies
+ * there skip the table and the primitive's own length tests (x86's
+ * entry.S).  Hot 2 KiB went at 0.93x glibc's speed through them, on an
+ * Intel Emerald Rapids host.  0 for none.
+ */
+static size_t widest_loop_below(const struct memmig_ctx *ctx)
+{
+	const struct memmig_len_prim *r = ctx->by_len;
+	size_t min = memmig_arch_widest_loop_min();
+
+	if (!min || ctx->small_inline + 1 < min || !ctx->widest_span)
+		return 0;
+	while (ctx->small_inline + 1 >= r->below)
+		r++;
+	if (r->fn != memmig_copy_prim_fn(MEMMIG_ARCH_INLINE_WIDEST))
+		return 0;
+	return r->below < ctx->small_below ? r->below : ctx->small_below;
+}
+
+/*
  * How far the inline path goes: through the ranges of by_len whose
  * primitives are vector copies, up to 64 bytes whichever they are, and
  * above 64 with the primitive of the range that holds 65 bytes, up to its
@@ -450,6 +473,7 @@ static void apply_inline(struct memmig_ctx *ctx)
 	 * host: 3.7 ns against 4.0, glibc's 2.8).
 	 */
 	ctx->widest_span = 0;
+	ctx->widest_loop_below = 0;
 	ctx->inline_wide_min = SIZE_MAX;
 	if (!memmig_arch_inline_max(wide))
 		return;
@@ -469,6 +493,7 @@ static void apply_inline(struct memmig_ctx *ctx)
 	ctx->widest_min = memmig_arch_inline_widest_min(&ctx->cpu);
 	if (wide == MEMMIG_ARCH_INLINE_WIDEST && ctx->small_inline >= ctx->widest_min)
 		ctx->widest_span = ctx->small_inline - ctx->widest_min + 1;
+	ctx->widest_loop_below = widest_loop_below(ctx);
 }
 
 /*

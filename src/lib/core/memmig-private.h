@@ -69,6 +69,10 @@ struct memmig_ctx {
 	 * arch's widest; none (span 0) where it is another. */
 	size_t widest_min;
 	size_t widest_span;
+	/* Above small_inline and below this, by_len's primitive is the arch's
+	 * widest, whose loop entry.S jumps to straight away (x86); 0 where
+	 * it is not, or small_inline stops short of its loop's lengths. */
+	size_t widest_loop_below;
 
 	int refcount;
 	memmig_log_fn log_fn;

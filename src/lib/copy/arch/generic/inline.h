@@ -25,4 +25,10 @@ static inline size_t memmig_arch_inline_widest_min(const struct memmig_cpu_info 
 	return 65;
 }
 
+/* No entry of its own to enter the widest loop from. */
+static inline size_t memmig_arch_widest_loop_min(void)
+{
+	return 0;
+}
+
 #endif

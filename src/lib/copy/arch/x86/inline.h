@@ -66,6 +66,13 @@ static inline size_t memmig_arch_inline_widest_min(const struct memmig_cpu_info 
 	return cpu->features & MEMMIG_CPU_AVX512VL ? 33 : 65;
 }
 
+/* The shortest copy of the widest primitive's loop (vec.S: above 16
+ * vectors), which entry.S enters straight away for longer copies. */
+static inline size_t memmig_arch_widest_loop_min(void)
+{
+	return 16 * 64 + 1;
+}
+
 /* One 32-byte load from off(base) into ymm<r>, and one store back. */
 #define X86_YLD(off, base, r) "vmovdqu " #off "(%[" #base "]), %%ymm" #r "\n\t"
 #define X86_YST(off, base, r) "vmovdqu %%ymm" #r ", " #off "(%[" #base "])\n\t"

@@ -135,8 +135,8 @@
 .endm
 
 .macro VEC_COPY name, V, LDU, STU, STA, narrower, vz, r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15
-	.globl	\name
-	.hidden	\name
+	.globl	\name, \name\()_loop
+	.hidden	\name, \name\()_loop
 	.type	\name, @function
 	.p2align 5
 \name:
@@ -161,6 +161,7 @@
 	VRET	\vz
 5:	ENDS16	\V, \LDU, \STU, \r0, \r1, \r2, \r3, \r4, \r5, \r6, \r7, \r8, \r9, \r10, \r11, \r12, \r13, \r14, \r15
 	VRET	\vz
+\name\()_loop:	/* entry.S's way in, past the length tests: above 16V */
 3:	mov	%edi, %ecx
 	sub	%esi, %ecx
 	test	$(4096 - 8*\V), %ecx	/* dst - src mod 4 KiB below 8V? */
