@@ -2,9 +2,9 @@
 /*
  * memmig_copy_run(ctx (rdi), dst (rsi), src (rdx), len (rcx), flags (r8d)):
  * the checks of copy.c's C entry, then the copies of 1 to 32 bytes and
- * AVX-512's of 33 to 1024 bytes done here, the rest in C: checks passed,
- * memmig_copy_run_inline() and memmig_copy_run_by_len(); else
- * memmig_copy_run_policy().  In assembly for the order of its branches:
+ * AVX-512's of 33 to 1024 bytes done here, longer AVX-512 ones by its
+ * loop (vec.S), the rest in C: checks passed, memmig_copy_run_inline()
+ * and memmig_copy_run_by_len(); else memmig_copy_run_policy().  In assembly for the order of its branches:
  * a taken branch cost about 0.6 ns here, and GCC laid the C out with
  * three or four of them before a 128 B copy (hot 100-128 B 0.73-0.77x
  * glibc's speed on an Intel Emerald Rapids host, 512 B 0.79-0.85x).  Each
