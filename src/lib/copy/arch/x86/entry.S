@@ -2,19 +2,19 @@
 /*
  * memmig_copy_run(ctx (rdi), dst (rsi), src (rdx), len (rcx), flags (r8d)):
  * the checks of copy.c's C entry, then the copies of 1 to 32 bytes and
- * AVX-512's of 33 to 1024 bytes done here, longer AVX-512 ones by its
- * loop (vec.S), the rest in C: checks passed, memmig_copy_run_inline()
- * and memmig_copy_run_by_len(); else memmig_copy_run_policy().  In assembly for the order of its branches:
- * a taken branch cost about 0.6 ns here, and GCC laid the C out with
- * three or four of them before a 128 B copy (hot 100-128 B 0.73-0.77x
- * glibc's speed on an Intel Emerald Rapids host, 512 B 0.79-0.85x).  Each
- * length it copies takes at most one taken branch to its moves, and
- * returns there.
+ * AVX-512's of 33 to 512 bytes done here, longer AVX-512 ones by its loop
+ * (vec.S), the rest in C: checks passed, memmig_copy_run_inline() and
+ * memmig_copy_run_by_len(); else memmig_copy_run_policy().  In assembly
+ * for the order of its branches: a taken branch cost about 0.6 ns here,
+ * and GCC laid the C out with three or four of them before a 128 B copy
+ * (hot 100-128 B 0.73-0.77x glibc's speed on an Intel Emerald Rapids
+ * host, 512 B 0.79-0.85x).  Each length it copies takes at most one taken
+ * branch to its moves, and returns there.
  *
  * The moves are AVX-512's, where ctx->widest_span says the context chose
  * them (AVX512VL for the 32-byte ones), from each end, every load before
- * the first store (from 513 B, but for the two ends), in zmm16-31 and
- * ymm16-31, which leave no dirty upper state (no vzeroupper).
+ * the first store, in zmm16-31 and ymm16-31, which leave no dirty upper
+ * state (no vzeroupper).
  */
 #include "lib/copy/arch/x86/entry.h"
 
@@ -27,6 +27,14 @@
 	\mov	\b, -\w(%rsi,%rcx)
 	xor	%eax, %eax
 	ret
+.endm
+
+/* AVX-512's loop (vec.S) for the rest, in its argument registers. */
+.macro	TO_LOOP
+	mov	%rsi, %rdi
+	mov	%rdx, %rsi
+	mov	%rcx, %rdx
+	jmp	memmig_x86_copy_avx512_loop
 .endm
 
 	.text
@@ -90,68 +98,14 @@ memmig_copy_run:
 	cmp	$512, %rcx
 	jbe	.Lrun_zmm8
 	/*
-	 * 513..1024: the first and the last 64 bytes, and between them eight
-	 * lines from the destination's first line boundary and eight ending
-	 * at its last, each 64-byte aligned there (where the length leaves
-	 * no room for that, against the start or the end).  Eight vectors
-	 * from each end store across lines wherever the destination is not
-	 * aligned or the length not a multiple of 64: hot 520-1000 B went at
-	 * 0.56-0.94x glibc's speed on an Intel Emerald Rapids host, whose
-	 * split stores cost.
+	 * 513..1024: AVX-512's loop (vec.S), the destination's lines stored
+	 * aligned, each once.  Sixteen vectors from the two ends (then eight
+	 * aligned from each end) stored some lines twice and others split:
+	 * hot 513-576 B went at 0.67-0.79x glibc's speed, 520 B to a
+	 * destination 8 or 33 bytes off a line 0.41-0.42x; the loop 0.82-1.12x
+	 * there (Intel Emerald Rapids).
 	 */
-	mov	%rsi, %r10
-	neg	%r10
-	and	$63, %r10		/* to the first line boundary: 0..63 */
-	lea	-512(%rcx), %r8
-	cmp	%r8, %r10
-	cmova	%r8, %r10		/* eight lines from there end by the end */
-	lea	-64(%rsi,%rcx), %r11
-	and	$-64, %r11
-	sub	%rsi, %r11
-	sub	$448, %r11		/* eight lines back from the last boundary */
-	xor	%r8d, %r8d
-	test	%r11, %r11
-	cmovs	%r8, %r11		/* begin by the start */
-	vmovdqu64	(%rdx,%r10), %zmm16
-	vmovdqu64	64(%rdx,%r10), %zmm17
-	vmovdqu64	128(%rdx,%r10), %zmm18
-	vmovdqu64	192(%rdx,%r10), %zmm19
-	vmovdqu64	256(%rdx,%r10), %zmm20
-	vmovdqu64	320(%rdx,%r10), %zmm21
-	vmovdqu64	384(%rdx,%r10), %zmm22
-	vmovdqu64	448(%rdx,%r10), %zmm23
-	vmovdqu64	(%rdx,%r11), %zmm24
-	vmovdqu64	64(%rdx,%r11), %zmm25
-	vmovdqu64	128(%rdx,%r11), %zmm26
-	vmovdqu64	192(%rdx,%r11), %zmm27
-	vmovdqu64	256(%rdx,%r11), %zmm28
-	vmovdqu64	320(%rdx,%r11), %zmm29
-	vmovdqu64	384(%rdx,%r11), %zmm30
-	vmovdqu64	448(%rdx,%r11), %zmm31
-	add	%rsi, %r10
-	add	%rsi, %r11
-	vmovdqu64	%zmm16, (%r10)
-	vmovdqu64	%zmm17, 64(%r10)
-	vmovdqu64	%zmm18, 128(%r10)
-	vmovdqu64	%zmm19, 192(%r10)
-	vmovdqu64	%zmm20, 256(%r10)
-	vmovdqu64	%zmm21, 320(%r10)
-	vmovdqu64	%zmm22, 384(%r10)
-	vmovdqu64	%zmm23, 448(%r10)
-	vmovdqu64	(%rdx), %zmm16
-	vmovdqu64	-64(%rdx,%rcx), %zmm17
-	vmovdqu64	%zmm24, (%r11)
-	vmovdqu64	%zmm25, 64(%r11)
-	vmovdqu64	%zmm26, 128(%r11)
-	vmovdqu64	%zmm27, 192(%r11)
-	vmovdqu64	%zmm28, 256(%r11)
-	vmovdqu64	%zmm29, 320(%r11)
-	vmovdqu64	%zmm30, 384(%r11)
-	vmovdqu64	%zmm31, 448(%r11)
-	vmovdqu64	%zmm16, (%rsi)
-	vmovdqu64	%zmm17, -64(%rsi,%rcx)
-	xor	%eax, %eax
-	ret
+	TO_LOOP
 	.p2align 5
 .Lrun_ymm2:	/* 33..64 */
 	ENDS2	vmovdqu64, 32, %ymm16, %ymm17
@@ -225,15 +179,12 @@ memmig_copy_run:
 	ja	memmig_copy_run_inline
 	ENDS2	movdqu, 16, %xmm0, %xmm1
 .Lrun_long:
-	/* Where that is AVX-512's, its loop straight away, in its argument
-	 * registers: the table and the primitive's length tests cost hot
-	 * 2 KiB copies 0.93x glibc's speed on an Intel Emerald Rapids host. */
+	/* Where that is AVX-512's, its loop straight away: the table and
+	 * the primitive's length tests cost hot 2 KiB copies 0.93x glibc's
+	 * speed on an Intel Emerald Rapids host. */
 	cmp	MEMMIG_ARCH_CTX_WIDEST_LOOP_BELOW(%rdi), %rcx
 	jae	memmig_copy_run_by_len
-	mov	%rsi, %rdi
-	mov	%rdx, %rsi
-	mov	%rcx, %rdx
-	jmp	memmig_x86_copy_avx512_loop
+	TO_LOOP
 	.cfi_endproc
 	.size	memmig_copy_run, .-memmig_copy_run
 

@@ -161,7 +161,9 @@
 	VRET	\vz
 5:	ENDS16	\V, \LDU, \STU, \r0, \r1, \r2, \r3, \r4, \r5, \r6, \r7, \r8, \r9, \r10, \r11, \r12, \r13, \r14, \r15
 	VRET	\vz
-\name\()_loop:	/* entry.S's way in, past the length tests: above 16V */
+/* entry.S's way in, past the length tests: above 8V, where the first
+ * vector and the skip to a V boundary leave more than 4V to the loop. */
+\name\()_loop:
 3:	mov	%edi, %ecx
 	sub	%esi, %ecx
 	test	$(4096 - 8*\V), %ecx	/* dst - src mod 4 KiB below 8V? */
