@@ -105,7 +105,9 @@ static void check_claims(const struct rec *r, size_t upto)
 	CU_ASSERT_EQUAL(atomic_load(&r->beyond_window), 0);
 }
 
-static struct memmig_prep *start(struct rec *r, size_t window, long prepare_us)
+/* The helper with a window and a prepare time, and the worker walking
+ * units [FIRST, FIRST + n) at copy_us a unit; then the claims checked. */
+static void run(struct rec *r, size_t window, long prepare_us, size_t n, long copy_us)
 {
 	struct memmig_prep *p = NULL;
 
@@ -117,18 +119,17 @@ static struct memmig_prep *start(struct rec *r, size_t window, long prepare_us)
 	CU_ASSERT_EQUAL_FATAL(memmig_prep_start(FIRST, FIRST + NUNITS, window, rec_claim,
 						rec_prepare, r, &p), 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-	return p;
+	walk(r, p, FIRST + n, copy_us);
+	memmig_prep_stop(p);
+	check_claims(r, FIRST + n);
 }
 
 /* A slow worker: the helper stays ahead and prepares every unit. */
 static void test_helper_ahead(void)
 {
 	struct rec r;
-	struct memmig_prep *p = start(&r, 4, 0);
 
-	walk(&r, p, FIRST + NUNITS, 1000);
-	memmig_prep_stop(p);
-	check_claims(&r, FIRST + NUNITS);
+	run(&r, 4, 0, NUNITS, 1000);
 	/* But for the first, which the worker may reach before the helper. */
 	CU_ASSERT(atomic_load(&r.by_worker) <= 1);
 }
@@ -140,11 +141,8 @@ static void test_helper_ahead(void)
 static void test_worker_shares(void)
 {
 	struct rec r;
-	struct memmig_prep *p = start(&r, 4, 2000);
 
-	walk(&r, p, FIRST + NUNITS, 0);
-	memmig_prep_stop(p);
-	check_claims(&r, FIRST + NUNITS);
+	run(&r, 4, 2000, NUNITS, 0);
 	CU_ASSERT(atomic_load(&r.by_worker) > 0);
 	printf("\n  the worker prepared %d of %d units\n", atomic_load(&r.by_worker), NUNITS);
 }
@@ -153,11 +151,8 @@ static void test_worker_shares(void)
 static void test_window_one(void)
 {
 	struct rec r;
-	struct memmig_prep *p = start(&r, 1, 200);
 
-	walk(&r, p, FIRST + NUNITS, 100);
-	memmig_prep_stop(p);
-	check_claims(&r, FIRST + NUNITS);
+	run(&r, 1, 200, NUNITS, 100);
 }
 
 /* Stopped part way (a cancelled job): no unit prepared twice, none past
@@ -165,11 +160,8 @@ static void test_window_one(void)
 static void test_stop_early(void)
 {
 	struct rec r;
-	struct memmig_prep *p = start(&r, 8, 500);
 
-	walk(&r, p, FIRST + 10, 0);
-	memmig_prep_stop(p);
-	check_claims(&r, FIRST + 10);
+	run(&r, 8, 500, 10, 0);
 	CU_ASSERT(atomic_load(&r.nclaims) <= 10 - 1 + 8);
 }
 
