@@ -231,7 +231,7 @@ static int area_prepare(struct memmig_job *job, struct copy_worker *cw,
 /* What the prepare-ahead helper of a worker works with (prep.h). */
 struct copy_helper {
 	struct memmig_job *job;
-	struct copy_worker cw;	/* the view of the target's room, claims' */
+	struct copy_worker cw;	/* the target's room as the claims see it */
 };
 
 static bool unit_skipped(const struct memmig_job *job, const struct memmig_unit *u)

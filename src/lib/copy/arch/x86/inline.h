@@ -66,8 +66,9 @@ static inline size_t memmig_arch_inline_widest_min(const struct memmig_cpu_info 
 	return cpu->features & MEMMIG_CPU_AVX512VL ? 33 : 65;
 }
 
-/* The shortest copy of the widest primitive's loop (vec.S: above 16
- * vectors), which entry.S enters straight away for longer copies. */
+/* Past small_inline, entry.S sends the widest primitive's lengths to its
+ * loop (vec.S) where small_inline has reached this: 1 KiB, where the
+ * primitive's own moves from each end end. */
 static inline size_t memmig_arch_widest_loop_min(void)
 {
 	return 16 * 64 + 1;
