@@ -68,7 +68,7 @@ static inline size_t memmig_arch_inline_widest_min(const struct memmig_cpu_info 
 
 /* Past small_inline, entry.S sends the widest primitive's lengths to its
  * loop (vec.S) where small_inline has reached this: 1 KiB, where the
- * primitive's own moves from each end end. */
+ * primitive's moves from each end stop. */
 static inline size_t memmig_arch_widest_loop_min(void)
 {
 	return 16 * 64 + 1;
