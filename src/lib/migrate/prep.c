@@ -81,7 +81,7 @@ int memmig_prep_start(size_t first, size_t last, size_t window, memmig_prep_fn c
 	}
 	p->first = p->next = p->at = first;
 	p->last = last;
-	p->window = window;
+	p->window = window ? window : 1;	/* the worker's own unit, at least */
 	p->claim = claim;
 	p->prepare = prepare;
 	p->arg = arg;
