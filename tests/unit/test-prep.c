@@ -124,14 +124,17 @@ static void run(struct rec *r, size_t window, long prepare_us, size_t n, long co
 	check_claims(r, FIRST + n);
 }
 
-/* A slow worker: the helper stays ahead and prepares every unit. */
+/*
+ * A slow worker: the helper keeps ahead, within its window.  Which thread
+ * prepares a unit is the scheduler's (on a busy host the helper may sleep
+ * past a copy, and the worker then prepares its unit): only the claims,
+ * their order and window, and the results are the mechanism's.
+ */
 static void test_helper_ahead(void)
 {
 	struct rec r;
 
 	run(&r, 4, 0, NUNITS, 1000);
-	/* But for the first, which the worker may reach before the helper. */
-	CU_ASSERT(atomic_load(&r.by_worker) <= 1);
 }
 
 /*
@@ -166,7 +169,7 @@ static void test_stop_early(void)
 }
 
 static CU_TestInfo tests[] = {
-	{ "a slow worker: the helper prepares all, in order, once each", test_helper_ahead },
+	{ "a slow worker: every unit claimed in order, prepared once", test_helper_ahead },
 	{ "a worker that catches up prepares units itself", test_worker_shares },
 	{ "a window of one unit", test_window_one },
 	{ "stopped part way", test_stop_early },
