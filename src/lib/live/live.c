@@ -576,7 +576,7 @@ int memmig_live_claim_vm(struct memmig_live *l, bool on)
 
 int memmig_live_run(struct memmig_live *l)
 {
-	double t;
+	double t, freed;
 	int rc, lost_rc;
 
 	if (!l)
@@ -605,13 +605,25 @@ int memmig_live_run(struct memmig_live *l)
 	/* The guest is on the copy now, whatever the file tier's msync says. */
 	if (!rc)
 		memmig_live_dest_persist(l);
+	/*
+	 * The old memory goes before the tracking: closing a userfaultfd
+	 * un-protects every range it registered, under the mmap lock held
+	 * for writing, and the old memory took its registration aside with
+	 * it.  Freed first, it has none to walk: the close took 19-27 ms
+	 * after a 4 GiB migration here, and 0.1 ms so.  Its freeing is not
+	 * counted in total_s, as when it came after.
+	 */
+	freed = memmig_now();
+	memmig_live_dest_release(l);
+	freed = memmig_now() - freed;
 	memmig_dirty_stop(l);
 	memmig_live_claim_vm(l, false);
-	l->rep.total_s = memmig_now() - t;
+	l->rep.total_s = memmig_now() - t - freed;
 	if (l->rep.total_s > 0)
 		l->rep.gbps = l->rep.bytes / l->rep.total_s / 1e9;
 out:
-	/* After resume: the old memory is freed while the guest runs. */
+	/* After resume: the old memory is freed while the guest runs (done
+	 * above once the tracking started). */
 	memmig_live_dest_release(l);
 	/* The VMM hears of lost pages whatever the result. */
 	lost_rc = memmig_live_lost_finish(l);
