@@ -1092,6 +1092,20 @@ struct memmig_live_opts {
  * flag it fails instead, -ETIMEDOUT, and the guest stays on its memory.
  */
 #define MEMMIG_LIVE_FAIL_OVER_BUDGET	(1u << 0)
+/*
+ * No pre-copy of the whole range: the switchover starts at once, each
+ * piece copied by rounds of its own and swapped in under its pause before
+ * the next piece is copied.  What the guest writes on a piece once it is
+ * in lands on the copy, so a guest that rewrites all of its RAM has each
+ * page copied about once, where pre-copy copies again, every round, all
+ * that it rewrote.  The price: memmig_live_cancel() stops between pieces,
+ * and those before stay on the copy (report.bytes_switched).  Not with
+ * MEMMIG_LIVE_FAIL_OVER_BUDGET (-EINVAL: there is no pre-copy to refuse).
+ * Soft-dirty tracking (whose harvest is a pause) and a copy that replaces
+ * the slot whole (one piece) pre-copy as without it (report.stop_reason
+ * says which ran).
+ */
+#define MEMMIG_LIVE_STREAM		(1u << 1)
 
 /* Why pre-copy ended (memmig_live_report.stop_reason). */
 enum memmig_live_stop {
@@ -1103,6 +1117,8 @@ enum memmig_live_stop {
 	MEMMIG_LIVE_STOP_OVERHEAD,	/* the pause without its copy (stop,
 					 * harvest, swap) is over budget */
 	MEMMIG_LIVE_STOP_ROUND_LIMIT,	/* max_rounds */
+	MEMMIG_LIVE_STOP_STREAMED,	/* MEMMIG_LIVE_STREAM: no pre-copy, each
+					 * piece copied in its turn */
 };
 MEMMIG_EXPORT const char *memmig_live_stop_name(int reason);
 
@@ -1130,7 +1146,8 @@ MEMMIG_EXPORT int memmig_live_prepare(struct memmig_live *live);
  */
 MEMMIG_EXPORT int memmig_live_run(struct memmig_live *live);
 /* From any thread: stops pre-copy; the guest stays on its memory.  Once
- * the switchover began, it finishes. */
+ * the switchover began, it finishes; with MEMMIG_LIVE_STREAM it stops
+ * before the next piece, the pieces before on the copy. */
 MEMMIG_EXPORT int memmig_live_cancel(struct memmig_live *live);
 MEMMIG_EXPORT void memmig_live_unref(struct memmig_live *live);
 
@@ -1140,7 +1157,8 @@ struct memmig_live_report {
 	int dirty_method;	/* the one used */
 	uint64_t bytes;		/* the range */
 	uint64_t bytes_copied;	/* every round and the pause */
-	unsigned int rounds;	/* copy rounds: the full one, then dirty ones */
+	unsigned int rounds;	/* copy rounds: the full one, then dirty ones
+				 * (0 streamed: the pieces' own rounds) */
 	int converged;		/* 1: what was left fit the budget (or
 				 * nothing was); 0: see stop_reason */
 	uint64_t pause_bytes;	/* copied while paused, in every pause */

@@ -31,7 +31,7 @@ struct live_bench {
 	size_t *sizes, nsizes;
 	long reps, budget_ms, qemu_timeout_s;
 	int dirty, node;
-	bool no_kvm, no_qemu, busy, json;
+	bool no_kvm, no_qemu, busy, json, stream;
 	struct plot_out plot;
 };
 
@@ -64,7 +64,8 @@ static void live_usage(FILE *f)
 	fprintf(f,
 		"Usage: memmig-bench live [--sizes LIST] [--reps N] [--budget-ms MS]\n"
 		"                         [--dirty METHOD] [--to-node N] [--no-kvm]\n"
-		"                         [--no-qemu] [--qemu-timeout S] [--busy] [--json]\n"
+		"                         [--no-qemu] [--qemu-timeout S] [--busy] [--stream]\n"
+		"                         [--json]\n"
 		"                         [--plot FILE] [--plot-data FILE]\n"
 		"Live-migrates a running guest's RAM (minivmm: KVM where it can, else a\n"
 		"host thread) of each size (default 256M,1G) N times (default 3), idle and\n"
@@ -74,7 +75,9 @@ static void live_usage(FILE *f)
 		"defaults but unlimited bandwidth; cancelled after S seconds, default 30).\n"
 		"Medians: total time, against one raw copy, rounds, and the pause (QEMU's\n"
 		"downtime).  memmig's pause budget is MS (default 5).  --busy: the writing\n"
-		"guest again with a CPU-bound process on every CPU (\"busy\").\n"
+		"guest again with a CPU-bound process on every CPU (\"busy\").  --stream:\n"
+		"memmig copies and switches over each piece in its turn, with no pre-copy\n"
+		"of the whole RAM (MEMMIG_LIVE_STREAM).\n"
 		"--plot: the pause against the budget and QEMU's downtime, the total\n"
 		"time against a raw copy, and the last pause of each case in its parts.\n"
 		PLOT_USAGE);
@@ -92,6 +95,7 @@ static int live_parse(int argc, char **argv, struct live_bench *b)
 		{ "no-qemu", no_argument, NULL, 'Q' },
 		{ "qemu-timeout", required_argument, NULL, 't' },
 		{ "busy", no_argument, NULL, 'B' },
+		{ "stream", no_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		PLOT_LONG_OPTIONS,
@@ -145,6 +149,9 @@ static int live_parse(int argc, char **argv, struct live_bench *b)
 		case 'B':
 			b->busy = true;
 			break;
+		case 'S':
+			b->stream = true;
+			break;
 		case 'j':
 			b->json = true;
 			break;
@@ -195,6 +202,7 @@ static int run_memmig(struct live_bench *b, struct minivmm *vmm, struct memmig_v
 		.target_node = b->node,
 		.pause_budget_ns = (uint64_t)b->budget_ms * 1000000,
 		.dirty_method = b->dirty,
+		.flags = b->stream ? MEMMIG_LIVE_STREAM : 0,
 	};
 	/* Each run's figures, in the order of their medians in med[]. */
 	double *const med[] = { &c->total_s, &c->pause_s, &c->stop_s, &c->rounds,
@@ -385,9 +393,9 @@ static const char *ratio_text(double x, char *buf, size_t len)
 
 static void print_text(const struct live_bench *b, const struct live_case *cs, size_t n)
 {
-	printf("memmig bench live: median of %ld, pause budget %ld ms; memmig's guest: %s;\n"
+	printf("memmig bench live: median of %ld, pause budget %ld ms%s; memmig's guest: %s;\n"
 	       "QEMU: %s, downtime-limit %.0f ms (its default), unlimited bandwidth\n\n",
-	       b->reps, b->budget_ms, cs[0].kvm ? "KVM (minivmm)" : "a host thread",
+	       b->reps, b->budget_ms, b->stream ? ", streamed" : "", cs[0].kvm ? "KVM (minivmm)" : "a host thread",
 	       b->no_qemu ? "not run" : cs[0].kvm ? "KVM" : "TCG", cs[0].q_limit_s * 1e3);
 	printf("%-6s %-7s %-6s %8s %6s %6s %7s %6s %7s %5s %7s %5s %s\n", "size",
 	       "guest", "who", "total", "/raw", "rounds", "pause", "pauses", "sum",
@@ -602,6 +610,7 @@ static int live_main(struct memmig_ctx *ctx, int argc, char **argv)
 
 		json_object_object_add(o, "budget_s", json_object_new_double(b.budget_ms / 1e3));
 		json_object_object_add(o, "reps", json_object_new_int((int)b.reps));
+		json_object_object_add(o, "stream", json_object_new_boolean(b.stream));
 		for (size_t i = 0; i < n; i++)
 			json_object_array_add(a, case_json(&cs[i]));
 		json_object_object_add(o, "cases", a);

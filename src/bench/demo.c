@@ -24,7 +24,7 @@ static void demo_usage(FILE *f)
 {
 	fprintf(f, "Usage: memmig-bench demo [--mem SIZE] [--migrations N] [--file-tier DIR]\n"
 		   "                         [--budget-ms MS] [--dirty METHOD] [--no-kvm]\n"
-		   "                         [--nodes-only] [--json] [--plot FILE]\n"
+		   "                         [--stream] [--nodes-only] [--json] [--plot FILE]\n"
 		   "                         [--plot-data FILE]\n"
 		   "       memmig-bench demo --tier [--mem SIZE] [--budget-ms MS] [--no-kvm]\n"
 		   "                         [--json]\n"
@@ -39,6 +39,8 @@ static void demo_usage(FILE *f)
 		   "--dirty: how writes are tracked: auto (default), log, log-clear,\n"
 		   "ring (KVM), uffd-wp, soft-dirty (host thread).  --mem: up to 64G\n"
 		   "(the KVM guest runs in 64-bit long mode).\n"
+		   "--stream: no pre-copy of the whole RAM: each piece is copied and\n"
+		   "switched over in its turn (MEMMIG_LIVE_STREAM).\n"
 		   "--tier: the guest rewrites a quarter of its RAM, a window that moves\n"
 		   "every 12 s, and libmemmig tiers it for 48 s: what it writes on the\n"
 		   "first node, the rest on the second (2 MiB units, each moved live);\n"
@@ -59,6 +61,7 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 		{ "budget-ms", required_argument, NULL, 'b' },
 		{ "dirty", required_argument, NULL, 'd' },
 		{ "no-kvm", no_argument, NULL, 'K' },
+		{ "stream", no_argument, NULL, 'S' },
 		{ "nodes-only", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -98,6 +101,9 @@ static int demo_parse(int argc, char **argv, struct demo *d)
 			break;
 		case 'K':
 			d->no_kvm = true;
+			break;
+		case 'S':
+			d->stream = true;
 			break;
 		case 'N':
 			d->nodes_only = true;
@@ -196,6 +202,7 @@ static struct memmig_live_opts demo_target(const struct demo *d, long i, char *n
 
 	o.pause_budget_ns = (uint64_t)d->budget_ms * 1000000;
 	o.dirty_method = d->dirty;
+	o.flags = d->stream ? MEMMIG_LIVE_STREAM : 0;
 	if (d->nnodes > 1)
 		o.target_node = d->nodes[(i + 1) % 2];
 	else if (i % 2 == 0 || d->nodes_only)

@@ -19,6 +19,7 @@ struct demo {
 	bool tiering;		/* --tier: the hot-set guest, tiered */
 	int guest;		/* enum minivmm_guest */
 	bool json, no_kvm, nodes_only;
+	bool stream;		/* MEMMIG_LIVE_STREAM */
 	int nodes[2], nnodes;
 	int ranks[2];		/* enum demo_rank of each */
 	double raw_s;		/* one copy of mem bytes, for scale */

@@ -315,6 +315,11 @@ if [ "$thread_dirty" = uffd-wp ]; then
 		"two mremaps a piece: $pair_ms ms plain, $entries_ms ms tracked and split (medians)"
 	check "demo uffd-wp swap by page tables ($swap_ms ms in $pieces pieces; the same moves entry by entry: $entries_ms ms)" \
 		awk -v s="$swap_ms" -v e="$entries_ms" 'BEGIN { exit !(e > 0 && s < e / 2) }'
+	# Streamed: no pre-copy round, each piece at most a 32nd of the guest
+	# (16 MiB here), every page copied at least once, nothing lost.
+	check "demo uffd-wp --stream" exit_is 0 "$cli" demo --dirty uffd-wp --mem 512M --migrations 2 --nodes-only --stream --json
+	check "demo uffd-wp --stream verified" test "$(jq '[.migrations[] | select(.verified and .lost_writes == 0 and .torn_pages == 0)] | length' "$tmp/out")" -eq 2
+	check "demo uffd-wp --stream in pieces" test "$(jq '[.migrations[] | select(.stop_reason == "streamed" and .rounds == 0 and .pauses >= 32 and .piece_bytes <= 16777216 and .bytes_copied >= .bytes)] | length' "$tmp/out")" -eq 2
 fi
 if [ -w /dev/kvm ]; then
 	check "demo kvm" exit_is 0 "$cli" demo --mem 32M --migrations 2

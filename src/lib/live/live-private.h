@@ -62,6 +62,7 @@ struct memmig_live {
 	bool prepared, ran;
 	bool paused;			/* the vCPUs are stopped */
 	bool switching;			/* the switchover began: no cancel */
+	bool stream;			/* MEMMIG_LIVE_STREAM, and it can */
 	bool softdirty;			/* holds the process's soft-dirty bits */
 	bool cancel;			/* atomic */
 	bool tracker;			/* a memmig_vm_track's: tracking only */
@@ -105,6 +106,8 @@ static inline uint64_t memmig_live_end(const struct memmig_live *l)
  * memmig_copy_query() chose for the full round, or -1. */
 int memmig_live_copy_dirty(struct memmig_live *l, uint64_t lo, uint64_t hi,
 			   bool paused, int prim, uint64_t *bytes);
+/* Counts a round's copy, and its rate if it copied enough to time. */
+void memmig_live_copied(struct memmig_live *l, uint64_t bytes, double seconds);
 /* Dirty bytes among slot pages [lo, hi). */
 uint64_t memmig_live_dirty_bytes(const struct memmig_live *l, uint64_t lo, uint64_t hi);
 

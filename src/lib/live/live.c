@@ -55,11 +55,12 @@ static const char *const stop_names[] = {
 	[MEMMIG_LIVE_STOP_STALLED] = "stalled",
 	[MEMMIG_LIVE_STOP_OVERHEAD] = "overhead",
 	[MEMMIG_LIVE_STOP_ROUND_LIMIT] = "round-limit",
+	[MEMMIG_LIVE_STOP_STREAMED] = "streamed",
 };
 
 const char *memmig_live_stop_name(int reason)
 {
-	if (reason < 0 || reason > MEMMIG_LIVE_STOP_ROUND_LIMIT)
+	if (reason < 0 || reason > MEMMIG_LIVE_STOP_STREAMED)
 		return NULL;
 	return stop_names[reason];
 }
@@ -130,7 +131,8 @@ static int opts_check(struct memmig_live *l, bool rings)
 	uint64_t size = l->slot.size;
 
 	if ((o->target_node >= 0) == (o->target_path != NULL) ||
-	    (o->flags & ~MEMMIG_LIVE_FAIL_OVER_BUDGET))
+	    (o->flags & ~(MEMMIG_LIVE_FAIL_OVER_BUDGET | MEMMIG_LIVE_STREAM)) ||
+	    ((o->flags & MEMMIG_LIVE_FAIL_OVER_BUDGET) && (o->flags & MEMMIG_LIVE_STREAM)))
 		return -EINVAL;
 	if (o->target_node >= 0 && memmig_node_check(l->vm->ctx, o->target_node) < 0)
 		return -ENOENT;
@@ -369,7 +371,7 @@ int memmig_live_copy_dirty(struct memmig_live *l, uint64_t lo, uint64_t hi, bool
 	for (size_t w = w0; !rc && w < w1; w += CHUNK_WORDS) {
 		size_t n = w1 - w < CHUNK_WORDS ? w1 - w : CHUNK_WORDS;
 
-		if (!paused && !l->switching && cancelled(l)) {
+		if (!paused && (!l->switching || l->stream) && cancelled(l)) {
 			rc = -ECANCELED;
 			break;
 		}
@@ -400,17 +402,22 @@ uint64_t memmig_live_dirty_bytes(const struct memmig_live *l, uint64_t lo, uint6
 	return n * MEMMIG_PAGE_SIZE;
 }
 
+void memmig_live_copied(struct memmig_live *l, uint64_t bytes, double seconds)
+{
+	l->rep.bytes_copied += bytes;
+	/* The rate the pause is sized with: the latest round that copied
+	 * enough to time (scattered pages copy slower than a stream). */
+	if (bytes >= (1ULL << 20) && seconds > 0)
+		l->rep.copy_gbps = bytes / seconds / 1e9;
+}
+
 static void round_done(struct memmig_live *l, uint64_t bytes, double t0)
 {
 	struct live_round *r = &l->rounds[l->nrounds++];
 
 	r->bytes = bytes;
 	r->seconds = memmig_now() - t0;
-	l->rep.bytes_copied += bytes;
-	/* The rate the pause is sized with: the latest round that copied
-	 * enough to time (scattered pages copy slower than a stream). */
-	if (bytes >= (1ULL << 20) && r->seconds > 0)
-		l->rep.copy_gbps = bytes / r->seconds / 1e9;
+	memmig_live_copied(l, bytes, r->seconds);
 	info(l->vm->ctx, "slot %u round %u: %llu bytes in %.3f ms\n", l->slot.slot,
 	     l->nrounds - 1, (unsigned long long)bytes, r->seconds * 1e3);
 }
@@ -597,8 +604,15 @@ int memmig_live_run(struct memmig_live *l)
 	 * guest's size as a cold copy. */
 	l->prim = memmig_copy_query(l->vm->ctx, l->rep.bytes, MEMMIG_COPY_COLD);
 	rc = l->prim < 0 ? l->prim : memmig_dirty_start(l);
-	if (!rc)
+	/* Streaming needs pieces, and rounds that do not pause. */
+	l->stream = (l->opts.flags & MEMMIG_LIVE_STREAM) && l->method != MEMMIG_DIRTY_SOFT_DIRTY &&
+		    !l->dest.shared && !l->whole_slot_swap;
+	if (!rc && l->stream) {
+		l->rep.stop_reason = MEMMIG_LIVE_STOP_STREAMED;
+		l->rep.converged = 1;	/* each piece is sized and cut to fit */
+	} else if (!rc) {
 		rc = precopy(l);
+	}
 	l->rep.precopy_s = memmig_now() - t;
 	if (!rc)
 		rc = memmig_live_switchover(l);
