@@ -179,8 +179,11 @@ static int piece_rounds(struct memmig_live *l, uint64_t lo, uint64_t hi, double 
 		}
 		if (rc < 0)
 			break;
-		done = i >= PIECE_ROUNDS || since_low >= PIECE_STALL_ROUNDS ||
-		       memmig_live_piece_expected(l, lo, hi, dirty, &e) <= piece_target_s(l);
+		/* Streamed, the piece was never copied: the first copy is the
+		 * guest's to run through, even where the pause could take it. */
+		done = (i || !l->stream) &&
+		       (i >= PIECE_ROUNDS || since_low >= PIECE_STALL_ROUNDS ||
+			memmig_live_piece_expected(l, lo, hi, dirty, &e) <= piece_target_s(l));
 		if (done && memmig_now() >= not_before)
 			break;
 		if (done) {
