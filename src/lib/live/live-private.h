@@ -95,6 +95,12 @@ void memmig_live_lost_mask(struct memmig_live *l, size_t w, size_t n);
  * could not be recorded. */
 int memmig_live_lost_finish(struct memmig_live *l);
 
+/* memmig_live_cancel() was called. */
+static inline bool memmig_live_cancelled(struct memmig_live *l)
+{
+	return __atomic_load_n(&l->cancel, __ATOMIC_ACQUIRE);
+}
+
 /* The slot page past the range. */
 static inline uint64_t memmig_live_end(const struct memmig_live *l)
 {

@@ -396,7 +396,7 @@ int memmig_live_switchover(struct memmig_live *l)
 	l->switching = true;
 	while (!rc && l->cur < memmig_live_end(l)) {
 		/* Streamed, the pieces still to come are on the old memory. */
-		if (l->stream && __atomic_load_n(&l->cancel, __ATOMIC_ACQUIRE)) {
+		if (l->stream && memmig_live_cancelled(l)) {
 			rc = -ECANCELED;
 			break;
 		}

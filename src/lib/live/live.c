@@ -301,11 +301,6 @@ int memmig_live_cancel(struct memmig_live *l)
 	return 0;
 }
 
-static bool cancelled(struct memmig_live *l)
-{
-	return __atomic_load_n(&l->cancel, __ATOMIC_ACQUIRE);
-}
-
 /* Copies the runs of set bits in words [w, end) and clears them.  prim:
  * the full round's primitive, whose NT or not the pages keep; -1: chosen
  * by each run's length. */
@@ -371,7 +366,7 @@ int memmig_live_copy_dirty(struct memmig_live *l, uint64_t lo, uint64_t hi, bool
 	for (size_t w = w0; !rc && w < w1; w += CHUNK_WORDS) {
 		size_t n = w1 - w < CHUNK_WORDS ? w1 - w : CHUNK_WORDS;
 
-		if (!paused && (!l->switching || l->stream) && cancelled(l)) {
+		if (!paused && (!l->switching || l->stream) && memmig_live_cancelled(l)) {
 			rc = -ECANCELED;
 			break;
 		}
@@ -485,7 +480,7 @@ static int precopy(struct memmig_live *l)
 		return rc;
 	round_done(l, bytes, t);
 	for (;;) {
-		if (cancelled(l))
+		if (memmig_live_cancelled(l))
 			return -ECANCELED;
 		t = memmig_now();
 		rc = memmig_dirty_harvest(l, l->cur, memmig_live_end(l));
