@@ -20,6 +20,7 @@ struct live_dest {
 	uint8_t *synced_at;	/* the copy, once swapped in */
 	void *spare;		/* where the old memory waits during the swap */
 	uint64_t spare_len;
+	uint64_t spare_holes;	/* pieces moved there: a hole after each */
 	uint64_t switched;	/* bytes of the range swapped in, from its
 				 * start: base's first bytes are gone */
 };
