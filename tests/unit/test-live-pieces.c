@@ -59,8 +59,8 @@ struct vmm {
 	uint64_t resumed_at[MAX_PAUSES];	/* writes when resume n came */
 	uint64_t pause_ns[MAX_PAUSES];		/* when pause n came */
 	uint64_t resume_ns[MAX_PAUSES];		/* when resume n came */
-	unsigned int maps_at;	/* at this resume() (1-based), */
-	char *maps;		/* /proc/self/maps, malloc'd */
+	bool look_aside;	/* at each resume(): */
+	bool apart_seen;	/* the first two pieces' old memory apart */
 };
 
 static uint64_t now_ns(void)
@@ -144,12 +144,55 @@ static char *maps_read(void)
 	return b;
 }
 
+/*
+ * In maps, a mapping of `first` bytes outside the guest's RAM, then 2 MiB
+ * of reserve (---p), then another mapping, all side by side: the first
+ * two pieces' old memory, each aside in a mapping of its own.
+ */
+static bool aside_apart(const struct vmm *v, const char *maps, uint64_t first)
+{
+	unsigned long long a[3], e[3];
+	char perm[3][8];
+	const char *line = maps;
+	int n = 0;
+
+	for (; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		unsigned long long s, t;
+		char pr[8];
+
+		if (sscanf(line, "%llx-%llx %7s", &s, &t, pr) != 3)
+			continue;
+		/* A window of the last three mappings. */
+		if (n == 3) {
+			memmove(a, a + 1, 2 * sizeof(a[0]));
+			memmove(e, e + 1, 2 * sizeof(e[0]));
+			memmove(perm, perm + 1, 2 * sizeof(perm[0]));
+			n = 2;
+		}
+		a[n] = s;
+		e[n] = t;
+		strcpy(perm[n], pr);
+		n++;
+		if (n == 3 && e[0] - a[0] == first && !strcmp(perm[0], "rw-p") &&
+		    a[1] == e[0] && e[1] - a[1] == 2 * MiB && !strcmp(perm[1], "---p") &&
+		    a[2] == e[1] && !strcmp(perm[2], "rw-p") &&
+		    (e[2] <= (uintptr_t)v->ram || a[0] >= (uintptr_t)v->ram + v->len))
+			return true;
+	}
+	return false;
+}
+
 static int vmm_resume(void *opaque)
 {
 	struct vmm *v = opaque;
 
-	if (v->resumes + 1 == v->maps_at)
-		v->maps = maps_read();
+	if (v->look_aside && !v->apart_seen) {
+		char *maps = maps_read();
+
+		/* The first piece is the probe. */
+		v->apart_seen = maps && aside_apart(v, maps, PROBE);
+		free(maps);
+	}
 	pthread_mutex_lock(&v->lock);
 	if (v->resumes < MAX_PAUSES)
 		v->resumed_at[v->resumes] = atomic_load(&v->writes);
@@ -416,44 +459,6 @@ static void test_hot_spot_cut(void)
 }
 
 /*
- * In maps, a mapping of `first` bytes outside the guest's RAM, then 2 MiB
- * of reserve (---p), then another mapping, all side by side: the first
- * two pieces' old memory, each aside in a mapping of its own.
- */
-static bool aside_apart(const struct vmm *v, const char *maps, uint64_t first)
-{
-	unsigned long long a[3], e[3];
-	char perm[3][8];
-	const char *line = maps;
-	int n = 0;
-
-	for (; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-		unsigned long long s, t;
-		char pr[8];
-
-		if (sscanf(line, "%llx-%llx %7s", &s, &t, pr) != 3)
-			continue;
-		/* A window of the last three mappings. */
-		if (n == 3) {
-			memmove(a, a + 1, 2 * sizeof(a[0]));
-			memmove(e, e + 1, 2 * sizeof(e[0]));
-			memmove(perm, perm + 1, 2 * sizeof(perm[0]));
-			n = 2;
-		}
-		a[n] = s;
-		e[n] = t;
-		strcpy(perm[n], pr);
-		n++;
-		if (n == 3 && e[0] - a[0] == first && !strcmp(perm[0], "rw-p") &&
-		    a[1] == e[0] && e[1] - a[1] == 2 * MiB && !strcmp(perm[1], "---p") &&
-		    a[2] == e[1] && !strcmp(perm[2], "rw-p") &&
-		    (e[2] <= (uintptr_t)v->ram || a[0] >= (uintptr_t)v->ram + v->len))
-			return true;
-	}
-	return false;
-}
-
-/*
  * Each piece's old memory goes aside into a mapping of its own.  Next to
  * the last piece's it would merge with it, and the kernel moves a merged
  * mapping's page tables under the reverse map's lock, which reclaim and
@@ -466,13 +471,10 @@ static void test_aside_apart(void)
 	struct vmm v;
 
 	CU_ASSERT_EQUAL_FATAL(vmm_up(&v, len, -1, false), 0);
-	v.maps_at = 2;
+	v.look_aside = true;
 	CU_ASSERT_EQUAL(migrate(&v, &rep), 0);
 	CU_ASSERT(rep.pauses >= 2);
-	CU_ASSERT_FATAL(v.maps != NULL);
-	/* The first piece is the probe. */
-	CU_ASSERT(aside_apart(&v, v.maps, PROBE));
-	free(v.maps);
+	CU_ASSERT(v.apart_seen);
 	CU_ASSERT_EQUAL(vmm_down(&v), 0);
 }
 
