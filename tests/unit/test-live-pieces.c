@@ -120,79 +120,43 @@ static int vmm_pause(void *opaque)
 	return 0;
 }
 
-/* /proc/self/maps, malloc'd, or NULL. */
-static char *maps_read(void)
+/*
+ * In /proc/self/maps, a mapping of `first` bytes outside the guest's RAM,
+ * then 2 MiB of reserve (---p), then another mapping, all side by side:
+ * the first two pieces' old memory, each aside in a mapping of its own.
+ */
+static bool aside_apart(const struct vmm *v, uint64_t first)
 {
+	struct { unsigned long long s, e; char perm[8]; } m[3] = { 0 }, now;
 	FILE *f = fopen("/proc/self/maps", "re");
-	size_t n = 0, cap = 1 << 16;
-	char *b = malloc(cap);
+	char line[512];
+	bool found = false;
 
-	while (f && b && !feof(f) && !ferror(f)) {
-		if (cap - n < 4096) {
-			char *nb = realloc(b, cap *= 2);
-
-			if (!nb)
-				break;
-			b = nb;
-		}
-		n += fread(b + n, 1, cap - n - 1, f);
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx-%llx %7s", &now.s, &now.e, now.perm) != 3)
+			continue;
+		/* The last three mappings. */
+		m[0] = m[1];
+		m[1] = m[2];
+		m[2] = now;
+		found = m[0].e - m[0].s == first && !strcmp(m[0].perm, "rw-p") &&
+			m[1].s == m[0].e && m[1].e - m[1].s == 2 * MiB &&
+			!strcmp(m[1].perm, "---p") &&
+			m[2].s == m[1].e && !strcmp(m[2].perm, "rw-p") &&
+			(m[2].e <= (uintptr_t)v->ram || m[0].s >= (uintptr_t)v->ram + v->len);
 	}
-	if (b)
-		b[n] = '\0';
 	if (f)
 		fclose(f);
-	return b;
-}
-
-/*
- * In maps, a mapping of `first` bytes outside the guest's RAM, then 2 MiB
- * of reserve (---p), then another mapping, all side by side: the first
- * two pieces' old memory, each aside in a mapping of its own.
- */
-static bool aside_apart(const struct vmm *v, const char *maps, uint64_t first)
-{
-	unsigned long long a[3], e[3];
-	char perm[3][8];
-	const char *line = maps;
-	int n = 0;
-
-	for (; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-		unsigned long long s, t;
-		char pr[8];
-
-		if (sscanf(line, "%llx-%llx %7s", &s, &t, pr) != 3)
-			continue;
-		/* A window of the last three mappings. */
-		if (n == 3) {
-			memmove(a, a + 1, 2 * sizeof(a[0]));
-			memmove(e, e + 1, 2 * sizeof(e[0]));
-			memmove(perm, perm + 1, 2 * sizeof(perm[0]));
-			n = 2;
-		}
-		a[n] = s;
-		e[n] = t;
-		strcpy(perm[n], pr);
-		n++;
-		if (n == 3 && e[0] - a[0] == first && !strcmp(perm[0], "rw-p") &&
-		    a[1] == e[0] && e[1] - a[1] == 2 * MiB && !strcmp(perm[1], "---p") &&
-		    a[2] == e[1] && !strcmp(perm[2], "rw-p") &&
-		    (e[2] <= (uintptr_t)v->ram || a[0] >= (uintptr_t)v->ram + v->len))
-			return true;
-	}
-	return false;
+	return found;
 }
 
 static int vmm_resume(void *opaque)
 {
 	struct vmm *v = opaque;
 
-	if (v->look_aside && !v->apart_seen) {
-		char *maps = maps_read();
-
-		/* The first piece is the probe. */
-		v->apart_seen = maps && aside_apart(v, maps, PROBE);
-		free(maps);
-	}
+	/* The first piece is the probe. */
+	if (v->look_aside && !v->apart_seen)
+		v->apart_seen = aside_apart(v, PROBE);
 	pthread_mutex_lock(&v->lock);
 	if (v->resumes < MAX_PAUSES)
 		v->resumed_at[v->resumes] = atomic_load(&v->writes);
