@@ -642,12 +642,12 @@ static void test_prim_table(void)
 
 /* Calibration on this CPU: every step reports its rows, and what it finds
  * is a ladder size or never, with an NT primitive this CPU runs. */
-static unsigned int cal_rows[MEMMIG_CALIBRATE_NT_PREFETCH + 1];
+static unsigned int cal_rows[MEMMIG_CALIBRATE_DISPATCH + 1];
 
 static void count_row(void *opaque, const struct memmig_calibrate_row *row)
 {
 	CU_ASSERT_PTR_EQUAL(opaque, cal_rows);
-	CU_ASSERT_FATAL(row->step >= 0 && row->step <= MEMMIG_CALIBRATE_NT_PREFETCH);
+	CU_ASSERT_FATAL(row->step >= 0 && row->step <= MEMMIG_CALIBRATE_DISPATCH);
 	CU_ASSERT(row->n >= 1 && row->n <= 4);
 	for (unsigned int i = 0; i < row->n; i++)
 		CU_ASSERT(row->gbps[i] > 0);
@@ -689,6 +689,11 @@ static void test_calibrate(void)
 	CU_ASSERT(on_ladder(t.vec_wide_min));
 	CU_ASSERT(t.vec_wide_min == NEVER ? t.vec_wide_prim == t.vec_prim :
 					    t.vec_wide_prim != t.vec_prim);
+	/* The dispatch itself, 16 B to 1 KiB (13 sizes, more up to a wide
+	 * copy's threshold past it), only where the vector step found two
+	 * copies; then its choice is one of the two. */
+	CU_ASSERT(cal_rows[MEMMIG_CALIBRATE_DISPATCH] == 0 ||
+		  cal_rows[MEMMIG_CALIBRATE_DISPATCH] >= 13);
 	/* The descriptor step: one row, a choice of its two keys. */
 	CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_DESC], 1);
 	CU_ASSERT(t.desc_store == MEMMIG_DESC_STORE_NT ||

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include "lib/core/memmig-private.h"
+#include "lib/copy/copy-private.h"
 #include "lib/copy/policy.h"
 #include "lib/desc/desc-private.h"
 
@@ -37,6 +38,10 @@ struct cal {
 	bool drain_each;	/* every copy drained, as one call is */
 	bool dst_apart;		/* hot: each primitive its own destination */
 	bool units;		/* above 2 MiB, one call per 2 MiB unit */
+	/* Where set, each "primitive" measured is an index into runs: hot
+	 * memmig_copy_run() calls on run, tuned so (cal_dispatch()). */
+	struct memmig_ctx *run;
+	const struct memmig_tuning *runs;
 };
 
 /* From one page-aligned place of the pool to the next, for len bytes. */
@@ -63,6 +68,17 @@ static void copy_once(struct cal *c, int prim, uint8_t *d, const uint8_t *s,
 	memmig_copy_with(c->ctx, prim, d + off, s + off, len - off, flags);
 }
 
+/* n hot copies through memmig_copy_run() itself, in a loop of their own
+ * with its values in registers (bench-util.c's hot loops say why). */
+static __attribute__((noinline)) void run_hot(struct memmig_ctx *ctx, uint8_t *d,
+					       const uint8_t *s, size_t len, size_t n)
+{
+	while (n--) {
+		memmig_copy_run(ctx, d, s, len, 0);
+		__asm__ volatile("" : : "r"(d) : "memory");
+	}
+}
+
 /*
  * iters copies of len bytes with prim, drained once at the end: hot, the
  * same buffers each time (the destination from dst_off; 0 when cold);
@@ -83,6 +99,12 @@ static double time_copies(struct cal *c, int prim, size_t len, size_t iters,
 	size_t mask = 1, at = c->next;
 	double t0;
 
+	if (c->runs) {		/* hot only */
+		memmig_ctx_apply_tuning(c->run, &c->runs[prim]);
+		t0 = memmig_now();
+		run_hot(c->run, c->dst + dst_off, c->src, len, iters);
+		return memmig_now() - t0;
+	}
 	while (mask * 2 <= CAL_POOL / stride)
 		mask *= 2;
 	mask--;
@@ -277,6 +299,57 @@ static void cal_vec_prim(struct cal *c, struct memmig_tuning *t)
 		t->vec_prim = t->vec_wide_prim;	/* one copy at every size */
 		t->vec_wide_min = MEMMIG_SIZE_NEVER;
 	}
+}
+
+/*
+ * The vector copy below vec_wide_min judged again, through memmig_copy_run()
+ * itself: cal_vec_prim() times a call to each primitive, where the dispatch
+ * copies up to 1 KiB with inline moves, of the vector copy the length's
+ * range chose (copy.c's apply_inline(), entry.S).  On an AMD Zen 4 host the
+ * calls chose SSE2 below 128 B (14.8 GB/s at 64 B, AVX-512's not timed
+ * there), and with it the dispatch lost AVX-512's inline moves up to 1 KiB:
+ * hot 64-256 B at 0.61-0.64x glibc's speed, 0.90-1.10x with them.  Two
+ * tunings, as found and the wide copy at every size, over the lengths the
+ * choice moves; the one with less loss summed over them, a tie to the wide
+ * copy (fewer crossovers).
+ */
+static void cal_dispatch(struct cal *c, struct memmig_tuning *t)
+{
+	struct memmig_tuning runs[2] = { *t, *t };
+	double v[2][LADDER_MAX], loss[2] = { 0, 0 };
+	const int idx[2] = { 0, 1 };
+	size_t n = 0;
+
+	if (t->vec_wide_min == MEMMIG_SIZE_NEVER ||
+	    memmig_ctx_new_flags(&c->run, MEMMIG_CTX_NO_ENV) < 0)
+		return;
+	/* The caller's CPU, which a test may have set. */
+	c->run->cpu = c->ctx->cpu;
+	c->run->prims_ok = c->ctx->prims_ok;
+	c->run->flush_kind = c->ctx->flush_kind;
+	runs[1].vec_prim = t->vec_wide_prim;
+	runs[1].vec_wide_min = MEMMIG_SIZE_NEVER;
+	c->runs = runs;
+	for (; n < N_SMALL && (ladder_small[n] <= 1024 || ladder_small[n] < t->vec_wide_min); n++) {
+		const int prims[2] = { t->vec_prim, t->vec_wide_prim };
+		double r[4];
+
+		measure3(c, idx, 2, ladder_small[n], false, r);
+		v[0][n] = r[0];
+		v[1][n] = r[1];
+		report(c, MEMMIG_CALIBRATE_DISPATCH, ladder_small[n], prims, 2, r);
+	}
+	c->runs = NULL;
+	memmig_ctx_unref(c->run);
+	c->run = NULL;
+	for (size_t i = 0; i < n; i++) {
+		double top = v[0][i] > v[1][i] ? v[0][i] : v[1][i];
+
+		for (int k = 0; k < 2 && top > 0; k++)
+			loss[k] += (top - v[k][i]) / top;
+	}
+	if (loss[1] <= loss[0] + 1e-9)
+		*t = runs[1];
 }
 
 /*
@@ -607,6 +680,7 @@ int memmig_tuning_calibrate(struct memmig_ctx *ctx, const struct memmig_calibrat
 	ctx->nt_bits = 0;
 	cal_vec_prim(&c, &t);
 	cal_small(&c, &t);
+	cal_dispatch(&c, &t);
 	if (memmig_prim_is_nt(t.nt_prim))	/* the default: the widest */
 		cal_nt_fetch(&c, &t);
 	cal_nt_prim(&c, &t);
