@@ -229,6 +229,62 @@ static void test_plan_hysteresis(void)
 	tier_plan_free(&plan);
 }
 
+/*
+ * A unit touched in most intervals with gaps of one (QEMU's heap in CI):
+ * with cold_intervals 1 it went down in each gap and up at its next touch.
+ * After one bounce it needs two idle intervals, and stays through its gaps.
+ */
+static void test_plan_backoff(void)
+{
+	struct tier_policy p = policy();
+	struct tier_unit u[4];
+	struct tier_plan plan;
+	uint32_t now = 11;
+
+	p.cold_intervals = 1;
+	p.min_stay = 0;
+	units_on(u, 4, true);
+	for (int i = 1; i < 4; i++)
+		u[i].hist = 0xff;	/* the others hot: u[0] alone can go */
+	u[0].hist = 0x76;	/* a gap now: cold after 1 */
+	u[0].cold_since = now - 1;
+	CU_ASSERT_EQUAL(tier_plan_make(u, 4, &(struct tier_plan_in){ &p, now, 0, 0 }, &plan), 0);
+	CU_ASSERT(has(plan.demote, plan.ndemote, 0));
+	tier_plan_free(&plan);
+	CU_ASSERT_FALSE(tier_unit_moved(&u[0], -1, now, 1));
+	CU_ASSERT_EQUAL(u[0].backoff, 0);
+
+	/* Touched again the next interval: promoted, a bounce. */
+	now++;
+	CU_ASSERT(tier_unit_moved(&u[0], 1, now, p.min_stay + p.cold_intervals));
+	CU_ASSERT_EQUAL(u[0].backoff, 1);
+	CU_ASSERT_EQUAL(u[0].moved_at, now);
+	CU_ASSERT_EQUAL(u[0].last_dir, 1);
+
+	/* Its next gap of one: not cold; a gap of two: cold. */
+	now += 2;
+	u[0].hist = 0xee;
+	u[0].cold_since = now - 1;
+	CU_ASSERT_FALSE(tier_unit_cold(&u[0], 1, now, 0));
+	CU_ASSERT_EQUAL(tier_plan_make(u, 4, &(struct tier_plan_in){ &p, now, 0, 0 }, &plan), 0);
+	CU_ASSERT_FALSE(has(plan.demote, plan.ndemote, 0));
+	tier_plan_free(&plan);
+	u[0].hist = 0xdc;
+	u[0].cold_since = now - 2;
+	CU_ASSERT(tier_unit_cold(&u[0], 1, now, 0));
+
+	/* A move long after the last is no bounce; the backoff is capped,
+	 * and past the history's bits only the last touch counts. */
+	CU_ASSERT_FALSE(tier_unit_moved(&u[0], -1, now + 5, 1));
+	for (int i = 0; i < 2 * TIER_BACKOFF_MAX; i++)
+		tier_unit_moved(&u[0], i % 2 ? -1 : 1, now + 6 + (uint32_t)i, 1);
+	CU_ASSERT_EQUAL(u[0].backoff, TIER_BACKOFF_MAX);
+	u[0].hist = 0;
+	u[0].cold_since = 100;
+	CU_ASSERT_FALSE(tier_unit_cold(&u[0], 2, 100 + (2 << TIER_BACKOFF_MAX) - 1, 0));
+	CU_ASSERT(tier_unit_cold(&u[0], 2, 100 + (2 << TIER_BACKOFF_MAX), 0));
+}
+
 static void test_plan_rate(void)
 {
 	struct tier_policy p = policy();
@@ -754,6 +810,7 @@ static CU_TestInfo tests[] = {
 	{ "plan: a DAMON mark counts when it repeats", test_damon_confirm },
 	{ "plan: cold units demoted to the share, coldest first", test_plan_demote_share },
 	{ "plan: a unit moved lately stays (hysteresis)", test_plan_hysteresis },
+	{ "plan: a unit that bounced needs longer to go cold", test_plan_backoff },
 	{ "plan: the rate, promotions first", test_plan_rate },
 	{ "plan: the fast nodes' free-memory watermark", test_plan_watermark },
 	{ "units of a real child, sampled and carried over", test_units_child },

@@ -65,19 +65,42 @@ static inline bool tier_unit_promotable(const struct tier_unit *u)
 }
 
 /*
- * Whether the unit counts as cold: untouched for cold_intervals, and
- * watched that long by every source (a unit first seen has no history
- * yet; before DAMON's warm-up ends, a unit only read looks untouched).  In
- * the tier, memmig-qemu's one bounce in 56 moves was a unit of QEMU's
- * heap demoted in DAMON's warm-up and promoted on its marks three
- * intervals later.
+ * Whether the unit counts as cold: untouched for cold_intervals, twice that
+ * for each time it bounced (u->backoff), and watched that long by every
+ * source (a unit first seen has no history yet; before DAMON's warm-up
+ * ends, a unit only read looks untouched).  In the tier, memmig-qemu's one
+ * bounce in 56 moves was a unit of QEMU's heap demoted in DAMON's warm-up
+ * and promoted on its marks three intervals later.
  */
 static inline bool tier_unit_cold(const struct tier_unit *u, unsigned int cold_intervals,
 				  uint32_t now, uint32_t watched_from)
 {
 	uint32_t since = u->cold_since > watched_from ? u->cold_since : watched_from;
+	unsigned int k = cold_intervals << u->backoff;
+	unsigned int mask = k >= TIER_HIST_BITS ? (1u << TIER_HIST_BITS) - 1 : (1u << k) - 1;
 
-	return !(u->hist & ((1u << cold_intervals) - 1)) && now >= since + cold_intervals;
+	return !(u->hist & mask) && now >= since + k;
+}
+
+/*
+ * Records the unit's move at interval now (dir 1 promoted, -1 demoted);
+ * returns whether it bounced: moved back the other way within window
+ * intervals of its last move.  A bounce doubles the idle time the unit
+ * needs to go cold.  In CI a unit of QEMU's heap, touched in most
+ * intervals with gaps of one (touch bits 0x77, 0xeb), went down after each
+ * gap and up at its next touch, three times in one run (3 bounces in 59
+ * moves); now it can bounce once for each doubling its gaps outlast.
+ */
+static inline bool tier_unit_moved(struct tier_unit *u, int dir, uint32_t now,
+				   uint32_t window)
+{
+	bool bounce = u->last_dir == -dir && now - u->moved_at <= window;
+
+	if (bounce && u->backoff < TIER_BACKOFF_MAX)
+		u->backoff++;
+	u->moved_at = now;
+	u->last_dir = (int8_t)dir;
+	return bounce;
 }
 
 /* 0 or -ENOMEM; free the plan with tier_plan_free(). */

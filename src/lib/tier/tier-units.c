@@ -39,6 +39,7 @@ void tier_unit_carry(struct tier_unit *u, const struct tier_unit *old, size_t no
 		u->moved_at = old[*j].moved_at;
 		u->cold_since = old[*j].cold_since;
 		u->last_dir = old[*j].last_dir;
+		u->backoff = old[*j].backoff;
 	}
 }
 

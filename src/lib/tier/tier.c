@@ -213,22 +213,22 @@ static void mark_moved(struct tier *t, const size_t *idx, size_t n, int dir, uin
 	for (size_t i = 0; i < n; i++) {
 		struct tier_unit *u = &t->units[idx[i]];
 
+		uint32_t since = now - u->moved_at;
+
 		/* Back the other way soon after: the hysteresis was too short. */
-		if (u->last_dir == -dir &&
-		    now - u->moved_at <= t->p.min_stay + t->p.cold_intervals) {
+		if (tier_unit_moved(u, dir, now, t->p.min_stay + t->p.cold_intervals)) {
 			t->st.bounces++;
 			/* Which evidence moved it back: what a bounce is
 			 * told apart by. */
 			info(t->ctx, "tier: pid %d: unit %#llx %s again, %u intervals after "
-			     "its last move (sources %#x, touched %#x, DAMON %#x)\n", t->pr.pid,
-			     (unsigned long long)u->addr, dir > 0 ? "promoted" : "demoted",
-			     now - u->moved_at, u->src, u->hist, u->damon_hist);
+			     "its last move (sources %#x, touched %#x, DAMON %#x); cold after "
+			     "%u intervals now\n", t->pr.pid, (unsigned long long)u->addr,
+			     dir > 0 ? "promoted" : "demoted", since, u->src, u->hist,
+			     u->damon_hist, t->p.cold_intervals << u->backoff);
 		}
 		dbg(t->ctx, "tier: pid %d: interval %u: unit %#llx %s (sources %#x, touched %#x, "
 		    "DAMON %#x)\n", t->pr.pid, now, (unsigned long long)u->addr,
 		    dir > 0 ? "promoted" : "demoted", u->src, u->hist, u->damon_hist);
-		u->moved_at = now;
-		u->last_dir = (int8_t)dir;
 		if (dir > 0) {
 			t->st.promoted_softdirty += !!(u->src & TIER_SRC_SOFTDIRTY);
 			t->st.promoted_damon += !!(u->src & TIER_SRC_DAMON);

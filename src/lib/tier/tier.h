@@ -48,8 +48,14 @@ struct tier_unit {
 	uint32_t moved_at;	/* interval of its last move (hysteresis) */
 	uint32_t cold_since;	/* interval it was last touched or first seen */
 	int8_t last_dir;	/* its last move: 1 promoted, -1 demoted, 0 none */
+	uint8_t backoff;	/* its bounces, up to TIER_BACKOFF_MAX: each
+				 * doubles the idle intervals it needs to go
+				 * cold (tier_unit_cold()) */
 	uint32_t vma;		/* which mapping it is in, in address order */
 };
+
+/* A unit that bounced 4 times needs 16 times cold_intervals untouched. */
+#define TIER_BACKOFF_MAX	4
 
 /* Pages of a unit whose node is asked each interval (one per 64 KiB). */
 #define TIER_SAMPLES		32
