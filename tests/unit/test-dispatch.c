@@ -689,11 +689,11 @@ static void test_calibrate(void)
 	CU_ASSERT(on_ladder(t.vec_wide_min));
 	CU_ASSERT(t.vec_wide_min == NEVER ? t.vec_wide_prim == t.vec_prim :
 					    t.vec_wide_prim != t.vec_prim);
-	/* The dispatch itself, 16 B to 1 KiB (13 sizes, more up to a wide
+	/* The dispatch itself, 64 B to 1 KiB (11 sizes, more up to a wide
 	 * copy's threshold past it), only where the vector step found two
-	 * copies; then its choice is one of the two. */
+	 * copies. */
 	CU_ASSERT(cal_rows[MEMMIG_CALIBRATE_DISPATCH] == 0 ||
-		  cal_rows[MEMMIG_CALIBRATE_DISPATCH] >= 13);
+		  cal_rows[MEMMIG_CALIBRATE_DISPATCH] >= 11);
 	/* The descriptor step: one row, a choice of its two keys. */
 	CU_ASSERT_EQUAL(cal_rows[MEMMIG_CALIBRATE_DESC], 1);
 	CU_ASSERT(t.desc_store == MEMMIG_DESC_STORE_NT ||

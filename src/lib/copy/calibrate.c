@@ -310,7 +310,7 @@ static void cal_vec_prim(struct cal *c, struct memmig_tuning *t)
  * there), and with it the dispatch lost AVX-512's inline moves up to 1 KiB:
  * hot 64-256 B at 0.61-0.64x glibc's speed, 0.90-1.10x with them.  Two
  * tunings, as found and the wide copy at every size, over the lengths the
- * choice moves; the one with less loss summed over them, a tie to the wide
+ * choice moves (64 B to 1 KiB, and on below vec_wide_min); the one with less loss summed over them, a tie to the wide
  * copy (fewer crossovers).
  */
 static void cal_dispatch(struct cal *c, struct memmig_tuning *t)
@@ -320,24 +320,28 @@ static void cal_dispatch(struct cal *c, struct memmig_tuning *t)
 	const int idx[2] = { 0, 1 };
 	size_t n = 0;
 
+	/* A context of its own: the caller's keeps its tuning. */
 	if (t->vec_wide_min == MEMMIG_SIZE_NEVER ||
 	    memmig_ctx_new_flags(&c->run, MEMMIG_CTX_NO_ENV) < 0)
 		return;
-	/* The caller's CPU, which a test may have set. */
-	c->run->cpu = c->ctx->cpu;
-	c->run->prims_ok = c->ctx->prims_ok;
-	c->run->flush_kind = c->ctx->flush_kind;
 	runs[1].vec_prim = t->vec_wide_prim;
 	runs[1].vec_wide_min = MEMMIG_SIZE_NEVER;
 	c->runs = runs;
-	for (; n < N_SMALL && (ladder_small[n] <= 1024 || ladder_small[n] < t->vec_wide_min); n++) {
+	/* From 33 B: entry.S copies 1-32 B alike under any tuning. */
+	for (size_t i = 0; i < N_SMALL; i++) {
 		const int prims[2] = { t->vec_prim, t->vec_wide_prim };
+		size_t len = ladder_small[i];
 		double r[4];
 
-		measure3(c, idx, 2, ladder_small[n], false, r);
+		if (len <= 32)
+			continue;
+		if (len > 1024 && len >= t->vec_wide_min)
+			break;
+		measure3(c, idx, 2, len, false, r);
 		v[0][n] = r[0];
 		v[1][n] = r[1];
-		report(c, MEMMIG_CALIBRATE_DISPATCH, ladder_small[n], prims, 2, r);
+		n++;
+		report(c, MEMMIG_CALIBRATE_DISPATCH, len, prims, 2, r);
 	}
 	c->runs = NULL;
 	memmig_ctx_unref(c->run);
