@@ -310,8 +310,8 @@ static void cal_vec_prim(struct cal *c, struct memmig_tuning *t)
  * there), and with it the dispatch lost AVX-512's inline moves up to 1 KiB:
  * hot 64-256 B at 0.61-0.64x glibc's speed, 0.90-1.10x with them.  Two
  * tunings, as found and the wide copy at every size, over the lengths the
- * choice moves (64 B to 1 KiB, and on below vec_wide_min); the one with less loss summed over them, a tie to the wide
- * copy (fewer crossovers).
+ * choice moves (64 B to 1 KiB, and on below vec_wide_min); the one with
+ * less loss summed over them, a tie to the wide copy (fewer crossovers).
  */
 static void cal_dispatch(struct cal *c, struct memmig_tuning *t)
 {

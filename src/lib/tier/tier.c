@@ -212,7 +212,6 @@ static void mark_moved(struct tier *t, const size_t *idx, size_t n, int dir, uin
 {
 	for (size_t i = 0; i < n; i++) {
 		struct tier_unit *u = &t->units[idx[i]];
-
 		uint32_t since = now - u->moved_at;
 
 		/* Back the other way soon after: the hysteresis was too short. */
