@@ -306,8 +306,8 @@ static void cal_vec_prim(struct cal *c, struct memmig_tuning *t)
  * itself: cal_vec_prim() times a call to each primitive, where the dispatch
  * copies up to 1 KiB with inline moves, of the vector copy the length's
  * range chose (copy.c's apply_inline(), entry.S).  On an AMD Zen 4 host the
- * calls chose SSE2 below 128 B (14.8 GB/s at 64 B, AVX-512's not timed
- * there), and with it the dispatch lost AVX-512's inline moves up to 1 KiB:
+ * calls chose SSE2 below 128 B (14.8 GB/s at 64 B, AVX-512's call 13.9),
+ * and with it the dispatch lost AVX-512's inline moves up to 1 KiB:
  * hot 64-256 B at 0.61-0.64x glibc's speed, 0.90-1.10x with them.  Two
  * tunings, as found and the wide copy at every size, over the lengths the
  * choice moves (64 B to 1 KiB, and on below vec_wide_min); the one with
