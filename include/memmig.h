@@ -275,9 +275,9 @@ enum memmig_calibrate_step {
 	MEMMIG_CALIBRATE_PMEM_NT,	/* cold pmem: temporal + flush against NT */
 	MEMMIG_CALIBRATE_NT_PREFETCH,	/* cold pmem NT: prefetch distances and
 					 * blocks (runs before NT_PRIM) */
-	/* memmig_copy_run() itself, hot, 64 B to 1 KiB: tuned as the vector
-	 * step found, against its wide copy at every size; the row's prims
-	 * are the vector copy each starts with.  Only where that step found
+	/* memmig_copy_run() itself, hot, 64 B to 1 KiB: tuned with the
+	 * vector step's wide copy at every size, then as that step found;
+	 * the row's prims are the vector copy each starts with.  Only where that step found
 	 * two (runs after SMALL). */
 	MEMMIG_CALIBRATE_DISPATCH,
 };

@@ -36,8 +36,8 @@ static void print_row(void *opaque, const struct memmig_calibrate_row *row)
 					  "cache, GB/s",
 		[MEMMIG_CALIBRATE_PMEM_NT] = "cold pmem copies (MEMMIG_COPY_PMEM), temporal + flush against NT, GB/s",
 		[MEMMIG_CALIBRATE_NT_PREFETCH] = "cold pmem NT copies prefetching the source 0, 1 KiB, 4 KiB ahead, and by blocks, GB/s",
-		[MEMMIG_CALIBRATE_DISPATCH] = "memmig's dispatch, hot: the vector copies as found, "
-					      "and the wide one at every size, GB/s",
+		[MEMMIG_CALIBRATE_DISPATCH] = "memmig's dispatch, hot: the wide vector copy at every "
+					      "size, and the vector copies as found, GB/s",
 	};
 	/* The descriptor step's columns are paths; its prims, their stores. */
 	static const char *const desc_cols[] = { "slow", "template/NT", "template/tmp" };

@@ -242,6 +242,35 @@ static size_t crossover(const size_t *ladder, size_t n, const double *base,
 }
 
 /*
+ * Of nc ways measured over n sizes (v[way][size]), the one with the least
+ * loss summed over the sizes, each size's against the best way there;
+ * strictly less by 1e-9, so that on a tie the first stays.
+ */
+static unsigned int least_loss(const double (*v)[LADDER_MAX], unsigned int nc, size_t n)
+{
+	double best = 1e300;
+	unsigned int pick = 0;
+
+	for (unsigned int d = 0; d < nc; d++) {
+		double loss = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			double top = 0;
+
+			for (unsigned int e = 0; e < nc; e++)
+				top = v[e][i] > top ? v[e][i] : top;
+			if (top > 0)
+				loss += (top - v[d][i]) / top;
+		}
+		if (loss < best - 1e-9) {
+			best = loss;
+			pick = d;
+		}
+	}
+	return pick;
+}
+
+/*
  * The vector copies against each other: vec_prim for the short copies and,
  * from vec_wide_min, vec_wide_prim, the pair and crossover with the least
  * loss summed over the sizes (each size counts alike, however fast).  A
@@ -316,7 +345,7 @@ static void cal_vec_prim(struct cal *c, struct memmig_tuning *t)
 static void cal_dispatch(struct cal *c, struct memmig_tuning *t)
 {
 	struct memmig_tuning runs[2] = { *t, *t };
-	double v[2][LADDER_MAX], loss[2] = { 0, 0 };
+	double v[2][LADDER_MAX];
 	const int idx[2] = { 0, 1 };
 	size_t n = 0;
 
@@ -324,12 +353,12 @@ static void cal_dispatch(struct cal *c, struct memmig_tuning *t)
 	if (t->vec_wide_min == MEMMIG_SIZE_NEVER ||
 	    memmig_ctx_new_flags(&c->run, MEMMIG_CTX_NO_ENV) < 0)
 		return;
-	runs[1].vec_prim = t->vec_wide_prim;
-	runs[1].vec_wide_min = MEMMIG_SIZE_NEVER;
+	runs[0].vec_prim = t->vec_wide_prim;	/* first: it wins a tie */
+	runs[0].vec_wide_min = MEMMIG_SIZE_NEVER;
 	c->runs = runs;
 	/* From 33 B: entry.S copies 1-32 B alike under any tuning. */
 	for (size_t i = 0; i < N_SMALL; i++) {
-		const int prims[2] = { t->vec_prim, t->vec_wide_prim };
+		const int prims[2] = { t->vec_wide_prim, t->vec_prim };
 		size_t len = ladder_small[i];
 		double r[4];
 
@@ -346,14 +375,7 @@ static void cal_dispatch(struct cal *c, struct memmig_tuning *t)
 	c->runs = NULL;
 	memmig_ctx_unref(c->run);
 	c->run = NULL;
-	for (size_t i = 0; i < n; i++) {
-		double top = v[0][i] > v[1][i] ? v[0][i] : v[1][i];
-
-		for (int k = 0; k < 2 && top > 0; k++)
-			loss[k] += (top - v[k][i]) / top;
-	}
-	if (loss[1] <= loss[0] + 1e-9)
-		*t = runs[1];
+	*t = runs[least_loss(v, 2, n)];
 }
 
 /*
@@ -591,9 +613,9 @@ static void cal_nt_fetch(struct cal *c, struct memmig_tuning *t)
 	};
 	const size_t nl = sizeof(ladder) / sizeof(ladder[0]);
 	const unsigned int nd = sizeof(way) / sizeof(way[0]);
-	double v[4][LADDER_MAX], best = 1e300;
+	double v[4][LADDER_MAX];
 	int prims[4] = { t->nt_prim, t->nt_prim, t->nt_prim, t->nt_prim };
-	unsigned int bits[4];
+	unsigned int bits[4], pick;
 
 	for (unsigned int d = 0; d < nd; d++)
 		bits[d] = memmig_prefetch_bits(way[d].pf) | (way[d].block ? MEMMIG_COPY__BLOCK : 0);
@@ -626,24 +648,10 @@ static void cal_nt_fetch(struct cal *c, struct memmig_tuning *t)
 		report(c, MEMMIG_CALIBRATE_NT_PREFETCH, ladder[i], prims, nd, row);
 	}
 	c->flags = 0;
-	for (unsigned int d = 0; d < nd; d++) {
-		double loss = 0;
-
-		for (size_t i = 0; i < nl; i++) {
-			double top = 0;
-
-			for (unsigned int e = 0; e < nd; e++)
-				top = v[e][i] > top ? v[e][i] : top;
-			if (top > 0)
-				loss += (top - v[d][i]) / top;
-		}
-		/* Strictly less: on a tie no prefetch (the first) stays. */
-		if (loss < best - 1e-9) {
-			best = loss;
-			t->nt_prefetch = way[d].pf;
-			c->ctx->nt_bits = bits[d];
-		}
-	}
+	/* On a tie no prefetch (the first) stays. */
+	pick = least_loss(v, nd, nl);
+	t->nt_prefetch = way[pick].pf;
+	c->ctx->nt_bits = bits[pick];
 }
 
 /* The bytes of a block the NT primitive loads (nt.c); 0: it has none. */
