@@ -125,7 +125,10 @@ memmig_copy_run:
 	.p2align 5
 .Lrun_zmm2:	/* 65..128 */
 	ENDS2	vmovdqu64, 64, %zmm16, %zmm17
-	.p2align 5
+	/* Blocks of more than 32 bytes on a line, each in as few lines as
+	 * it fits (AMD Zen 5: 256 B took 1.9 ns with this one 32 bytes into
+	 * a line, 1.7 on it). */
+	.p2align 6
 .Lrun_zmm4:	/* 129..256 */
 	vmovdqu64	(%rdx), %zmm16
 	vmovdqu64	64(%rdx), %zmm17
@@ -137,7 +140,7 @@ memmig_copy_run:
 	vmovdqu64	%zmm19, -64(%rsi,%rcx)
 	xor	%eax, %eax
 	ret
-	.p2align 5
+	.p2align 6
 .Lrun_zmm8:	/* 257..512 */
 	vmovdqu64	(%rdx), %zmm16
 	vmovdqu64	64(%rdx), %zmm17
@@ -155,42 +158,6 @@ memmig_copy_run:
 	vmovdqu64	%zmm21, -192(%rsi,%rcx)
 	vmovdqu64	%zmm22, -128(%rsi,%rcx)
 	vmovdqu64	%zmm23, -64(%rsi,%rcx)
-	xor	%eax, %eax
-	ret
-	.p2align 5
-.Lrun_zmm16:	/* 833..1024 */
-	vmovdqu64	(%rdx), %zmm16
-	vmovdqu64	64(%rdx), %zmm17
-	vmovdqu64	128(%rdx), %zmm18
-	vmovdqu64	192(%rdx), %zmm19
-	vmovdqu64	256(%rdx), %zmm20
-	vmovdqu64	320(%rdx), %zmm21
-	vmovdqu64	384(%rdx), %zmm22
-	vmovdqu64	448(%rdx), %zmm23
-	vmovdqu64	-512(%rdx,%rcx), %zmm24
-	vmovdqu64	-448(%rdx,%rcx), %zmm25
-	vmovdqu64	-384(%rdx,%rcx), %zmm26
-	vmovdqu64	-320(%rdx,%rcx), %zmm27
-	vmovdqu64	-256(%rdx,%rcx), %zmm28
-	vmovdqu64	-192(%rdx,%rcx), %zmm29
-	vmovdqu64	-128(%rdx,%rcx), %zmm30
-	vmovdqu64	-64(%rdx,%rcx), %zmm31
-	vmovdqu64	%zmm16, (%rsi)
-	vmovdqu64	%zmm17, 64(%rsi)
-	vmovdqu64	%zmm18, 128(%rsi)
-	vmovdqu64	%zmm19, 192(%rsi)
-	vmovdqu64	%zmm20, 256(%rsi)
-	vmovdqu64	%zmm21, 320(%rsi)
-	vmovdqu64	%zmm22, 384(%rsi)
-	vmovdqu64	%zmm23, 448(%rsi)
-	vmovdqu64	%zmm24, -512(%rsi,%rcx)
-	vmovdqu64	%zmm25, -448(%rsi,%rcx)
-	vmovdqu64	%zmm26, -384(%rsi,%rcx)
-	vmovdqu64	%zmm27, -320(%rsi,%rcx)
-	vmovdqu64	%zmm28, -256(%rsi,%rcx)
-	vmovdqu64	%zmm29, -192(%rsi,%rcx)
-	vmovdqu64	%zmm30, -128(%rsi,%rcx)
-	vmovdqu64	%zmm31, -64(%rsi,%rcx)
 	xor	%eax, %eax
 	ret
 	.p2align 5	/* see the top: placed by measurement */
@@ -234,6 +201,42 @@ memmig_copy_run:
 	cmp	MEMMIG_ARCH_CTX_WIDEST_LOOP_BELOW(%rdi), %rcx
 	jae	memmig_copy_run_by_len
 	TO_LOOP
+	.p2align 6
+.Lrun_zmm16:	/* 833..1024, the last: the blocks above stay where they were */
+	vmovdqu64	(%rdx), %zmm16
+	vmovdqu64	64(%rdx), %zmm17
+	vmovdqu64	128(%rdx), %zmm18
+	vmovdqu64	192(%rdx), %zmm19
+	vmovdqu64	256(%rdx), %zmm20
+	vmovdqu64	320(%rdx), %zmm21
+	vmovdqu64	384(%rdx), %zmm22
+	vmovdqu64	448(%rdx), %zmm23
+	vmovdqu64	-512(%rdx,%rcx), %zmm24
+	vmovdqu64	-448(%rdx,%rcx), %zmm25
+	vmovdqu64	-384(%rdx,%rcx), %zmm26
+	vmovdqu64	-320(%rdx,%rcx), %zmm27
+	vmovdqu64	-256(%rdx,%rcx), %zmm28
+	vmovdqu64	-192(%rdx,%rcx), %zmm29
+	vmovdqu64	-128(%rdx,%rcx), %zmm30
+	vmovdqu64	-64(%rdx,%rcx), %zmm31
+	vmovdqu64	%zmm16, (%rsi)
+	vmovdqu64	%zmm17, 64(%rsi)
+	vmovdqu64	%zmm18, 128(%rsi)
+	vmovdqu64	%zmm19, 192(%rsi)
+	vmovdqu64	%zmm20, 256(%rsi)
+	vmovdqu64	%zmm21, 320(%rsi)
+	vmovdqu64	%zmm22, 384(%rsi)
+	vmovdqu64	%zmm23, 448(%rsi)
+	vmovdqu64	%zmm24, -512(%rsi,%rcx)
+	vmovdqu64	%zmm25, -448(%rsi,%rcx)
+	vmovdqu64	%zmm26, -384(%rsi,%rcx)
+	vmovdqu64	%zmm27, -320(%rsi,%rcx)
+	vmovdqu64	%zmm28, -256(%rsi,%rcx)
+	vmovdqu64	%zmm29, -192(%rsi,%rcx)
+	vmovdqu64	%zmm30, -128(%rsi,%rcx)
+	vmovdqu64	%zmm31, -64(%rsi,%rcx)
+	xor	%eax, %eax
+	ret
 	.cfi_endproc
 	.size	memmig_copy_run, .-memmig_copy_run
 
