@@ -560,6 +560,7 @@ static int copy_report(struct copy_bench *b, const struct bench_pool *pool,
 		struct json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "cpu", cli_json_cpu(&cpu));
+		json_object_object_add(o, "library", json_object_new_string(bench_library()));
 		json_object_object_add(o, "tuning", cli_json_tuning(&t));
 		json_object_object_add(o, "pool_bytes", json_object_new_int64((int64_t)pool->size));
 		for (int m = 0; m < 2; m++)
@@ -575,6 +576,7 @@ static int copy_report(struct copy_bench *b, const struct bench_pool *pool,
 
 	printf("memmig bench copy: %s family %#x model %#x, LLC %zu MiB\n",
 	       cpu.vendor, cpu.family, cpu.model, cpu.llc_size >> 20);
+	printf("library: %s %s\n", bench_library(), memmig_version());
 	print_wrapped("thresholds: ", cli_thresholds(b->ctx, &t, th, sizeof(th)));
 	for (int m = 0; m < 2; m++)
 		if (b->modes & (1 << m))

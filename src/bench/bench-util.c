@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Copiers, buffers, timing and statistics for the benchmark programs. */
+#include "config.h"
+
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -9,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "bench/bench.h"
 #include "minivmm/embed.h"
 
@@ -17,6 +19,15 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
+
+const char *bench_library(void)
+{
+	Dl_info info;
+
+	if (dladdr((void *)memmig_copy_run, &info) && info.dli_fname)
+		return info.dli_fname;
+	return "?";
+}
 
 bool bench_on_path(const char *prog)
 {

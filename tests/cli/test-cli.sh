@@ -57,6 +57,8 @@ check "bench text units" grep -q '^memmig, 2 MiB units' "$tmp/out"
 check "bench text verdict last" sh -c "tail -1 '$tmp/out' | grep -q \"^memmig's dispatch (hot: unflagged; cold: MEMMIG_COPY_COLD) at its worst is [0-9.]*x the better of glibc\""
 check "bench json" exit_is 0 "$cli" "${bench[@]}" --json
 check "bench json rows" test "$(jq '.hot | length' "$tmp/out")" -eq 2
+check "bench json names the library that ran" \
+	test "$(jq -r '.library | test("/libmemmig\\.so[.0-9]*$")' "$tmp/out")" = true
 check "bench json all positive" \
 	test "$(jq '[.hot[], .cold[] | .results[] | .median_bytes_per_s > 0] | all' "$tmp/out")" = true
 check "bench json units positive" test "$(jq '[.units[] | .median_bytes_per_s > 0] | all' "$tmp/out")" = true
