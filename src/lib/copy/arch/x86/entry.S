@@ -30,6 +30,28 @@
 	ret
 .endm
 
+/* n (2, 4 or 8) 64-byte moves from each end of src (rdx, len rcx) into
+ * zmm16 on, every load before the first store, stored at dst's (rsi);
+ * returns 0. */
+.macro	ENDS_ZMM n
+	.irp	r, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+	.if	\r < 16 + \n
+	vmovdqu64	64 * (\r - 16)(%rdx), %zmm\r
+	.elseif	\r < 16 + 2 * \n
+	vmovdqu64	-64 * (16 + 2 * \n - \r)(%rdx,%rcx), %zmm\r
+	.endif
+	.endr
+	.irp	r, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+	.if	\r < 16 + \n
+	vmovdqu64	%zmm\r, 64 * (\r - 16)(%rsi)
+	.elseif	\r < 16 + 2 * \n
+	vmovdqu64	%zmm\r, -64 * (16 + 2 * \n - \r)(%rsi,%rcx)
+	.endif
+	.endr
+	xor	%eax, %eax
+	ret
+.endm
+
 /* AVX-512's loop (vec.S) for the rest, in its argument registers. */
 .macro	TO_LOOP
 	mov	%rsi, %rdi
@@ -130,36 +152,10 @@ memmig_copy_run:
 	 * a line, 1.7 on it). */
 	.p2align 6
 .Lrun_zmm4:	/* 129..256 */
-	vmovdqu64	(%rdx), %zmm16
-	vmovdqu64	64(%rdx), %zmm17
-	vmovdqu64	-128(%rdx,%rcx), %zmm18
-	vmovdqu64	-64(%rdx,%rcx), %zmm19
-	vmovdqu64	%zmm16, (%rsi)
-	vmovdqu64	%zmm17, 64(%rsi)
-	vmovdqu64	%zmm18, -128(%rsi,%rcx)
-	vmovdqu64	%zmm19, -64(%rsi,%rcx)
-	xor	%eax, %eax
-	ret
+	ENDS_ZMM	2
 	.p2align 6
 .Lrun_zmm8:	/* 257..512 */
-	vmovdqu64	(%rdx), %zmm16
-	vmovdqu64	64(%rdx), %zmm17
-	vmovdqu64	128(%rdx), %zmm18
-	vmovdqu64	192(%rdx), %zmm19
-	vmovdqu64	-256(%rdx,%rcx), %zmm20
-	vmovdqu64	-192(%rdx,%rcx), %zmm21
-	vmovdqu64	-128(%rdx,%rcx), %zmm22
-	vmovdqu64	-64(%rdx,%rcx), %zmm23
-	vmovdqu64	%zmm16, (%rsi)
-	vmovdqu64	%zmm17, 64(%rsi)
-	vmovdqu64	%zmm18, 128(%rsi)
-	vmovdqu64	%zmm19, 192(%rsi)
-	vmovdqu64	%zmm20, -256(%rsi,%rcx)
-	vmovdqu64	%zmm21, -192(%rsi,%rcx)
-	vmovdqu64	%zmm22, -128(%rsi,%rcx)
-	vmovdqu64	%zmm23, -64(%rsi,%rcx)
-	xor	%eax, %eax
-	ret
+	ENDS_ZMM	4
 	.p2align 5	/* see the top: placed by measurement */
 .Lrun_narrow:
 	/* Beyond the inline copies: the primitive of the length's range. */
@@ -203,40 +199,7 @@ memmig_copy_run:
 	TO_LOOP
 	.p2align 6
 .Lrun_zmm16:	/* 833..1024, the last: the blocks above stay where they were */
-	vmovdqu64	(%rdx), %zmm16
-	vmovdqu64	64(%rdx), %zmm17
-	vmovdqu64	128(%rdx), %zmm18
-	vmovdqu64	192(%rdx), %zmm19
-	vmovdqu64	256(%rdx), %zmm20
-	vmovdqu64	320(%rdx), %zmm21
-	vmovdqu64	384(%rdx), %zmm22
-	vmovdqu64	448(%rdx), %zmm23
-	vmovdqu64	-512(%rdx,%rcx), %zmm24
-	vmovdqu64	-448(%rdx,%rcx), %zmm25
-	vmovdqu64	-384(%rdx,%rcx), %zmm26
-	vmovdqu64	-320(%rdx,%rcx), %zmm27
-	vmovdqu64	-256(%rdx,%rcx), %zmm28
-	vmovdqu64	-192(%rdx,%rcx), %zmm29
-	vmovdqu64	-128(%rdx,%rcx), %zmm30
-	vmovdqu64	-64(%rdx,%rcx), %zmm31
-	vmovdqu64	%zmm16, (%rsi)
-	vmovdqu64	%zmm17, 64(%rsi)
-	vmovdqu64	%zmm18, 128(%rsi)
-	vmovdqu64	%zmm19, 192(%rsi)
-	vmovdqu64	%zmm20, 256(%rsi)
-	vmovdqu64	%zmm21, 320(%rsi)
-	vmovdqu64	%zmm22, 384(%rsi)
-	vmovdqu64	%zmm23, 448(%rsi)
-	vmovdqu64	%zmm24, -512(%rsi,%rcx)
-	vmovdqu64	%zmm25, -448(%rsi,%rcx)
-	vmovdqu64	%zmm26, -384(%rsi,%rcx)
-	vmovdqu64	%zmm27, -320(%rsi,%rcx)
-	vmovdqu64	%zmm28, -256(%rsi,%rcx)
-	vmovdqu64	%zmm29, -192(%rsi,%rcx)
-	vmovdqu64	%zmm30, -128(%rsi,%rcx)
-	vmovdqu64	%zmm31, -64(%rsi,%rcx)
-	xor	%eax, %eax
-	ret
+	ENDS_ZMM	8
 	.cfi_endproc
 	.size	memmig_copy_run, .-memmig_copy_run
 
