@@ -417,12 +417,20 @@ static int walk_regions(struct memmig_move *mv, struct memmig_pool *pool)
 					  move_cancelled, mv, &walk_s);
 
 		cancelled = wrc == -ECANCELED;
-		walked = !wrc || cancelled;
+		/*
+		 * A walk that ran out of room on the target moved part of the
+		 * process (Linux 6.1 answers a full node with ENOMEM): its
+		 * jobs ask where the pages are now, as after a walk.  Taken
+		 * for a refused walk, a job that failed ENOMEM ended the move
+		 * before the other regions said what the walk had moved into
+		 * them (a report of 13.8 MB moved where 30.1 MB had arrived).
+		 */
+		walked = !wrc || cancelled || wrc == -ENOMEM;
 		/* The pin said no (not the kernel: a walk it refuses falls
 		 * back to the regions' own moves): nothing more is done. */
 		if (wrc && !cancelled)
 			rc = memmig_pin_call_before(&mv->pin);
-		if (wrc && !cancelled && !rc)
+		if (wrc && !walked && !rc)
 			dbg(mv->ctx, "move: migrate_pages(2) of pid %d: %s; region by region\n",
 			    mv->o.pid, strerror(-wrc));
 	}
