@@ -85,11 +85,11 @@ uint64_t bench_checksum(const void *p, size_t len);
 struct minivmm;
 double bench_raw_copy_s(struct memmig_ctx *ctx, size_t len, struct minivmm *vmm,
 			double *stall_s);
-/* An executable prog in a directory of $PATH. */
 /* The file libmemmig was loaded from: where runs compare builds through
  * LD_LIBRARY_PATH, which one ran (the build tree's src/bench/memmig-bench
  * is libtool's script, which puts its own build's library first). */
 const char *bench_library(void);
+/* An executable prog in a directory of $PATH. */
 bool bench_on_path(const char *prog);
 /* Monotonic seconds. */
 double bench_now(void);

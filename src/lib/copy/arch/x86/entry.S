@@ -5,11 +5,10 @@
  * AVX-512's of 33 to 512 and 833 to 1024 bytes done here, the others by
  * its loop (vec.S), the rest in C: checks passed,
  * memmig_copy_run_inline() and memmig_copy_run_by_len(); else
- * memmig_copy_run_policy().  In assembly
- * for the order of its branches: a taken branch cost about 0.6 ns here,
- * and GCC laid the C out with three or four of them before a 128 B copy
- * (hot 100-128 B 0.73-0.77x glibc's speed on an Intel Emerald Rapids
- * host, 512 B 0.79-0.85x).  Each length it copies takes at most one taken
+ * memmig_copy_run_policy().  In assembly for the order of its branches:
+ * a taken branch cost about 0.6 ns here, and GCC laid the C out with
+ * three or four of them before a 128 B copy (hot 100-128 B 0.73-0.77x
+ * glibc's speed on an Intel Emerald Rapids host, 512 B 0.79-0.85x).  Each length it copies takes at most one taken
  * branch to its moves, and returns there.
  *
  * The moves are AVX-512's, where ctx->widest_span says the context chose
@@ -129,8 +128,8 @@ memmig_copy_run:
 	 * there (Intel Emerald Rapids).  833..1024: the sixteen, where the
 	 * loop makes 17 stores in three turns; but not where the loop runs
 	 * down (the destination less than 512 bytes ahead of the source
-	 * modulo 4 KiB, vec.S).  On an AMD Zen 5 host, hot 840-1000 B, the
-	 * sixteen took 4.0-6.7 ns against the loop's 4.2-7.4 going up, but
+	 * modulo 4 KiB, vec.S).  On an AMD Zen 5 host, hot 840-1024 B, the
+	 * sixteen took 4.3-6.6 ns against the loop's 4.6-7.7 going up, but
 	 * 5.5-6.0 against 4.9-5.5 going down to a destination on a line.
 	 */
 	cmp	$832, %rcx
