@@ -270,6 +270,8 @@ static struct json_object *migration_json(const char *target,
 	json_object_object_add(o, "stall_s", json_object_new_double(m->stall_max_s));
 	json_object_object_add(o, "stall_pause_s", json_object_new_double(m->stall_pause_s));
 	json_object_object_add(o, "stall_source", json_object_new_string(m->stall_source));
+	json_object_object_add(o, "stall_at_s", json_object_new_double(m->stall_at_s));
+	json_object_object_add(o, "stall_step", json_object_new_string(minivmm_stall_step(m)));
 	json_object_object_add(o, "pause_bytes", json_object_new_int64((int64_t)r->pause_bytes));
 	json_object_object_add(o, "pause_bytes_max",
 			       json_object_new_int64((int64_t)r->pause_bytes_max));
@@ -304,6 +306,9 @@ static void migration_text(long i, const char *target, const struct minivmm_migr
 	if (over)
 		printf(", over: %s", r->converged ? over :
 		       memmig_live_stop_name(r->stop_reason));
+	/* A stall no pause explains (the goal: at most twice the longest). */
+	if (m->stall_max_s > 2 * r->pause_s)
+		printf(", stall in %s", minivmm_stall_step(m));
 	putchar('\n');
 }
 
@@ -394,7 +399,7 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 		printf("\ntimes in ms; /raw: the migration's time over the raw copy's; prep:\n"
 		       "the destination's allocation; pause: the longest pause; pauses: how\n"
 		       "many, sum: their sum; piece: the most memory switched over under one\n"
-		       "pause; stall: %s;\ncheck: every page against the guest, ok or FAILED; over: what took\nthe pause over its budget (a part, or pre-copy's stop).  Writes\ntracked with",
+		       "pause; stall: %s;\ncheck: every page against the guest, ok or FAILED; over: what took\nthe pause over its budget (a part, or pre-copy's stop); stall in: the\nstep a stall of more than twice the pause began in.  Writes tracked\nwith",
 		       d->kvm ? "the guest's longest time from one page to the next, by\n"
 			       "its TSC (memmig's pauses, exits, faults, the scheduler)" :
 			       "the writer's longest time from one write to the next,\n"

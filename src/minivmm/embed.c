@@ -3,9 +3,18 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "minivmm/embed.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* memmig moved the guest's RAM (vCPU paused): the VMM follows. */
 static void slot_moved(void *opaque, uint32_t slot, void *old_hva, void *hva,
@@ -201,6 +210,7 @@ int minivmm_migrate(struct memmig_vm *vm, struct minivmm *vmm,
 	struct memmig_live *live;
 	struct minivmm_stats st;
 	uint64_t errors;
+	double t0;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -209,18 +219,22 @@ int minivmm_migrate(struct memmig_vm *vm, struct minivmm *vmm,
 	out->passes_before = st.passes;
 	errors = st.guest_errors;
 	minivmm_stall_reset(vmm);
+	t0 = now_s();
 	rc = memmig_live_new(vm, opts, &live);
 	if (rc < 0)
 		return rc;
 	rc = memmig_live_prepare(live);
+	out->prepared_s = now_s() - t0;
 	if (!rc)
 		rc = memmig_live_run(live);
+	out->ran_s = now_s() - t0;
 	memmig_live_get_report(live, &out->rep);
 	while (out->nrounds < MINIVMM_ROUNDS_MAX &&
 	       !memmig_live_get_round(live, out->nrounds, &out->round_bytes[out->nrounds],
 				      &out->round_s[out->nrounds]))
 		out->nrounds++;
 	memmig_live_unref(live);
+	out->freed_s = now_s() - t0;
 	if (rc < 0)
 		return rc;
 	/*
@@ -233,12 +247,26 @@ int minivmm_migrate(struct memmig_vm *vm, struct minivmm *vmm,
 	out->stall_max_s = st.stall_max_ns * 1e-9;
 	out->stall_pause_s = st.stall_pause_max_ns * 1e-9;
 	out->stall_source = st.stall_source;
+	out->stall_at_s = st.stall_at_ns * 1e-9;
 	if (!out->verify_rc)
 		out->verify_rc = minivmm_verify(vmm, &out->check);
 	minivmm_get_stats(vmm, &st);
 	out->passes_after = st.passes;
 	out->guest_errors = st.guest_errors - errors;
 	return 0;
+}
+
+const char *minivmm_stall_step(const struct minivmm_migration *m)
+{
+	double at = m->stall_at_s;
+
+	if (at < m->prepared_s)
+		return "prepare";
+	if (at < m->prepared_s + m->rep.precopy_s)
+		return "pre-copy";
+	if (at < m->ran_s)
+		return "switchover";
+	return at < m->freed_s ? "end" : "after";
 }
 
 int minivmm_migration_ok(const struct minivmm_migration *m)

@@ -41,6 +41,14 @@ struct minivmm_migration {
 	double stall_max_s;
 	double stall_pause_s;	/* the longest of them that held a pause */
 	const char *stall_source;
+	/* When it began, from the migration's start, and in which of its
+	 * steps (minivmm_stall_step()). */
+	double stall_at_s;
+	/* From the start to the end of memmig_live_prepare(), of
+	 * memmig_live_run() (pre-copy, the report's precopy_s, then the
+	 * switchover, the old memory's release and the tracking's end), and
+	 * of memmig_live_unref(). */
+	double prepared_s, ran_s, freed_s;
 	int verify_rc;
 	/* Its copy rounds (0: the full one), for pictures: the first
 	 * MINIVMM_ROUNDS_MAX of rep.rounds. */
@@ -79,6 +87,10 @@ int minivmm_up_any(struct memmig_ctx *ctx, uint64_t mem, int guest, int dirty_me
 		   bool no_kvm, struct minivmm **vmm, struct memmig_vm **vm,
 		   const char **thread_why);
 /* Nothing lost, torn or seen wrong by the guest. */
+/* The step the longest stall began in: "prepare", "pre-copy",
+ * "switchover" (with the release of the old memory after it), "end" (the
+ * unref), or "after" (the guest's first writes after the migration). */
+const char *minivmm_stall_step(const struct minivmm_migration *m);
 int minivmm_migration_ok(const struct minivmm_migration *m);
 
 #endif

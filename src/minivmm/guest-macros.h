@@ -25,8 +25,8 @@
 
 /*
  * The stall since the last page (r8: the TSC then, updated), kept in the
- * state block if it is the longest; the VMM's reset first.  Clobbers rax,
- * rdx, r9.
+ * state block with its end if it is the longest; the VMM's reset first,
+ * which notes when it was taken.  Clobbers rax, rdx, r9.
  */
 .macro	stall_mark
 	tsc
@@ -36,11 +36,13 @@
 	cmpl	$0, MINIVMM_STATE_STALL_RESET
 	je	5f
 	movl	$0, MINIVMM_STATE_STALL_RESET
+	mov	%r9, MINIVMM_STATE_STALL_FROM
 	xor	%eax, %eax
 	mov	%rax, MINIVMM_STATE_STALL_MAX
 5:	cmp	MINIVMM_STATE_STALL_MAX, %rax
 	jbe	6f
 	mov	%rax, MINIVMM_STATE_STALL_MAX
+	mov	%r9, MINIVMM_STATE_STALL_END
 6:
 .endm
 

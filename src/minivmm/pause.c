@@ -121,10 +121,12 @@ static void call_serve(struct minivmm *vmm)
 /* Only the vCPU thread stores stall_max_ns: a reset is a request it
  * takes, so that no stall it measured can land after the reset. */
 /* *max = v if v is more; only the vCPU thread writes it. */
-static void stall_max(atomic_uint_fast64_t *max, uint64_t v)
+static bool stall_max(atomic_uint_fast64_t *max, uint64_t v)
 {
-	if (v > atomic_load_explicit(max, memory_order_relaxed))
-		atomic_store_explicit(max, v, memory_order_relaxed);
+	if (v <= atomic_load_explicit(max, memory_order_relaxed))
+		return false;
+	atomic_store_explicit(max, v, memory_order_relaxed);
+	return true;
 }
 
 uint64_t minivmm_stall_mark(struct minivmm *vmm, uint64_t from, bool parked)
@@ -135,8 +137,10 @@ uint64_t minivmm_stall_mark(struct minivmm *vmm, uint64_t from, bool parked)
 	    atomic_exchange(&vmm->stall_reset, false)) {
 		atomic_store_explicit(&vmm->stall_max_ns, 0, memory_order_relaxed);
 		atomic_store_explicit(&vmm->stall_park_max_ns, 0, memory_order_relaxed);
+		atomic_store_explicit(&vmm->stall_from_ns, now, memory_order_relaxed);
 	} else if (from) {
-		stall_max(&vmm->stall_max_ns, now - from);
+		if (stall_max(&vmm->stall_max_ns, now - from))
+			atomic_store_explicit(&vmm->stall_end_ns, now, memory_order_relaxed);
 		if (parked)
 			stall_max(&vmm->stall_park_max_ns, now - from);
 	}

@@ -75,6 +75,8 @@ struct minivmm {
 	/* The longest of those that held a park: a pause as the guest saw
 	 * it, from its last write before to its first after. */
 	atomic_uint_fast64_t stall_park_max_ns;
+	/* When the reset was taken, and when the longest stall ended. */
+	atomic_uint_fast64_t stall_from_ns, stall_end_ns;
 	atomic_bool stall_reset;
 	atomic_uint last_error_page;
 	int fatal;			/* under lock */

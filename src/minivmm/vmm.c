@@ -179,27 +179,40 @@ void minivmm_set_memory_error(struct minivmm *vmm, minivmm_memory_error_fn fn,
 	vmm->memory_error_opaque = opaque;
 }
 
+/* When the longest stall (max) that ended at end began, from from; 0
+ * for none, or for one that began before from (as the reset came). */
+static uint64_t stall_at(uint64_t end, uint64_t from, uint64_t max)
+{
+	return max && end - max > from ? end - max - from : 0;
+}
+
 void minivmm_get_stats(struct minivmm *vmm, struct minivmm_stats *out)
 {
 	/* A reset the guest has not taken yet: nothing since it. */
 	bool reset = atomic_load(&vmm->stall_reset);
+	uint64_t max = atomic_load(&vmm->stall_max_ns), end = atomic_load(&vmm->stall_end_ns);
+	uint64_t from = atomic_load(&vmm->stall_from_ns);
 
 	*out = (struct minivmm_stats){
 		.passes = atomic_load(&vmm->passes),
 		.guest_errors = atomic_load(&vmm->guest_errors),
 		.last_error_page = atomic_load(&vmm->last_error_page),
 		.ring_full_exits = atomic_load(&vmm->ring_full_exits),
-		.stall_max_ns = reset ? 0 : atomic_load(&vmm->stall_max_ns),
+		.stall_max_ns = reset ? 0 : max,
 		.stall_pause_max_ns = reset ? 0 : atomic_load(&vmm->stall_park_max_ns),
+		.stall_at_ns = reset ? 0 : stall_at(end, from, max),
 		.stall_source = vmm->kind == MINIVMM_VCPU_THREAD ? "writer" : "vcpu-parked",
 	};
 	pthread_mutex_lock(&vmm->lock);
 	if (vmm->tsc_khz) {
 		const struct minivmm_state *st = minivmm_state_of(vmm);
+		bool taken = !__atomic_load_n(&st->stall_reset, __ATOMIC_ACQUIRE);
 
-		out->stall_max_ns = __atomic_load_n(&st->stall_reset, __ATOMIC_ACQUIRE) ? 0 :
-				    __atomic_load_n(&st->stall_max, __ATOMIC_RELAXED) *
-					    1000000 / vmm->tsc_khz;
+		max = __atomic_load_n(&st->stall_max, __ATOMIC_RELAXED);
+		end = __atomic_load_n(&st->stall_end, __ATOMIC_RELAXED);
+		from = __atomic_load_n(&st->stall_from, __ATOMIC_RELAXED);
+		out->stall_max_ns = taken ? max * 1000000 / vmm->tsc_khz : 0;
+		out->stall_at_ns = taken ? stall_at(end, from, max) * 1000000 / vmm->tsc_khz : 0;
 		out->stall_source = "guest";
 	}
 	out->fatal = vmm->fatal;

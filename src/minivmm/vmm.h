@@ -35,6 +35,8 @@
 #define MINIVMM_STATE_STALL_MAX	(MINIVMM_STATE_OFFSET + 32)
 #define MINIVMM_STATE_HOT_FIRST	(MINIVMM_STATE_OFFSET + 40)
 #define MINIVMM_STATE_HOT_PAGES	(MINIVMM_STATE_OFFSET + 44)
+#define MINIVMM_STATE_STALL_FROM (MINIVMM_STATE_OFFSET + 48)
+#define MINIVMM_STATE_STALL_END	(MINIVMM_STATE_OFFSET + 56)
 /* The hot-set guest's table of writes a page starts at this page. */
 #define MINIVMM_HOT_TABLE	1
 #define MINIVMM_PORT_PASS	0x10	/* out: a pass ended, eax = its number */
@@ -72,6 +74,8 @@ struct minivmm_state {
 				 * window, its first data page (0: the first
 				 * one) and length (0: all) */
 	uint32_t hot_pages;
+	uint64_t stall_from;	/* the TSC when the guest took the reset */
+	uint64_t stall_end;	/* and when its longest stall ended */
 };
 
 enum minivmm_backing {
@@ -162,6 +166,8 @@ struct minivmm_stats {
 	/* The longest of those that held a pause: memmig's pauses as the
 	 * guest saw them. */
 	uint64_t stall_pause_max_ns;
+	/* When the longest stall began, ns after the reset (0: none yet). */
+	uint64_t stall_at_ns;
 	const char *stall_source;
 };
 

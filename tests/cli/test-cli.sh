@@ -271,6 +271,9 @@ check "demo stall beside a raw copy" test "$(jq '.raw_copy_stall_s > 0' "$tmp/ou
 # The longest stall that held a pause is one of them, and holds the
 # longest pause the same way.
 check "demo stall around pauses" test "$(jq '[.migrations[] | .stall_pause_s <= .stall_s and .stall_pause_s >= .pause_s / 2] | all' "$tmp/out")" = true
+# Where the longest stall began: when, from the migration's start, and
+# in which of its steps.
+check "demo stall's step" test "$(jq '[.migrations[] | (.stall_step | IN("prepare", "pre-copy", "switchover", "end", "after")) and .stall_at_s >= 0] | all' "$tmp/out")" = true
 check "demo overrun named" test "$(jq '[.migrations[] | (.pause.overrun_by != null) == (.pause.over_budget and .converged)] | all' "$tmp/out")" = true
 check "demo bad dirty" exit_is 2 "$cli" demo --dirty bogus
 check "demo bad dirty message" grep -q "dirty: auto, log" "$tmp/err"
