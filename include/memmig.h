@@ -945,7 +945,8 @@ struct memmig_live;
 struct memmig_vm_ops {
 	size_t sz;
 	/* Stops every vCPU; returns once none is inside KVM_RUN (its dirty
-	 * writes are then all logged).  0 or -errno.  Required. */
+	 * writes are then all logged), by blocking: it runs at real-time
+	 * priority (MEMMIG_LIVE_KEEP_SCHED).  0 or -errno.  Required. */
 	int (*pause)(void *opaque);
 	/* Lets them run again.  0 or -errno (after a swap, the migration
 	 * stands all the same: memmig_live_report.resume_err).  Required. */
@@ -1111,6 +1112,16 @@ struct memmig_live_opts {
  * says which ran).
  */
 #define MEMMIG_LIVE_STREAM		(1u << 1)
+/*
+ * Each pause runs at the calling thread's own scheduling.  Without this
+ * flag, the thread that runs the migration is raised to SCHED_FIFO
+ * priority 1 from just before pause() to just after resume(), where it
+ * may be (CAP_SYS_NICE or RLIMIT_RTPRIO; a thread real-time or deadline
+ * already is left alone), and gets its own policy back: a CPU-bound task
+ * then cannot take its CPU while the guest is stopped.  pause() must
+ * therefore wait for the vCPUs by blocking, not by spinning.
+ */
+#define MEMMIG_LIVE_KEEP_SCHED		(1u << 2)
 
 /* Why pre-copy ended (memmig_live_report.stop_reason). */
 enum memmig_live_stop {

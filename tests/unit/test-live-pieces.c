@@ -15,7 +15,9 @@
  *    where one pause would be three times over it;
  *  - a guest rewriting a hot spot faster than its piece converges: the
  *    piece is cut before it, and no write is lost to the cuts;
- *  - each piece's old memory waits aside in a mapping of its own.
+ *  - each piece's old memory waits aside in a mapping of its own;
+ *  - each pause runs at real-time priority where it may, and the caller
+ *    has its own scheduling back after (or throughout, if it asks).
  * Without userfaultfd write protection (Linux 6.7) or soft-dirty bits
  * there is no tracking without KVM: skipped.
  */
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,6 +64,8 @@ struct vmm {
 	uint64_t resume_ns[MAX_PAUSES];		/* when resume n came */
 	bool look_aside;	/* at each resume(): */
 	bool apart_seen;	/* the first two pieces' old memory apart */
+	int sched_want;		/* pause() counts the pauses at this policy */
+	unsigned int sched_pauses;
 };
 
 static uint64_t now_ns(void)
@@ -107,6 +112,11 @@ static int vmm_pause(void *opaque)
 {
 	struct vmm *v = opaque;
 
+	struct sched_param param;
+	int policy;
+
+	if (!pthread_getschedparam(pthread_self(), &policy, &param) && policy == v->sched_want)
+		v->sched_pauses++;
 	pthread_mutex_lock(&v->lock);
 	v->pause = true;
 	while (v->writing && !v->parked)
@@ -252,13 +262,20 @@ static uint64_t vmm_down(struct vmm *v)
 	return bad;
 }
 
-static int migrate(struct vmm *v, struct memmig_live_report *rep)
+static int migrate_flags(struct vmm *v, struct memmig_live_report *rep, unsigned int flags)
 {
-	const struct memmig_live_opts o = { .sz = sizeof(o), .slot = SLOT, .target_node = 0 };
+	const struct memmig_live_opts o = {
+		.sz = sizeof(o), .slot = SLOT, .target_node = 0, .flags = flags,
+	};
 
 	memset(rep, 0, sizeof(*rep));
 	rep->sz = sizeof(*rep);
 	return memmig_vm_migrate(v->vm, &o, rep);
+}
+
+static int migrate(struct vmm *v, struct memmig_live_report *rep)
+{
+	return migrate_flags(v, rep, 0);
 }
 
 static void test_pieces(void)
@@ -442,6 +459,51 @@ static void test_aside_apart(void)
 	CU_ASSERT_EQUAL(vmm_down(&v), 0);
 }
 
+/*
+ * A VMM thread at SCHED_BATCH and nice 3 runs two migrations.  Every
+ * pause runs at SCHED_FIFO where the process may have it (at the caller's
+ * own where it may not), and the thread has its policy and nice value
+ * back after; with MEMMIG_LIVE_KEEP_SCHED every pause runs at its own.
+ */
+static void *sched_caller(void *arg)
+{
+	struct vmm *v = arg;
+	struct memmig_live_report rep;
+	struct sched_param param = { .sched_priority = 1 };
+	bool rt = !pthread_setschedparam(pthread_self(), SCHED_FIFO, &param);
+	int policy = -1;
+
+	param.sched_priority = 0;
+	CU_ASSERT_EQUAL_FATAL(pthread_setschedparam(pthread_self(), SCHED_BATCH, &param), 0);
+	CU_ASSERT_EQUAL_FATAL(setpriority(PRIO_PROCESS, (id_t)gettid(), 3), 0);
+	printf("  (real-time priority %s here)\n", rt ? "allowed" : "not allowed");
+	v->sched_want = rt ? SCHED_FIFO : SCHED_BATCH;
+	CU_ASSERT_EQUAL(migrate(v, &rep), 0);
+	CU_ASSERT(rep.pauses >= 2);
+	CU_ASSERT_EQUAL(v->sched_pauses, rep.pauses);
+	CU_ASSERT_EQUAL(pthread_getschedparam(pthread_self(), &policy, &param), 0);
+	CU_ASSERT_EQUAL(policy, SCHED_BATCH);
+	CU_ASSERT_EQUAL(getpriority(PRIO_PROCESS, (id_t)gettid()), 3);
+
+	v->sched_want = SCHED_BATCH;
+	v->sched_pauses = 0;
+	CU_ASSERT_EQUAL(migrate_flags(v, &rep, MEMMIG_LIVE_KEEP_SCHED), 0);
+	CU_ASSERT(rep.pauses >= 1);
+	CU_ASSERT_EQUAL(v->sched_pauses, rep.pauses);
+	return NULL;
+}
+
+static void test_pause_sched(void)
+{
+	struct vmm v;
+	pthread_t t;
+
+	CU_ASSERT_EQUAL_FATAL(vmm_up(&v, 64 * MiB, -1, false), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, sched_caller, &v), 0);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(vmm_down(&v), 0);
+}
+
 /* Is there tracking without KVM here? */
 static bool tracking(void)
 {
@@ -476,6 +538,7 @@ int main(void)
 		{ "a swap ten times slower: pieces that fit", test_slow_swap },
 		{ "a hot spot cut off its piece loses no write", test_hot_spot_cut },
 		{ "each piece's old memory aside on its own", test_aside_apart },
+		{ "pauses at real-time priority, the caller's own after", test_pause_sched },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_SuiteInfo suites[] = {

@@ -99,14 +99,17 @@ static int read_and_clear(struct memmig_live *l)
 int memmig_dirty_softdirty_harvest(struct memmig_live *l)
 {
 	struct memmig_vm *vm = l->vm;
+	struct memmig_sched_was was;
 	int rc, rrc = 0;
 
 	if (l->paused)
 		return read_and_clear(l);
+	memmig_live_sched_raise(l, &was);
 	rc = vm->ops.pause(vm->opaque);
-	if (rc < 0)
-		return rc;
-	rc = read_and_clear(l);
-	rrc = vm->ops.resume(vm->opaque);
+	if (rc >= 0) {
+		rc = read_and_clear(l);
+		rrc = vm->ops.resume(vm->opaque);
+	}
+	memmig_live_sched_restore(&was);
 	return rc ? rc : rrc;
 }

@@ -130,6 +130,16 @@ double memmig_live_piece_expected(const struct memmig_live *l, uint64_t lo, uint
  * in; 0, or the first error (the pieces before it stay switched). */
 int memmig_live_switchover(struct memmig_live *l);
 
+/* live-sched.c: the calling thread at real-time priority for a pause,
+ * where it may be, and back to what it was after resume(). */
+struct memmig_sched_was {
+	int policy;
+	struct sched_param param;
+	bool raised;
+};
+void memmig_live_sched_raise(const struct memmig_live *l, struct memmig_sched_was *was);
+void memmig_live_sched_restore(const struct memmig_sched_was *was);
+
 /* A live object that only tracks writes to the whole slot, for a
  * memmig_vm_track (vm-track.c): no destination, never run. */
 int memmig_live_new_tracker(struct memmig_vm *vm, uint32_t slot, int method,

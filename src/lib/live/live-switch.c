@@ -333,12 +333,16 @@ static int piece_pause(struct memmig_live *l, uint64_t hi, const struct memmig_l
 	struct memmig_vm *vm = l->vm;
 	struct memmig_live_report took = { 0 };
 	uint64_t bytes = 0, lo = l->cur;
-	double t = memmig_now();
+	struct memmig_sched_was was;
+	double t;
 	int rc, rrc;
 
+	memmig_live_sched_raise(l, &was);
+	t = memmig_now();
 	rc = vm->ops.pause(vm->opaque);
 	took.pause_stop_s = memmig_now() - t;
 	if (rc < 0) {
+		memmig_live_sched_restore(&was);
 		err(vm->ctx, "slot %u: pause: %d\n", l->slot.slot, rc);
 		return rc;
 	}
@@ -349,6 +353,7 @@ static int piece_pause(struct memmig_live *l, uint64_t hi, const struct memmig_l
 	t = memmig_now();
 	rrc = vm->ops.resume(vm->opaque);
 	took.resume_s = memmig_now() - t;
+	memmig_live_sched_restore(&was);
 	pause_count(l, &took, e, bytes, (hi - lo) * MEMMIG_PAGE_SIZE);
 	if (!rc) {
 		l->cur = hi;

@@ -131,7 +131,8 @@ static int opts_check(struct memmig_live *l, bool rings)
 	uint64_t size = l->slot.size;
 
 	if ((o->target_node >= 0) == (o->target_path != NULL) ||
-	    (o->flags & ~(MEMMIG_LIVE_FAIL_OVER_BUDGET | MEMMIG_LIVE_STREAM)) ||
+	    (o->flags & ~(MEMMIG_LIVE_FAIL_OVER_BUDGET | MEMMIG_LIVE_STREAM |
+			  MEMMIG_LIVE_KEEP_SCHED)) ||
 	    ((o->flags & MEMMIG_LIVE_FAIL_OVER_BUDGET) && (o->flags & MEMMIG_LIVE_STREAM)))
 		return -EINVAL;
 	if (o->target_node >= 0 && memmig_node_check(l->vm->ctx, o->target_node) < 0)
