@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -47,14 +48,37 @@ int memmig_proc_move_lock(int pid, int procfd)
 	return fd;
 }
 
+/*
+ * A /proc file through stdio, read a page at a time: fdopen() buffers by
+ * the file's st_blksize, 1 KiB in /proc, where the kernel hands out up to a
+ * page of text per read(2).  The smaps of a small process took 96 reads,
+ * each a costly system call in a VM; a stream of our own takes stdio's
+ * BUFSIZ buffer, so each read(2) gets what the kernel has ready.
+ */
+static ssize_t proc_read(void *cookie, char *buf, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = read((int)(intptr_t)cookie, buf, len);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
+static int proc_close(void *cookie)
+{
+	return close((int)(intptr_t)cookie);
+}
+
 FILE *memmig_proc_fopen(int pid, int procfd, const char *name)
 {
+	static const cookie_io_functions_t io = { .read = proc_read, .close = proc_close };
 	int fd = memmig_proc_open(pid, procfd, name, O_RDONLY);
 	FILE *f;
 
 	if (fd < 0)
 		return NULL;
-	f = fdopen(fd, "r");
+	f = fopencookie((void *)(intptr_t)fd, "r", io);
 	if (!f) {
 		int e = errno;
 
