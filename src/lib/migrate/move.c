@@ -207,6 +207,8 @@ static bool move_cancelled(void *arg)
 static int do_plan(struct memmig_move *mv)
 {
 	double t = memmig_now();
+	/* Once, not a system call a region (a process has a hundred). */
+	bool self = mv->o.pid == getpid();
 	int rc = mv->o.nranges ? list_ranges(mv) :
 		memmig_region_list_at(mv->ctx, mv->o.pid, mv->pin.procfd, &mv->list, &mv->n);
 
@@ -214,13 +216,12 @@ static int do_plan(struct memmig_move *mv)
 		struct memmig_region_desc d = { .sz = sizeof(d) };
 
 		memmig_region_get_desc(mv->list[i], &d);
-		rc = memmig_strategy_check(mv->ctx, mv->o.strategy, mv->o.pid == getpid(),
-					   d.backing, false, mv->o.pid, NULL);
+		rc = memmig_strategy_check(mv->ctx, mv->o.strategy, self, d.backing, false,
+					   mv->o.pid, NULL);
 		mv->bytes_total += d.len;
 	}
 	if (!rc) {
 		unsigned int workers = mv->o.workers ? mv->o.workers : memmig_usable_cpus();
-		bool self = mv->o.pid == getpid();
 
 		rc = memmig_topo_new_nodes(mv->ctx, &mv->topo);
 		if (!rc && memmig_frames_new(&mv->frames) < 0)

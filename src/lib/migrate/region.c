@@ -103,8 +103,10 @@ static int region_table(struct memmig_region *r, const struct memmig_vma *v, siz
 	return memmig_desc_table_new(r->ctx, &o, &r->table);
 }
 
+/* self: d's process is this one (pid 0 or getpid(), which the caller
+ * asked once for all its regions). */
 static int region_alloc(struct memmig_ctx *ctx, const struct memmig_region_desc *d,
-			int procfd, struct memmig_region **out)
+			bool self, int procfd, struct memmig_region **out)
 {
 	struct memmig_region *r = calloc(1, sizeof(*r));
 
@@ -113,7 +115,7 @@ static int region_alloc(struct memmig_ctx *ctx, const struct memmig_region_desc 
 	r->refcount = 1;
 	r->ctx = memmig_ctx_ref(ctx);
 	r->desc = *d;
-	r->self = d->pid == 0 || d->pid == getpid();
+	r->self = self;
 	r->procfd = r->self ? -1 : procfd;
 	*out = r;
 	return 0;
@@ -166,7 +168,7 @@ static int region_new_in(struct memmig_ctx *ctx, struct memmig_region_desc d, in
 				 "CAP_SYS_NICE or the same user)\n", d.pid);
 	}
 	if (!rc)
-		rc = region_alloc(ctx, &d, procfd, out);
+		rc = region_alloc(ctx, &d, d.pid == 0 || d.pid == getpid(), procfd, out);
 	if (!rc && d.backing == MEMMIG_BACKING_DAX && (*out)->self) {
 		rc = region_table(*out, vmas, nvmas);
 		if (rc) {
@@ -271,11 +273,13 @@ int memmig_region_list_at(struct memmig_ctx *ctx, int pid, int procfd,
 	struct memmig_region **list = NULL;
 	struct memmig_vma *vmas = NULL;
 	size_t nvmas = 0, n = 0;
+	bool self;
 	int rc;
 
 	if (!ctx || !out || !count || pid < 0)
 		return -EINVAL;
-	if (!pid || pid == getpid())
+	self = !pid || pid == getpid();
+	if (self)
 		procfd = -1;
 	rc = memmig_vmas_read_at(pid, procfd, &vmas, &nvmas);
 	if (rc < 0)
@@ -292,9 +296,9 @@ int memmig_region_list_at(struct memmig_ctx *ctx, int pid, int procfd,
 		/* Guard pages and special mappings have nothing to move;
 		 * another process's DAX only that process can move. */
 		if (vmas[i].backing == MEMMIG_BACKING_SPECIAL || !vmas[i].readable ||
-		    (vmas[i].backing == MEMMIG_BACKING_DAX && pid && pid != getpid()))
+		    (vmas[i].backing == MEMMIG_BACKING_DAX && !self))
 			continue;
-		rc = region_alloc(ctx, &d, procfd, &list[n]);
+		rc = region_alloc(ctx, &d, self, procfd, &list[n]);
 		if (!rc)
 			n++;
 		if (!rc && d.backing == MEMMIG_BACKING_DAX && list[n - 1]->self)
