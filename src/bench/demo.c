@@ -306,10 +306,11 @@ static void migration_text(long i, const char *target, const struct minivmm_migr
 	if (over)
 		printf(", over: %s", r->converged ? over :
 		       memmig_live_stop_name(r->stop_reason));
+	putchar('\n');
 	/* A stall no pause explains (the goal: at most twice the longest). */
 	if (m->stall_max_s > 2 * r->pause_s)
-		printf(", stall in %s", minivmm_stall_step(m));
-	putchar('\n');
+		printf("%4s the stall began in %s, %.1f ms into the migration\n", "",
+		       minivmm_stall_step(m), m->stall_at_s * 1e3);
 }
 
 /* The nodes it moves between: [{"id": 0, "kind": "DRAM"}, ...]. */
@@ -399,7 +400,7 @@ static int demo_run(struct memmig_ctx *ctx, struct demo *d)
 		printf("\ntimes in ms; /raw: the migration's time over the raw copy's; prep:\n"
 		       "the destination's allocation; pause: the longest pause; pauses: how\n"
 		       "many, sum: their sum; piece: the most memory switched over under one\n"
-		       "pause; stall: %s;\ncheck: every page against the guest, ok or FAILED; over: what took\nthe pause over its budget (a part, or pre-copy's stop); stall in: the\nstep a stall of more than twice the pause began in.  Writes tracked\nwith",
+		       "pause; stall: %s;\ncheck: every page against the guest, ok or FAILED; over: what took\nthe pause over its budget (a part, or pre-copy's stop).  Below a line\nwhose stall is over twice its pause: the step where that stall began.\nWrites tracked with",
 		       d->kvm ? "the guest's longest time from one page to the next, by\n"
 			       "its TSC (memmig's pauses, exits, faults, the scheduler)" :
 			       "the writer's longest time from one write to the next,\n"
