@@ -315,6 +315,8 @@ memmig_part() {
 		"$(jq .pause_max_s "$show") s, its longest batch $(jq .batch_max_s "$show") s"
 	check "memmig$sfx: the writer's longest stall inside the ${pause_ms} ms budget ($stall ms)" \
 		test "${stall:-999999}" -le "$pause_ms"
+	# Each page that stayed, with the kernel's reason (memmigd's log).
+	grep "did not move to node" "$tmp/memmigd.log" | head -n 10 | sed 's/^/  /'
 	check "memmig$sfx: no page failed to move" test "$(jq .pages_failed "$show")" = 0
 	check "memmig$sfx: writes from soft-dirty" test "$(jq '.sources | index("soft-dirty") != null' "$show")" = true
 	# ... which sees them: the workload's writes, a nested KVM guest's too

@@ -132,6 +132,24 @@ static bool fatal(const struct tier *t, int rc)
 	return rc == -ESRCH || (rc && t->pr.check && t->pr.check(t->pr.opaque));
 }
 
+/* A batch's pages that stayed, range by range with the kernel's reason:
+ * the count alone does not say whether a page was busy for an instant
+ * or refused for good. */
+static void log_failed(const struct tier *t, const struct memmig_report *rep, int node)
+{
+	int n = memmig_report_failed_count(rep);
+
+	for (int i = 0; i < n; i++) {
+		uint64_t addr, len;
+		int e;
+
+		if (memmig_report_get_failed(rep, (unsigned int)i, &addr, &len, &e) == 0)
+			info(t->ctx, "tier: pid %d: %llu pages at %#llx did not move to node %d: "
+			       "%s\n", t->pr.pid, (unsigned long long)(len / MEMMIG_PAGE_SIZE),
+			       (unsigned long long)addr, node, strerror(e < 0 ? -e : e));
+	}
+}
+
 /* Moves units idx[0..n) to node in batches; adds to *bytes, *pause. */
 static int move_units(struct tier *t, const size_t *idx, size_t n, int node,
 		      uint64_t *bytes, double *pause)
@@ -176,6 +194,8 @@ static int move_units(struct tier *t, const size_t *idx, size_t n, int node,
 
 			*bytes += s.bytes_moved;
 			t->st.pages_failed += s.pages_failed;
+			if (s.pages_failed)
+				log_failed(t, rep, node);
 			/*
 			 * No thread stops: a page is away only while the kernel
 			 * copies its folio, within its unit's share of the
