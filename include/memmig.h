@@ -1658,6 +1658,10 @@ enum memmig_fault_point {
 	MEMMIG_FAULT_DEST_ALLOC = 0,	/* destination unit allocation */
 	MEMMIG_FAULT_MOVE_PAGES,	/* one move_pages(2) call */
 	MEMMIG_FAULT_MOVE_PAGES_AFTER,	/* the same, failing after the kernel ran it */
+	/* One move_pages(2) call skips its first page meant for the target
+	 * that was found on a node, as the kernel does a page it cannot take
+	 * off its LRU list: the page stays, its status -err (EBUSY). */
+	MEMMIG_FAULT_MOVE_PAGES_BUSY,
 	MEMMIG_FAULT_COUNT
 };
 

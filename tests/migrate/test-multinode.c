@@ -386,6 +386,45 @@ static void test_enomem(void)
 	enomem_case(MEMMIG_STRATEGY_KERNEL, true, "memfd, kernel");
 }
 
+/*
+ * A page the kernel skips as busy (it could not take it off its LRU list:
+ * injected, MEMMIG_FAULT_MOVE_PAGES_BUSY) is asked again and arrives.  One
+ * busy in every call stays where it was, failed with EBUSY, its bytes
+ * intact, and every other page arrives.
+ */
+static void test_busy(void)
+{
+	const size_t len = 8 * MiB, pages = len / 4096;
+	struct memmig_migrate_opts o = {
+		.sz = sizeof(o), .target_node = nodes[0], .strategy = MEMMIG_STRATEGY_KERNEL,
+		.workers = 1,
+	};
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	struct memmig_report *rep = NULL;
+	uint8_t *p = map_anon(len, false, 9);
+	struct memmig_region *r = p ? region_of(p, len) : NULL;
+	uint64_t sum;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	sum = checksum(p, len);
+	CU_ASSERT_EQUAL(memmig_migrate(r, &o, NULL), 0);	/* all home first */
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, MEMMIG_FAULT_MOVE_PAGES_BUSY, 1, EBUSY, 0), 0);
+	move_and_check(r, p, len, nodes[1], MEMMIG_STRATEGY_KERNEL, 1, sum, "busy once");
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, MEMMIG_FAULT_MOVE_PAGES_BUSY, 1, EBUSY, 1), 0);
+	CU_ASSERT_EQUAL(memmig_migrate(r, &o, &rep), 0);
+	memmig_ctx_set_fault(ctx, MEMMIG_FAULT_MOVE_PAGES_BUSY, 0, EBUSY, 0);
+	CU_ASSERT_EQUAL_FATAL(memmig_report_get_summary(rep, &s), 0);
+	printf("\n    busy in every call: %" PRIu64 " of %zu pages failed\n", s.pages_failed, pages);
+	CU_ASSERT(s.pages_failed > 0 && s.pages_failed < pages);
+	CU_ASSERT_EQUAL(memmig_report_failed_errno_pages(rep, EBUSY), s.pages_failed);
+	CU_ASSERT_EQUAL(numa_maps_pages(p, len, nodes[0]), pages - s.pages_failed);
+	CU_ASSERT_EQUAL(numa_maps_pages(p, len, nodes[1]), s.pages_failed);
+	CU_ASSERT_EQUAL(checksum(p, len), sum);
+	memmig_report_unref(rep);
+	memmig_region_unref(r);
+	munmap(p, len);
+}
+
 /* Cancelled mid-way: the moved part is on the target, the rest at home. */
 static void test_cancel(void)
 {
@@ -491,6 +530,7 @@ static CU_TestInfo tests[] = {
 	{ "hugetlb, both strategies", test_hugetlb },
 	{ "cancel mid-way", test_cancel },
 	{ "target out of memory: -ENOMEM, partial, intact", test_enomem },
+	{ "a page the kernel skips as busy: asked again", test_busy },
 	{ "a node of CXL memory, both strategies", test_cxl },
 	CU_TEST_INFO_NULL,
 };

@@ -496,9 +496,8 @@ int mt_suite_cleanup(void)
 /* Every test starts and ends without armed faults. */
 void mt_disarm(void)
 {
-	memmig_ctx_set_fault(ctx, MEMMIG_FAULT_DEST_ALLOC, 0, ENOMEM, 0);
-	memmig_ctx_set_fault(ctx, MEMMIG_FAULT_MOVE_PAGES, 0, ENOMEM, 0);
-	memmig_ctx_set_fault(ctx, MEMMIG_FAULT_MOVE_PAGES_AFTER, 0, ENOMEM, 0);
+	for (int p = 0; p < MEMMIG_FAULT_COUNT; p++)
+		memmig_ctx_set_fault(ctx, p, 0, ENOMEM, 0);
 }
 
 /* ------------------------------------------------------------------ */

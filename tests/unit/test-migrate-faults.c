@@ -276,6 +276,39 @@ static void test_fault_move_pages_after(void)
 }
 
 /*
+ * A page the kernel could not take off its LRU list (reclaim, compaction
+ * or khugepaged had it) it skips with -EBUSY in its status, and the call
+ * returns 0: asked again, it is where it should be (here, one node: where
+ * it was), and nothing failed.  That it moves when asked again, and what a
+ * page busy every time reports, is test-multinode's.
+ */
+static void test_fault_move_pages_busy(void)
+{
+	struct memmig_migrate_opts o = mt_opts_of(MEMMIG_STRATEGY_KERNEL, 0, 1);
+	struct memmig_report_summary s = { .sz = sizeof(s) };
+	const char *what = "move_pages_busy";
+	struct memmig_report *rep = NULL;
+	struct memmig_region *r = NULL;
+	uint64_t sum;
+	struct mem m;
+
+	CU_ASSERT_EQUAL_FATAL(mt_mem_new_half(&m, 16 * MiB, &sum), 0);
+	CU_ASSERT_EQUAL_FATAL(mt_region_of(ctx, 0, m.map, m.len, 0, &r), 0);
+	CU_ASSERT_EQUAL(memmig_ctx_set_fault(ctx, MEMMIG_FAULT_MOVE_PAGES_BUSY, 1, EBUSY, 0), 0);
+	EXPECT_EQ(what, "result", memmig_migrate(r, &o, &rep), 0);
+	mt_disarm();
+	CU_ASSERT_EQUAL_FATAL(memmig_report_get_summary(rep, &s), 0);
+	EXPECT_EQ(what, "pages_failed", s.pages_failed, 0);
+	EXPECT_EQ(what, "pages failed busy", memmig_report_failed_errno_pages(rep, EBUSY), 0);
+	EXPECT_EQ(what, "verified", s.pages_verified_on_target, m.len / PAGE / 2);
+	check_errno_table(rep, what);
+	mt_half_intact(&m, sum, what);
+	memmig_report_unref(rep);
+	memmig_region_unref(r);
+	mt_mem_free(&m);
+}
+
+/*
  * Memory read but never written maps the shared zero page.  Kernels answer
  * move_pages' query for it differently: -EFAULT (it cannot move), or the
  * node of the zero page (seen on some 6.18 hosts).  Either way there is
@@ -475,6 +508,7 @@ static CU_TestInfo fault_tests[] = {
 	{ "disarmed and unreached faults", test_fault_disarm },
 	{ "move_pages: ENOMEM, EIO, not reached", test_fault_move_pages },
 	{ "move_pages_after: placement asked, not assumed", test_fault_move_pages_after },
+	{ "move_pages_busy: a page skipped as busy is asked again", test_fault_move_pages_busy },
 	{ "zero pages: nothing to move, whatever the kernel says", test_zero_pages },
 	CU_TEST_INFO_NULL,
 };

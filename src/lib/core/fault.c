@@ -12,6 +12,7 @@ static const char *const point_names[MEMMIG_FAULT_COUNT] = {
 	[MEMMIG_FAULT_DEST_ALLOC] = "dest_alloc",
 	[MEMMIG_FAULT_MOVE_PAGES] = "move_pages",
 	[MEMMIG_FAULT_MOVE_PAGES_AFTER] = "move_pages_after",
+	[MEMMIG_FAULT_MOVE_PAGES_BUSY] = "move_pages_busy",
 };
 
 static const struct {

@@ -99,6 +99,17 @@ static void unit_status(struct memmig_job *job, struct memmig_unit *u,
 	memmig_job_unit_done(job, u, ok ? MEMMIG_UNIT_DONE : MEMMIG_UNIT_FAILED);
 }
 
+/* MEMMIG_FAULT_MOVE_PAGES_BUSY's entry: the first for the target whose
+ * page was found on a node; b->n for none. */
+static size_t busy_entry(const struct memmig_job *job, const struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->nodes[i] == job->target &&
+		    job->before[memmig_job_page(job, (uintptr_t)b->pages[i])] >= 0)
+			return i;
+	return b->n;
+}
+
 /*
  * MPOL_MF_MOVE_ALL also moves pages other processes map (shared memory)
  * but needs CAP_SYS_NICE; without it, or when the job is to move only the
@@ -110,15 +121,28 @@ static long batch_move_pages(struct memmig_job *job, struct batch *b)
 	int f = job->flags & MEMMIG_MIGRATE_OWN_PAGES ? MPOL_MF_MOVE :
 		__atomic_load_n(&flags, __ATOMIC_RELAXED);
 	long rc = memmig_fault_hit(job->ctx, MEMMIG_FAULT_MOVE_PAGES), late;
+	int busy = rc ? 0 : memmig_fault_hit(job->ctx, MEMMIG_FAULT_MOVE_PAGES_BUSY);
+	size_t skip = busy ? busy_entry(job, b) : b->n;
+	int keep = 0;
 
 	if (rc)
 		return rc;
+	/* Injected: asked to stay where it was found, then said busy. */
+	if (skip < b->n) {
+		keep = b->nodes[skip];
+		b->nodes[skip] = job->before[memmig_job_page(job, (uintptr_t)b->pages[skip])];
+	}
 	rc = memmig_job_move_pages(job, b->n, b->pages, b->nodes, b->status, f);
 	/* The kernel's EPERM (no CAP_SYS_NICE for MOVE_ALL), not the pin's. */
 	if (rc == -EPERM && f == MPOL_MF_MOVE_ALL && !__atomic_load_n(&job->pin_denied, __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(&flags, MPOL_MF_MOVE, __ATOMIC_RELAXED);
 		rc = memmig_job_move_pages(job, b->n, b->pages, b->nodes,
 					   b->status, MPOL_MF_MOVE);
+	}
+	if (skip < b->n) {
+		b->nodes[skip] = keep;
+		if (rc >= 0)
+			b->status[skip] = busy;
 	}
 	/* As Linux 6.12 does on a full node: part moved, the call failed,
 	 * the status array left as it was (here: garbage, not a node). */
@@ -162,14 +186,17 @@ static void batch_query(struct memmig_job *job, struct batch *b)
 /*
  * move_pages() stops at the first unit it could not migrate and returns how
  * many pages it did not move, leaving the status array unwritten: where
- * each page is comes from a query instead, each time.  Pages the kernel
- * left behind are often busy only for a moment (locked by a racing fault,
- * under I/O, pinned for an instant): they are asked again, alone, after a
- * yield, then (a few of them, on a target with room) after 1 ms and 10 ms.
- * Those still elsewhere then failed for lack of memory when the target is
- * full -- down to what the kernel keeps free there, plus a unit (a THP
- * that could not be had: Linux 6.12 answers so where 6.1 fails the call
- * with ENOMEM) -- else because they were busy.
+ * each page is comes from a query instead, each time.  A page it could not
+ * take off its LRU list (another thread had it: reclaim, compaction,
+ * khugepaged, a racing fault) it skips with -EBUSY in its status, and the
+ * call still returns 0.  Pages left behind either way are often busy only
+ * for a moment: they are asked again, alone, after a yield, then (a few of
+ * them, on a target with room) after 1 ms and 10 ms.  Those still
+ * elsewhere then failed for lack of memory when the target is full --
+ * down to what the kernel keeps free there, plus a unit (a THP that could
+ * not be had: Linux 6.12 answers so where 6.1 fails the call with ENOMEM)
+ * -- else because they were busy, unless a call said another reason
+ * (EACCES: another process maps the page).
  */
 #define RETRY_WAIT_MAX 16
 
@@ -178,6 +205,15 @@ static bool left_behind(const struct memmig_job *job, const struct batch *b, siz
 {
 	return b->nodes[i] == job->target && b->status[i] >= 0 &&
 	       b->status[i] != job->target;
+}
+
+/* Whether the call skipped an entry for the target as busy. */
+static bool any_busy(const struct memmig_job *job, const struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->nodes[i] == job->target && b->status[i] == -EBUSY)
+			return true;
+	return false;
 }
 
 static void retry_left(struct memmig_job *job, struct batch *b)
@@ -189,9 +225,12 @@ static void retry_left(struct memmig_job *job, struct batch *b)
 		.status = malloc(b->n * sizeof(int)),
 	};
 	size_t *idx = malloc(b->n * sizeof(size_t));
+	int *said = calloc(b->n, sizeof(int));	/* a call's reason, not busy */
 	int why;
 
 	for (unsigned int k = 0;; k++) {
+		long rc;
+
 		batch_query(job, b);
 		r.n = 0;
 		for (size_t i = 0; i < b->n; i++)
@@ -205,14 +244,18 @@ static void retry_left(struct memmig_job *job, struct batch *b)
 			}
 		/* Waiting is for a few busy pages; many left, or a full
 		 * node, is a lack of memory that no moment cures. */
-		if (!r.n || k == 3 || !idx || !r.pages || !r.nodes || !r.status ||
+		if (!r.n || k == 3 || !idx || !r.pages || !r.nodes || !r.status || !said ||
 		    (k && (r.n > RETRY_WAIT_MAX || memmig_job_target_full(job))))
 			break;
 		if (wait_us[k])
 			usleep(wait_us[k]);
 		else
 			sched_yield();
-		if (batch_move_pages(job, &r) == 0) {
+		rc = batch_move_pages(job, &r);
+		for (size_t i = 0; rc == 0 && i < r.n; i++)
+			if (r.status[i] < 0 && r.status[i] != -EBUSY)
+				said[idx[i]] = r.status[i];
+		if (rc == 0 && !any_busy(job, &r)) {
 			for (size_t i = 0; i < r.n; i++)
 				b->status[idx[i]] = r.status[i];
 			r.n = 0;
@@ -222,8 +265,9 @@ static void retry_left(struct memmig_job *job, struct batch *b)
 	why = r.n && memmig_job_target_full(job) ? -ENOMEM : -EBUSY;
 	for (size_t i = 0; r.n && i < b->n; i++)
 		if (left_behind(job, b, i))
-			b->status[i] = why;
+			b->status[i] = said && said[i] ? said[i] : why;
 	free(idx);
+	free(said);
 	batch_free(&r);
 }
 
@@ -249,16 +293,16 @@ static int move_batch(struct memmig_job *job, struct batch *b,
 		       struct memmig_unit *units, size_t nunits, const size_t *at)
 {
 	long rc = b->n ? batch_move_pages(job, b) : 0;
-	bool asked = true;
+	bool asked = true, retried = rc > 0 || (rc == 0 && any_busy(job, b));
 
 	if (rc < 0)
 		asked = failed_call_status(job, b, (int)rc);
-	else if (rc > 0)
+	else if (retried)
 		retry_left(job, b);
 	if (asked)
 		memmig_pageflags_refine(job->pid, job->pin.procfd, b->pages, b->n, b->status);
 	for (size_t i = 0; i < nunits; i++)
-		unit_status(job, &units[i], b->status + at[i], rc == 0);
+		unit_status(job, &units[i], b->status + at[i], !retried && rc == 0);
 	b->n = 0;
 	return rc < 0 && rc != -ENOMEM ? (int)rc : 0; /* ENOMEM: from status */
 }
