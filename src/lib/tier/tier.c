@@ -132,22 +132,33 @@ static bool fatal(const struct tier *t, int rc)
 	return rc == -ESRCH || (rc && t->pr.check && t->pr.check(t->pr.opaque));
 }
 
+/* Failed ranges a batch logs one by one; the rest are counted. */
+#define LOG_FAILED_MAX 4
+
 /* A batch's pages that stayed, range by range with the kernel's reason:
  * the count alone does not say whether a page was busy for an instant
- * or refused for good. */
+ * or refused for good.  A few lines a batch: a process whose memory is
+ * pinned fails every page, every interval. */
 static void log_failed(const struct tier *t, const struct memmig_report *rep, int node)
 {
+	struct memmig_report_summary s = { .sz = sizeof(s) };
 	int n = memmig_report_failed_count(rep);
+	uint64_t more;
 
-	for (int i = 0; i < n; i++) {
+	memmig_report_get_summary(rep, &s);
+	more = s.failed_ranges_omitted + (n > LOG_FAILED_MAX ? (uint64_t)(n - LOG_FAILED_MAX) : 0);
+	for (int i = 0; i < n && i < LOG_FAILED_MAX; i++) {
 		uint64_t addr, len;
 		int e;
 
 		if (memmig_report_get_failed(rep, (unsigned int)i, &addr, &len, &e) == 0)
 			info(t->ctx, "tier: pid %d: %llu pages at %#llx did not move to node %d: "
-			       "%s\n", t->pr.pid, (unsigned long long)(len / MEMMIG_PAGE_SIZE),
-			       (unsigned long long)addr, node, strerror(e < 0 ? -e : e));
+			     "%s\n", t->pr.pid, (unsigned long long)(len / MEMMIG_PAGE_SIZE),
+			     (unsigned long long)addr, node, strerror(e < 0 ? -e : e));
 	}
+	if (more)
+		info(t->ctx, "tier: pid %d: and %llu more ranges did not move to node %d\n",
+		     t->pr.pid, (unsigned long long)more, node);
 }
 
 /* Moves units idx[0..n) to node in batches; adds to *bytes, *pause. */
