@@ -139,14 +139,13 @@ static bool fatal(const struct tier *t, int rc)
  * the count alone does not say whether a page was busy for an instant
  * or refused for good.  A few lines a batch: a process whose memory is
  * pinned fails every page, every interval. */
-static void log_failed(const struct tier *t, const struct memmig_report *rep, int node)
+static void log_failed(const struct tier *t, const struct memmig_report *rep,
+		       const struct memmig_report_summary *s, int node)
 {
-	struct memmig_report_summary s = { .sz = sizeof(s) };
 	int n = memmig_report_failed_count(rep);
-	uint64_t more;
+	uint64_t more = s->failed_ranges_omitted +
+			(n > LOG_FAILED_MAX ? (uint64_t)(n - LOG_FAILED_MAX) : 0);
 
-	memmig_report_get_summary(rep, &s);
-	more = s.failed_ranges_omitted + (n > LOG_FAILED_MAX ? (uint64_t)(n - LOG_FAILED_MAX) : 0);
 	for (int i = 0; i < n && i < LOG_FAILED_MAX; i++) {
 		uint64_t addr, len;
 		int e;
@@ -206,7 +205,7 @@ static int move_units(struct tier *t, const size_t *idx, size_t n, int node,
 			*bytes += s.bytes_moved;
 			t->st.pages_failed += s.pages_failed;
 			if (s.pages_failed)
-				log_failed(t, rep, node);
+				log_failed(t, rep, &s, node);
 			/*
 			 * No thread stops: a page is away only while the kernel
 			 * copies its folio, within its unit's share of the
