@@ -99,13 +99,18 @@ static void unit_status(struct memmig_job *job, struct memmig_unit *u,
 	memmig_job_unit_done(job, u, ok ? MEMMIG_UNIT_DONE : MEMMIG_UNIT_FAILED);
 }
 
+/* Where the job found entry i's page: a node, or -errno. */
+static int found_at(const struct memmig_job *job, const struct batch *b, size_t i)
+{
+	return job->before[memmig_job_page(job, (uintptr_t)b->pages[i])];
+}
+
 /* MEMMIG_FAULT_MOVE_PAGES_BUSY's entry: the first for the target whose
  * page was found on a node; b->n for none. */
 static size_t busy_entry(const struct memmig_job *job, const struct batch *b)
 {
 	for (size_t i = 0; i < b->n; i++)
-		if (b->nodes[i] == job->target &&
-		    job->before[memmig_job_page(job, (uintptr_t)b->pages[i])] >= 0)
+		if (b->nodes[i] == job->target && found_at(job, b, i) >= 0)
 			return i;
 	return b->n;
 }
@@ -130,7 +135,7 @@ static long batch_move_pages(struct memmig_job *job, struct batch *b)
 	/* Injected: asked to stay where it was found, then said busy. */
 	if (skip < b->n) {
 		keep = b->nodes[skip];
-		b->nodes[skip] = job->before[memmig_job_page(job, (uintptr_t)b->pages[skip])];
+		b->nodes[skip] = found_at(job, b, skip);
 	}
 	rc = memmig_job_move_pages(job, b->n, b->pages, b->nodes, b->status, f);
 	/* The kernel's EPERM (no CAP_SYS_NICE for MOVE_ALL), not the pin's. */
