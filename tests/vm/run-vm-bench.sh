@@ -31,4 +31,4 @@ fi
 # 256 MiB too: where threads are real, the worker counts can differ there.
 VM_ACCEL=kvm VM_TESTS=guest-bench-move VM_NVDIMM=0 VM_CXL=0 VM_TAG=${VM_TAG:--kvm} \
 VM_BENCH_MOVE_SIZES=${VM_BENCH_MOVE_SIZES:-64M,256M} \
-VM_TIMEOUT=${VM_TIMEOUT:-600} exec bash "$srcdir/tests/vm/run-vm.sh"
+exec bash "$srcdir/tests/vm/run-vm.sh"
