@@ -17,9 +17,9 @@
 # default, see vm_watch), VM_TESTS (names to run, default all), VM_TAG (a
 # suffix for the console log, initramfs and NVDIMM files), VM_EXTRA (more
 # programs or scripts of this machine to run in the guest after them, e.g.
-# while debugging), VM_KEEP=1 (keep the initramfs tree), VM_NVDIMM=0 (no NVDIMM),
-# VM_NUMA_BALANCING=1 (leave the kernel's automatic NUMA balancing on in
-# the guest; off by default, see guest-init.sh),
+# while debugging), VM_KEEP=1 (keep the initramfs tree), VM_NVDIMM=0 (no
+# NVDIMM), VM_NUMA_BALANCING=1 (leave the kernel's automatic NUMA
+# balancing on in the guest; off by default, see guest-init.sh),
 # VM_LOGLEVEL=N (kernel messages up to level N on the console as they come,
 # not only after each test: for a guest that hangs), VM_ACCEL (QEMU's
 # -accel, default tcg,thread=single), VM_BENCH_MOVE_SIZES (guest-bench-move's
